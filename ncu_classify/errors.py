@@ -1,0 +1,39 @@
+"""One exception tree for the library; only the CLI turns these into exit codes and messages."""
+
+from __future__ import annotations
+
+
+class NcuClassifyError(Exception):
+    """Root of every error the library raises on purpose; its str() is one line for the user."""
+
+
+class InputFileError(NcuClassifyError):
+    """A user-supplied file (shapes, rules, cards) is missing, unreadable or invalid."""
+
+
+class ShapesError(InputFileError):
+    """A shapes file is invalid; the message names the file, line and field."""
+
+
+class RulesError(InputFileError):
+    """A rules file is invalid; the message names the file, line and field."""
+
+
+class CardsError(InputFileError):
+    """A cards file cannot be read or is not in a known card format."""
+
+
+class ReportError(NcuClassifyError):
+    """An Nsight Compute report cannot be opened or read."""
+
+
+class CaptureError(NcuClassifyError):
+    """Capture could not run or finish (one or more shapes or batches failed)."""
+
+
+class EnvironmentProblem(NcuClassifyError):
+    """The machine lacks something capture needs (a GPU, ncu, counter permissions)."""
+
+
+class PartialFailure(NcuClassifyError):
+    """The work finished but some inputs failed; the outputs hold the rest."""

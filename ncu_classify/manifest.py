@@ -1,0 +1,88 @@
+"""The capture manifest: what was replayed, on which machine and software, and how it went."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .atomic import write_text_atomic
+from .errors import InputFileError
+
+MANIFEST_NAME = "manifest.json"
+MANIFEST_VERSION = 1
+
+
+class ShapeRecord(BaseModel):
+    """One shape of a capture and what became of it."""
+
+    model_config = ConfigDict(extra="forbid")
+    group: str
+    stage: str
+    op: str
+    shape_parameters: dict[str, Any]
+    nominal_mac_flops: int
+    nominal_bytes: int
+    status: Literal["pending", "ok", "failed"] = "pending"
+    error: str | None = None
+    input_sha256: str | None = None
+    replay_seconds: float | None = None
+    report: str | None = None
+    kernels: int | None = None
+    replay_passes: list[int] = Field(default_factory=list)
+
+
+class BatchRecord(BaseModel):
+    """One ncu process: its command line and outcome."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    report: str
+    argv: list[str]
+    exit_code: int | None = None
+    wall_seconds: float | None = None
+    log: str
+    groups: list[str]
+
+
+class Manifest(BaseModel):
+    """Everything needed to read a capture folder without the machine that made it."""
+
+    model_config = ConfigDict(extra="forbid")
+    manifest_version: int = MANIFEST_VERSION
+    tool_version: str
+    created_at: str
+    shapes_file: str
+    shapes_sha256: str
+    seed: int
+    warmup: int
+    cudnn_benchmark: bool
+    host: dict[str, Any] = Field(default_factory=dict)
+    metrics: list[str]
+    batches: list[BatchRecord] = Field(default_factory=list)
+    shapes: list[ShapeRecord]
+
+    def by_group(self) -> dict[str, ShapeRecord]:
+        """Shapes keyed by group id."""
+        return {s.group: s for s in self.shapes}
+
+
+def write_manifest(folder: Path, manifest: Manifest) -> Path:
+    """Write `manifest.json` atomically into `folder`."""
+    path = folder / MANIFEST_NAME
+    write_text_atomic(path, manifest.model_dump_json(indent=2) + "\n")
+    return path
+
+
+def read_manifest(path: Path) -> Manifest:
+    """Read and validate a manifest; a bad one is an input error naming the file and field."""
+    try:
+        return Manifest.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputFileError(f"{path}: not a readable capture manifest: {exc}") from None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(map(str, err["loc"]))
+        raise InputFileError(f"{path}: manifest field {field}: {err['msg']}") from None

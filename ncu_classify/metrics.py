@@ -1,0 +1,172 @@
+"""The metric catalog: card metric keys, the ncu names tried for each, and unit normalisation.
+
+ncu names a figure differently depending on how it was collected (`dram__throughput...` under
+`--metrics`, `gpu__dram_throughput...` in a `--set full` report), and prints durations and sizes
+in whatever unit fits. Every card value is therefore read through an alias list and converted
+from the unit the report states into the one fixed unit of its key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Dimension = Literal["time", "bytes", "rate", "percent", "count"]
+
+# Scale of each unit to the SI base of its dimension (seconds, bytes, per second).
+_TIME = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e-3, "ms": 1e-3,
+         "second": 1.0, "s": 1.0}
+_BYTES = {"byte": 1.0, "B": 1.0, "Kbyte": 1e3, "KB": 1e3, "Mbyte": 1e6, "MB": 1e6,
+          "Gbyte": 1e9, "GB": 1e9, "Tbyte": 1e12, "TB": 1e12,
+          "Kibyte": 1024.0, "KiB": 1024.0, "Mibyte": 1024.0**2, "MiB": 1024.0**2,
+          "Gibyte": 1024.0**3, "GiB": 1024.0**3}
+_HERTZ = {"hz": 1.0, "Hz": 1.0, "hertz": 1.0, "Khz": 1e3, "KHz": 1e3, "kHz": 1e3, "Mhz": 1e6,
+          "MHz": 1e6, "Ghz": 1e9, "GHz": 1e9}
+_PERCENT = {"%", "pct", "percent"}
+
+
+class UnitError(ValueError):
+    """A metric came with a unit this catalog cannot convert."""
+
+
+def _count_scale(unit: str) -> float:
+    """Scale of a count-like unit (cycle, byte, block...); unknown words count as 1 each."""
+    if unit in _BYTES:
+        return _BYTES[unit]
+    prefix = {"K": 1e3, "M": 1e6, "G": 1e9}
+    if len(unit) > 1 and unit[0] in prefix and unit[1:] in {"cycle", "inst", "warp", "thread"}:
+        return prefix[unit[0]]
+    return 1.0
+
+
+def to_base(value: float, unit: str, dimension: Dimension) -> float:
+    """Convert `value` given in `unit` to the SI base of `dimension`; raise UnitError if unsure."""
+    unit = unit.strip()
+    if dimension == "time":
+        if unit not in _TIME:
+            raise UnitError(f"unit {unit!r} is not a time")
+        return value * _TIME[unit]
+    if dimension == "bytes":
+        head = unit.split("/")[0]
+        if head not in _BYTES:
+            raise UnitError(f"unit {unit!r} is not a byte count")
+        return value * _BYTES[head]
+    if dimension == "rate":
+        if unit in _HERTZ:
+            return value * _HERTZ[unit]
+        head, _, per = unit.partition("/")
+        if per not in _TIME:
+            raise UnitError(f"unit {unit!r} is not a rate per time")
+        return value * _count_scale(head) / _TIME[per]
+    if dimension == "percent":
+        if unit not in _PERCENT:
+            raise UnitError(f"unit {unit!r} is not a percentage")
+        return value
+    return value * _count_scale(unit.split("/")[0]) if unit else value
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One card metric: its key, the ncu names tried in order, and its unit on the card."""
+
+    key: str
+    names: tuple[str, ...]
+    dimension: Dimension
+    card_unit: str
+    per_base: float = 1.0  # card value = base value / per_base
+    description: str = ""
+
+    def from_report(self, value: float, unit: str) -> float:
+        """Card value of a raw report value in `unit`."""
+        return to_base(value, unit, self.dimension) / self.per_base
+
+
+CATALOG: tuple[MetricSpec, ...] = (
+    MetricSpec("dur_us", ("gpu__time_duration.sum",), "time", "us", 1e-6,
+               "kernel duration"),
+    MetricSpec("sm_pct", ("sm__throughput.avg.pct_of_peak_sustained_elapsed",), "percent", "%",
+               description="SM throughput, % of peak over elapsed time (max of SM sub-units)"),
+    MetricSpec("tensor_pct", (
+        "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+        "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+    ), "percent", "%", description="tensor pipe busy, % of active cycles (counts wgmma on gh100)"),
+    MetricSpec("dram_pct", (
+        "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+        "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+    ), "percent", "%", description="DRAM throughput, % of peak over elapsed time"),
+    MetricSpec("l2_pct", ("lts__throughput.avg.pct_of_peak_sustained_elapsed",), "percent", "%",
+               description="L2 slice throughput, % of peak over elapsed time"),
+    MetricSpec("warps_active_pct", ("sm__warps_active.avg.pct_of_peak_sustained_active",),
+               "percent", "%", description="achieved occupancy"),
+    MetricSpec("max_warps_pct", ("sm__maximum_warps_per_active_cycle_pct",), "percent", "%",
+               description="theoretical occupancy"),
+    MetricSpec("waves", ("launch__waves_per_multiprocessor",), "count", "waves",
+               description="blocks / (SMs x blocks per SM)"),
+    MetricSpec("grid", ("launch__grid_size",), "count", "blocks"),
+    MetricSpec("block", ("launch__block_size",), "count", "threads"),
+    MetricSpec("regs", ("launch__registers_per_thread",), "count", "registers/thread"),
+    MetricSpec("smem_dyn_kb", ("launch__shared_mem_per_block_dynamic",), "bytes", "KB", 1e3,
+               "dynamic shared memory per block (1 KB = 1000 bytes)"),
+    MetricSpec("smem_static_b", ("launch__shared_mem_per_block_static",), "bytes", "byte",
+               description="static shared memory per block"),
+    MetricSpec("l2_hit_pct", ("lts__t_sector_hit_rate.pct",), "percent", "%"),
+    MetricSpec("sm_cycles_active", ("sm__cycles_active.avg",), "count", "cycles",
+               description="cycles with at least one warp resident, mean over SMs"),
+    MetricSpec("cycles_elapsed", ("gpc__cycles_elapsed.max", "sm__cycles_elapsed.max"), "count",
+               "cycles", description="elapsed cycles of the kernel"),
+    MetricSpec("dram_read_mb", ("dram__bytes_read.sum",), "bytes", "MB", 1e6,
+               "DRAM bytes read (1 MB = 1e6 bytes)"),
+    MetricSpec("dram_write_mb", ("dram__bytes_write.sum",), "bytes", "MB", 1e6,
+               "DRAM bytes written (1 MB = 1e6 bytes)"),
+    MetricSpec("occ_limit_regs", ("launch__occupancy_limit_registers",), "count", "blocks/SM"),
+    MetricSpec("occ_limit_smem", ("launch__occupancy_limit_shared_mem",), "count", "blocks/SM"),
+    MetricSpec("sm_clock_ghz", ("sm__cycles_elapsed.avg.per_second",), "rate", "GHz", 1e9,
+               "SM clock during the kernel: turn per-cycle peaks into per-second ones with it"),
+)
+SPECS = {spec.key: spec for spec in CATALOG}
+
+
+@dataclass(frozen=True)
+class DerivedMetric:
+    """A metric computed from two catalog metrics as numerator / denominator."""
+
+    key: str
+    numerator: str
+    denominator: str
+    description: str
+
+
+DERIVED: tuple[DerivedMetric, ...] = (
+    DerivedMetric("sm_active_over_elapsed", "sm_cycles_active", "cycles_elapsed",
+                  "share of elapsed cycles in which the average SM had work (tail/launch gaps)"),
+)
+DERIVED_BY_KEY = {d.key: d for d in DERIVED}
+
+# Every metric key a rule may test.
+RULE_METRICS = frozenset(SPECS) | frozenset(DERIVED_BY_KEY)
+# Legacy evidence block: the figures a verdict rests on.
+EVIDENCE_KEYS = ("sm_pct", "tensor_pct", "dram_pct", "l2_pct", "warps_active_pct", "waves",
+                 "sm_active_over_elapsed")
+# Report attributes read beside the catalog (not card metrics).
+PASSES_METRIC = "profiler__replayer_passes"
+DEVICE_METRICS = {
+    "name": "device__attribute_display_name",
+    "sm_count": "device__attribute_multiprocessor_count",
+    "l2_bytes": "device__attribute_l2_cache_size",
+    "cc_major": "device__attribute_compute_capability_major",
+    "cc_minor": "device__attribute_compute_capability_minor",
+}
+
+
+def capture_metric_names() -> list[str]:
+    """The `--metrics` list capture asks ncu for: the first name of every catalog metric."""
+    return [spec.names[0] for spec in CATALOG]
+
+
+def derive(values: dict[str, float | None]) -> dict[str, float | None]:
+    """Derived metrics from card values; None where an input is missing or the divisor is 0."""
+    out: dict[str, float | None] = {}
+    for d in DERIVED:
+        num, den = values.get(d.numerator), values.get(d.denominator)
+        out[d.key] = num / den if num is not None and den else None
+    return out

@@ -1,0 +1,51 @@
+"""Build ncu command lines as plain lists, so that they can be tested and printed (`--dry-run`)."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def nvtx_include(group: str) -> str:
+    """The `--nvtx-include` expression for a push/pop range named `group` (trailing slash!)."""
+    return f"{group}/"
+
+
+def ncu_argv(
+    *,
+    ncu: str,
+    report_stem: Path,
+    metrics: Sequence[str],
+    groups: Sequence[str],
+    target: Sequence[str],
+) -> list[str]:
+    """argv for one ncu process that profiles, in kernel replay, the kernels of `groups` only.
+
+    `--config-file off` stops ncu reading a stray `config.ncu-cfg`; `--clock-control none`
+    keeps the clocks the GPU would run at (the default locks them to base); every shape's NVTX
+    range is included by name, so warm-up launches outside the ranges are never profiled.
+    """
+    argv = [
+        ncu,
+        "--config-file", "off",
+        "--clock-control", "none",
+        "--replay-mode", "kernel",
+        "--target-processes", "all",
+        "--nvtx",
+    ]
+    for group in groups:
+        argv += ["--nvtx-include", nvtx_include(group)]
+    argv += ["--metrics", ",".join(metrics), "--export", str(report_stem), "--force-overwrite"]
+    return argv + list(target)
+
+
+def stall_experiment_line(group: str, target: str) -> str:
+    """Shell line of the counter experiment that splits one shape's warp stall reasons."""
+    argv = [
+        "ncu", "--config-file", "off", "--clock-control", "none", "--nvtx",
+        "--nvtx-include", nvtx_include(group),
+        "--section", "WarpStateStats", "--section", "SchedulerStats", "--section", "Occupancy",
+        "--export", "stalls",
+    ]
+    return shlex.join(argv) + " " + target

@@ -1,0 +1,30 @@
+"""Kernel rows: what the report reader extracts from one profiled kernel, in card units."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class KernelRecord(BaseModel):
+    """One profiled kernel: identity, NVTX context and normalised metric values."""
+
+    report: str
+    range_index: int
+    action_index: int
+    mangled: str
+    demangled: str
+    function: str
+    nvtx_ranges: list[str] = Field(default_factory=list)
+    values: dict[str, float | None]
+    sources: dict[str, str]
+    missing: list[str]
+    unit_problems: list[str] = Field(default_factory=list)
+    replay_passes: int | None = None
+    device: dict[str, str | int | None] = Field(default_factory=dict)
+
+
+class ReportRead(BaseModel):
+    """All kernels of one report file, in launch order."""
+
+    path: str
+    kernels: list[KernelRecord]

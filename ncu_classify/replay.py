@@ -1,0 +1,201 @@
+"""Replay shapes on the GPU, each once inside its own NVTX range; run by capture under ncu.
+
+This is the only module that imports torch. For each shape it builds inputs from a fixed seed
+on the CPU (so that their sha256 is reproducible anywhere), warms the op up outside any NVTX
+range (cuDNN/cuBLAS heuristics and autotuning land there and are not profiled), then runs it
+once inside the range named by the shape's group id. One JSON line per shape goes to the
+status file, flushed at once, so that a crash loses nothing already replayed.
+
+    python -m ncu_classify.replay BATCH.json STATUS.jsonl
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from .shapes import AttentionShape, CastShape, Conv3dShape, LinearShape, ShapeEntry
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+Op = Callable[[], Any]
+
+
+class Unsupported(Exception):
+    """The shape asks for something this host cannot run (a backend that is not installed)."""
+
+
+def _random(shape: list[int], dtype: str, gen: torch.Generator, scale: float = 1.0) -> torch.Tensor:
+    return (torch.randn(shape, generator=gen) * scale).to(DTYPES[dtype])
+
+
+def _hash(tensors: list[torch.Tensor]) -> str:
+    """sha256 over the CPU bytes of the inputs, in order, in their logical (contiguous) layout."""
+    digest = hashlib.sha256()
+    for t in tensors:
+        digest.update(t.contiguous().view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+def _linear(s: LinearShape, gen: torch.Generator) -> tuple[list[torch.Tensor], Op]:
+    cpu = [_random([s.M, s.K], s.dtype, gen), _random([s.N, s.K], s.dtype, gen, s.K**-0.5)]
+    if s.bias:
+        cpu.append(_random([s.N], s.dtype, gen))
+    x, w, *b = (t.cuda() for t in cpu)
+    torch.backends.cuda.matmul.allow_tf32 = s.allow_tf32
+    return cpu, lambda: F.linear(x, w, b[0] if b else None)
+
+
+def _conv3d(s: Conv3dShape, gen: torch.Generator) -> tuple[list[torch.Tensor], Op]:
+    fan_in = s.weight[1] * s.weight[2] * s.weight[3] * s.weight[4]
+    cpu = [_random(s.input, s.dtype, gen), _random(s.weight, s.dtype, gen, fan_in**-0.5)]
+    if s.bias:
+        cpu.append(_random([s.weight[0]], s.dtype, gen))
+    fmt = torch.channels_last_3d if s.memory_format == "channels_last_3d" else torch.contiguous_format
+    x, w, *b = (t.cuda().contiguous(memory_format=fmt) if t.dim() == 5 else t.cuda() for t in cpu)
+    torch.backends.cudnn.allow_tf32 = s.allow_tf32
+    return cpu, lambda: F.conv3d(
+        x, w, b[0] if b else None, s.stride, s.padding, s.dilation, s.groups
+    )
+
+
+def _attention(s: AttentionShape, gen: torch.Generator) -> tuple[list[torch.Tensor], Op]:
+    keys = s.allocated_keys or s.valid_keys
+    cpu = [
+        _random([s.batch, s.heads, s.q_len, s.head_dim], s.dtype, gen),
+        _random([s.batch, s.heads, keys, s.head_dim], s.dtype, gen),
+        _random([s.batch, s.heads, keys, s.head_dim], s.dtype, gen),
+    ]
+    q, k, v = (t.cuda() for t in cpu)
+    k, v = k[:, :, : s.valid_keys], v[:, :, : s.valid_keys]  # padded buffer, valid prefix
+    if s.backend.startswith("sdpa_"):
+        return cpu, _sdpa(s, q, k, v)
+    module = _import_backend(s.backend)
+    # flash_attn takes (batch, seq, heads, dim); transpose views keep the padded key buffer.
+    qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
+    qt = qt.contiguous()
+    return cpu, lambda: module.flash_attn_func(qt, kt, vt, causal=s.causal)
+
+
+def _sdpa(s: AttentionShape, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Op:
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    backend = {
+        "sdpa_flash": SDPBackend.FLASH_ATTENTION,
+        "sdpa_efficient": SDPBackend.EFFICIENT_ATTENTION,
+        "sdpa_cudnn": SDPBackend.CUDNN_ATTENTION,
+    }[s.backend]
+
+    def run() -> Any:
+        with sdpa_kernel(backend):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=s.causal)
+
+    return run
+
+
+def _import_backend(name: str) -> Any:
+    try:
+        return __import__(name)
+    except ImportError as exc:
+        raise Unsupported(f"backend {name} is not importable here: {exc}") from None
+
+
+def _cast(s: CastShape, gen: torch.Generator) -> tuple[list[torch.Tensor], Op]:
+    cpu = [_random(s.shape, s.from_, gen)]
+    x = cpu[0].cuda()
+    return cpu, lambda: x.to(DTYPES[s.to])
+
+
+BUILDERS: dict[type, Callable[[Any, torch.Generator], tuple[list[torch.Tensor], Op]]] = {
+    LinearShape: _linear,
+    Conv3dShape: _conv3d,
+    AttentionShape: _attention,
+    CastShape: _cast,
+}
+
+
+@contextlib.contextmanager
+def nvtx_range(name: str) -> Iterator[None]:
+    """Push/pop range `name`, synchronising on both sides so that no other work falls in."""
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_push(name)
+    try:
+        yield
+    finally:
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_pop()
+
+
+def replay_one(entry: ShapeEntry, seed: int, warmup: int) -> dict[str, Any]:
+    """Build inputs, warm up outside any range, run once inside the shape's range."""
+    gen = torch.Generator().manual_seed(seed)
+    cpu, op = BUILDERS[type(entry.shape)](entry.shape, gen)
+    sha = _hash(cpu)
+    del cpu
+    for _ in range(warmup):
+        op()
+    with nvtx_range(entry.group):
+        op()
+    return {"input_sha256": sha}
+
+
+def environment() -> dict[str, Any]:
+    """Facts about this process's GPU and libraries, for the manifest."""
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    return {
+        "gpu_name": props.name,
+        "sm_count": props.multi_processor_count,
+        "l2_bytes": getattr(props, "L2_cache_size", None),
+        "memory_bytes": props.total_memory,
+        "compute_capability": f"{props.major}.{props.minor}",
+        "torch": torch.__version__,
+        "cuda_runtime": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version(),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+    }
+
+
+def _write(status: Any, record: dict[str, Any]) -> None:
+    status.write(json.dumps(record, sort_keys=True) + "\n")
+    status.flush()
+    os.fsync(status.fileno())
+
+
+def run_batch(batch_path: Path, status_path: Path) -> int:
+    """Replay every entry of a batch file; failures are recorded and the batch goes on."""
+    batch = json.loads(batch_path.read_text())
+    entries = [ShapeEntry.model_validate(e) for e in batch["entries"]]
+    torch.backends.cudnn.benchmark = bool(batch.get("cudnn_benchmark", False))
+    with status_path.open("a", encoding="utf-8") as status:
+        _write(status, {"kind": "env", **environment()})
+        for index, entry in enumerate(entries, 1):
+            started = time.monotonic()
+            record: dict[str, Any] = {"kind": "shape", "group": entry.group}
+            try:
+                record.update(status="ok", **replay_one(entry, batch["seed"], batch["warmup"]))
+            except Unsupported as exc:
+                record.update(status="failed", error=f"unsupported: {exc}")
+            except torch.cuda.OutOfMemoryError as exc:
+                record.update(status="failed", error=f"out of memory: {str(exc).splitlines()[0]}")
+            except Exception as exc:  # a failing shape must not stop the batch
+                last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+                record.update(status="failed", error=last)
+            record["seconds"] = round(time.monotonic() - started, 3)
+            torch.cuda.empty_cache()
+            _write(status, record)
+            print(f"[{index}/{len(entries)}] {entry.group}: {record['status']}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_batch(Path(sys.argv[1]), Path(sys.argv[2])))

@@ -1,0 +1,139 @@
+"""Read Nsight Compute reports into kernel rows; the only module that imports ncu_report.
+
+Values come from ncu_report in the unit the report states for each metric and are converted to
+card units through the metric catalog; a metric that none of its ncu names provides stays None
+and is listed as missing. Compressed reports (`.ncu-rep.xz`, `.ncu-rep.gz`) are inflated into a
+temporary file first, since ncu_report reads only from a path.
+"""
+
+from __future__ import annotations
+
+import bz2
+import contextlib
+import gzip
+import lzma
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import ncu_report
+
+from .errors import ReportError
+from .metrics import CATALOG, DEVICE_METRICS, PASSES_METRIC, UnitError
+from .records import KernelRecord, ReportRead
+
+REPORT_SUFFIXES = (".ncu-rep", ".ncu-rep.xz", ".ncu-rep.gz", ".ncu-rep.bz2")
+_OPENERS = {".xz": lzma.open, ".gz": gzip.open, ".bz2": bz2.open}
+
+
+def is_report(path: Path) -> bool:
+    """True for a file name this reader accepts."""
+    return path.name.endswith(REPORT_SUFFIXES)
+
+
+@contextlib.contextmanager
+def _plain_file(path: Path) -> Iterator[Path]:
+    """The report as an uncompressed file on disk (a temporary copy for compressed ones)."""
+    opener = _OPENERS.get(path.suffix)
+    if opener is None:
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="ncu-classify-") as tmp:
+        plain = Path(tmp) / path.name.removesuffix(path.suffix)
+        try:
+            with opener(path, "rb") as src, plain.open("wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        except (OSError, EOFError, lzma.LZMAError) as exc:
+            raise ReportError(f"{path}: cannot decompress: {exc}") from None
+        yield plain
+
+
+def _metric(action: Any, name: str) -> Any:
+    metric = action.metric_by_name(name)
+    return None if metric is None else metric
+
+
+def _nvtx_stack(action: Any) -> list[str]:
+    """Push/pop range names of the default NVTX domain around the kernel, outermost first."""
+    state = action.nvtx_state()
+    if state is None:
+        return []
+    stack: list[str] = []
+    for domain_id in sorted(state.domains()):
+        domain = state.domain_by_id(domain_id)
+        if domain is not None:
+            stack.extend(str(name) for name in domain.push_pop_ranges())
+    return stack
+
+
+def _device(action: Any) -> dict[str, str | int | None]:
+    out: dict[str, str | int | None] = {}
+    for key, name in DEVICE_METRICS.items():
+        metric = _metric(action, name)
+        out[key] = None if metric is None else metric.value()
+    return out
+
+
+def read_kernel(action: Any, report: str, range_index: int, action_index: int) -> KernelRecord:
+    """One kernel row from an ncu_report action."""
+    values: dict[str, float | None] = {}
+    sources: dict[str, str] = {}
+    missing: list[str] = []
+    problems: list[str] = []
+    for spec in CATALOG:
+        values[spec.key] = None
+        for name in spec.names:
+            metric = _metric(action, name)
+            if metric is None:
+                continue
+            raw = metric.value()
+            if raw is None:
+                continue
+            try:
+                values[spec.key] = spec.from_report(float(raw), metric.unit())
+                sources[spec.key] = name
+            except UnitError as exc:
+                problems.append(f"{name}: {exc}")
+            break
+        if values[spec.key] is None:
+            missing.append(spec.key)
+    passes = _metric(action, PASSES_METRIC)
+    return KernelRecord(
+        report=report,
+        range_index=range_index,
+        action_index=action_index,
+        mangled=action.name(ncu_report.IAction.NameBase_MANGLED),
+        demangled=action.name(ncu_report.IAction.NameBase_DEMANGLED),
+        function=action.name(ncu_report.IAction.NameBase_FUNCTION),
+        nvtx_ranges=_nvtx_stack(action),
+        values=values,
+        sources=sources,
+        missing=missing,
+        unit_problems=problems,
+        replay_passes=None if passes is None else int(passes.value()),
+        device=_device(action),
+    )
+
+
+def read_report(path: Path, label: str | None = None) -> ReportRead:
+    """Every kernel of the report at `path`; `label` is the path written into the rows."""
+    label = label or str(path)
+    if not path.is_file():
+        raise ReportError(f"{path}: no such report file")
+    with _plain_file(path) as plain:
+        try:
+            context = ncu_report.load_report(str(plain))
+        except Exception as exc:  # ncu_report raises bare RuntimeErrors and friends
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ReportError(f"{path}: not a readable Nsight Compute report: {first}") from None
+        if context is None:
+            raise ReportError(f"{path}: not a readable Nsight Compute report")
+        kernels = [
+            read_kernel(rng.action_by_idx(a), label, r, a)
+            for r in range(context.num_ranges())
+            for rng in [context.range_by_idx(r)]
+            for a in range(rng.num_actions())
+        ]
+    return ReportRead(path=label, kernels=kernels)

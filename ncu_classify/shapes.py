@@ -1,0 +1,257 @@
+"""The shapes file: which op shapes to replay, by stage, each with a stable human-readable id."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+
+from .errors import ShapesError
+from .yamlio import validate_yaml
+
+Dtype = Literal["bf16", "fp16", "fp32"]
+DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
+GROUP_ID = re.compile(r"^[A-Za-z0-9_.:+-]+$")
+Triple = Annotated[list[PositiveInt], Field(min_length=3, max_length=3)]
+NonNegTriple = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=3, max_length=3)]
+Dims5 = Annotated[list[PositiveInt], Field(min_length=5, max_length=5)]
+
+
+class _Shape(BaseModel):
+    """Fields every shape has: an optional explicit id."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    name: str | None = Field(default=None, pattern=GROUP_ID.pattern)
+
+    def key(self) -> str:
+        """The op-specific part of the group id."""
+        raise NotImplementedError
+
+    def aten_op(self) -> str:
+        """The op name written into cards (legacy cards use ATen names)."""
+        raise NotImplementedError
+
+    def nominal_flops(self) -> int:
+        """Useful multiply-add FLOPs (2 per MAC) the op must do, from its shape alone."""
+        raise NotImplementedError
+
+    def nominal_bytes(self) -> int:
+        """Fewest bytes the op must move: every input read once, every output written once."""
+        raise NotImplementedError
+
+
+class LinearShape(_Shape):
+    """`F.linear(x[M,K], w[N,K], bias[N])`."""
+
+    op: Literal["linear"]
+    M: PositiveInt
+    N: PositiveInt
+    K: PositiveInt
+    dtype: Dtype = "bf16"
+    bias: bool = False
+    allow_tf32: bool = False
+
+    def key(self) -> str:
+        tags = [self.dtype] + (["tf32"] if self.dtype == "fp32" and self.allow_tf32 else [])
+        tags += ["bias"] if self.bias else []
+        return f"linear:M{self.M}_N{self.N}_K{self.K}:" + ":".join(tags)
+
+    def aten_op(self) -> str:
+        return "aten.linear.default"
+
+    def nominal_flops(self) -> int:
+        return 2 * self.M * self.N * self.K
+
+    def nominal_bytes(self) -> int:
+        elems = self.M * self.K + self.N * self.K + self.M * self.N + (self.N if self.bias else 0)
+        return elems * DTYPE_BYTES[self.dtype]
+
+
+class Conv3dShape(_Shape):
+    """`F.conv3d(input, weight, bias, stride, padding, dilation, groups)` in NCDHW terms."""
+
+    op: Literal["conv3d"]
+    input: Dims5
+    weight: Dims5
+    stride: Triple = [1, 1, 1]
+    padding: NonNegTriple = [0, 0, 0]
+    dilation: Triple = [1, 1, 1]
+    groups: PositiveInt = 1
+    dtype: Dtype = "fp32"
+    allow_tf32: bool = True
+    memory_format: Literal["contiguous", "channels_last_3d"] = "contiguous"
+    bias: bool = False
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Conv3dShape:
+        if self.input[1] != self.weight[1] * self.groups:
+            raise ValueError(
+                f"input channels {self.input[1]} != weight in-channels {self.weight[1]}"
+                f" x groups {self.groups}"
+            )
+        if self.weight[0] % self.groups:
+            raise ValueError(f"out channels {self.weight[0]} not divisible by groups {self.groups}")
+        if any(d <= 0 for d in self.output()):
+            raise ValueError(f"kernel larger than padded input: output would be {self.output()}")
+        return self
+
+    def output(self) -> list[int]:
+        """Output shape [N, Cout, D, H, W] by the usual convolution arithmetic."""
+        spatial = [
+            (size + 2 * pad - dil * (k - 1) - 1) // st + 1
+            for size, k, st, pad, dil in zip(
+                self.input[2:], self.weight[2:], self.stride, self.padding, self.dilation, strict=False
+            )
+        ]
+        return [self.input[0], self.weight[0], *spatial]
+
+    def key(self) -> str:
+        dims = "x".join(map(str, self.input)) + "_w" + "x".join(map(str, self.weight))
+        parts = [f"in{dims}"]
+        parts += [f"s{'x'.join(map(str, self.stride))}", f"p{'x'.join(map(str, self.padding))}"]
+        if self.dilation != [1, 1, 1]:
+            parts.append(f"d{'x'.join(map(str, self.dilation))}")
+        if self.groups != 1:
+            parts.append(f"g{self.groups}")
+        tags = [self.dtype] + (["tf32"] if self.dtype == "fp32" and self.allow_tf32 else [])
+        tags += ["cl3d"] if self.memory_format == "channels_last_3d" else []
+        tags += ["bias"] if self.bias else []
+        return "conv3d:" + "_".join(parts) + ":" + ":".join(tags)
+
+    def aten_op(self) -> str:
+        return "aten.conv3d.default"
+
+    def nominal_flops(self) -> int:
+        kernel_volume = math.prod(self.weight[2:])
+        return 2 * math.prod(self.output()) * (self.input[1] // self.groups) * kernel_volume
+
+    def nominal_bytes(self) -> int:
+        elems = math.prod(self.input) + math.prod(self.weight) + math.prod(self.output())
+        return (elems + (self.weight[0] if self.bias else 0)) * DTYPE_BYTES[self.dtype]
+
+
+AttentionBackend = Literal[
+    "sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "flash_attn", "flash_attn_interface"
+]
+
+
+class AttentionShape(_Shape):
+    """Scaled dot-product attention; keys beyond `valid_keys` are allocated but not attended."""
+
+    op: Literal["attention"]
+    backend: AttentionBackend = "sdpa_cudnn"
+    batch: PositiveInt = 1
+    heads: PositiveInt
+    head_dim: PositiveInt
+    q_len: PositiveInt
+    valid_keys: PositiveInt
+    allocated_keys: PositiveInt | None = None
+    role: Literal["self", "cross"] = "self"
+    causal: bool = False
+    dtype: Dtype = "bf16"
+
+    @model_validator(mode="after")
+    def _keys(self) -> AttentionShape:
+        if self.allocated_keys is not None and self.allocated_keys < self.valid_keys:
+            raise ValueError(
+                f"allocated_keys {self.allocated_keys} < valid_keys {self.valid_keys}"
+            )
+        return self
+
+    def key(self) -> str:
+        keys = f"k{self.valid_keys}"
+        if self.allocated_keys and self.allocated_keys != self.valid_keys:
+            keys += f"of{self.allocated_keys}"
+        body = f"{self.role}_b{self.batch}_h{self.heads}_d{self.head_dim}_q{self.q_len}_{keys}"
+        tags = [self.dtype] + (["causal"] if self.causal else [])
+        return f"{self.backend}:{body}:" + ":".join(tags)
+
+    def aten_op(self) -> str:
+        return self.backend
+
+    def nominal_flops(self) -> int:
+        # QK^T and PV: 2 GEMMs of 2*q*k*d FLOPs per head; causal attends about half the pairs.
+        full = 4 * self.batch * self.heads * self.q_len * self.valid_keys * self.head_dim
+        return full // 2 if self.causal else full
+
+    def nominal_bytes(self) -> int:
+        q_and_out = 2 * self.batch * self.heads * self.q_len * self.head_dim
+        k_and_v = 2 * self.batch * self.heads * self.valid_keys * self.head_dim
+        return (q_and_out + k_and_v) * DTYPE_BYTES[self.dtype]
+
+
+class CastShape(_Shape):
+    """`x.to(dtype)`: a pure memory-bound elementwise copy."""
+
+    op: Literal["cast"]
+    shape: Annotated[list[PositiveInt], Field(min_length=1)]
+    from_: Dtype = Field(alias="from")
+    to: Dtype
+
+    def key(self) -> str:
+        return f"cast:{'x'.join(map(str, self.shape))}:{self.from_}-{self.to}"
+
+    def aten_op(self) -> str:
+        return "aten.to.dtype"
+
+    def nominal_flops(self) -> int:
+        return 0
+
+    def nominal_bytes(self) -> int:
+        return math.prod(self.shape) * (DTYPE_BYTES[self.from_] + DTYPE_BYTES[self.to])
+
+
+Shape = Annotated[
+    LinearShape | Conv3dShape | AttentionShape | CastShape, Field(discriminator="op")
+]
+StageName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_]+$")]
+
+
+class ShapesFile(BaseModel):
+    """A whole shapes file: replay settings and the shapes of each stage, in order."""
+
+    model_config = ConfigDict(extra="forbid")
+    seed: int = 0
+    warmup: Annotated[int, Field(ge=1)] = 3
+    cudnn_benchmark: bool = False
+    stages: dict[StageName, Annotated[list[Shape], Field(min_length=1)]]
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> ShapesFile:
+        seen: dict[str, str] = {}
+        for stage, shapes in self.stages.items():
+            for index, shape in enumerate(shapes):
+                gid = group_id(stage, shape)
+                if gid in seen:
+                    raise ValueError(f"stages.{stage}.{index}: duplicate group id {gid!r}")
+                seen[gid] = stage
+        return self
+
+    def entries(self) -> list[ShapeEntry]:
+        """Every shape with its stage and group id, in file order."""
+        return [
+            ShapeEntry(stage=stage, group=group_id(stage, shape), shape=shape)
+            for stage, shapes in self.stages.items()
+            for shape in shapes
+        ]
+
+
+class ShapeEntry(BaseModel):
+    """One shape to replay: where it belongs and the id its NVTX range and card carry."""
+
+    stage: str
+    group: str
+    shape: Shape
+
+
+def group_id(stage: str, shape: _Shape) -> str:
+    """Stable id `stage:op:params:tags`, or `stage:name` when the file names the shape."""
+    return f"{stage}:{shape.name}" if shape.name else f"{stage}:{shape.key()}"
+
+
+def load_shapes(path: Path) -> ShapesFile:
+    """Read and validate a shapes file; errors name the file, YAML line and field."""
+    return validate_yaml(path, ShapesFile, ShapesError)
