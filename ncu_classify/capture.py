@@ -88,7 +88,10 @@ def gpu_inventory() -> list[dict[str, str]]:
     try:
         out = subprocess.run(
             ["nvidia-smi", "--query-gpu=index,name,driver_version,uuid", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=60, check=True,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
         ).stdout
     except (OSError, subprocess.SubprocessError) as exc:
         raise EnvironmentProblem(f"no NVIDIA GPU visible (nvidia-smi failed: {exc})") from None
@@ -123,8 +126,16 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def run_batch(
-    batch: Batch, out: Path, shapes: ShapesFile, *, ncu: str, python: str, timeout_s: float,
-    progress: Progress, done_before: int, total: int,
+    batch: Batch,
+    out: Path,
+    shapes: ShapesFile,
+    *,
+    ncu: str,
+    python: str,
+    timeout_s: float,
+    progress: Progress,
+    done_before: int,
+    total: int,
 ) -> tuple[BatchRecord, list[dict[str, Any]]]:
     """Run one ncu process over a batch; return its record and the replay status lines."""
     work = out / ".work"
@@ -132,23 +143,44 @@ def run_batch(
     batch_file = work / f"{batch.name}.batch.json"
     status_file = work / f"{batch.name}.status.jsonl"
     status_file.unlink(missing_ok=True)
-    batch_file.write_text(json.dumps({
-        "seed": shapes.seed, "warmup": shapes.warmup, "cudnn_benchmark": shapes.cudnn_benchmark,
-        "entries": [e.model_dump(mode="json", by_alias=True) for e in batch.entries],
-    }))
+    batch_file.write_text(
+        json.dumps(
+            {
+                "seed": shapes.seed,
+                "warmup": shapes.warmup,
+                "cudnn_benchmark": shapes.cudnn_benchmark,
+                "entries": [e.model_dump(mode="json", by_alias=True) for e in batch.entries],
+            }
+        )
+    )
     partial = work / f"{batch.name}.partial"
     target = [python, "-m", "ncu_classify.replay", str(batch_file), str(status_file)]
-    argv = ncu_argv(ncu=ncu, report_stem=partial, metrics=capture_metric_names(),
-                    groups=[e.group for e in batch.entries], target=target)
+    argv = ncu_argv(
+        ncu=ncu,
+        report_stem=partial,
+        metrics=capture_metric_names(),
+        groups=[e.group for e in batch.entries],
+        target=target,
+    )
     log = out / f"{batch.name}.ncu.log"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(PACKAGE_ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            p for p in (str(PACKAGE_ROOT), os.environ.get("PYTHONPATH", "")) if p
+        ),
+    }
     started = time.monotonic()
     lines: list[dict[str, Any]] = []
     offset = 0
     with log.open("wb") as log_handle:
-        proc = subprocess.Popen(argv, stdout=log_handle, stderr=subprocess.STDOUT, env=env,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            stdout=log_handle,
+            stderr=subprocess.STDOUT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         try:
             while proc.poll() is None:
                 offset = _poll(status_file, offset, lines, progress, done_before, total)
@@ -165,16 +197,26 @@ def run_batch(
     if produced.exists():
         os.replace(produced, report)
     record = BatchRecord(
-        name=batch.name, report=report.name if report.exists() else "", argv=argv,
-        exit_code=proc.returncode, wall_seconds=round(time.monotonic() - started, 2),
-        log=log.name, groups=[e.group for e in batch.entries],
+        name=batch.name,
+        report=report.name if report.exists() else "",
+        argv=argv,
+        exit_code=proc.returncode,
+        wall_seconds=round(time.monotonic() - started, 2),
+        log=log.name,
+        groups=[e.group for e in batch.entries],
     )
     _check_permissions(log)
     return record, lines
 
 
-def _poll(status_file: Path, offset: int, lines: list[dict[str, Any]], progress: Progress,
-          done_before: int, total: int) -> int:
+def _poll(
+    status_file: Path,
+    offset: int,
+    lines: list[dict[str, Any]],
+    progress: Progress,
+    done_before: int,
+    total: int,
+) -> int:
     new, offset = _read_status(status_file, offset)
     for line in new:
         lines.append(line)
@@ -193,8 +235,9 @@ def _check_permissions(log: Path) -> None:
         )
 
 
-def apply_status(records: dict[str, ShapeRecord], batch: BatchRecord,
-                 lines: list[dict[str, Any]]) -> dict[str, Any]:
+def apply_status(
+    records: dict[str, ShapeRecord], batch: BatchRecord, lines: list[dict[str, Any]]
+) -> dict[str, Any]:
     """Fold a batch's status lines into the shape records; returns the replay environment."""
     env: dict[str, Any] = {}
     seen: set[str] = set()
@@ -239,8 +282,13 @@ def count_kernels(out: Path, records: dict[str, ShapeRecord]) -> None:
 
 
 def capture(
-    shapes_path: Path, out: Path, *, ncu: str = "ncu", python: str = sys.executable,
-    timeout_s: float = 3600.0, progress: Progress | None = None,
+    shapes_path: Path,
+    out: Path,
+    *,
+    ncu: str = "ncu",
+    python: str = sys.executable,
+    timeout_s: float = 3600.0,
+    progress: Progress | None = None,
 ) -> Manifest:
     """Replay every shape of `shapes_path` under ncu into `out`; return the written manifest."""
     shapes = load_shapes(shapes_path)
@@ -254,9 +302,15 @@ def capture(
         created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         shapes_file=str(shapes_path),
         shapes_sha256=hashlib.sha256(shapes_path.read_bytes()).hexdigest(),
-        seed=shapes.seed, warmup=shapes.warmup, cudnn_benchmark=shapes.cudnn_benchmark,
-        host={"gpus": gpus, "ncu": ncu_version(ncu_path), "ncu_path": ncu_path,
-              "python": sys.version.split()[0]},
+        seed=shapes.seed,
+        warmup=shapes.warmup,
+        cudnn_benchmark=shapes.cudnn_benchmark,
+        host={
+            "gpus": gpus,
+            "ncu": ncu_version(ncu_path),
+            "ncu_path": ncu_path,
+            "python": sys.version.split()[0],
+        },
         metrics=capture_metric_names(),
         shapes=list(records.values()),
     )
@@ -264,9 +318,17 @@ def capture(
     notify = progress or (lambda *_: None)
     done = 0
     for batch in batches:
-        record, lines = run_batch(batch, out, shapes, ncu=ncu_path, python=python,
-                                  timeout_s=timeout_s, progress=notify, done_before=done,
-                                  total=len(records))
+        record, lines = run_batch(
+            batch,
+            out,
+            shapes,
+            ncu=ncu_path,
+            python=python,
+            timeout_s=timeout_s,
+            progress=notify,
+            done_before=done,
+            total=len(records),
+        )
         done += len(batch.entries)
         manifest.batches.append(record)
         manifest.host.update(apply_status(records, record, lines))

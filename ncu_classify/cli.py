@@ -12,8 +12,7 @@ Exit codes (also in the README):
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
@@ -38,8 +37,12 @@ EXIT_CODES: list[tuple[type[NcuClassifyError], int]] = [
     (EnvironmentProblem, 6),
 ]
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="What bounds each GPU kernel, from Nsight Compute hardware counters.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="What bounds each GPU kernel, from Nsight Compute hardware counters.",
+)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
 
@@ -70,10 +73,6 @@ def root() -> None:
     """What bounds each GPU kernel, from Nsight Compute hardware counters."""
 
 
-def _warn(message: str) -> None:
-    err.print(f"ncu-classify: warning: {message}", markup=False)
-
-
 @app.command()
 def capture(
     shapes: Annotated[Path, typer.Option("--shapes", help="shapes YAML file")],
@@ -89,8 +88,16 @@ def capture(
 
     with _errors():
         load_shapes(shapes)  # report a bad file before any progress display
-    with _errors(), Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                             console=err, transient=False) as bar:
+    with (
+        _errors(),
+        Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            console=err,
+            transient=False,
+        ) as bar,
+    ):
         task = bar.add_task("capture", total=None)
 
         def progress(done: int, total: int, group: str, status: str) -> None:
@@ -100,14 +107,128 @@ def capture(
     failed = [s for s in manifest.shapes if s.status != "ok"]
     for s in manifest.shapes:
         passes = sorted(set(s.replay_passes))
-        out.print(f"{s.status:6} {s.group}  kernels={s.kernels} passes={passes}"
-                  + (f"  ({s.error})" if s.error else ""), markup=False)
+        out.print(
+            f"{s.status:6} {s.group}  kernels={s.kernels} passes={passes}"
+            + (f"  ({s.error})" if s.error else ""),
+            markup=False,
+        )
     for b in manifest.batches:
         out.print(f"batch {b.name}: ncu exit {b.exit_code}, {b.wall_seconds} s", markup=False)
     if failed:
         with _errors():
-            raise CaptureError(f"{len(failed)} of {len(manifest.shapes)} shapes failed;"
-                               f" see {output / 'manifest.json'}")
+            raise CaptureError(
+                f"{len(failed)} of {len(manifest.shapes)} shapes failed;"
+                f" see {output / 'manifest.json'}"
+            )
+
+
+RulesOption = Annotated[
+    Path | None, typer.Option("--rules", help="rules YAML (default: the packaged legacy-v1 rules)")
+]
+
+
+@app.command()
+def classify(
+    inputs: Annotated[
+        list[Path], typer.Argument(help="report files (.ncu-rep[.xz|.gz]) or folders")
+    ],
+    output: Annotated[Path, typer.Option("-o", "--output", help="cards JSON to write")],
+    rules: RulesOption = None,
+    jobs: Annotated[int, typer.Option(help="parallel report readers (0: one per core)")] = 0,
+) -> None:
+    """Read reports, classify every kernel, write capability cards and print the summary."""
+    from .classify import classify as run_classify
+    from .reclassify import write_cards_json
+    from .rules import load_rules
+
+    with _errors():
+        loaded = load_rules(rules)
+        cards = run_classify(inputs, loaded, jobs=jobs or None)
+        for problem in cards.input_errors:
+            err.print(f"ncu-classify: error: {problem}", markup=False)
+        if not cards.cards:
+            raise ReportError("no readable report among the inputs; nothing written")
+        write_cards_json(output, cards.model_dump(mode="json"))
+    _print_summary(cards.model_dump(mode="json"))
+    out.print(f"wrote {len(cards.cards)} cards to {output}", markup=False)
+    if cards.input_errors:
+        raise typer.Exit(exit_code_for(ReportError("")))
+
+
+@app.command()
+def reclassify(
+    cards_file: Annotated[Path, typer.Argument(help="cards JSON (ours or the legacy format)")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="cards JSON to write")],
+    rules: RulesOption = None,
+) -> None:
+    """Re-apply rules to an existing cards file, keeping card and kernel order."""
+    from .reclassify import load_cards, write_cards_json
+    from .reclassify import reclassify as run_reclassify
+    from .rules import load_rules
+
+    with _errors():
+        loaded = load_rules(rules)
+        doc = run_reclassify(load_cards(cards_file), loaded)
+        write_cards_json(output, doc)
+    _print_summary(doc)
+    out.print(f"wrote {len(doc['cards'])} cards to {output}", markup=False)
+
+
+@app.command()
+def summary(
+    cards_file: Annotated[Path, typer.Argument(help="cards JSON")],
+    csv: Annotated[bool, typer.Option("--csv", help="print CSV instead of a table")] = False,
+) -> None:
+    """Per-stage counts of primary classes and their share of summed kernel time."""
+    from .reclassify import load_cards
+
+    with _errors():
+        doc = load_cards(cards_file)
+    if csv:
+        from .summary import summarize
+
+        out.print("stage,primary,cards,kernel_us,share_of_stage", markup=False)
+        for r in summarize(doc):
+            share = "" if r.share_of_stage is None else f"{r.share_of_stage:.4f}"
+            out.print(f"{r.stage},{r.primary},{r.cards},{r.kernel_us},{share}", markup=False)
+        return
+    _print_summary(doc)
+
+
+def _print_summary(doc: dict) -> None:
+    from rich.table import Table
+
+    from .summary import summarize
+
+    table = Table(title="primary class per stage (share of the stage's summed kernel time)")
+    for name, justify in [
+        ("stage", "left"),
+        ("primary", "left"),
+        ("cards", "right"),
+        ("kernel us", "right"),
+        ("share", "right"),
+    ]:
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for r in summarize(doc):
+        share = "-" if r.share_of_stage is None else f"{100 * r.share_of_stage:.1f}%"
+        table.add_row(r.stage, r.primary, str(r.cards), f"{r.kernel_us:,.1f}", share)
+    out.print(table)
+
+
+@app.command()
+def schema(
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="file to write")] = None,
+) -> None:
+    """Print (or write) the JSON Schema of the cards file."""
+    from .schema import cards_schema_text
+
+    text = cards_schema_text()
+    if output is None:
+        out.print(text, markup=False, end="")
+    else:
+        from .atomic import write_text_atomic
+
+        write_text_atomic(output, text)
 
 
 def main() -> None:
@@ -125,8 +246,6 @@ def run(argv: list[str]) -> int:
         return int(exc.code or 0)
     return 0
 
-
-_ = (sys, Callable, _warn)
 
 if __name__ == "__main__":
     main()

@@ -14,14 +14,46 @@ from typing import Literal
 Dimension = Literal["time", "bytes", "rate", "percent", "count"]
 
 # Scale of each unit to the SI base of its dimension (seconds, bytes, per second).
-_TIME = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e-3, "ms": 1e-3,
-         "second": 1.0, "s": 1.0}
-_BYTES = {"byte": 1.0, "B": 1.0, "Kbyte": 1e3, "KB": 1e3, "Mbyte": 1e6, "MB": 1e6,
-          "Gbyte": 1e9, "GB": 1e9, "Tbyte": 1e12, "TB": 1e12,
-          "Kibyte": 1024.0, "KiB": 1024.0, "Mibyte": 1024.0**2, "MiB": 1024.0**2,
-          "Gibyte": 1024.0**3, "GiB": 1024.0**3}
-_HERTZ = {"hz": 1.0, "Hz": 1.0, "hertz": 1.0, "Khz": 1e3, "KHz": 1e3, "kHz": 1e3, "Mhz": 1e6,
-          "MHz": 1e6, "Ghz": 1e9, "GHz": 1e9}
+_TIME = {
+    "nsecond": 1e-9,
+    "ns": 1e-9,
+    "usecond": 1e-6,
+    "us": 1e-6,
+    "msecond": 1e-3,
+    "ms": 1e-3,
+    "second": 1.0,
+    "s": 1.0,
+}
+_BYTES = {
+    "byte": 1.0,
+    "B": 1.0,
+    "Kbyte": 1e3,
+    "KB": 1e3,
+    "Mbyte": 1e6,
+    "MB": 1e6,
+    "Gbyte": 1e9,
+    "GB": 1e9,
+    "Tbyte": 1e12,
+    "TB": 1e12,
+    "Kibyte": 1024.0,
+    "KiB": 1024.0,
+    "Mibyte": 1024.0**2,
+    "MiB": 1024.0**2,
+    "Gibyte": 1024.0**3,
+    "GiB": 1024.0**3,
+}
+_HERTZ = {
+    "hz": 1.0,
+    "Hz": 1.0,
+    "hertz": 1.0,
+    "Khz": 1e3,
+    "KHz": 1e3,
+    "kHz": 1e3,
+    "Mhz": 1e6,
+    "MHz": 1e6,
+    "Ghz": 1e9,
+    "GHz": 1e9,
+}
 _PERCENT = {"%", "pct", "percent"}
 
 
@@ -82,46 +114,121 @@ class MetricSpec:
 
 
 CATALOG: tuple[MetricSpec, ...] = (
-    MetricSpec("dur_us", ("gpu__time_duration.sum",), "time", "us", 1e-6,
-               "kernel duration"),
-    MetricSpec("sm_pct", ("sm__throughput.avg.pct_of_peak_sustained_elapsed",), "percent", "%",
-               description="SM throughput, % of peak over elapsed time (max of SM sub-units)"),
-    MetricSpec("tensor_pct", (
-        "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
-        "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
-    ), "percent", "%", description="tensor pipe busy, % of active cycles (counts wgmma on gh100)"),
-    MetricSpec("dram_pct", (
-        "dram__throughput.avg.pct_of_peak_sustained_elapsed",
-        "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
-    ), "percent", "%", description="DRAM throughput, % of peak over elapsed time"),
-    MetricSpec("l2_pct", ("lts__throughput.avg.pct_of_peak_sustained_elapsed",), "percent", "%",
-               description="L2 slice throughput, % of peak over elapsed time"),
-    MetricSpec("warps_active_pct", ("sm__warps_active.avg.pct_of_peak_sustained_active",),
-               "percent", "%", description="achieved occupancy"),
-    MetricSpec("max_warps_pct", ("sm__maximum_warps_per_active_cycle_pct",), "percent", "%",
-               description="theoretical occupancy"),
-    MetricSpec("waves", ("launch__waves_per_multiprocessor",), "count", "waves",
-               description="blocks / (SMs x blocks per SM)"),
+    MetricSpec("dur_us", ("gpu__time_duration.sum",), "time", "us", 1e-6, "kernel duration"),
+    MetricSpec(
+        "sm_pct",
+        ("sm__throughput.avg.pct_of_peak_sustained_elapsed",),
+        "percent",
+        "%",
+        description="SM throughput, % of peak over elapsed time (max of SM sub-units)",
+    ),
+    MetricSpec(
+        "tensor_pct",
+        (
+            "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+            "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+        ),
+        "percent",
+        "%",
+        description="tensor pipe busy, % of active cycles (counts wgmma on gh100)",
+    ),
+    MetricSpec(
+        "dram_pct",
+        (
+            "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+            "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+        ),
+        "percent",
+        "%",
+        description="DRAM throughput, % of peak over elapsed time",
+    ),
+    MetricSpec(
+        "l2_pct",
+        ("lts__throughput.avg.pct_of_peak_sustained_elapsed",),
+        "percent",
+        "%",
+        description="L2 slice throughput, % of peak over elapsed time",
+    ),
+    MetricSpec(
+        "warps_active_pct",
+        ("sm__warps_active.avg.pct_of_peak_sustained_active",),
+        "percent",
+        "%",
+        description="achieved occupancy",
+    ),
+    MetricSpec(
+        "max_warps_pct",
+        ("sm__maximum_warps_per_active_cycle_pct",),
+        "percent",
+        "%",
+        description="theoretical occupancy",
+    ),
+    MetricSpec(
+        "waves",
+        ("launch__waves_per_multiprocessor",),
+        "count",
+        "waves",
+        description="blocks / (SMs x blocks per SM)",
+    ),
     MetricSpec("grid", ("launch__grid_size",), "count", "blocks"),
     MetricSpec("block", ("launch__block_size",), "count", "threads"),
     MetricSpec("regs", ("launch__registers_per_thread",), "count", "registers/thread"),
-    MetricSpec("smem_dyn_kb", ("launch__shared_mem_per_block_dynamic",), "bytes", "KB", 1e3,
-               "dynamic shared memory per block (1 KB = 1000 bytes)"),
-    MetricSpec("smem_static_b", ("launch__shared_mem_per_block_static",), "bytes", "byte",
-               description="static shared memory per block"),
+    MetricSpec(
+        "smem_dyn_kb",
+        ("launch__shared_mem_per_block_dynamic",),
+        "bytes",
+        "KB",
+        1e3,
+        "dynamic shared memory per block (1 KB = 1000 bytes)",
+    ),
+    MetricSpec(
+        "smem_static_b",
+        ("launch__shared_mem_per_block_static",),
+        "bytes",
+        "byte",
+        description="static shared memory per block",
+    ),
     MetricSpec("l2_hit_pct", ("lts__t_sector_hit_rate.pct",), "percent", "%"),
-    MetricSpec("sm_cycles_active", ("sm__cycles_active.avg",), "count", "cycles",
-               description="cycles with at least one warp resident, mean over SMs"),
-    MetricSpec("cycles_elapsed", ("gpc__cycles_elapsed.max", "sm__cycles_elapsed.max"), "count",
-               "cycles", description="elapsed cycles of the kernel"),
-    MetricSpec("dram_read_mb", ("dram__bytes_read.sum",), "bytes", "MB", 1e6,
-               "DRAM bytes read (1 MB = 1e6 bytes)"),
-    MetricSpec("dram_write_mb", ("dram__bytes_write.sum",), "bytes", "MB", 1e6,
-               "DRAM bytes written (1 MB = 1e6 bytes)"),
+    MetricSpec(
+        "sm_cycles_active",
+        ("sm__cycles_active.avg",),
+        "count",
+        "cycles",
+        description="cycles with at least one warp resident, mean over SMs",
+    ),
+    MetricSpec(
+        "cycles_elapsed",
+        ("gpc__cycles_elapsed.max", "sm__cycles_elapsed.max"),
+        "count",
+        "cycles",
+        description="elapsed cycles of the kernel",
+    ),
+    MetricSpec(
+        "dram_read_mb",
+        ("dram__bytes_read.sum",),
+        "bytes",
+        "MB",
+        1e6,
+        "DRAM bytes read (1 MB = 1e6 bytes)",
+    ),
+    MetricSpec(
+        "dram_write_mb",
+        ("dram__bytes_write.sum",),
+        "bytes",
+        "MB",
+        1e6,
+        "DRAM bytes written (1 MB = 1e6 bytes)",
+    ),
     MetricSpec("occ_limit_regs", ("launch__occupancy_limit_registers",), "count", "blocks/SM"),
     MetricSpec("occ_limit_smem", ("launch__occupancy_limit_shared_mem",), "count", "blocks/SM"),
-    MetricSpec("sm_clock_ghz", ("sm__cycles_elapsed.avg.per_second",), "rate", "GHz", 1e9,
-               "SM clock during the kernel: turn per-cycle peaks into per-second ones with it"),
+    MetricSpec(
+        "sm_clock_ghz",
+        ("sm__cycles_elapsed.avg.per_second",),
+        "rate",
+        "GHz",
+        1e9,
+        "SM clock during the kernel: turn per-cycle peaks into per-second ones with it",
+    ),
 )
 SPECS = {spec.key: spec for spec in CATALOG}
 
@@ -137,16 +244,27 @@ class DerivedMetric:
 
 
 DERIVED: tuple[DerivedMetric, ...] = (
-    DerivedMetric("sm_active_over_elapsed", "sm_cycles_active", "cycles_elapsed",
-                  "share of elapsed cycles in which the average SM had work (tail/launch gaps)"),
+    DerivedMetric(
+        "sm_active_over_elapsed",
+        "sm_cycles_active",
+        "cycles_elapsed",
+        "share of elapsed cycles in which the average SM had work (tail/launch gaps)",
+    ),
 )
 DERIVED_BY_KEY = {d.key: d for d in DERIVED}
 
 # Every metric key a rule may test.
 RULE_METRICS = frozenset(SPECS) | frozenset(DERIVED_BY_KEY)
 # Legacy evidence block: the figures a verdict rests on.
-EVIDENCE_KEYS = ("sm_pct", "tensor_pct", "dram_pct", "l2_pct", "warps_active_pct", "waves",
-                 "sm_active_over_elapsed")
+EVIDENCE_KEYS = (
+    "sm_pct",
+    "tensor_pct",
+    "dram_pct",
+    "l2_pct",
+    "warps_active_pct",
+    "waves",
+    "sm_active_over_elapsed",
+)
 # Report attributes read beside the catalog (not card metrics).
 PASSES_METRIC = "profiler__replayer_passes"
 DEVICE_METRICS = {

@@ -28,10 +28,14 @@ def ncu_argv(
     """
     argv = [
         ncu,
-        "--config-file", "off",
-        "--clock-control", "none",
-        "--replay-mode", "kernel",
-        "--target-processes", "all",
+        "--config-file",
+        "off",
+        "--clock-control",
+        "none",
+        "--replay-mode",
+        "kernel",
+        "--target-processes",
+        "all",
         "--nvtx",
     ]
     for group in groups:
@@ -43,9 +47,21 @@ def ncu_argv(
 def stall_experiment_line(group: str, target: str) -> str:
     """Shell line of the counter experiment that splits one shape's warp stall reasons."""
     argv = [
-        "ncu", "--config-file", "off", "--clock-control", "none", "--nvtx",
-        "--nvtx-include", nvtx_include(group),
-        "--section", "WarpStateStats", "--section", "SchedulerStats", "--section", "Occupancy",
-        "--export", "stalls",
+        "ncu",
+        "--config-file",
+        "off",
+        "--clock-control",
+        "none",
+        "--nvtx",
+        "--nvtx-include",
+        nvtx_include(group),
+        "--section",
+        "WarpStateStats",
+        "--section",
+        "SchedulerStats",
+        "--section",
+        "Occupancy",
+        "--export",
+        "stalls",
     ]
     return shlex.join(argv) + " " + target

@@ -61,7 +61,9 @@ def _conv3d(s: Conv3dShape, gen: torch.Generator) -> tuple[list[torch.Tensor], O
     cpu = [_random(s.input, s.dtype, gen), _random(s.weight, s.dtype, gen, fan_in**-0.5)]
     if s.bias:
         cpu.append(_random([s.weight[0]], s.dtype, gen))
-    fmt = torch.channels_last_3d if s.memory_format == "channels_last_3d" else torch.contiguous_format
+    fmt = (
+        torch.channels_last_3d if s.memory_format == "channels_last_3d" else torch.contiguous_format
+    )
     x, w, *b = (t.cuda().contiguous(memory_format=fmt) if t.dim() == 5 else t.cuda() for t in cpu)
     torch.backends.cudnn.allow_tf32 = s.allow_tf32
     return cpu, lambda: F.conv3d(

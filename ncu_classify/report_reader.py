@@ -24,13 +24,7 @@ from .errors import ReportError
 from .metrics import CATALOG, DEVICE_METRICS, PASSES_METRIC, UnitError
 from .records import KernelRecord, ReportRead
 
-REPORT_SUFFIXES = (".ncu-rep", ".ncu-rep.xz", ".ncu-rep.gz", ".ncu-rep.bz2")
 _OPENERS = {".xz": lzma.open, ".gz": gzip.open, ".bz2": bz2.open}
-
-
-def is_report(path: Path) -> bool:
-    """True for a file name this reader accepts."""
-    return path.name.endswith(REPORT_SUFFIXES)
 
 
 @contextlib.contextmanager

@@ -103,7 +103,12 @@ class Conv3dShape(_Shape):
         spatial = [
             (size + 2 * pad - dil * (k - 1) - 1) // st + 1
             for size, k, st, pad, dil in zip(
-                self.input[2:], self.weight[2:], self.stride, self.padding, self.dilation, strict=False
+                self.input[2:],
+                self.weight[2:],
+                self.stride,
+                self.padding,
+                self.dilation,
+                strict=False,
             )
         ]
         return [self.input[0], self.weight[0], *spatial]
@@ -156,9 +161,7 @@ class AttentionShape(_Shape):
     @model_validator(mode="after")
     def _keys(self) -> AttentionShape:
         if self.allocated_keys is not None and self.allocated_keys < self.valid_keys:
-            raise ValueError(
-                f"allocated_keys {self.allocated_keys} < valid_keys {self.valid_keys}"
-            )
+            raise ValueError(f"allocated_keys {self.allocated_keys} < valid_keys {self.valid_keys}")
         return self
 
     def key(self) -> str:
@@ -204,9 +207,7 @@ class CastShape(_Shape):
         return math.prod(self.shape) * (DTYPE_BYTES[self.from_] + DTYPE_BYTES[self.to])
 
 
-Shape = Annotated[
-    LinearShape | Conv3dShape | AttentionShape | CastShape, Field(discriminator="op")
-]
+Shape = Annotated[LinearShape | Conv3dShape | AttentionShape | CastShape, Field(discriminator="op")]
 StageName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_]+$")]
 
 

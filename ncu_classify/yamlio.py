@@ -30,35 +30,31 @@ def load_yaml(path: Path, error: type[InputFileError]) -> Any:
         raise error(f"{where}: invalid YAML: {exc.problem}") from None
 
 
-def _position(root: Any, loc: Sequence[int | str]) -> tuple[int, int] | None:
-    """Line and column (1-based) of the deepest node of `loc` that exists in the YAML tree."""
-    node, best = root, None
+def _walk(root: Any, loc: Sequence[int | str]) -> tuple[tuple[int, int] | None, list[str]]:
+    """Line/column (1-based) of the deepest node of `loc` found in the YAML tree, and the path
+    of keys that exist there (pydantic adds union tags such as `tagged-union[...]` or `linear`
+    to its locations; they are skipped)."""
+    node, best, path = root, None, []
     for key in loc:
         if isinstance(node, CommentedMap) and key in node:
             line, col = node.lc.key(key)
-            best = (line + 1, col + 1)
-            node = node[key]
         elif isinstance(node, CommentedSeq) and isinstance(key, int) and key < len(node):
             line, col = node.lc.item(key)
-            best = (line + 1, col + 1)
-            node = node[key]
-        elif isinstance(key, str) and isinstance(node, CommentedMap):
-            continue  # a tagged-union tag (e.g. `linear`) that pydantic adds to the path
+        elif isinstance(key, str):
+            continue
         else:
             break
-    return best
+        best, node = (line + 1, col + 1), node[key]
+        path.append(str(key))
+    return best, path
 
 
 def describe_validation_error(path: Path, root: Any, exc: ValidationError) -> str:
-    """First pydantic error as `file:line:col: field.path: message` (plus a count of the rest)."""
-    errors = exc.errors()
-    first = errors[0]
-    loc = [p for p in first["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
-    pos = _position(root, loc)
+    """First pydantic error as `file:line:col: field.path: message`."""
+    first = exc.errors()[0]
+    pos, keys = _walk(root, first["loc"])
     where = f"{path}:{pos[0]}:{pos[1]}" if pos else str(path)
-    field = ".".join(str(part) for part in loc) or "(top level)"
-    more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
-    return f"{where}: {field}: {first['msg']}{more}"
+    return f"{where}: {'.'.join(keys) or '(top level)'}: {first['msg']}"
 
 
 def validate_yaml(path: Path, model: type[M], error: type[InputFileError]) -> M:

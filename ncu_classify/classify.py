@@ -1,0 +1,194 @@
+"""classify: report files or capture folders -> kernel rows -> classified cards.
+
+A folder with a capture `manifest.json` yields one card per captured shape, in manifest order,
+its kernels found by NVTX range. Any other report (a user's own ncu run) yields one card per
+NVTX push/pop range, or per kernel name when there is none. Reports are read in parallel, one
+process per report, and merged in input order so the output does not depend on timing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import __version__
+from .cards import Card, CardFile, build_card, card_class, count_classes, kernel_card
+from .errors import NcuClassifyError, ReportError
+from .manifest import MANIFEST_NAME, Manifest, ShapeRecord, read_manifest
+from .records import KernelRecord, ReportRead
+from .rules import LoadedRules
+
+REPORT_SUFFIXES = (".ncu-rep", ".ncu-rep.xz", ".ncu-rep.gz", ".ncu-rep.bz2")
+
+
+def is_report(path: Path) -> bool:
+    """True for a file name classify reads as an Nsight Compute report."""
+    return path.name.endswith(REPORT_SUFFIXES)
+
+
+def report_stem(path: Path | str) -> str:
+    """`vae` for `raw/vae.ncu-rep.xz`."""
+    name = Path(path).name
+    for suffix in REPORT_SUFFIXES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+@dataclass
+class Source:
+    """Reports to read, with the capture manifest of their folder when there is one."""
+
+    reports: list[Path]
+    manifest: Manifest | None = None
+    folder: Path | None = None
+
+
+@dataclass
+class Inputs:
+    """Everything `classify` was asked to read, and the inputs that were rejected up front."""
+
+    sources: list[Source] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def collect_inputs(paths: Iterable[Path]) -> Inputs:
+    """Expand files and folders into sources; bad paths become error lines, not exceptions."""
+    inputs = Inputs()
+    for path in paths:
+        if path.is_dir():
+            reports = sorted(p for p in path.iterdir() if p.is_file() and is_report(p))
+            manifest_path = path / MANIFEST_NAME
+            try:
+                manifest = read_manifest(manifest_path) if manifest_path.exists() else None
+            except NcuClassifyError as exc:
+                inputs.errors.append(str(exc))
+                manifest = None
+            if not reports and manifest is None:
+                inputs.errors.append(f"{path}: folder holds no .ncu-rep report")
+                continue
+            inputs.sources.append(Source(reports, manifest, path))
+        elif path.is_file() and is_report(path):
+            inputs.sources.append(Source([path]))
+        elif path.exists():
+            inputs.errors.append(f"{path}: not a report (expected *.ncu-rep, .ncu-rep.xz or .gz)")
+        else:
+            inputs.errors.append(f"{path}: no such file or folder")
+    return inputs
+
+
+def _read(path: Path) -> ReportRead | str:
+    """Worker: one report's rows, or the one-line error that stopped it."""
+    from .report_reader import read_report
+
+    try:
+        return read_report(path)
+    except ReportError as exc:
+        return str(exc)
+
+
+def read_all(paths: list[Path], jobs: int) -> Iterator[ReportRead | str]:
+    """Rows of every report, in the order given; `jobs` processes when there are several."""
+    if jobs <= 1 or len(paths) <= 1:
+        yield from map(_read, paths)
+        return
+    with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
+        yield from pool.map(_read, paths)
+
+
+def _shape_card(
+    shape: ShapeRecord, records: list[KernelRecord], rules: LoadedRules, reports: list[Path]
+) -> Card:
+    kernels = [kernel_card(r, rules) for r in records]
+    error = shape.error if shape.status != "ok" else None
+    if shape.status == "ok" and not records and shape.report:
+        error = f"no kernel of range {shape.group!r} found in {shape.report}"
+    stem = report_stem(shape.report) if shape.report else None
+    report = next((str(p) for p in reports if report_stem(p) == stem), shape.report)
+    return build_card(
+        group=shape.group,
+        stage=shape.stage,
+        op=shape.op,
+        kernels=kernels,
+        rules=rules,
+        records=records,
+        shape_parameters=shape.shape_parameters,
+        input_sha256=shape.input_sha256,
+        ncu_output=report,
+        nominal_mac_flops=shape.nominal_mac_flops,
+        nominal_bytes=shape.nominal_bytes,
+        error=error,
+    )
+
+
+def _foreign_cards(records: list[KernelRecord], rules: LoadedRules) -> list[Card]:
+    """Cards for kernels no manifest claims: per innermost NVTX range, else per kernel name."""
+    groups: dict[tuple[str, str, str], list[KernelRecord]] = {}
+    for rec in records:
+        stem = report_stem(rec.report)
+        if rec.nvtx_ranges:
+            key = (stem, "nvtx_range", "/".join(rec.nvtx_ranges))
+        else:
+            key = (stem, "kernel", rec.function)
+        groups.setdefault(key, []).append(rec)
+    return [
+        build_card(
+            group=f"{stem}:{name}",
+            stage=stem,
+            op=kind,
+            rules=rules,
+            records=recs,
+            kernels=[kernel_card(r, rules) for r in recs],
+            ncu_output=recs[0].report,
+        )
+        for (stem, kind, name), recs in groups.items()
+    ]
+
+
+def cards_for_source(
+    source: Source, reads: dict[Path, ReportRead], rules: LoadedRules
+) -> list[Card]:
+    """Cards of one source: the manifest's shapes first, then anything unclaimed."""
+    records = [k for path in source.reports if path in reads for k in reads[path].kernels]
+    if source.manifest is None:
+        return _foreign_cards(records, rules)
+    by_range: dict[str, list[KernelRecord]] = {}
+    for rec in records:
+        by_range.setdefault(rec.nvtx_ranges[-1] if rec.nvtx_ranges else "", []).append(rec)
+    cards = [
+        _shape_card(shape, by_range.pop(shape.group, []), rules, source.reports)
+        for shape in source.manifest.shapes
+    ]
+    leftovers = [r for recs in by_range.values() for r in recs]
+    return cards + _foreign_cards(leftovers, rules)
+
+
+def classify(paths: list[Path], rules: LoadedRules, jobs: int | None = None) -> CardFile:
+    """Read every report under `paths` and build the cards file (input errors listed in it)."""
+    inputs = collect_inputs(paths)
+    all_reports = [p for s in inputs.sources for p in s.reports]
+    reads: dict[Path, ReportRead] = {}
+    for path, result in zip(all_reports, read_all(all_reports, jobs or os.cpu_count() or 1)):
+        if isinstance(result, str):
+            inputs.errors.append(result)
+        else:
+            reads[path] = result
+    cards = [card for s in inputs.sources for card in cards_for_source(s, reads, rules)]
+    summary, by_stage = count_classes(map(card_class, cards))
+    return CardFile(
+        generated_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        tool_version=__version__,
+        rules=rules.rules.summary_text(),
+        rules_id=rules.rules.id,
+        rules_file=rules.path,
+        rules_sha256=rules.sha256,
+        inputs=[str(p) for p in paths],
+        input_errors=inputs.errors,
+        cards=cards,
+        summary=summary,
+        by_stage=by_stage,
+    )

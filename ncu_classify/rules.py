@@ -1,0 +1,176 @@
+"""Threshold rules kept as data: a pydantic-validated YAML file, evaluated in order without eval.
+
+A rule's `when` is a tree of `any` / `all` groups over leaf comparisons `{metric, op, value}`.
+Missing metrics: a comparison on a metric that is absent is not evaluated; it drops out of its
+group, an empty group is false, and the verdict lists the metric under `unchecked_metrics`, so a
+missing value is visible and can never pass as a silent 0. First matching rule wins; the last
+rule must be `when: always` so that every kernel gets a class.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import operator
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
+
+from .errors import RulesError
+from .metrics import RULE_METRICS
+from .yamlio import validate_yaml
+
+DEFAULT_RULES = Path(__file__).resolve().parent / "data" / "default_rules.yaml"
+OPERATORS: dict[str, Callable[[float, float], bool]] = {
+    ">=": operator.ge,
+    ">": operator.gt,
+    "<=": operator.le,
+    "<": operator.lt,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
+
+
+class Compare(BaseModel):
+    """Leaf: `metric op value`, e.g. `sm_pct >= 60`."""
+
+    model_config = ConfigDict(extra="forbid")
+    metric: str
+    op: Literal[">=", ">", "<=", "<", "==", "!="]
+    value: float
+
+    @field_validator("metric")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        if name not in RULE_METRICS:
+            raise ValueError(f"unknown metric {name!r}; known: {', '.join(sorted(RULE_METRICS))}")
+        return name
+
+
+class AnyOf(BaseModel):
+    """True if any member is true (members on missing metrics drop out)."""
+
+    model_config = ConfigDict(extra="forbid")
+    any: Annotated[list[Condition], Field(min_length=1)]
+
+
+class AllOf(BaseModel):
+    """True if every evaluable member is true and at least one is evaluable."""
+
+    model_config = ConfigDict(extra="forbid")
+    all: Annotated[list[Condition], Field(min_length=1)]
+
+
+def _condition_kind(data: Any) -> str:
+    if isinstance(data, Mapping):
+        return "any" if "any" in data else "all" if "all" in data else "compare"
+    return "any" if isinstance(data, AnyOf) else "all" if isinstance(data, AllOf) else "compare"
+
+
+Condition = Annotated[
+    Union[  # noqa: UP007  (a forward-referenced recursive union)
+        Annotated[Compare, Tag("compare")],
+        Annotated[AnyOf, Tag("any")],
+        Annotated[AllOf, Tag("all")],
+    ],
+    Discriminator(_condition_kind),
+]
+AnyOf.model_rebuild()
+AllOf.model_rebuild()
+
+
+class Rule(BaseModel):
+    """One verdict: its name (the class), when it applies, and what to tell the user."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")]
+    text: str
+    when: Condition | Literal["always"]
+    alternative_explanation: str
+    counter_experiment: str
+
+
+class RuleSet(BaseModel):
+    """An ordered rules file; first match wins."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
+    description: str = ""
+    rules: Annotated[list[Rule], Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _complete(self) -> RuleSet:
+        names = [r.name for r in self.rules]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"duplicate rule names: {', '.join(dupes)}")
+        if self.rules[-1].when != "always":
+            raise ValueError("the last rule must have `when: always` so every kernel gets a class")
+        return self
+
+    def summary_text(self) -> str:
+        """All rule texts on one line, in order (the legacy `rules` field)."""
+        return "; ".join(f"{r.name}: {r.text}" for r in self.rules)
+
+
+@dataclass(frozen=True)
+class LoadedRules:
+    """A rule set with the identity of the file it came from."""
+
+    rules: RuleSet
+    path: str
+    sha256: str
+
+
+@dataclass
+class Verdict:
+    """The outcome for one kernel."""
+
+    rule: Rule
+    unchecked: list[str] = field(default_factory=list)
+
+
+def _holds(
+    cond: Compare | AnyOf | AllOf, values: Mapping[str, float | None], unchecked: list[str]
+) -> bool | None:
+    """True/False, or None when no part of `cond` could be evaluated."""
+    if isinstance(cond, Compare):
+        value = values.get(cond.metric)
+        if value is None:
+            if cond.metric not in unchecked:
+                unchecked.append(cond.metric)
+            return None
+        return OPERATORS[cond.op](value, cond.value)
+    members = cond.any if isinstance(cond, AnyOf) else cond.all
+    results = [r for r in (_holds(c, values, unchecked) for c in members) if r is not None]
+    if not results:
+        return None
+    return any(results) if isinstance(cond, AnyOf) else all(results)
+
+
+def evaluate(rules: RuleSet, values: Mapping[str, float | None]) -> Verdict:
+    """First rule whose condition holds on `values`; lists metrics it could not check."""
+    unchecked: list[str] = []
+    for rule in rules.rules:
+        if rule.when == "always" or _holds(rule.when, values, unchecked):
+            return Verdict(rule, unchecked)
+    raise AssertionError("unreachable: the last rule is `always`")
+
+
+def load_rules(path: Path | None = None) -> LoadedRules:
+    """Validate a rules file (default: the packaged legacy rules); errors name file:line:field."""
+    path = path or DEFAULT_RULES
+    ruleset = validate_yaml(path, RuleSet, RulesError)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    label = "default" if path == DEFAULT_RULES else str(path)
+    return LoadedRules(ruleset, label, digest)
