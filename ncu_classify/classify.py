@@ -172,7 +172,8 @@ def classify(paths: list[Path], rules: LoadedRules, jobs: int | None = None) -> 
     inputs = collect_inputs(paths)
     all_reports = [p for s in inputs.sources for p in s.reports]
     reads: dict[Path, ReportRead] = {}
-    for path, result in zip(all_reports, read_all(all_reports, jobs or os.cpu_count() or 1)):
+    results = read_all(all_reports, jobs or os.cpu_count() or 1)
+    for path, result in zip(all_reports, results, strict=True):
         if isinstance(result, str):
             inputs.errors.append(result)
         else:

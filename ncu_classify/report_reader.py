@@ -14,9 +14,9 @@ import gzip
 import lzma
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import ncu_report
 
@@ -24,7 +24,11 @@ from .errors import ReportError
 from .metrics import CATALOG, DEVICE_METRICS, PASSES_METRIC, UnitError
 from .records import KernelRecord, ReportRead
 
-_OPENERS = {".xz": lzma.open, ".gz": gzip.open, ".bz2": bz2.open}
+_OPENERS: dict[str, Callable[..., IO[bytes]]] = {
+    ".xz": lzma.open,
+    ".gz": gzip.open,
+    ".bz2": bz2.open,
+}
 
 
 @contextlib.contextmanager
