@@ -24,10 +24,10 @@ from .errors import ReportError
 from .metrics import CATALOG, DEVICE_METRICS, PASSES_METRIC, UnitError
 from .records import KernelRecord, ReportRead
 
-_OPENERS: dict[str, Callable[..., IO[bytes]]] = {
-    ".xz": lzma.open,
-    ".gz": gzip.open,
-    ".bz2": bz2.open,
+_OPENERS: dict[str, Callable[[Path], IO[bytes]]] = {
+    ".xz": lambda p: lzma.open(p, "rb"),
+    ".gz": lambda p: gzip.open(p, "rb"),
+    ".bz2": lambda p: bz2.open(p, "rb"),
 }
 
 
@@ -41,7 +41,7 @@ def _plain_file(path: Path) -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="ncu-classify-") as tmp:
         plain = Path(tmp) / path.name.removesuffix(path.suffix)
         try:
-            with opener(path, "rb") as src, plain.open("wb") as dst:
+            with opener(path) as src, plain.open("wb") as dst:
                 shutil.copyfileobj(src, dst, 1 << 20)
         except (OSError, EOFError, lzma.LZMAError) as exc:
             raise ReportError(f"{path}: cannot decompress: {exc}") from None
