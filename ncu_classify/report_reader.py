@@ -14,9 +14,10 @@ import gzip
 import lzma
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from types import ModuleType
+from typing import Any
 
 import ncu_report
 
@@ -24,24 +25,20 @@ from .errors import ReportError
 from .metrics import CATALOG, DEVICE_METRICS, PASSES_METRIC, UnitError
 from .records import KernelRecord, ReportRead
 
-_OPENERS: dict[str, Callable[[Path], IO[bytes]]] = {
-    ".xz": lambda p: lzma.open(p, "rb"),
-    ".gz": lambda p: gzip.open(p, "rb"),
-    ".bz2": lambda p: bz2.open(p, "rb"),
-}
+_DECOMPRESSORS: dict[str, ModuleType] = {".xz": lzma, ".gz": gzip, ".bz2": bz2}
 
 
 @contextlib.contextmanager
 def _plain_file(path: Path) -> Iterator[Path]:
     """The report as an uncompressed file on disk (a temporary copy for compressed ones)."""
-    opener = _OPENERS.get(path.suffix)
-    if opener is None:
+    module = _DECOMPRESSORS.get(path.suffix)
+    if module is None:
         yield path
         return
     with tempfile.TemporaryDirectory(prefix="ncu-classify-") as tmp:
         plain = Path(tmp) / path.name.removesuffix(path.suffix)
         try:
-            with opener(path) as src, plain.open("wb") as dst:
+            with module.open(path, "rb") as src, plain.open("wb") as dst:
                 shutil.copyfileobj(src, dst, 1 << 20)
         except (OSError, EOFError, lzma.LZMAError) as exc:
             raise ReportError(f"{path}: cannot decompress: {exc}") from None
