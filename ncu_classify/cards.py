@@ -141,7 +141,7 @@ def build_card(
     top = dominant(kernels)
     rule = next((r for r in rules.rules.rules if top and r.name == top.classification), None)
     durations = [k.metrics.get("dur_us") for k in kernels]
-    summed = sum(d for d in durations if d is not None) if kernels else None
+    summed = round(sum(d for d in durations if d is not None), 6) if kernels else None
     flops = fields.get("nominal_mac_flops")
     status: CardStatus
     if fields.get("error"):
@@ -159,7 +159,7 @@ def build_card(
         op=op,
         kernels=kernels,
         summed_kernel_us=summed,
-        achieved_tflops=(flops / (summed * 1e6)) if flops and summed else None,
+        achieved_tflops=round(flops / (summed * 1e6), 3) if flops and summed else None,
         dominant_kernel=top.kernel if top else None,
         primary=top.classification if top else None,
         primary_rule=rule.text if rule else None,

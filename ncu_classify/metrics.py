@@ -109,8 +109,9 @@ class MetricSpec:
     description: str = ""
 
     def from_report(self, value: float, unit: str) -> float:
-        """Card value of a raw report value in `unit`."""
-        return to_base(value, unit, self.dimension) / self.per_base
+        """Card value of a raw report value in `unit`, to 12 significant digits (no float noise
+        such as 303.00800000000004 from ns -> us)."""
+        return float(f"{to_base(value, unit, self.dimension) / self.per_base:.12g}")
 
 
 CATALOG: tuple[MetricSpec, ...] = (

@@ -25,6 +25,7 @@ from .errors import ReportError
 from .metrics import CATALOG, DEVICE_METRICS, PASSES_METRIC, UnitError
 from .records import KernelRecord, ReportRead
 
+REPORT_MAGIC = b"NVR\x00"  # first bytes of every .ncu-rep
 _DECOMPRESSORS: dict[str, ModuleType] = {".xz": lzma, ".gz": gzip, ".bz2": bz2}
 
 
@@ -118,6 +119,9 @@ def read_report(path: Path, label: str | None = None) -> ReportRead:
     if not path.is_file():
         raise ReportError(f"{path}: no such report file")
     with _plain_file(path) as plain:
+        with plain.open("rb") as handle:
+            if handle.read(4) != REPORT_MAGIC:
+                raise ReportError(f"{path}: not an Nsight Compute report (bad file header)")
         try:
             context = ncu_report.load_report(str(plain))
         except Exception as exc:  # ncu_report raises bare RuntimeErrors and friends
@@ -131,4 +135,6 @@ def read_report(path: Path, label: str | None = None) -> ReportRead:
             for rng in [context.range_by_idx(r)]
             for a in range(rng.num_actions())
         ]
+    if not kernels:
+        raise ReportError(f"{path}: holds no profiled kernel (truncated, or ncu profiled nothing)")
     return ReportRead(path=label, kernels=kernels)

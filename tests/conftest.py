@@ -1,0 +1,61 @@
+"""Shared fixtures: the real H200 reports committed under fixtures/, classified once."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ncu_classify.cards import CardFile
+from ncu_classify.classify import classify
+from ncu_classify.rules import LoadedRules, load_rules
+
+ROOT = Path(__file__).resolve().parent.parent
+SMOKE = ROOT / "fixtures" / "smoke_h200"
+USER_FULL = ROOT / "fixtures" / "user_set_full" / "linear_cast.ncu-rep.xz"
+LEGACY = ROOT.parent / "shared" / "reference" / "legacy_cards_480x832.json"
+SEED_SHAPES = ROOT.parent / "shared" / "reference" / "seed_shapes_all.json"
+
+
+def has_gpu() -> bool:
+    """A CUDA GPU with ncu: nvidia-smi and ncu on PATH and torch sees a device."""
+    if not (shutil.which("nvidia-smi") and shutil.which("ncu")):
+        return False
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if has_gpu():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU, torch and ncu on PATH")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def rules() -> LoadedRules:
+    return load_rules()
+
+
+@pytest.fixture(scope="session")
+def smoke_cards(rules: LoadedRules) -> CardFile:
+    """Cards of the committed smoke capture, read serially."""
+    return classify([SMOKE], rules, jobs=1)
+
+
+@pytest.fixture(scope="session")
+def cards_by_group(smoke_cards: CardFile) -> dict:
+    return {c.group: c for c in smoke_cards.cards}
+
+
+@pytest.fixture(scope="session")
+def legacy_path() -> Path:
+    if not LEGACY.exists():
+        pytest.skip("../shared/reference is not beside this checkout")
+    return LEGACY
