@@ -108,8 +108,10 @@ def _shape_card(
     if shape.status == "ok" and not records and shape.report:
         error = f"no kernel of range {shape.group!r} found in {shape.report}"
     elif shape.status == "ok" and shape.kernels is not None and len(records) != shape.kernels:
-        error = (f"{len(records)} kernels of this range in the report, but capture counted"
-                 f" {shape.kernels}: report incomplete?")
+        error = (
+            f"{len(records)} kernels of this range in the report, but capture counted"
+            f" {shape.kernels}: report incomplete?"
+        )
     stem = report_stem(shape.report) if shape.report else None
     report = next((str(p) for p in reports if report_stem(p) == stem), shape.report)
     return build_card(

@@ -48,10 +48,10 @@ def repair_duration(metrics: dict[str, Any]) -> str | None:
     implied_mhz = cycles / dur
     low, high = PLAUSIBLE_MHZ
     if implied_mhz > high and low <= implied_mhz / 1000 <= high:
-        metrics["dur_us"] = dur * 1000
+        metrics["dur_us"] = float(f"{dur * 1000:.12g}")
         return (
             f"dur_us {dur} was in ms (cycles_elapsed {cycles:g} / dur implies"
-            f" {implied_mhz:.0f} MHz); now {dur * 1000:g}"
+            f" {implied_mhz:.0f} MHz); now {metrics['dur_us']:g}"
         )
     return None
 

@@ -8,15 +8,20 @@ from pathlib import Path
 
 import ncu_report
 import pytest
-
 from conftest import SMOKE, USER_FULL
+
 from ncu_classify.errors import ReportError
 from ncu_classify.metrics import CATALOG
 from ncu_classify.report_reader import read_report
 
 # Card unit = raw base unit (as ncu_report gives it) / factor.
-BASE_FACTORS = {"dur_us": 1e3, "smem_dyn_kb": 1e3, "dram_read_mb": 1e6, "dram_write_mb": 1e6,
-                "sm_clock_ghz": 1e9}
+BASE_FACTORS = {
+    "dur_us": 1e3,
+    "smem_dyn_kb": 1e3,
+    "dram_read_mb": 1e6,
+    "dram_write_mb": 1e6,
+    "sm_clock_ghz": 1e9,
+}
 
 
 def _raw_actions(path: Path, tmp_path: Path) -> list:
@@ -24,8 +29,11 @@ def _raw_actions(path: Path, tmp_path: Path) -> list:
     with lzma.open(path) as src, plain.open("wb") as dst:
         shutil.copyfileobj(src, dst)
     ctx = ncu_report.load_report(str(plain))
-    return [ctx.range_by_idx(r).action_by_idx(a) for r in range(ctx.num_ranges())
-            for a in range(ctx.range_by_idx(r).num_actions())]
+    return [
+        ctx.range_by_idx(r).action_by_idx(a)
+        for r in range(ctx.num_ranges())
+        for a in range(ctx.range_by_idx(r).num_actions())
+    ]
 
 
 @pytest.mark.parametrize("stem", ["dit", "vae", "attention", "output"])
@@ -62,11 +70,14 @@ def test_full_set_report_uses_the_gpu_dram_alias() -> None:
     """In a `--set full` report DRAM throughput is only under gpu__dram_throughput."""
     rows = read_report(USER_FULL).kernels
     assert [r.function for r in rows] == [
-        "nvjet_sm90_tst_256x144_64x4_2x1_v_bz_coopA_TNT", "unrolled_elementwise_kernel",
-        "vectorized_elementwise_kernel", "reduce_kernel",
+        "nvjet_sm90_tst_256x144_64x4_2x1_v_bz_coopA_TNT",
+        "unrolled_elementwise_kernel",
+        "vectorized_elementwise_kernel",
+        "reduce_kernel",
     ]
     assert {r.sources["dram_pct"] for r in rows} == {
-        "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"}
+        "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"
+    }
     assert rows[0].replay_passes == 38
     assert rows[0].values["dur_us"] == 301.28
     assert rows[0].nvtx_ranges == []
@@ -76,7 +87,8 @@ def test_templated_names_survive_verbatim() -> None:
     flash = read_report(SMOKE / "attention.ncu-rep.xz").kernels[1]
     assert flash.function == "flash_fwd_kernel"
     assert flash.demangled.startswith(
-        "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<(int)128, (int)128,")
+        "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<(int)128, (int)128,"
+    )
     assert flash.demangled.count("<") == flash.demangled.count(">") > 2
 
 
@@ -86,19 +98,19 @@ def test_truncated_report_is_a_report_error(keep: float, tmp_path: Path) -> None
     data = lzma.decompress((SMOKE / "vae.ncu-rep.xz").read_bytes())
     cut = tmp_path / "cut.ncu-rep"
     cut.write_bytes(data[: int(len(data) * keep)])
-    with pytest.raises(ReportError, match="cut.ncu-rep: holds no profiled kernel"):
+    with pytest.raises(ReportError, match=r"cut.ncu-rep: holds no profiled kernel"):
         read_report(cut)
 
 
 def test_non_report_file_is_a_report_error(tmp_path: Path) -> None:
     fake = tmp_path / "fake.ncu-rep"
     fake.write_text("not a report\n")
-    with pytest.raises(ReportError, match="fake.ncu-rep: not an Nsight Compute report"):
+    with pytest.raises(ReportError, match=r"fake.ncu-rep: not an Nsight Compute report"):
         read_report(fake)
 
 
 def test_corrupt_compression_is_a_report_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.ncu-rep.xz"
     bad.write_bytes((SMOKE / "dit.ncu-rep.xz").read_bytes()[:5000])
-    with pytest.raises(ReportError, match="bad.ncu-rep.xz: cannot decompress"):
+    with pytest.raises(ReportError, match=r"bad.ncu-rep.xz: cannot decompress"):
         read_report(bad)

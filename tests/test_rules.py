@@ -7,14 +7,21 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
+
 from ncu_classify.errors import RulesError
 from ncu_classify.reclassify import load_cards, reclassify
 from ncu_classify.rules import DEFAULT_RULES, LoadedRules, evaluate, load_rules
 
-FULL = {"sm_pct": 10.0, "tensor_pct": 5.0, "dram_pct": 10.0, "l2_pct": 10.0,
-        "warps_active_pct": 50.0, "waves": 4.0, "sm_active_over_elapsed": 0.95}
+FULL = {
+    "sm_pct": 10.0,
+    "tensor_pct": 5.0,
+    "dram_pct": 10.0,
+    "l2_pct": 10.0,
+    "warps_active_pct": 50.0,
+    "waves": 4.0,
+    "sm_active_over_elapsed": 0.95,
+}
 
 
 def test_packaged_rules_are_the_repository_rules() -> None:
@@ -23,22 +30,30 @@ def test_packaged_rules_are_the_repository_rules() -> None:
 
 def test_default_rules_in_legacy_order(rules: LoadedRules) -> None:
     assert [r.name for r in rules.rules.rules] == [
-        "compute_bound", "dram_bandwidth_bound", "l2_bandwidth_bound", "partial_wave_tail",
-        "latency_or_occupancy_limited", "unresolved_no_dominant_limiter"]
+        "compute_bound",
+        "dram_bandwidth_bound",
+        "l2_bandwidth_bound",
+        "partial_wave_tail",
+        "latency_or_occupancy_limited",
+        "unresolved_no_dominant_limiter",
+    ]
     assert rules.rules.id == "legacy-v1" and len(rules.sha256) == 64
 
 
-@pytest.mark.parametrize(("change", "expected"), [
-    ({"sm_pct": 60.0}, "compute_bound"),
-    ({"tensor_pct": 75.0, "dram_pct": 90.0}, "compute_bound"),  # first match wins
-    ({"dram_pct": 60.0, "l2_pct": 90.0}, "dram_bandwidth_bound"),
-    ({"l2_pct": 60.0, "dram_pct": 59.9}, "l2_bandwidth_bound"),
-    ({"sm_active_over_elapsed": 0.84, "waves": 1.5}, "partial_wave_tail"),
-    ({"sm_active_over_elapsed": 0.84, "waves": 1.51}, "unresolved_no_dominant_limiter"),
-    ({"warps_active_pct": 24.9}, "latency_or_occupancy_limited"),
-    ({"waves": 0.9, "sm_active_over_elapsed": 0.9}, "latency_or_occupancy_limited"),
-    ({}, "unresolved_no_dominant_limiter"),
-])
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"sm_pct": 60.0}, "compute_bound"),
+        ({"tensor_pct": 75.0, "dram_pct": 90.0}, "compute_bound"),  # first match wins
+        ({"dram_pct": 60.0, "l2_pct": 90.0}, "dram_bandwidth_bound"),
+        ({"l2_pct": 60.0, "dram_pct": 59.9}, "l2_bandwidth_bound"),
+        ({"sm_active_over_elapsed": 0.84, "waves": 1.5}, "partial_wave_tail"),
+        ({"sm_active_over_elapsed": 0.84, "waves": 1.51}, "unresolved_no_dominant_limiter"),
+        ({"warps_active_pct": 24.9}, "latency_or_occupancy_limited"),
+        ({"waves": 0.9, "sm_active_over_elapsed": 0.9}, "latency_or_occupancy_limited"),
+        ({}, "unresolved_no_dominant_limiter"),
+    ],
+)
 def test_thresholds(rules: LoadedRules, change: dict, expected: str) -> None:
     assert evaluate(rules.rules, {**FULL, **change}).rule.name == expected
 
@@ -62,31 +77,40 @@ def _write(tmp_path: Path, text: str) -> Path:
     return path
 
 
-ALWAYS = ("  - {name: z, text: t, when: always, alternative_explanation: a,"
-          " counter_experiment: b}\n")
+ALWAYS = "  - {name: z, text: t, when: always, alternative_explanation: a, counter_experiment: b}\n"
 
 
 def test_unknown_metric_names_the_line(tmp_path: Path) -> None:
-    path = _write(tmp_path, "id: x\nrules:\n  - name: a\n    text: t\n    when:\n      any:\n"
-                  "        - {metric: sm_pct, op: '>=', value: 60}\n"
-                  "        - {metric: smpct, op: '>=', value: 60}\n"
-                  "    alternative_explanation: a\n    counter_experiment: b\n" + ALWAYS)
+    path = _write(
+        tmp_path,
+        "id: x\nrules:\n  - name: a\n    text: t\n    when:\n      any:\n"
+        "        - {metric: sm_pct, op: '>=', value: 60}\n"
+        "        - {metric: smpct, op: '>=', value: 60}\n"
+        "    alternative_explanation: a\n    counter_experiment: b\n" + ALWAYS,
+    )
     with pytest.raises(RulesError) as info:
         load_rules(path)
-    assert str(info.value).startswith(f"{path}:8:12: rules.0.when.any.1.metric: Value error,"
-                                      " unknown metric 'smpct'")
+    assert str(info.value).startswith(
+        f"{path}:8:12: rules.0.when.any.1.metric: Value error, unknown metric 'smpct'"
+    )
 
 
 def test_last_rule_must_be_always(tmp_path: Path) -> None:
-    path = _write(tmp_path, "id: x\nrules:\n  - {name: a, text: t, when: {metric: sm_pct, op: '>',"
-                  " value: 1}, alternative_explanation: a, counter_experiment: b}\n")
-    with pytest.raises(RulesError, match="last rule must have `when: always`"):
+    path = _write(
+        tmp_path,
+        "id: x\nrules:\n  - {name: a, text: t, when: {metric: sm_pct, op: '>',"
+        " value: 1}, alternative_explanation: a, counter_experiment: b}\n",
+    )
+    with pytest.raises(RulesError, match=r"last rule must have `when: always`"):
         load_rules(path)
 
 
 def test_bad_operator_and_yaml_syntax(tmp_path: Path) -> None:
-    path = _write(tmp_path, "id: x\nrules:\n  - {name: a, text: t, when: {metric: sm_pct, op: '=>',"
-                  " value: 1}, alternative_explanation: a, counter_experiment: b}\n" + ALWAYS)
+    path = _write(
+        tmp_path,
+        "id: x\nrules:\n  - {name: a, text: t, when: {metric: sm_pct, op: '=>',"
+        " value: 1}, alternative_explanation: a, counter_experiment: b}\n" + ALWAYS,
+    )
     with pytest.raises(RulesError, match=r"rules.yaml:3:\d+: rules.0.when.op"):
         load_rules(path)
     path.write_text("id: x\nrules: [\n")
@@ -95,9 +119,12 @@ def test_bad_operator_and_yaml_syntax(tmp_path: Path) -> None:
 
 
 def test_rules_are_never_evaluated_as_code(tmp_path: Path) -> None:
-    path = _write(tmp_path, "id: x\nrules:\n  - {name: a, text: t, when: \"__import__('os')\","
-                  " alternative_explanation: a, counter_experiment: b}\n" + ALWAYS)
-    with pytest.raises(RulesError, match="rules.0.when"):
+    path = _write(
+        tmp_path,
+        "id: x\nrules:\n  - {name: a, text: t, when: \"__import__('os')\","
+        " alternative_explanation: a, counter_experiment: b}\n" + ALWAYS,
+    )
+    with pytest.raises(RulesError, match=r"rules.0.when"):
         load_rules(path)
 
 
