@@ -9,9 +9,9 @@ process per report, and merged in input order so the output does not depend on t
 from __future__ import annotations
 
 import datetime as dt
+import multiprocessing
 import os
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +22,8 @@ from .manifest import MANIFEST_NAME, Manifest, ShapeRecord, read_manifest
 from .records import KernelRecord, ReportRead
 from .rules import LoadedRules
 
+REPORTS_PER_WORKER = 256
+BYTES_PER_WORKER = 1 << 30
 REPORT_SUFFIXES = (".ncu-rep", ".ncu-rep.xz", ".ncu-rep.gz", ".ncu-rep.bz2")
 
 
@@ -91,13 +93,54 @@ def _read(path: Path) -> ReportRead | str:
         return str(exc)
 
 
+def _read_batch(paths: list[Path]) -> list[ReportRead | str]:
+    """Worker: several reports, read in order by one process that then exits."""
+    return [_read(path) for path in paths]
+
+
+def _report_bytes(path: Path) -> int:
+    """Rough uncompressed size (xz and gzip shrink reports about 16x)."""
+    size = path.stat().st_size
+    return size if path.suffix == ".ncu-rep" or path.name.endswith(".ncu-rep") else 16 * size
+
+
+def reader_batches(paths: list[Path], workers: int) -> list[list[Path]]:
+    """Consecutive runs of reports, at least one per worker, each under the per-worker caps."""
+    per = max(1, min(REPORTS_PER_WORKER, -(-len(paths) // workers)))
+    batches: list[list[Path]] = [[]]
+    budget = 0
+    for path in paths:
+        size = _report_bytes(path)
+        if batches[-1] and (len(batches[-1]) >= per or budget + size > BYTES_PER_WORKER):
+            batches.append([])
+            budget = 0
+        batches[-1].append(path)
+        budget += size
+    return batches
+
+
 def read_all(paths: list[Path], jobs: int) -> Iterator[ReportRead | str]:
-    """Rows of every report, in the order given; `jobs` processes when there are several."""
-    if jobs <= 1 or len(paths) <= 1:
+    """Rows of every report, in the order given, read by up to `jobs` worker processes.
+
+    ncu_report keeps about 0.4 MB per kernel it has handed out until its process ends (even
+    after the report is released), so reports are read in batches by workers that exit after
+    one batch: memory stays bounded however many reports there are.
+    """
+    workers = max(1, min(jobs, len(paths)))
+    batches = reader_batches(paths, workers)
+    if len(batches) == 1:  # one reader's share: read here, no process to start
         yield from map(_read, paths)
         return
-    with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
-        yield from pool.map(_read, paths)
+    if len(batches) > workers:  # recycled workers: pay ncu_report's start once, before forking
+        from .report_reader import warm_up
+
+        warm_up(paths[0])
+    # fork: workers start in milliseconds with everything imported; spawn and forkserver would
+    # re-import the caller's __main__ (the whole CLI) in every worker.
+    context = multiprocessing.get_context("fork")
+    with context.Pool(workers, maxtasksperchild=1) as pool:
+        for batch in pool.imap(_read_batch, batches, chunksize=1):
+            yield from batch
 
 
 def _shape_card(

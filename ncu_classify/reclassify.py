@@ -153,6 +153,23 @@ def reclassify(doc: dict[str, Any], rules: LoadedRules) -> dict[str, Any]:
     return doc
 
 
-def write_cards_json(path: Path, doc: Any) -> None:
-    """Write a cards document atomically, as stable, human-diffable JSON."""
-    write_text_atomic(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+def cards_json_text(doc: dict[str, Any]) -> str:
+    """JSON text with one card per line: diffable card by card, and encoded by the C encoder
+    (`indent=` would switch json to its pure-Python encoder, the slowest step of classify)."""
+    parts = []
+    for key, value in doc.items():
+        if key == "cards" and value:
+            body = "[\n" + ",\n".join(f"  {_compact(card)}" for card in value) + "\n]"
+        else:
+            body = _compact(value)
+        parts.append(f"{json.dumps(key)}: {body}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def write_cards_json(path: Path, doc: dict[str, Any]) -> None:
+    """Write a cards document atomically."""
+    write_text_atomic(path, cards_json_text(doc))

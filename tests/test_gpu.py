@@ -1,0 +1,48 @@
+"""Real capture on a GPU host with ncu (skipped elsewhere; run on the H200 in a session)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import SMOKE
+
+pytestmark = pytest.mark.gpu
+
+
+def test_capture_then_classify_on_the_gpu(tmp_path: Path) -> None:
+    shapes = tmp_path / "shapes.yaml"
+    shapes.write_text(
+        "stages:\n  dit:\n    - {op: linear, M: 4680, N: 5120, K: 5120, dtype: bf16, bias: true}\n"
+        "  output:\n    - {op: cast, shape: [1, 3, 13, 480, 832], from: fp32, to: bf16}\n"
+    )
+    raw = tmp_path / "raw"
+    cli = [sys.executable, "-m", "ncu_classify.cli"]
+    proc = subprocess.run(
+        [*cli, "capture", "--shapes", str(shapes), "-o", str(raw)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    manifest = json.loads((raw / "manifest.json").read_text())
+    assert [(s["status"], s["kernels"]) for s in manifest["shapes"]] == [("ok", 1), ("ok", 1)]
+    assert all(p < 20 for s in manifest["shapes"] for p in s["replay_passes"])
+    # Inputs come from a fixed seed on the CPU: the same shape hashes as in the committed capture.
+    smoke = json.loads((SMOKE / "manifest.json").read_text())["shapes"][0]
+    assert manifest["shapes"][0]["input_sha256"] == smoke["input_sha256"]
+    cards_path = tmp_path / "cards.json"
+    proc = subprocess.run(
+        [*cli, "classify", str(raw), "-o", str(cards_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    cards = json.loads(cards_path.read_text())["cards"]
+    assert [c["primary"] for c in cards] == ["compute_bound", "dram_bandwidth_bound"]
+    assert cards[0]["kernels"][0]["metrics"]["sm_pct"] >= 60
+    assert cards[0]["kernels"][0]["missing_metrics"] == []
