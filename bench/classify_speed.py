@@ -100,7 +100,8 @@ def child_tool(folder: Path, jobs: int) -> float:
     write_cards_json(folder.parent / "cards.json", cards.model_dump(mode="json"))
     elapsed = time.perf_counter() - start
     kernels = sum(len(c.kernels) for c in cards.cards)
-    own = [int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM")][0]
+    status = Path("/proc/self/status").read_text().splitlines()
+    own = next(int(x.split()[1]) for x in status if x.startswith("VmHWM"))
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     print(json.dumps({"seconds": elapsed, "kernels": kernels, "main_kib": own, "worker_kib": kids}))
     return elapsed
@@ -156,7 +157,8 @@ def main() -> None:
             )
         if cores > 1:
             print(
-                f"tool speed-up from 1 to {cores} processes: {tool_times[1] / tool_times[cores]:.2f}x"
+                f"tool speed-up from 1 to {cores} processes:"
+                f" {tool_times[1] / tool_times[cores]:.2f}x"
             )
         print("peak memory of classify (MiB) as reports grow: main process, largest worker")
         for copies in (int(x) for x in args.memory_steps.split(",")):
