@@ -159,10 +159,10 @@ def cards_json_text(doc: dict[str, Any]) -> str:
     parts = []
     for key, value in doc.items():
         if key == "cards" and value:
-            body = "[\n" + ",\n".join(f"  {_compact(card)}" for card in value) + "\n]"
+            body = "[\n" + ",\n".join(f"    {_compact(card)}" for card in value) + "\n  ]"
         else:
             body = _compact(value)
-        parts.append(f"{json.dumps(key)}: {body}")
+        parts.append(f"  {json.dumps(key)}: {body}")
     return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
