@@ -14,8 +14,8 @@ from ncu_classify.rules import LoadedRules, load_rules
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE = ROOT / "fixtures" / "smoke_h200"
 USER_FULL = ROOT / "fixtures" / "user_set_full" / "linear_cast.ncu-rep.xz"
-LEGACY = ROOT.parent / "shared" / "reference" / "legacy_cards_480x832.json"
-SEED_SHAPES = ROOT.parent / "shared" / "reference" / "seed_shapes_all.json"
+LEGACY = ROOT / "fixtures" / "legacy" / "legacy_cards_480x832.json"
+SEED_SHAPES = ROOT / "fixtures" / "legacy" / "seed_shapes_all.json"
 
 
 def has_gpu() -> bool:
@@ -56,6 +56,4 @@ def cards_by_group(smoke_cards: CardFile) -> dict:
 
 @pytest.fixture(scope="session")
 def legacy_path() -> Path:
-    if not LEGACY.exists():
-        pytest.skip("../shared/reference is not beside this checkout")
     return LEGACY
