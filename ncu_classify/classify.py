@@ -119,6 +119,12 @@ def reader_batches(paths: list[Path], workers: int) -> list[list[Path]]:
     return batches
 
 
+def _threaded() -> bool:
+    """True if this process runs other native threads (torch does): fork could deadlock."""
+    tasks = Path("/proc/self/task")
+    return tasks.is_dir() and sum(1 for _ in tasks.iterdir()) > 1
+
+
 def read_all(paths: list[Path], jobs: int) -> Iterator[ReportRead | str]:
     """Rows of every report, in the order given, read by up to `jobs` worker processes.
 
@@ -128,7 +134,7 @@ def read_all(paths: list[Path], jobs: int) -> Iterator[ReportRead | str]:
     """
     workers = max(1, min(jobs, len(paths)))
     batches = reader_batches(paths, workers)
-    if len(batches) == 1:  # one reader's share: read here, no process to start
+    if len(batches) == 1 or _threaded():  # read here: one reader's share, or fork is unsafe
         yield from map(_read, paths)
         return
     if len(batches) > workers:  # recycled workers: pay ncu_report's start once, before forking

@@ -200,3 +200,31 @@ def test_missing_metric_stays_null_and_is_listed(tmp_path: Path, rules: LoadedRu
     assert kernel.missing_metrics == ["tensor_pct"] and card.missing_metrics == ["tensor_pct"]
     assert "tensor_pct" in kernel.unchecked_metrics
     assert kernel.classification == "dram_bandwidth_bound"
+
+
+def test_reader_batches_bound_each_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers read consecutive runs of reports, capped in count and in (inflated) bytes."""
+    from ncu_classify import classify as module
+
+    paths = []
+    for i in range(10):
+        path = tmp_path / f"r{i}.ncu-rep"
+        path.write_bytes(b"x" * 100)
+        paths.append(path)
+    assert [len(b) for b in module.reader_batches(paths, 4)] == [3, 3, 3, 1]
+    monkeypatch.setattr(module, "REPORTS_PER_WORKER", 2)
+    assert [len(b) for b in module.reader_batches(paths, 1)] == [2, 2, 2, 2, 2]
+    monkeypatch.setattr(module, "BYTES_PER_WORKER", 250)
+    assert [len(b) for b in module.reader_batches(paths, 1)] == [2] * 5
+    monkeypatch.setattr(module, "BYTES_PER_WORKER", 150)
+    assert [len(b) for b in module.reader_batches(paths, 1)] == [1] * 10
+    assert sum(module.reader_batches(paths, 3), []) == paths
+
+
+def test_parallel_reads_come_back_in_input_order() -> None:
+    from ncu_classify.classify import read_all
+
+    paths = sorted(SMOKE.glob("*.ncu-rep.xz")) * 2
+    serial = [r.path for r in read_all(paths, 1)]
+    parallel = [r.path for r in read_all(paths, 3)]
+    assert serial == parallel == [str(p) for p in paths]
