@@ -218,7 +218,7 @@ def test_reader_batches_bound_each_worker(tmp_path: Path, monkeypatch: pytest.Mo
     assert [len(b) for b in module.reader_batches(paths, 1)] == [2] * 5
     monkeypatch.setattr(module, "BYTES_PER_WORKER", 150)
     assert [len(b) for b in module.reader_batches(paths, 1)] == [1] * 10
-    assert sum(module.reader_batches(paths, 3), []) == paths
+    assert [p for b in module.reader_batches(paths, 3) for p in b] == paths
 
 
 def test_parallel_reads_come_back_in_input_order() -> None:
