@@ -75,9 +75,17 @@ def bare_read(path: Path) -> int:
     return kernels
 
 
+def cpu_seconds() -> float:
+    """User + system CPU time of this process and its finished children."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def child_bare(folder: Path, jobs: int) -> float:
     """In a fresh process: seconds to read every report of `folder` with bare ncu_report."""
     paths = sorted(folder.glob("*.ncu-rep"))
+    cpu = cpu_seconds()
     start = time.perf_counter()
     if jobs == 1:
         kernels = sum(map(bare_read, paths))
@@ -85,7 +93,7 @@ def child_bare(folder: Path, jobs: int) -> float:
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
             kernels = sum(pool.map(bare_read, paths))
     elapsed = time.perf_counter() - start
-    print(json.dumps({"seconds": elapsed, "kernels": kernels}))
+    print(json.dumps({"seconds": elapsed, "kernels": kernels, "cpu": cpu_seconds() - cpu}))
     return elapsed
 
 
@@ -95,6 +103,7 @@ def child_tool(folder: Path, jobs: int) -> float:
     from ncu_classify.reclassify import write_cards_json
     from ncu_classify.rules import load_rules
 
+    cpu = cpu_seconds()
     start = time.perf_counter()
     cards = classify([folder], load_rules(), jobs=jobs)
     write_cards_json(folder.parent / "cards.json", cards.model_dump(mode="json"))
@@ -103,7 +112,18 @@ def child_tool(folder: Path, jobs: int) -> float:
     status = Path("/proc/self/status").read_text().splitlines()
     own = next(int(x.split()[1]) for x in status if x.startswith("VmHWM"))
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    print(json.dumps({"seconds": elapsed, "kernels": kernels, "main_kib": own, "worker_kib": kids}))
+    cpu = cpu_seconds() - cpu
+    print(
+        json.dumps(
+            {
+                "seconds": elapsed,
+                "kernels": kernels,
+                "main_kib": own,
+                "worker_kib": kids,
+                "cpu": cpu,
+            }
+        )
+    )
     return elapsed
 
 
@@ -144,16 +164,19 @@ def main() -> None:
         )
         print(
             f"{'jobs':>4} {'kernels':>8} {'bare k/s':>10} {'tool k/s':>10} {'tool/bare time':>15}"
+            f" {'tool/bare CPU':>14}"
         )
         tool_times = {}
         for jobs in sorted({1, cores}):
-            bare = min(in_child("bare", folder, jobs)["seconds"] for _ in range(args.rounds))
+            bares = [in_child("bare", folder, jobs) for _ in range(args.rounds)]
             runs = [in_child("tool", folder, jobs) for _ in range(args.rounds)]
-            tool, kernels = min(r["seconds"] for r in runs), runs[0]["kernels"]
+            bare, tool = min(r["seconds"] for r in bares), min(r["seconds"] for r in runs)
+            cpu_ratio = min(r["cpu"] for r in runs) / min(r["cpu"] for r in bares)
+            kernels = runs[0]["kernels"]
             tool_times[jobs] = tool
             print(
                 f"{jobs:>4} {kernels:>8} {kernels / bare:>10.1f} {kernels / tool:>10.1f}"
-                f" {tool / bare:>15.3f}"
+                f" {tool / bare:>15.3f} {cpu_ratio:>14.3f}"
             )
         if cores > 1:
             print(
