@@ -133,9 +133,13 @@ def in_child(mode: str, folder: Path, jobs: int) -> dict:
         [sys.executable, __file__, f"--child-{mode}", str(folder), "--jobs", str(jobs)],
         capture_output=True,
         text=True,
-        check=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        },
     )
+    if proc.returncode:
+        sys.exit(f"{mode} run failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
