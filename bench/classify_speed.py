@@ -99,14 +99,14 @@ def child_bare(folder: Path, jobs: int) -> float:
 
 def child_tool(folder: Path, jobs: int) -> float:
     """In a fresh process: seconds for classify() plus writing the cards file."""
+    from ncu_classify.cardfile import write_card_file
     from ncu_classify.classify import classify
-    from ncu_classify.reclassify import write_cards_json
     from ncu_classify.rules import load_rules
 
     cpu = cpu_seconds()
     start = time.perf_counter()
     cards = classify([folder], load_rules(), jobs=jobs)
-    write_cards_json(folder.parent / "cards.json", cards.model_dump(mode="json"))
+    write_card_file(folder.parent / "cards.json", cards)
     elapsed = time.perf_counter() - start
     kernels = sum(len(c.kernels) for c in cards.cards)
     status = Path("/proc/self/status").read_text().splitlines()

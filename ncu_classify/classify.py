@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import multiprocessing
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,29 +93,40 @@ def _read(path: Path) -> ReportRead | str:
         return str(exc)
 
 
-def _read_batch(paths: list[Path]) -> list[ReportRead | str]:
-    """Worker: several reports, read in order by one process that then exits."""
-    return [_read(path) for path in paths]
+def _read_batch(batch: list[tuple[int, Path]]) -> list[tuple[int, ReportRead | str]]:
+    """Worker: several reports, read by one process that then exits."""
+    return [(index, _read(path)) for index, path in batch]
 
 
 def _report_bytes(path: Path) -> int:
     """Rough uncompressed size (xz and gzip shrink reports about 16x)."""
     size = path.stat().st_size
-    return size if path.suffix == ".ncu-rep" or path.name.endswith(".ncu-rep") else 16 * size
+    return size if path.name.endswith(".ncu-rep") else 16 * size
 
 
-def reader_batches(paths: list[Path], workers: int) -> list[list[Path]]:
-    """Consecutive runs of reports, at least one per worker, each under the per-worker caps."""
-    per = max(1, min(REPORTS_PER_WORKER, -(-len(paths) // workers)))
-    batches: list[list[Path]] = [[]]
-    budget = 0
-    for path in paths:
-        size = _report_bytes(path)
-        if batches[-1] and (len(batches[-1]) >= per or budget + size > BYTES_PER_WORKER):
-            batches.append([])
-            budget = 0
-        batches[-1].append(path)
-        budget += size
+def reader_batches(paths: list[Path], workers: int) -> list[list[tuple[int, Path]]]:
+    """Split reports over `workers` with equal bytes (largest first, to the lightest worker),
+    then cut each worker's share into batches under the per-process caps."""
+    shares: list[list[tuple[int, Path]]] = [[] for _ in range(workers)]
+    loads = [0] * workers
+    sized = sorted(((_report_bytes(p), i, p) for i, p in enumerate(paths)), key=lambda t: -t[0])
+    for size, index, path in sized:
+        lightest = loads.index(min(loads))
+        shares[lightest].append((index, path))
+        loads[lightest] += size
+    batches: list[list[tuple[int, Path]]] = []
+    for share in shares:
+        current: list[tuple[int, Path]] = []
+        budget = 0
+        for index, path in sorted(share):
+            size = _report_bytes(path)
+            if current and (len(current) >= REPORTS_PER_WORKER or budget + size > BYTES_PER_WORKER):
+                batches.append(current)
+                current, budget = [], 0
+            current.append((index, path))
+            budget += size
+        if current:
+            batches.append(current)
     return batches
 
 
@@ -125,7 +136,7 @@ def _threaded() -> bool:
     return tasks.is_dir() and sum(1 for _ in tasks.iterdir()) > 1
 
 
-def read_all(paths: list[Path], jobs: int) -> Iterator[ReportRead | str]:
+def read_all(paths: list[Path], jobs: int) -> list[ReportRead | str]:
     """Rows of every report, in the order given, read by up to `jobs` worker processes.
 
     ncu_report keeps about 0.4 MB per kernel it has handed out until its process ends (even
@@ -134,19 +145,21 @@ def read_all(paths: list[Path], jobs: int) -> Iterator[ReportRead | str]:
     """
     workers = max(1, min(jobs, len(paths)))
     batches = reader_batches(paths, workers)
-    if len(batches) == 1 or _threaded():  # read here: one reader's share, or fork is unsafe
-        yield from map(_read, paths)
-        return
+    if len(batches) <= 1 or _threaded():  # read here: one reader's share, or fork is unsafe
+        return [_read(path) for path in paths]
     if len(batches) > workers:  # recycled workers: pay ncu_report's start once, before forking
         from .report_reader import warm_up
 
         warm_up(paths[0])
+    results: list[ReportRead | str] = ["" for _ in paths]
     # fork: workers start in milliseconds with everything imported; spawn and forkserver would
     # re-import the caller's __main__ (the whole CLI) in every worker.
     context = multiprocessing.get_context("fork")
     with context.Pool(workers, maxtasksperchild=1) as pool:
-        for batch in pool.imap(_read_batch, batches, chunksize=1):
-            yield from batch
+        for batch in pool.imap_unordered(_read_batch, batches, chunksize=1):
+            for index, result in batch:
+                results[index] = result
+    return results
 
 
 def _shape_card(

@@ -137,8 +137,8 @@ def classify(
     jobs: Annotated[int, typer.Option(help="parallel report readers (0: one per core)")] = 0,
 ) -> None:
     """Read reports, classify every kernel, write capability cards and print the summary."""
+    from .cardfile import write_card_file
     from .classify import classify as run_classify
-    from .reclassify import write_cards_json
     from .rules import load_rules
 
     with _errors():
@@ -148,8 +148,8 @@ def classify(
             err.print(f"ncu-classify: error: {problem}", markup=False)
         if not cards.cards:
             raise ReportError("no readable report among the inputs; nothing written")
-        write_cards_json(output, cards.model_dump(mode="json"))
-    _print_summary(cards.model_dump(mode="json"))
+        write_card_file(output, cards)
+    _print_summary(cards.model_dump(mode="json", include={"cards"}))
     out.print(f"wrote {len(cards.cards)} cards to {output}", markup=False)
     if cards.input_errors:
         raise typer.Exit(exit_code_for(ReportError("")))
@@ -162,7 +162,7 @@ def reclassify(
     rules: RulesOption = None,
 ) -> None:
     """Re-apply rules to an existing cards file, keeping card and kernel order."""
-    from .reclassify import load_cards, write_cards_json
+    from .cardfile import load_cards, write_cards_json
     from .reclassify import reclassify as run_reclassify
     from .rules import load_rules
 
@@ -180,7 +180,7 @@ def summary(
     csv: Annotated[bool, typer.Option("--csv", help="print CSV instead of a table")] = False,
 ) -> None:
     """Per-stage counts of primary classes and their share of summed kernel time."""
-    from .reclassify import load_cards
+    from .cardfile import load_cards
 
     with _errors():
         doc = load_cards(cards_file)

@@ -10,34 +10,14 @@ the unit, and noted on the kernel), and kernel entries whose text between `<` an
 from __future__ import annotations
 
 import datetime as dt
-import json
-from pathlib import Path
 from typing import Any
 
-from .atomic import write_text_atomic
 from .cards import UNRESOLVED, count_classes
-from .errors import CardsError
 from .metrics import CATALOG, EVIDENCE_KEYS, derive
 from .rules import LoadedRules, evaluate
 
 # A kernel's implied SM clock, elapsed cycles / duration, must be a real clock (MHz).
 PLAUSIBLE_MHZ = (300.0, 3000.0)
-
-
-def load_cards(path: Path) -> dict[str, Any]:
-    """Read a cards file; it must be a JSON object with a `cards` list."""
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise CardsError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise CardsError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("cards"), list):
-        raise CardsError(f"{path}: not a cards file (no top-level `cards` list)")
-    for index, card in enumerate(doc["cards"]):
-        if not isinstance(card, dict) or not isinstance(card.get("kernels", []), list):
-            raise CardsError(f"{path}: cards[{index}] is not a card object with a kernels list")
-    return doc
 
 
 def repair_duration(metrics: dict[str, Any]) -> str | None:
@@ -151,25 +131,3 @@ def reclassify(doc: dict[str, Any], rules: LoadedRules) -> dict[str, Any]:
         reclassified_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     )
     return doc
-
-
-def cards_json_text(doc: dict[str, Any]) -> str:
-    """JSON text with one card per line: diffable card by card, and encoded by the C encoder
-    (`indent=` would switch json to its pure-Python encoder, the slowest step of classify)."""
-    parts = []
-    for key, value in doc.items():
-        if key == "cards" and value:
-            body = "[\n" + ",\n".join(f"    {_compact(card)}" for card in value) + "\n  ]"
-        else:
-            body = _compact(value)
-        parts.append(f"  {json.dumps(key)}: {body}")
-    return "{\n" + ",\n".join(parts) + "\n}\n"
-
-
-def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
-
-
-def write_cards_json(path: Path, doc: dict[str, Any]) -> None:
-    """Write a cards document atomically."""
-    write_text_atomic(path, cards_json_text(doc))

@@ -202,23 +202,25 @@ def test_missing_metric_stays_null_and_is_listed(tmp_path: Path, rules: LoadedRu
     assert kernel.classification == "dram_bandwidth_bound"
 
 
-def test_reader_batches_bound_each_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Workers read consecutive runs of reports, capped in count and in (inflated) bytes."""
+def test_reader_batches_balance_bytes_and_bound_each_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Largest reports first to the lightest worker; each worker's share cut under the caps."""
     from ncu_classify import classify as module
 
     paths = []
-    for i in range(10):
+    for i, size in enumerate([900, 100, 100, 100, 100, 100, 100, 100, 100, 100]):
         path = tmp_path / f"r{i}.ncu-rep"
-        path.write_bytes(b"x" * 100)
+        path.write_bytes(b"x" * size)
         paths.append(path)
-    assert [len(b) for b in module.reader_batches(paths, 4)] == [3, 3, 3, 1]
-    monkeypatch.setattr(module, "REPORTS_PER_WORKER", 2)
-    assert [len(b) for b in module.reader_batches(paths, 1)] == [2, 2, 2, 2, 2]
+    batches = module.reader_batches(paths, 2)
+    assert [[i for i, _ in b] for b in batches] == [[0], [1, 2, 3, 4, 5, 6, 7, 8, 9]]
+    monkeypatch.setattr(module, "REPORTS_PER_WORKER", 4)
+    assert [len(b) for b in module.reader_batches(paths, 2)] == [1, 4, 4, 1]
     monkeypatch.setattr(module, "BYTES_PER_WORKER", 250)
-    assert [len(b) for b in module.reader_batches(paths, 1)] == [2] * 5
-    monkeypatch.setattr(module, "BYTES_PER_WORKER", 150)
-    assert [len(b) for b in module.reader_batches(paths, 1)] == [1] * 10
-    assert [p for b in module.reader_batches(paths, 3) for p in b] == paths
+    assert [len(b) for b in module.reader_batches(paths, 1)] == [1] + [2] * 4 + [1]
+    flat = sorted(i for b in module.reader_batches(paths, 3) for i, _ in b)
+    assert flat == list(range(10))
 
 
 def test_parallel_reads_come_back_in_input_order() -> None:

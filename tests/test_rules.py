@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
+from ncu_classify.cardfile import load_cards
 from ncu_classify.errors import RulesError
-from ncu_classify.reclassify import load_cards, reclassify
+from ncu_classify.reclassify import reclassify
 from ncu_classify.rules import DEFAULT_RULES, LoadedRules, evaluate, load_rules
 
 FULL = {
