@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__
-from .cards import Card, CardFile, build_card, card_class, count_classes, kernel_card
+from .cards import Card, CardFile, KernelCard, build_card, card_class, count_classes, kernel_card
 from .errors import NcuClassifyError, ReportError
 from .manifest import MANIFEST_NAME, Manifest, ShapeRecord, read_manifest
-from .records import KernelRecord, ReportRead
+from .records import KernelRecord
 from .rules import LoadedRules
 
 REPORTS_PER_WORKER = 256
@@ -83,17 +83,29 @@ def collect_inputs(paths: Iterable[Path]) -> Inputs:
     return inputs
 
 
-def _read(path: Path) -> ReportRead | str:
-    """Worker: one report's rows, or the one-line error that stopped it."""
+Pair = tuple[KernelRecord, KernelCard]  # a kernel row and its classified card entry
+_rules: LoadedRules | None = None  # the rules a reader process classifies with
+
+
+def _use_rules(rules: LoadedRules) -> None:
+    """Reader-process initialiser: classify kernels where they are read, in parallel."""
+    global _rules
+    _rules = rules
+
+
+def _read(path: Path) -> list[Pair] | str:
+    """Reader: one report's kernels, classified, or the one-line error that stopped it."""
     from .report_reader import read_report
 
+    assert _rules is not None, "_use_rules() first"
     try:
-        return read_report(path)
+        rows = read_report(path).kernels
     except ReportError as exc:
         return str(exc)
+    return [(row, kernel_card(row, _rules)) for row in rows]
 
 
-def _read_batch(batch: list[tuple[int, Path]]) -> list[tuple[int, ReportRead | str]]:
+def _read_batch(batch: list[tuple[int, Path]]) -> list[tuple[int, list[Pair] | str]]:
     """Worker: several reports, read by one process that then exits."""
     return [(index, _read(path)) for index, path in batch]
 
@@ -136,7 +148,7 @@ def _threaded() -> bool:
     return tasks.is_dir() and sum(1 for _ in tasks.iterdir()) > 1
 
 
-def read_all(paths: list[Path], jobs: int) -> list[ReportRead | str]:
+def read_all(paths: list[Path], jobs: int, rules: LoadedRules) -> list[list[Pair] | str]:
     """Rows of every report, in the order given, read by up to `jobs` worker processes.
 
     ncu_report keeps about 0.4 MB per kernel it has handed out until its process ends (even
@@ -145,17 +157,18 @@ def read_all(paths: list[Path], jobs: int) -> list[ReportRead | str]:
     """
     workers = max(1, min(jobs, len(paths)))
     batches = reader_batches(paths, workers)
+    _use_rules(rules)
     if len(batches) <= 1 or _threaded():  # read here: one reader's share, or fork is unsafe
         return [_read(path) for path in paths]
     if len(batches) > workers:  # recycled workers: pay ncu_report's start once, before forking
         from .report_reader import warm_up
 
         warm_up(paths[0])
-    results: list[ReportRead | str] = ["" for _ in paths]
+    results: list[list[Pair] | str] = ["" for _ in paths]
     # fork: workers start in milliseconds with everything imported; spawn and forkserver would
     # re-import the caller's __main__ (the whole CLI) in every worker.
     context = multiprocessing.get_context("fork")
-    with context.Pool(workers, maxtasksperchild=1) as pool:
+    with context.Pool(workers, _use_rules, (rules,), maxtasksperchild=1) as pool:
         for batch in pool.imap_unordered(_read_batch, batches, chunksize=1):
             for index, result in batch:
                 results[index] = result
@@ -163,9 +176,9 @@ def read_all(paths: list[Path], jobs: int) -> list[ReportRead | str]:
 
 
 def _shape_card(
-    shape: ShapeRecord, records: list[KernelRecord], rules: LoadedRules, reports: list[Path]
+    shape: ShapeRecord, pairs: list[Pair], rules: LoadedRules, reports: list[Path]
 ) -> Card:
-    kernels = [kernel_card(r, rules) for r in records]
+    records, kernels = [p[0] for p in pairs], [p[1] for p in pairs]
     error = shape.error if shape.status != "ok" else None
     if shape.status == "ok" and not records and shape.report:
         error = f"no kernel of range {shape.group!r} found in {shape.report}"
@@ -192,45 +205,46 @@ def _shape_card(
     )
 
 
-def _foreign_cards(records: list[KernelRecord], rules: LoadedRules) -> list[Card]:
+def _foreign_cards(pairs: list[Pair], rules: LoadedRules) -> list[Card]:
     """Cards for kernels no manifest claims: per innermost NVTX range, else per kernel name."""
-    groups: dict[tuple[str, str, str], list[KernelRecord]] = {}
-    for rec in records:
+    groups: dict[tuple[str, str, str], list[Pair]] = {}
+    for rec, card in pairs:
         stem = report_stem(rec.report)
         if rec.nvtx_ranges:
             key = (stem, "nvtx_range", "/".join(rec.nvtx_ranges))
         else:
             key = (stem, "kernel", rec.function)
-        groups.setdefault(key, []).append(rec)
+        groups.setdefault(key, []).append((rec, card))
     return [
         build_card(
             group=f"{stem}:{name}",
             stage=stem,
             op=kind,
             rules=rules,
-            records=recs,
-            kernels=[kernel_card(r, rules) for r in recs],
-            ncu_output=recs[0].report,
+            records=[p[0] for p in members],
+            kernels=[p[1] for p in members],
+            ncu_output=members[0][0].report,
         )
-        for (stem, kind, name), recs in groups.items()
+        for (stem, kind, name), members in groups.items()
     ]
 
 
 def cards_for_source(
-    source: Source, reads: dict[Path, ReportRead], rules: LoadedRules
+    source: Source, reads: dict[Path, list[Pair]], rules: LoadedRules
 ) -> list[Card]:
     """Cards of one source: the manifest's shapes first, then anything unclaimed."""
-    records = [k for path in source.reports if path in reads for k in reads[path].kernels]
+    pairs = [pair for path in source.reports if path in reads for pair in reads[path]]
     if source.manifest is None:
-        return _foreign_cards(records, rules)
-    by_range: dict[str, list[KernelRecord]] = {}
-    for rec in records:
-        by_range.setdefault(rec.nvtx_ranges[-1] if rec.nvtx_ranges else "", []).append(rec)
+        return _foreign_cards(pairs, rules)
+    by_range: dict[str, list[Pair]] = {}
+    for pair in pairs:
+        ranges = pair[0].nvtx_ranges
+        by_range.setdefault(ranges[-1] if ranges else "", []).append(pair)
     cards = [
         _shape_card(shape, by_range.pop(shape.group, []), rules, source.reports)
         for shape in source.manifest.shapes
     ]
-    leftovers = [r for recs in by_range.values() for r in recs]
+    leftovers = [pair for members in by_range.values() for pair in members]
     return cards + _foreign_cards(leftovers, rules)
 
 
@@ -238,8 +252,8 @@ def classify(paths: list[Path], rules: LoadedRules, jobs: int | None = None) -> 
     """Read every report under `paths` and build the cards file (input errors listed in it)."""
     inputs = collect_inputs(paths)
     all_reports = [p for s in inputs.sources for p in s.reports]
-    reads: dict[Path, ReportRead] = {}
-    results = read_all(all_reports, jobs or os.cpu_count() or 1)
+    reads: dict[Path, list[Pair]] = {}
+    results = read_all(all_reports, jobs or os.cpu_count() or 1, rules)
     for path, result in zip(all_reports, results, strict=True):
         if isinstance(result, str):
             inputs.errors.append(result)

@@ -223,10 +223,11 @@ def test_reader_batches_balance_bytes_and_bound_each_worker(
     assert flat == list(range(10))
 
 
-def test_parallel_reads_come_back_in_input_order() -> None:
+def test_parallel_reads_come_back_in_input_order(rules: LoadedRules) -> None:
     from ncu_classify.classify import read_all
 
     paths = sorted(SMOKE.glob("*.ncu-rep.xz")) * 2
-    serial = [r.path for r in read_all(paths, 1)]
-    parallel = [r.path for r in read_all(paths, 3)]
-    assert serial == parallel == [str(p) for p in paths]
+    serial = [[row.report for row, _ in r] for r in read_all(paths, 1, rules)]
+    parallel = [[row.report for row, _ in r] for r in read_all(paths, 3, rules)]
+    assert serial == parallel
+    assert [r[0] for r in serial] == [str(p) for p in paths]
