@@ -160,11 +160,14 @@ def read_all(paths: list[Path], jobs: int, rules: LoadedRules) -> list[list[Pair
     _use_rules(rules)
     if len(batches) <= 1 or _threaded():  # read here: one reader's share, or fork is unsafe
         return [_read(path) for path in paths]
-    if len(batches) > workers:  # recycled workers: pay ncu_report's start once, before forking
+    results: list[list[Pair] | str] = ["" for _ in paths]
+    if workers == 1:  # read the first batch here: it warms ncu_report for the forked rest
+        for index, path in batches.pop(0):
+            results[index] = _read(path)
+    elif len(batches) > workers:  # recycled workers: pay ncu_report's start once, before forking
         from .report_reader import warm_up
 
         warm_up(paths[0])
-    results: list[list[Pair] | str] = ["" for _ in paths]
     # fork: workers start in milliseconds with everything imported; spawn and forkserver would
     # re-import the caller's __main__ (the whole CLI) in every worker.
     context = multiprocessing.get_context("fork")

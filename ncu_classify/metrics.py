@@ -8,6 +8,7 @@ from the unit the report states into the one fixed unit of its key.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Literal
 
@@ -97,6 +98,12 @@ def to_base(value: float, unit: str, dimension: Dimension) -> float:
     return value * _count_scale(unit.split("/")[0]) if unit else value
 
 
+@functools.lru_cache(maxsize=256)
+def _factor(dimension: Dimension, unit: str, per_base: float) -> float:
+    """Multiplier from `unit` to a card unit `per_base` times the SI base (cached per unit)."""
+    return to_base(1.0, unit, dimension) / per_base
+
+
 @dataclass(frozen=True)
 class MetricSpec:
     """One card metric: its key, the ncu names tried in order, and its unit on the card."""
@@ -111,7 +118,8 @@ class MetricSpec:
     def from_report(self, value: float, unit: str) -> float:
         """Card value of a raw report value in `unit`, to 12 significant digits (no float noise
         such as 303.00800000000004 from ns -> us)."""
-        return float(f"{to_base(value, unit, self.dimension) / self.per_base:.12g}")
+        factor = _factor(self.dimension, unit, self.per_base)
+        return value if factor == 1.0 else float(f"{value * factor:.12g}")
 
 
 CATALOG: tuple[MetricSpec, ...] = (

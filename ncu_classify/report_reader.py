@@ -87,14 +87,12 @@ def read_kernel(
     for spec in CATALOG:
         values[spec.key] = None
         for name in spec.names:
-            metric = _metric(action, name)
-            if metric is None:
-                continue
-            raw = metric.value()
-            if raw is None:
+            metric = action.metric_by_name(name)
+            if metric is None or not metric.has_value():
                 continue
             try:
-                values[spec.key] = spec.from_report(float(raw), metric.unit())
+                # as_double() reads every numeric kind; value() would dispatch in Python first.
+                values[spec.key] = spec.from_report(metric.as_double(), metric.unit())
                 sources[spec.key] = name
             except UnitError as exc:
                 problems.append(f"{name}: {exc}")

@@ -231,3 +231,15 @@ def test_parallel_reads_come_back_in_input_order(rules: LoadedRules) -> None:
     parallel = [[row.report for row, _ in r] for r in read_all(paths, 3, rules)]
     assert serial == parallel
     assert [r[0] for r in serial] == [str(p) for p in paths]
+
+
+def test_written_cards_validate_against_the_models(tmp_path: Path, rules: LoadedRules) -> None:
+    """Cards are built without re-validation on the hot path; the file must still validate."""
+    from ncu_classify.cardfile import write_card_file
+
+    cards = classify([SMOKE, USER_FULL], rules, jobs=2)
+    out = tmp_path / "cards.json"
+    write_card_file(out, cards)
+    again = CardFile.model_validate_json(out.read_text())
+    assert again.model_dump(mode="json") == cards.model_dump(mode="json")
+    assert len(again.cards) == 15
