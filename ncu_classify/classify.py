@@ -149,22 +149,21 @@ def _threaded() -> bool:
 
 
 def read_all(paths: list[Path], jobs: int, rules: LoadedRules) -> list[list[Pair] | str]:
-    """Rows of every report, in the order given, read by up to `jobs` worker processes.
+    """Classified rows of every report, in the order given, read by up to `jobs` processes.
 
     ncu_report keeps about 0.4 MB per kernel it has handed out until its process ends (even
-    after the report is released), so reports are read in batches by workers that exit after
-    one batch: memory stays bounded however many reports there are.
+    after the report is released), so with several jobs reports are read in batches by workers
+    that exit after one batch: memory stays bounded however many reports there are.
     """
     workers = max(1, min(jobs, len(paths)))
     batches = reader_batches(paths, workers)
     _use_rules(rules)
-    if len(batches) <= 1 or _threaded():  # read here: one reader's share, or fork is unsafe
+    if workers == 1 or len(batches) <= 1 or _threaded():
+        # Read here: asked for one process, or one reader's share, or fork is unsafe. With
+        # --jobs 1 memory grows by ncu_report's 0.4 MB per kernel; workers bound it instead.
         return [_read(path) for path in paths]
     results: list[list[Pair] | str] = ["" for _ in paths]
-    if workers == 1:  # read the first batch here: it warms ncu_report for the forked rest
-        for index, path in batches.pop(0):
-            results[index] = _read(path)
-    elif len(batches) > workers:  # recycled workers: pay ncu_report's start once, before forking
+    if len(batches) > workers:  # recycled workers: pay ncu_report's start once, before forking
         from .report_reader import warm_up
 
         warm_up(paths[0])
