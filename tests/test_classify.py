@@ -243,3 +243,17 @@ def test_written_cards_validate_against_the_models(tmp_path: Path, rules: Loaded
     again = CardFile.model_validate_json(out.read_text())
     assert again.model_dump(mode="json") == cards.model_dump(mode="json")
     assert len(again.cards) == 15
+
+
+def test_gzip_and_plain_reports_read_like_xz(tmp_path: Path, rules: LoadedRules) -> None:
+    import gzip
+
+    data = lzma.decompress((SMOKE / "dit.ncu-rep.xz").read_bytes())
+    (tmp_path / "gz").mkdir()
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "gz" / "dit.ncu-rep.gz").write_bytes(gzip.compress(data))
+    (tmp_path / "plain" / "dit.ncu-rep").write_bytes(data)
+    cards = [classify([tmp_path / kind], rules, jobs=1).cards for kind in ("gz", "plain")]
+    cards.append(classify([SMOKE / "dit.ncu-rep.xz"], rules, jobs=1).cards)
+    durations = [[c.summed_kernel_us for c in run] for run in cards]
+    assert durations == [[303.008, 25.088, 77.856]] * 3
