@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -42,26 +41,3 @@ def ncu_argv(
         argv += ["--nvtx-include", nvtx_include(group)]
     argv += ["--metrics", ",".join(metrics), "--export", str(report_stem), "--force-overwrite"]
     return argv + list(target)
-
-
-def stall_experiment_line(group: str, target: str) -> str:
-    """Shell line of the counter experiment that splits one shape's warp stall reasons."""
-    argv = [
-        "ncu",
-        "--config-file",
-        "off",
-        "--clock-control",
-        "none",
-        "--nvtx",
-        "--nvtx-include",
-        nvtx_include(group),
-        "--section",
-        "WarpStateStats",
-        "--section",
-        "SchedulerStats",
-        "--section",
-        "Occupancy",
-        "--export",
-        "stalls",
-    ]
-    return shlex.join(argv) + " " + target

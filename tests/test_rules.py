@@ -96,36 +96,27 @@ def test_unknown_metric_names_the_line(tmp_path: Path) -> None:
     )
 
 
-def test_last_rule_must_be_always(tmp_path: Path) -> None:
-    path = _write(
-        tmp_path,
-        "id: x\nrules:\n  - {name: a, text: t, when: {metric: sm_pct, op: '>',"
-        " value: 1}, alternative_explanation: a, counter_experiment: b}\n",
+@pytest.mark.parametrize(
+    ("when", "always", "expected"),
+    [
+        ("{metric: sm_pct, op: '>', value: 1}", False, r"last rule must have `when: always`"),
+        ("{metric: sm_pct, op: '=>', value: 1}", True, r"rules.yaml:3:\d+: rules.0.when.op"),
+        ("\"__import__('os')\"", True, r"rules.yaml:3:\d+: rules.0.when"),  # never eval'd
+    ],
+)
+def test_bad_rules_are_refused(tmp_path: Path, when: str, always: bool, expected: str) -> None:
+    text = (
+        f"id: x\nrules:\n  - {{name: a, text: t, when: {when},"
+        " alternative_explanation: a, counter_experiment: b}\n"
     )
-    with pytest.raises(RulesError, match=r"last rule must have `when: always`"):
+    path = _write(tmp_path, text + (ALWAYS if always else ""))
+    with pytest.raises(RulesError, match=expected):
         load_rules(path)
 
 
-def test_bad_operator_and_yaml_syntax(tmp_path: Path) -> None:
-    path = _write(
-        tmp_path,
-        "id: x\nrules:\n  - {name: a, text: t, when: {metric: sm_pct, op: '=>',"
-        " value: 1}, alternative_explanation: a, counter_experiment: b}\n" + ALWAYS,
-    )
-    with pytest.raises(RulesError, match=r"rules.yaml:3:\d+: rules.0.when.op"):
-        load_rules(path)
-    path.write_text("id: x\nrules: [\n")
+def test_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
+    path = _write(tmp_path, "id: x\nrules: [\n")
     with pytest.raises(RulesError, match=r"rules.yaml:\d+:\d+: invalid YAML"):
-        load_rules(path)
-
-
-def test_rules_are_never_evaluated_as_code(tmp_path: Path) -> None:
-    path = _write(
-        tmp_path,
-        "id: x\nrules:\n  - {name: a, text: t, when: \"__import__('os')\","
-        " alternative_explanation: a, counter_experiment: b}\n" + ALWAYS,
-    )
-    with pytest.raises(RulesError, match=r"rules.0.when"):
         load_rules(path)
 
 
