@@ -46,13 +46,9 @@ def _plain_file(path: Path) -> Iterator[Path]:
         yield plain
 
 
-def _metric(action: Any, name: str) -> Any:
-    metric = action.metric_by_name(name)
-    return None if metric is None else metric
-
-
 def _nvtx_stack(action: Any) -> list[str]:
-    """Push/pop range names of the default NVTX domain around the kernel, outermost first."""
+    """Push/pop range names around the kernel, outermost first, domain by domain (the default
+    domain, id 0, first)."""
     state = action.nvtx_state()
     if state is None:
         return []
@@ -65,9 +61,10 @@ def _nvtx_stack(action: Any) -> list[str]:
 
 
 def _device(action: Any) -> dict[str, str | int | None]:
+    """The GPU the report was taken on (name, SM count, L2 size, compute capability)."""
     out: dict[str, str | int | None] = {}
     for key, name in DEVICE_METRICS.items():
-        metric = _metric(action, name)
+        metric = action.metric_by_name(name)
         out[key] = None if metric is None else metric.value()
     return out
 
@@ -99,7 +96,7 @@ def read_kernel(
             break
         if values[spec.key] is None:
             missing.append(spec.key)
-    passes = _metric(action, PASSES_METRIC)
+    passes = action.metric_by_name(PASSES_METRIC)
     return KernelRecord.model_construct(  # trusted values: skip validation on the hot path
         report=report,
         range_index=range_index,
