@@ -18,15 +18,23 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .errors import EnvironmentProblem
-from .manifest import BatchRecord, Manifest, ShapeRecord, write_manifest
+from .errors import CaptureError, EnvironmentProblem, ShapesError
+from .manifest import (
+    MANIFEST_NAME,
+    BatchRecord,
+    Manifest,
+    ShapeRecord,
+    read_manifest,
+    write_manifest,
+)
 from .metrics import capture_metric_names
 from .ncu_cmd import ncu_argv
 from .shapes import ShapeEntry, ShapesFile, load_shapes
@@ -43,17 +51,43 @@ class Batch:
     entries: list[ShapeEntry]
 
 
-def plan_batches(shapes: ShapesFile) -> list[Batch]:
-    """One batch per stage, in file order."""
+def plan_batches(
+    entries: list[ShapeEntry], max_batch: int = 0, taken: frozenset[str] = frozenset()
+) -> list[Batch]:
+    """One batch per stage in file order, or chunks of `max_batch` shapes; names avoid `taken`
+    (reports already in the output folder, on --resume)."""
     by_stage: dict[str, list[ShapeEntry]] = {}
-    for entry in shapes.entries():
+    for entry in entries:
         by_stage.setdefault(entry.stage, []).append(entry)
-    return [Batch(stage, entries) for stage, entries in by_stage.items()]
+    batches = []
+    for stage, members in by_stage.items():
+        size = max_batch or len(members)
+        chunks = [members[i : i + size] for i in range(0, len(members), size)]
+        for number, chunk in enumerate(chunks, 1):
+            name = stage if len(chunks) == 1 else f"{stage}-{number}"
+            attempt = 1
+            while name in taken:
+                attempt += 1
+                name = f"{stage}-{number}.r{attempt}" if len(chunks) > 1 else f"{stage}.r{attempt}"
+            batches.append(Batch(name, chunk))
+    return batches
+
+
+def select_shard(entries: list[ShapeEntry], index: int, count: int) -> list[ShapeEntry]:
+    """Shard `index` of `count` (1-based): shapes whose group id hashes to it. Stable when the
+    file grows or is reordered, so a job array can fan out over hosts."""
+    if not 1 <= index <= count:
+        raise ShapesError(f"--shard {index}/{count}: K must be between 1 and N")
+    return [
+        e
+        for e in entries
+        if int(hashlib.sha256(e.group.encode()).hexdigest(), 16) % count == index - 1
+    ]
 
 
 def shape_record(entry: ShapeEntry) -> ShapeRecord:
     """Manifest record of a shape before it is replayed."""
-    params = entry.shape.model_dump(by_alias=True, exclude={"op", "name"})
+    params = entry.shape.model_dump(by_alias=True, exclude={"op", "name", "note"})
     if hasattr(entry.shape, "output"):
         params["output"] = entry.shape.output()
     return ShapeRecord(
@@ -63,6 +97,7 @@ def shape_record(entry: ShapeEntry) -> ShapeRecord:
         shape_parameters=params,
         nominal_mac_flops=entry.shape.nominal_flops(),
         nominal_bytes=entry.shape.nominal_bytes(),
+        note=entry.shape.note,
     )
 
 
@@ -125,43 +160,99 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-def run_batch(
-    batch: Batch,
-    out: Path,
-    shapes: ShapesFile,
-    *,
-    ncu: str,
-    python: str,
-    timeout_s: float,
-    progress: Progress,
-    done_before: int,
-    total: int,
-) -> tuple[BatchRecord, list[dict[str, Any]]]:
-    """Run one ncu process over a batch; return its record and the replay status lines."""
+@dataclass(frozen=True)
+class CaptureOptions:
+    """How to run a capture (everything but the shapes and the output folder)."""
+
+    ncu: str = "ncu"
+    python: str = sys.executable
+    timeout_s: float = 3600.0
+    gpus: tuple[int, ...] = ()  # CUDA device indices; empty: the default device only
+    shard: tuple[int, int] = (1, 1)  # K of N
+    max_batch: int = 0  # shapes per ncu process; 0: one process per stage
+    resume: bool = False
+
+
+@dataclass
+class Plan:
+    """What a capture will run: the batches, their command lines, and the shapes kept."""
+
+    shapes: ShapesFile
+    batches: list[Batch]
+    argv: dict[str, list[str]]
+    kept: list[ShapeRecord]
+    previous: Manifest | None
+
+
+def batch_argv(batch: Batch, out: Path, options: CaptureOptions) -> list[str]:
+    """The exact ncu command line of a batch."""
     work = out / ".work"
-    work.mkdir(parents=True, exist_ok=True)
-    batch_file = work / f"{batch.name}.batch.json"
-    status_file = work / f"{batch.name}.status.jsonl"
-    status_file.unlink(missing_ok=True)
-    batch_file.write_text(
-        json.dumps(
-            {
-                "seed": shapes.seed,
-                "warmup": shapes.warmup,
-                "cudnn_benchmark": shapes.cudnn_benchmark,
-                "entries": [e.model_dump(mode="json", by_alias=True) for e in batch.entries],
-            }
-        )
-    )
-    partial = work / f"{batch.name}.partial"
-    target = [python, "-m", "ncu_classify.replay", str(batch_file), str(status_file)]
-    argv = ncu_argv(
-        ncu=ncu,
-        report_stem=partial,
+    target = [
+        options.python,
+        "-m",
+        "ncu_classify.replay",
+        str(work / f"{batch.name}.batch.json"),
+        str(work / f"{batch.name}.status.jsonl"),
+    ]
+    return ncu_argv(
+        ncu=options.ncu,
+        report_stem=work / f"{batch.name}.partial",
         metrics=capture_metric_names(),
         groups=[e.group for e in batch.entries],
         target=target,
     )
+
+
+def plan_capture(shapes_path: Path, out: Path, options: CaptureOptions) -> Plan:
+    """Shapes of this shard, minus (on --resume) those already captured, as batches."""
+    shapes = load_shapes(shapes_path)
+    entries = select_shard(shapes.entries(), *options.shard)
+    previous, kept, taken = None, [], frozenset[str]()
+    manifest_path = out / MANIFEST_NAME
+    if manifest_path.exists():
+        if not options.resume:
+            raise CaptureError(
+                f"{out} already holds a capture: pass --resume to finish it,"
+                " or choose another output folder"
+            )
+        previous = read_manifest(manifest_path)
+        done = {
+            r.group: r
+            for r in previous.shapes
+            if r.status == "ok" and r.report and (out / r.report).exists()
+        }
+        kept = [done[e.group] for e in entries if e.group in done]
+        entries = [e for e in entries if e.group not in done]
+        taken = frozenset(b.name for b in previous.batches)
+    batches = plan_batches(entries, options.max_batch, taken)
+    argv = {b.name: batch_argv(b, out, options) for b in batches}
+    return Plan(shapes, batches, argv, kept, previous)
+
+
+def run_batch(
+    batch: Batch,
+    out: Path,
+    plan: Plan,
+    options: CaptureOptions,
+    gpu: int | None,
+    on_shape: Callable[[str, str], None],
+) -> tuple[BatchRecord, list[dict[str, Any]]]:
+    """Run one ncu process over a batch; return its record and the replay status lines."""
+    work = out / ".work"
+    work.mkdir(parents=True, exist_ok=True)
+    status_file = work / f"{batch.name}.status.jsonl"
+    status_file.unlink(missing_ok=True)
+    (work / f"{batch.name}.batch.json").write_text(
+        json.dumps(
+            {
+                "seed": plan.shapes.seed,
+                "warmup": plan.shapes.warmup,
+                "cudnn_benchmark": plan.shapes.cudnn_benchmark,
+                "entries": [e.model_dump(mode="json", by_alias=True) for e in batch.entries],
+            }
+        )
+    )
+    argv = plan.argv[batch.name]
     log = out / f"{batch.name}.ncu.log"
     env = {
         **os.environ,
@@ -169,6 +260,8 @@ def run_batch(
             p for p in (str(PACKAGE_ROOT), os.environ.get("PYTHONPATH", "")) if p
         ),
     }
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = str(gpu)
     started = time.monotonic()
     lines: list[dict[str, Any]] = []
     offset = 0
@@ -183,17 +276,17 @@ def run_batch(
         )
         try:
             while proc.poll() is None:
-                offset = _poll(status_file, offset, lines, progress, done_before, total)
-                if time.monotonic() - started > timeout_s:
+                offset = _poll(status_file, offset, lines, on_shape)
+                if time.monotonic() - started > options.timeout_s:
                     _stop(proc)
                     break
                 time.sleep(0.5)
         except BaseException:
             _stop(proc)
             raise
-    _poll(status_file, offset, lines, progress, done_before, total)
+    _poll(status_file, offset, lines, on_shape)
     report = out / f"{batch.name}.ncu-rep"
-    produced = partial.with_name(partial.name + ".ncu-rep")
+    produced = work / f"{batch.name}.partial.ncu-rep"
     if produced.exists():
         os.replace(produced, report)
     record = BatchRecord(
@@ -204,6 +297,7 @@ def run_batch(
         wall_seconds=round(time.monotonic() - started, 2),
         log=log.name,
         groups=[e.group for e in batch.entries],
+        gpu=gpu,
     )
     _check_permissions(log)
     return record, lines
@@ -213,16 +307,13 @@ def _poll(
     status_file: Path,
     offset: int,
     lines: list[dict[str, Any]],
-    progress: Progress,
-    done_before: int,
-    total: int,
+    on_shape: Callable[[str, str], None],
 ) -> int:
     new, offset = _read_status(status_file, offset)
     for line in new:
         lines.append(line)
         if line.get("kind") == "shape":
-            done = done_before + sum(1 for x in lines if x.get("kind") == "shape")
-            progress(done, total, line["group"], line["status"])
+            on_shape(line["group"], line["status"])
     return offset
 
 
@@ -250,8 +341,15 @@ def apply_status(
             rec.status = line["status"]
             rec.error = line.get("error")
             rec.input_sha256 = line.get("input_sha256")
+            rec.backend_used = line.get("backend_used")
             rec.replay_seconds = line.get("seconds")
             rec.report = batch.report or None
+            if rec.status == "ok" and not batch.report:
+                rec.status = "failed"
+                rec.error = (
+                    f"replayed, but ncu wrote no report (exit code {batch.exit_code};"
+                    f" disk full? see {batch.log})"
+                )
     missing = [g for g in batch.groups if g not in seen]
     for position, group in enumerate(missing):
         rec = records[group]
@@ -261,13 +359,14 @@ def apply_status(
     return env
 
 
-def count_kernels(out: Path, records: dict[str, ShapeRecord]) -> None:
-    """Count profiled kernels and replay passes per shape; an ok shape with none has failed."""
+def count_kernels(out: Path, records: dict[str, ShapeRecord], reports: list[str]) -> None:
+    """Count profiled kernels and replay passes per shape in this run's reports; an ok shape
+    with none has failed (its NVTX range matched nothing)."""
     try:
         from .report_reader import read_report
     except ImportError:  # ncu_report not installed on the capture host: counts stay unknown
         return
-    for report in sorted({r.report for r in records.values() if r.report}):
+    for report in reports:
         for kernel in read_report(out / report).kernels:
             rec = records.get(kernel.nvtx_ranges[-1] if kernel.nvtx_ranges else "")
             if rec is not None:
@@ -275,64 +374,127 @@ def count_kernels(out: Path, records: dict[str, ShapeRecord]) -> None:
                 if kernel.replay_passes is not None:
                     rec.replay_passes.append(kernel.replay_passes)
     for rec in records.values():
-        if rec.report and rec.status == "ok" and not rec.kernels:
+        if rec.report in reports and rec.status == "ok" and not rec.kernels:
             rec.kernels = 0
             rec.status = "failed"
             rec.error = "no kernel was profiled inside its NVTX range"
 
 
+MIN_NCU = (2023, 1)
+
+
+def check_environment(options: CaptureOptions) -> tuple[str, str, list[dict[str, str]]]:
+    """ncu path and version and the GPUs, or an EnvironmentProblem saying how to fix it."""
+    ncu_path = find_ncu(options.ncu)
+    version = ncu_version(ncu_path)
+    parts = tuple(int(x) for x in re.findall(r"\d+", version)[:2])
+    if len(parts) == 2 and parts < MIN_NCU:
+        raise EnvironmentProblem(
+            f"ncu {version} at {ncu_path} is too old: ncu-classify needs Nsight Compute"
+            f" {MIN_NCU[0]}.{MIN_NCU[1]} or newer (pass --ncu PATH to pick another)"
+        )
+    gpus = gpu_inventory()
+    indices = [int(g["index"]) for g in gpus]
+    for wanted in options.gpus:
+        if wanted not in indices:
+            raise EnvironmentProblem(
+                f"GPU index {wanted} is out of range: this host has {len(gpus)} GPU(s),"
+                f" indices {', '.join(map(str, indices))}"
+            )
+    return ncu_path, version, gpus
+
+
+def _schedule(batches: list[Batch], gpus: tuple[int, ...]) -> dict[int | None, list[Batch]]:
+    """Batches per GPU, largest first to the GPU with the fewest shapes queued."""
+    if not gpus:
+        return {None: list(batches)}
+    queues: dict[int | None, list[Batch]] = {g: [] for g in gpus}
+    for batch in sorted(batches, key=lambda b: -len(b.entries)):
+        lightest = min(queues, key=lambda g: sum(len(b.entries) for b in queues[g]))
+        queues[lightest].append(batch)
+    return queues
+
+
 def capture(
     shapes_path: Path,
     out: Path,
-    *,
-    ncu: str = "ncu",
-    python: str = sys.executable,
-    timeout_s: float = 3600.0,
+    options: CaptureOptions | None = None,
     progress: Progress | None = None,
 ) -> Manifest:
-    """Replay every shape of `shapes_path` under ncu into `out`; return the written manifest."""
-    shapes = load_shapes(shapes_path)
-    ncu_path = find_ncu(ncu)
-    gpus = gpu_inventory()
+    """Replay the shapes of `shapes_path` under ncu into `out`; return the written manifest.
+
+    Batches run one ncu process each; with several GPUs one queue per GPU runs in parallel
+    (ncu serialises profiling per GPU through a lock file named after the GPU's UUID, so one
+    ncu per GPU is the most that helps). The manifest is rewritten after every batch.
+    """
+    options = options or CaptureOptions()
+    plan = plan_capture(shapes_path, out, options)
+    ncu_path, version, gpus = check_environment(options)
+    options = replace(options, ncu=ncu_path)
+    plan.argv = {b.name: batch_argv(b, out, options) for b in plan.batches}
     out.mkdir(parents=True, exist_ok=True)
-    batches = plan_batches(shapes)
-    records = {e.group: shape_record(e) for b in batches for e in b.entries}
-    manifest = Manifest(
+    records = {r.group: r for r in plan.kept}
+    records.update({e.group: shape_record(e) for b in plan.batches for e in b.entries})
+    manifest = plan.previous or Manifest(
         tool_version=__version__,
         created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         shapes_file=str(shapes_path),
         shapes_sha256=hashlib.sha256(shapes_path.read_bytes()).hexdigest(),
-        seed=shapes.seed,
-        warmup=shapes.warmup,
-        cudnn_benchmark=shapes.cudnn_benchmark,
-        host={
-            "gpus": gpus,
-            "ncu": ncu_version(ncu_path),
-            "ncu_path": ncu_path,
-            "python": sys.version.split()[0],
-        },
+        seed=plan.shapes.seed,
+        warmup=plan.shapes.warmup,
+        cudnn_benchmark=plan.shapes.cudnn_benchmark,
         metrics=capture_metric_names(),
-        shapes=list(records.values()),
+        shapes=[],
     )
+    order = [e.group for e in select_shard(plan.shapes.entries(), *options.shard)]
+    manifest.shapes = [records[g] for g in order if g in records]
+    manifest.shard = f"{options.shard[0]}/{options.shard[1]}"
+    manifest.host.update(gpus=gpus, ncu=version, ncu_path=ncu_path, python=sys.version.split()[0])
     write_manifest(out, manifest)
+    lock = threading.Lock()
+    total, done = sum(len(b.entries) for b in plan.batches), [0]
     notify = progress or (lambda *_: None)
-    done = 0
-    for batch in batches:
-        record, lines = run_batch(
-            batch,
-            out,
-            shapes,
-            ncu=ncu_path,
-            python=python,
-            timeout_s=timeout_s,
-            progress=notify,
-            done_before=done,
-            total=len(records),
-        )
-        done += len(batch.entries)
-        manifest.batches.append(record)
-        manifest.host.update(apply_status(records, record, lines))
-        write_manifest(out, manifest)
-    count_kernels(out, records)
+
+    def on_shape(group: str, status: str) -> None:
+        with lock:
+            done[0] += 1
+            notify(done[0], total, group, status)
+
+    def run_queue(gpu: int | None, queue: list[Batch]) -> None:
+        for batch in queue:
+            record, lines = run_batch(batch, out, plan, options, gpu, on_shape)
+            with lock:
+                manifest.batches.append(record)
+                manifest.host.update(apply_status(records, record, lines))
+                write_manifest(out, manifest)
+
+    queues = _schedule(plan.batches, options.gpus)
+    if len(queues) == 1:
+        run_queue(*next(iter(queues.items())))
+    else:
+        _run_parallel(queues, run_queue)
+    reports = sorted({b.report for b in manifest.batches if b.report and b.name in plan.argv})
+    count_kernels(out, records, reports)
     write_manifest(out, manifest)
     return manifest
+
+
+def _run_parallel(
+    queues: dict[int | None, list[Batch]], run_queue: Callable[[int | None, list[Batch]], None]
+) -> None:
+    """One thread per GPU queue; the first error stops nothing already running but is raised."""
+    errors: list[BaseException] = []
+
+    def guarded(gpu: int | None, queue: list[Batch]) -> None:
+        try:
+            run_queue(gpu, queue)
+        except BaseException as exc:  # re-raised in the caller's thread below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=guarded, args=item, daemon=True) for item in queues.items()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]

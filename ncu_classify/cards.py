@@ -62,6 +62,7 @@ class Card(BaseModel):
     input_sha256: str | None = None
     ncu_output: str | None = None
     scheduler_note: str | None = None
+    note: str | None = Field(default=None, description="provenance/assumptions of the shape")
     nominal_mac_flops: int | None = None
     nominal_bytes: int | None = None
     summed_kernel_us: float | None

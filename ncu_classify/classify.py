@@ -198,7 +198,11 @@ def _shape_card(
         kernels=kernels,
         rules=rules,
         records=records,
-        shape_parameters=shape.shape_parameters,
+        shape_parameters={
+            **shape.shape_parameters,
+            **({"backend_used": shape.backend_used} if shape.backend_used else {}),
+        },
+        note=shape.note,
         input_sha256=shape.input_sha256,
         ncu_output=report,
         nominal_mac_flops=shape.nominal_mac_flops,

@@ -12,6 +12,8 @@ Exit codes (also in the README):
 
 from __future__ import annotations
 
+import re
+import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -73,21 +75,60 @@ def root() -> None:
     """What bounds each GPU kernel, from Nsight Compute hardware counters."""
 
 
+def _parse_gpus(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise typer.BadParameter(f"{text!r}: expected CUDA device indices such as 0,1") from None
+
+
+def _parse_shard(text: str) -> tuple[int, int]:
+    match = re.fullmatch(r"(\d+)/(\d+)", text.strip())
+    if not match or int(match.group(2)) < 1:
+        raise typer.BadParameter(f"{text!r}: expected K/N, e.g. 1/4")
+    return int(match.group(1)), int(match.group(2))
+
+
 @app.command()
 def capture(
     shapes: Annotated[Path, typer.Option("--shapes", help="shapes YAML file")],
     output: Annotated[Path, typer.Option("-o", "--output", help="folder for reports + manifest")],
     ncu: Annotated[str, typer.Option(help="ncu executable")] = "ncu",
     timeout: Annotated[float, typer.Option(help="seconds allowed per ncu process")] = 3600.0,
+    gpus: Annotated[str, typer.Option(help="CUDA devices to spread batches over, e.g. 0,1")] = "",
+    shard: Annotated[str, typer.Option(help="capture only shard K of N (K/N), e.g. 2/8")] = "1/1",
+    max_batch: Annotated[int, typer.Option(help="shapes per ncu process (0: one per stage)")] = 0,
+    resume: Annotated[bool, typer.Option(help="finish a capture: only shapes not yet ok")] = False,
+    dry_run: Annotated[bool, typer.Option(help="print the ncu command lines, run nothing")] = False,
 ) -> None:
     """Replay every shape under ncu (one process per stage) into OUTPUT, with a manifest."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+    from .capture import CaptureOptions, plan_capture
     from .capture import capture as run_capture
-    from .shapes import load_shapes
 
+    options = CaptureOptions(
+        ncu=ncu,
+        timeout_s=timeout,
+        gpus=_parse_gpus(gpus),
+        shard=_parse_shard(shard),
+        max_batch=max_batch,
+        resume=resume,
+    )
     with _errors():
-        load_shapes(shapes)  # report a bad file before any progress display
+        plan = plan_capture(shapes, output, options)  # a bad file fails before any display
+    if dry_run:
+        for batch in plan.batches:
+            out.print(f"# batch {batch.name}: {len(batch.entries)} shapes", markup=False)
+            for entry in batch.entries:
+                out.print(f"#   {entry.group}", markup=False)
+            out.print(shlex.join(plan.argv[batch.name]), markup=False)
+        out.print(
+            f"# {sum(len(b.entries) for b in plan.batches)} shapes to capture,"
+            f" {len(plan.kept)} already captured",
+            markup=False,
+        )
+        return
     with (
         _errors(),
         Progress(
@@ -103,7 +144,7 @@ def capture(
         def progress(done: int, total: int, group: str, status: str) -> None:
             bar.update(task, completed=done, total=total, description=f"{status:6} {group}")
 
-        manifest = run_capture(shapes, output, ncu=ncu, timeout_s=timeout, progress=progress)
+        manifest = run_capture(shapes, output, options, progress=progress)
     failed = [s for s in manifest.shapes if s.status != "ok"]
     for s in manifest.shapes:
         passes = sorted(set(s.replay_passes))
@@ -113,7 +154,10 @@ def capture(
             markup=False,
         )
     for b in manifest.batches:
-        out.print(f"batch {b.name}: ncu exit {b.exit_code}, {b.wall_seconds} s", markup=False)
+        where = "" if b.gpu is None else f" on GPU {b.gpu}"
+        out.print(
+            f"batch {b.name}{where}: ncu exit {b.exit_code}, {b.wall_seconds} s", markup=False
+        )
     if failed:
         with _errors():
             raise CaptureError(

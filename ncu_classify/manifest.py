@@ -25,9 +25,11 @@ class ShapeRecord(BaseModel):
     shape_parameters: dict[str, Any]
     nominal_mac_flops: int
     nominal_bytes: int
+    note: str | None = None
     status: Literal["pending", "ok", "failed"] = "pending"
     error: str | None = None
     input_sha256: str | None = None
+    backend_used: str | None = None
     replay_seconds: float | None = None
     report: str | None = None
     kernels: int | None = None
@@ -45,6 +47,7 @@ class BatchRecord(BaseModel):
     wall_seconds: float | None = None
     log: str
     groups: list[str]
+    gpu: int | None = None
 
 
 class Manifest(BaseModel):
@@ -59,6 +62,7 @@ class Manifest(BaseModel):
     seed: int
     warmup: int
     cudnn_benchmark: bool
+    shard: str = "1/1"
     host: dict[str, Any] = Field(default_factory=dict)
     metrics: list[str]
     batches: list[BatchRecord] = Field(default_factory=list)

@@ -80,23 +80,42 @@ def _attention(s: AttentionShape, gen: torch.Generator) -> tuple[list[torch.Tens
     ]
     q, k, v = (t.cuda() for t in cpu)
     k, v = k[:, :, : s.valid_keys], v[:, :, : s.valid_keys]  # padded buffer, valid prefix
-    if s.backend.startswith("sdpa_"):
-        return cpu, _sdpa(s, q, k, v)
-    module = _import_backend(s.backend)
+    problems = []
+    for backend in s.backends():
+        try:
+            op = _attention_op(backend, s, q, k, v)
+            op()  # a backend that cannot run this shape fails here, before the warm-up
+        except (Unsupported, RuntimeError) as exc:
+            problems.append(f"{backend}: {str(exc).splitlines()[0]}")
+            continue
+        _chosen[0] = backend
+        return cpu, op
+    raise Unsupported("; ".join(problems))
+
+
+_chosen: list[str | None] = [None]  # attention backend that ran the current shape
+
+
+def _attention_op(
+    backend: str, s: AttentionShape, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
+) -> Op:
+    if backend.startswith("sdpa_"):
+        return _sdpa(backend, s, q, k, v)
+    module = _import_backend(backend)
     # flash_attn takes (batch, seq, heads, dim); transpose views keep the padded key buffer.
     qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
     qt = qt.contiguous()
-    return cpu, lambda: module.flash_attn_func(qt, kt, vt, causal=s.causal)
+    return lambda: module.flash_attn_func(qt, kt, vt, causal=s.causal)
 
 
-def _sdpa(s: AttentionShape, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Op:
+def _sdpa(name: str, s: AttentionShape, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Op:
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     backend = {
         "sdpa_flash": SDPBackend.FLASH_ATTENTION,
         "sdpa_efficient": SDPBackend.EFFICIENT_ATTENTION,
         "sdpa_cudnn": SDPBackend.CUDNN_ATTENTION,
-    }[s.backend]
+    }[name]
 
     def run() -> Any:
         with sdpa_kernel(backend):
@@ -141,6 +160,7 @@ def nvtx_range(name: str) -> Iterator[None]:
 def replay_one(entry: ShapeEntry, seed: int, warmup: int) -> dict[str, Any]:
     """Build inputs, warm up outside any range, run once inside the shape's range."""
     gen = torch.Generator().manual_seed(seed)
+    _chosen[0] = None
     cpu, op = BUILDERS[type(entry.shape)](entry.shape, gen)
     sha = _hash(cpu)
     del cpu
@@ -148,7 +168,7 @@ def replay_one(entry: ShapeEntry, seed: int, warmup: int) -> dict[str, Any]:
         op()
     with nvtx_range(entry.group):
         op()
-    return {"input_sha256": sha}
+    return {"input_sha256": sha, "backend_used": _chosen[0]}
 
 
 def environment() -> dict[str, Any]:

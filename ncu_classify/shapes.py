@@ -25,6 +25,7 @@ class _Shape(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
     name: str | None = Field(default=None, pattern=GROUP_ID.pattern)
+    note: str | None = None  # provenance or assumptions; copied into the card
 
     def key(self) -> str:
         """The op-specific part of the group id."""
@@ -147,7 +148,11 @@ class AttentionShape(_Shape):
     """Scaled dot-product attention; keys beyond `valid_keys` are allocated but not attended."""
 
     op: Literal["attention"]
-    backend: AttentionBackend = "sdpa_cudnn"
+    # One backend, or a preference list: the first one that runs here is used (and recorded).
+    backend: AttentionBackend | Annotated[list[AttentionBackend], Field(min_length=1)] = (
+        "sdpa_cudnn"
+    )
+    substitutes_for: str | None = None  # the op the legacy pipeline ran, e.g. flash_attn_v3
     batch: PositiveInt = 1
     heads: PositiveInt
     head_dim: PositiveInt
@@ -170,10 +175,14 @@ class AttentionShape(_Shape):
             keys += f"of{self.allocated_keys}"
         body = f"{self.role}_b{self.batch}_h{self.heads}_d{self.head_dim}_q{self.q_len}_{keys}"
         tags = [self.dtype] + (["causal"] if self.causal else [])
-        return f"{self.backend}:{body}:" + ":".join(tags)
+        return f"{self.substitutes_for or '+'.join(self.backends())}:{body}:" + ":".join(tags)
+
+    def backends(self) -> list[str]:
+        """Backends to try, in order."""
+        return list(self.backend) if isinstance(self.backend, list) else [self.backend]
 
     def aten_op(self) -> str:
-        return self.backend
+        return self.substitutes_for or "+".join(self.backends())
 
     def nominal_flops(self) -> int:
         # QK^T and PV: 2 GEMMs of 2*q*k*d FLOPs per head; causal attends about half the pairs.

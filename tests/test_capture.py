@@ -13,8 +13,16 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SMOKE
 
-from ncu_classify.capture import apply_status, capture, plan_batches, shape_record
-from ncu_classify.errors import EnvironmentProblem
+from ncu_classify.capture import (
+    CaptureOptions,
+    apply_status,
+    capture,
+    plan_batches,
+    plan_capture,
+    select_shard,
+    shape_record,
+)
+from ncu_classify.errors import CaptureError, EnvironmentProblem, ShapesError
 from ncu_classify.manifest import BatchRecord, read_manifest
 from ncu_classify.metrics import capture_metric_names
 from ncu_classify.ncu_cmd import ncu_argv
@@ -63,7 +71,7 @@ def test_capture_asks_for_the_catalog_metrics_once_each() -> None:
 
 def test_one_batch_per_stage_in_file_order() -> None:
     shapes = load_shapes(ROOT / "fixtures" / "shapes" / "smoke.yaml")
-    batches = plan_batches(shapes)
+    batches = plan_batches(shapes.entries())
     assert [(b.name, len(b.entries)) for b in batches] == [
         ("dit", 3),
         ("vae", 3),
@@ -77,7 +85,7 @@ def test_one_batch_per_stage_in_file_order() -> None:
 
 def test_crash_marks_the_running_shape_and_the_rest() -> None:
     shapes = load_shapes(ROOT / "fixtures" / "shapes" / "smoke.yaml")
-    batch = plan_batches(shapes)[0]
+    batch = plan_batches(shapes.entries())[0]
     records = {e.group: shape_record(e) for e in batch.entries}
     groups = [e.group for e in batch.entries]
     record = BatchRecord(
@@ -129,7 +137,6 @@ def test_crashed_target_keeps_what_was_captured(
     fake_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKE_NCU_MODE", "crash_after_1")
-    monkeypatch.delenv("FAKE_NCU_REPORT")
     out = tmp_path / "raw"
     manifest = capture(fake_env, out)
     assert [s.status for s in manifest.shapes] == ["ok", "failed", "failed"]
@@ -143,7 +150,7 @@ def test_hung_ncu_is_killed_at_the_deadline(
     fake_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKE_NCU_MODE", "hang")
-    manifest = capture(fake_env, tmp_path / "raw", timeout_s=2)
+    manifest = capture(fake_env, tmp_path / "raw", CaptureOptions(timeout_s=2))
     assert all(s.status == "failed" for s in manifest.shapes)
     assert manifest.batches[0].exit_code is not None and manifest.batches[0].exit_code < 0
 
@@ -157,3 +164,124 @@ def test_no_gpu_is_an_environment_problem(
     monkeypatch.setenv("PATH", str(empty))
     with pytest.raises(EnvironmentProblem, match=r"no NVIDIA GPU visible"):
         capture(fake_env, tmp_path / "raw")
+
+
+WORKLOAD = ROOT / "fixtures" / "shapes" / "workload_480x832.yaml"
+
+
+def test_shards_partition_the_shapes_deterministically() -> None:
+    entries = load_shapes(WORKLOAD).entries()
+    shards = [select_shard(entries, k, 4) for k in range(1, 5)]
+    groups = [e.group for shard in shards for e in shard]
+    assert sorted(groups) == sorted(e.group for e in entries) and len(set(groups)) == 34
+    assert [len(s) for s in shards] == [len(select_shard(entries, k, 4)) for k in range(1, 5)]
+    reordered = list(reversed(entries))
+    assert {e.group for e in select_shard(reordered, 2, 4)} == {e.group for e in shards[1]}
+    with pytest.raises(ShapesError, match=r"--shard 5/4"):
+        select_shard(entries, 5, 4)
+
+
+def test_max_batch_splits_stages_and_names_stay_unique() -> None:
+    entries = load_shapes(WORKLOAD).entries()
+    batches = plan_batches(entries, max_batch=5)
+    assert [b.name for b in batches][:5] == ["dit-1", "dit-2", "dit-3", "vae-1", "vae-2"]
+    assert max(len(b.entries) for b in batches) == 5
+    again = plan_batches(entries[:3], 0, frozenset({"dit"}))
+    assert [b.name for b in again] == ["dit.r2"]
+
+
+def test_dry_run_prints_the_command_lines(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from ncu_classify.cli import app
+
+    result = CliRunner().invoke(
+        app,
+        [
+            "capture",
+            "--shapes",
+            str(WORKLOAD),
+            "-o",
+            str(tmp_path / "raw"),
+            "--dry-run",
+            "--max-batch",
+            "20",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    commands = [x for x in lines if x.startswith("ncu ")]
+    assert len(commands) == 4  # one per stage: no stage has more than 20 shapes
+    assert "--nvtx-include dit:linear:M4680_N5120_K144:bf16:bias/ --nvtx-include" in commands[0]
+    assert "# batch vae: 17 shapes" in lines
+    assert lines[-1] == "# 34 shapes to capture, 0 already captured"
+    assert not (tmp_path / "raw").exists()
+
+
+def test_existing_capture_needs_resume(fake_env: Path, tmp_path: Path) -> None:
+    out = tmp_path / "raw"
+    capture(fake_env, out)
+    with pytest.raises(CaptureError, match=r"already holds a capture: pass --resume"):
+        plan_capture(fake_env, out, CaptureOptions())
+    plan = plan_capture(fake_env, out, CaptureOptions(resume=True))
+    assert plan.batches == [] and len(plan.kept) == 3
+
+
+def test_resume_finishes_only_what_failed(
+    fake_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "raw"
+    monkeypatch.setenv("FAKE_NCU_MODE", "crash_after_1")
+    first = capture(fake_env, out)
+    assert [s.status for s in first.shapes] == ["ok", "failed", "failed"]
+    kept_report = (out / "dit.ncu-rep").read_bytes() if (out / "dit.ncu-rep").exists() else None
+    monkeypatch.setenv("FAKE_NCU_MODE", "ok")
+    plan = plan_capture(fake_env, out, CaptureOptions(resume=True))
+    assert [e.group for b in plan.batches for e in b.entries] == [
+        s.group for s in first.shapes if s.status != "ok"
+    ]
+    second = capture(fake_env, out, CaptureOptions(resume=True))
+    assert [s.status for s in second.shapes] == ["ok", "ok", "ok"]
+    assert [b.name for b in second.batches] == ["dit", "dit.r2"]
+    assert (out / "dit.r2.ncu-rep").exists()
+    if kept_report is not None:
+        assert (out / "dit.ncu-rep").read_bytes() == kept_report
+
+
+def test_no_report_written_fails_the_replayed_shapes(
+    fake_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ncu replayed everything but could not write its report (a full disk, say)."""
+    monkeypatch.delenv("FAKE_NCU_REPORT")
+    manifest = capture(fake_env, tmp_path / "raw")
+    assert {s.status for s in manifest.shapes} == {"failed"}
+    assert manifest.shapes[0].error.startswith("replayed, but ncu wrote no report (exit code 0")
+
+
+def test_gpu_index_out_of_range(fake_env: Path, tmp_path: Path) -> None:
+    with pytest.raises(EnvironmentProblem, match=r"GPU index 3 is out of range: this host has 1"):
+        capture(fake_env, tmp_path / "raw", CaptureOptions(gpus=(3,)))
+
+
+def test_ncu_too_old(fake_env: Path, tmp_path: Path) -> None:
+    old = tmp_path / "bin"
+    old.mkdir()
+    (old / "ncu").write_text("#!/bin/sh\necho 'Version 2021.1.0.0 (build 1)'\n")
+    (old / "ncu").chmod(0o755)
+    with pytest.raises(EnvironmentProblem, match=r"ncu 2021.1.0.0 .* is too old"):
+        capture(fake_env, tmp_path / "raw", CaptureOptions(ncu=str(old / "ncu")))
+
+
+def test_two_gpus_run_batches_in_parallel(
+    fake_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    smi = tmp_path / "smi"
+    smi.mkdir()
+    (smi / "nvidia-smi").write_text(
+        "#!/bin/sh\necho '0, NVIDIA H200, 580, GPU-a'\necho '1, NVIDIA H200, 580, GPU-b'\n"
+    )
+    (smi / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{smi}{os.pathsep}{os.environ['PATH']}")
+    manifest = capture(fake_env, tmp_path / "raw", CaptureOptions(gpus=(0, 1), max_batch=1))
+    assert sorted(b.gpu for b in manifest.batches) == [0, 0, 1]
+    assert [s.status for s in manifest.shapes] == ["ok"] * 3
