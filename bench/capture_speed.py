@@ -111,9 +111,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", type=Path, default=ROOT / "fixtures/shapes/smoke.yaml")
     parser.add_argument("--work", type=Path, default=Path("/tmp/capture-bench"))
+    parser.add_argument("--only", choices=["tool", "both"], default="both")
+    parser.add_argument(
+        "--capture-args", default="--one-process", help="extra `capture` options for the tool run"
+    )
     args = parser.parse_args()
     shapes = len(load_shapes(args.shapes).entries())
-    tool = run_tool(args.shapes, args.work / "tool")
+    tool = run_tool(args.shapes, args.work / "tool", args.capture_args.split())
+    if args.only == "tool":
+        print(f"{shapes} shapes: ncu-classify {tool:.1f} s ({tool / shapes:.2f} s/shape)")
+        return
     naive = run_naive(args.shapes, args.work / "naive")
     print(
         f"{shapes} shapes: ncu-classify {tool:.1f} s ({tool / shapes:.2f} s/shape), naive"

@@ -52,13 +52,16 @@ class Batch:
 
 
 def plan_batches(
-    entries: list[ShapeEntry], max_batch: int = 0, taken: frozenset[str] = frozenset()
+    entries: list[ShapeEntry],
+    max_batch: int = 0,
+    taken: frozenset[str] = frozenset(),
+    per_stage: bool = True,
 ) -> list[Batch]:
-    """One batch per stage in file order, or chunks of `max_batch` shapes; names avoid `taken`
-    (reports already in the output folder, on --resume)."""
+    """One batch per stage in file order (or one for all, named `all`), cut into chunks of
+    `max_batch` shapes; names avoid `taken` (reports already in the folder, on --resume)."""
     by_stage: dict[str, list[ShapeEntry]] = {}
     for entry in entries:
-        by_stage.setdefault(entry.stage, []).append(entry)
+        by_stage.setdefault(entry.stage if per_stage else "all", []).append(entry)
     batches = []
     for stage, members in by_stage.items():
         size = max_batch or len(members)
@@ -169,7 +172,8 @@ class CaptureOptions:
     timeout_s: float = 3600.0
     gpus: tuple[int, ...] = ()  # CUDA device indices; empty: the default device only
     shard: tuple[int, int] = (1, 1)  # K of N
-    max_batch: int = 0  # shapes per ncu process; 0: one process per stage
+    max_batch: int = 0  # shapes per ncu process; 0: no limit
+    per_stage: bool = True  # one ncu process per stage; False: as few processes as possible
     resume: bool = False
 
 
@@ -224,7 +228,12 @@ def plan_capture(shapes_path: Path, out: Path, options: CaptureOptions) -> Plan:
         kept = [done[e.group] for e in entries if e.group in done]
         entries = [e for e in entries if e.group not in done]
         taken = frozenset(b.name for b in previous.batches)
-    batches = plan_batches(entries, options.max_batch, taken)
+    max_batch = options.max_batch
+    if not options.per_stage and len(options.gpus) > 1 and entries:
+        # as few processes as possible, but at least one per GPU
+        share = -(-len(entries) // len(options.gpus))
+        max_batch = min(max_batch or share, share)
+    batches = plan_batches(entries, max_batch, taken, options.per_stage)
     argv = {b.name: batch_argv(b, out, options) for b in batches}
     return Plan(shapes, batches, argv, kept, previous)
 

@@ -97,7 +97,14 @@ def capture(
     timeout: Annotated[float, typer.Option(help="seconds allowed per ncu process")] = 3600.0,
     gpus: Annotated[str, typer.Option(help="CUDA devices to spread batches over, e.g. 0,1")] = "",
     shard: Annotated[str, typer.Option(help="capture only shard K of N (K/N), e.g. 2/8")] = "1/1",
-    max_batch: Annotated[int, typer.Option(help="shapes per ncu process (0: one per stage)")] = 0,
+    max_batch: Annotated[int, typer.Option(help="at most this many shapes per ncu process")] = 0,
+    per_stage: Annotated[
+        bool,
+        typer.Option(
+            "--per-stage/--one-process",
+            help="one ncu process per stage, or one for all shapes (one per GPU with --gpus)",
+        ),
+    ] = True,
     resume: Annotated[bool, typer.Option(help="finish a capture: only shapes not yet ok")] = False,
     dry_run: Annotated[bool, typer.Option(help="print the ncu command lines, run nothing")] = False,
 ) -> None:

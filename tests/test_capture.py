@@ -285,3 +285,11 @@ def test_two_gpus_run_batches_in_parallel(
     manifest = capture(fake_env, tmp_path / "raw", CaptureOptions(gpus=(0, 1), max_batch=1))
     assert sorted(b.gpu for b in manifest.batches) == [0, 0, 1]
     assert [s.status for s in manifest.shapes] == ["ok"] * 3
+
+
+def test_one_process_for_all_stages_and_one_per_gpu() -> None:
+    entries = load_shapes(WORKLOAD).entries()
+    assert [b.name for b in plan_batches(entries, per_stage=False)] == ["all"]
+    opts = CaptureOptions(per_stage=False, gpus=(0, 1))
+    plan = plan_capture(WORKLOAD, Path("/nonexistent/raw"), opts)
+    assert [(b.name, len(b.entries)) for b in plan.batches] == [("all-1", 17), ("all-2", 17)]
