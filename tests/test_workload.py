@@ -1,0 +1,47 @@
+"""The full 480x832 and 704x1280 workload captured on the H200 by `capture` (issue 3)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import ROOT
+from ncu_classify.classify import classify
+from ncu_classify.rules import LoadedRules
+from ncu_classify.shapes import load_shapes
+
+
+@pytest.mark.parametrize(
+    ("resolution", "shapes", "kernels"), [("480x832", 34, 78), ("704x1280", 33, 77)]
+)
+def test_every_shape_of_the_workload_has_its_card(
+    rules: LoadedRules, resolution: str, shapes: int, kernels: int
+) -> None:
+    folder = ROOT / "fixtures" / f"workload_h200_{resolution}"
+    cards = classify([folder], rules, jobs=2)
+    expected = [
+        e.group
+        for e in load_shapes(ROOT / "fixtures" / "shapes" / f"workload_{resolution}.yaml").entries()
+    ]
+    assert [c.group for c in cards.cards] == expected and len(expected) == shapes
+    assert cards.input_errors == [] and all(c.error is None for c in cards.cards)
+    assert sum(len(c.kernels) for c in cards.cards) == kernels
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert [s["kernels"] for s in manifest["shapes"]] == [len(c.kernels) for c in cards.cards]
+    assert {p for s in manifest["shapes"] for p in s["replay_passes"]} == {9}
+
+
+def test_legacy_flash_attention_maps_to_the_backend_that_ran(rules: LoadedRules) -> None:
+    cards = classify([ROOT / "fixtures" / "workload_h200_704x1280"], rules, jobs=1).cards
+    attention = [c for c in cards if c.stage == "attention"]
+    assert [(c.op, c.shape_parameters["backend_used"]) for c in attention] == [
+        ("flash_attn_v2", "sdpa_flash"),
+        ("flash_attn_v3", "sdpa_cudnn"),
+    ] * 3
+    # FA2 code vs cuDNN's Hopper wgmma kernel on the long self-attention: 37.8 ms vs 19.6 ms.
+    assert [c.summed_kernel_us for c in attention[2:4]] == [37765.664, 19579.2]
+    assert [c.primary for c in attention[2:4]] == [
+        "unresolved_no_dominant_limiter",
+        "compute_bound",
+    ]
