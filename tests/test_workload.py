@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import ROOT
+
 from ncu_classify.classify import classify
 from ncu_classify.rules import LoadedRules
 from ncu_classify.shapes import load_shapes
