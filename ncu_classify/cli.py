@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -136,6 +137,8 @@ def capture(
             markup=False,
         )
         return
+    # SIGTERM (a scheduler's kill) unwinds like Ctrl-C: ncu is stopped, the manifest kept.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     with (
         _errors(),
         Progress(

@@ -293,3 +293,40 @@ def test_one_process_for_all_stages_and_one_per_gpu() -> None:
     opts = CaptureOptions(per_stage=False, gpus=(0, 1))
     plan = plan_capture(WORKLOAD, Path("/nonexistent/raw"), opts)
     assert [(b.name, len(b.entries)) for b in plan.batches] == [("all-1", 17), ("all-2", 17)]
+
+
+def test_sigterm_stops_ncu_and_resume_finishes(
+    fake_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A killed capture (SIGTERM) stops its ncu, keeps the manifest; --resume completes it."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "raw"
+    env = {**os.environ, "FAKE_NCU_MODE": "hang"}
+    cli = [
+        sys.executable,
+        "-m",
+        "ncu_classify.cli",
+        "capture",
+        "--shapes",
+        str(fake_env),
+        "-o",
+        str(out),
+    ]
+    proc = subprocess.Popen(cli, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (out / ".work" / "dit.status.jsonl").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "ncu-classify: interrupted" in stderr
+    assert "Traceback" not in stderr
+    manifest = read_manifest(out / "manifest.json")
+    assert {s.status for s in manifest.shapes} == {"pending"}
+    hung = subprocess.run(["pgrep", "-f", str(out / ".work")], capture_output=True, text=True)
+    assert hung.stdout.strip() == ""  # the fake ncu was stopped with its process group
+    resumed = capture(fake_env, out, CaptureOptions(resume=True))
+    assert [s.status for s in resumed.shapes] == ["ok"] * 3
