@@ -26,7 +26,7 @@ from ncu_classify.rules import load_rules  # noqa: E402
 from ncu_classify.shapes import load_shapes  # noqa: E402
 
 
-def run_tool(shapes: Path, out: Path) -> float:
+def run_tool(shapes: Path, out: Path, extra: list[str]) -> float:
     start = time.perf_counter()
     subprocess.run(
         [
@@ -38,6 +38,7 @@ def run_tool(shapes: Path, out: Path) -> float:
             str(shapes),
             "-o",
             str(out),
+            *extra,
         ],
         env=_env(),
         stdout=subprocess.DEVNULL,

@@ -122,6 +122,7 @@ def capture(
         shard=_parse_shard(shard),
         max_batch=max_batch,
         resume=resume,
+        per_stage=per_stage,
     )
     with _errors():
         plan = plan_capture(shapes, output, options)  # a bad file fails before any display
