@@ -209,11 +209,11 @@ def run_batch(batch_path: Path, status_path: Path) -> int:
                 record.update(status="failed", error=f"unsupported: {exc}")
             except torch.cuda.OutOfMemoryError as exc:
                 record.update(status="failed", error=f"out of memory: {str(exc).splitlines()[0]}")
+                torch.cuda.empty_cache()  # give the next shape the whole GPU back
             except Exception as exc:  # a failing shape must not stop the batch
                 last = traceback.format_exception_only(type(exc), exc)[-1].strip()
                 record.update(status="failed", error=last)
             record["seconds"] = round(time.monotonic() - started, 3)
-            torch.cuda.empty_cache()
             _write(status, record)
             print(f"[{index}/{len(entries)}] {entry.group}: {record['status']}", file=sys.stderr)
     return 0

@@ -330,3 +330,37 @@ def test_sigterm_stops_ncu_and_resume_finishes(
     assert hung.stdout.strip() == ""  # the fake ncu was stopped with its process group
     resumed = capture(fake_env, out, CaptureOptions(resume=True))
     assert [s.status for s in resumed.shapes] == ["ok"] * 3
+
+
+def test_counter_permission_error_is_an_environment_problem(
+    fake_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ncu prints ERR_NVGPUCTRPERM when the driver refuses counters to this user."""
+    from ncu_classify import capture as module
+
+    log = tmp_path / "x.ncu.log"
+    log.write_text(
+        "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access"
+        " NVIDIA GPU Performance Counters on the target device 0.\n"
+    )
+    with pytest.raises(EnvironmentProblem, match=r"counters are not permitted .*ERR_NVGPUCTRPERM"):
+        module._check_permissions(log)
+
+
+def test_one_process_reaches_the_plan_from_the_cli(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from ncu_classify.cli import app
+
+    args = [
+        "capture",
+        "--shapes",
+        str(ROOT / "fixtures" / "shapes" / "smoke.yaml"),
+        "-o",
+        str(tmp_path / "raw"),
+        "--dry-run",
+    ]
+    runner = CliRunner()
+    per_stage = runner.invoke(app, args).stdout
+    one = runner.invoke(app, [*args, "--one-process"]).stdout
+    assert per_stage.count("# batch ") == 4 and "# batch all: 11 shapes" in one
