@@ -35,8 +35,55 @@ class Unsupported(Exception):
     """The shape asks for something this host cannot run (a backend that is not installed)."""
 
 
-def _random(shape: list[int], dtype: str, gen: torch.Generator, scale: float = 1.0) -> torch.Tensor:
-    return (torch.randn(shape, generator=gen) * scale).to(DTYPES[dtype])
+Spec = tuple[tuple[int, ...], str, float]
+
+
+class InputCache:
+    """The previous shape's CPU inputs, by the draws that made them: the next shape reuses every
+    tensor it would draw identically (the FA2 and FA3 variants of one attention shape draw the
+    same 1.4 GB), which saves generating and hashing them again."""
+
+    def __init__(self) -> None:
+        self.tensors: dict[tuple[int, tuple[Spec, ...]], torch.Tensor] = {}
+        self.shas: dict[tuple[int, tuple[Spec, ...]], str] = {}
+
+    def start(self, seed: int) -> Draws:
+        return Draws(self, seed)
+
+
+class Draws:
+    """Seeded draws for one shape: `draw(shape, dtype, scale)`, reproducible on any machine."""
+
+    def __init__(self, cache: InputCache, seed: int) -> None:
+        self.cache, self.seed = cache, seed
+        self.specs: list[Spec] = []
+        self.made: dict[tuple[int, tuple[Spec, ...]], torch.Tensor] = {}
+        self.gen: torch.Generator | None = None
+        self.consumed = 0  # draws the generator has advanced past
+
+    def __call__(self, shape: list[int], dtype: str, scale: float = 1.0) -> torch.Tensor:
+        self.specs.append((tuple(shape), dtype, scale))
+        key = (self.seed, tuple(self.specs))
+        tensor = self.cache.tensors.get(key)
+        if tensor is None:
+            if self.gen is None or self.consumed != len(self.specs) - 1:
+                self.gen = torch.Generator().manual_seed(self.seed)
+                for earlier, _, _ in self.specs[:-1]:  # fast-forward past reused draws
+                    torch.randn(earlier, generator=self.gen)
+            tensor = (torch.randn(shape, generator=self.gen) * scale).to(DTYPES[dtype])
+            self.consumed = len(self.specs)
+        self.made[key] = tensor
+        return tensor
+
+    def finish(self, tensors: list[torch.Tensor]) -> str:
+        """sha256 of this shape's inputs; keep them for the next shape."""
+        key = (self.seed, tuple(self.specs))
+        sha = self.cache.shas.get(key) or _hash(tensors)
+        self.cache.tensors, self.cache.shas = self.made, {key: sha}
+        return sha
+
+
+_CACHE = InputCache()
 
 
 def _hash(tensors: list[torch.Tensor]) -> str:
@@ -47,20 +94,20 @@ def _hash(tensors: list[torch.Tensor]) -> str:
     return digest.hexdigest()
 
 
-def _linear(s: LinearShape, gen: torch.Generator) -> tuple[list[torch.Tensor], Op]:
-    cpu = [_random([s.M, s.K], s.dtype, gen), _random([s.N, s.K], s.dtype, gen, s.K**-0.5)]
+def _linear(s: LinearShape, draw: Draws) -> tuple[list[torch.Tensor], Op]:
+    cpu = [draw([s.M, s.K], s.dtype), draw([s.N, s.K], s.dtype, s.K**-0.5)]
     if s.bias:
-        cpu.append(_random([s.N], s.dtype, gen))
+        cpu.append(draw([s.N], s.dtype))
     x, w, *b = (t.cuda() for t in cpu)
     torch.backends.cuda.matmul.allow_tf32 = s.allow_tf32
     return cpu, lambda: F.linear(x, w, b[0] if b else None)
 
 
-def _conv3d(s: Conv3dShape, gen: torch.Generator) -> tuple[list[torch.Tensor], Op]:
+def _conv3d(s: Conv3dShape, draw: Draws) -> tuple[list[torch.Tensor], Op]:
     fan_in = s.weight[1] * s.weight[2] * s.weight[3] * s.weight[4]
-    cpu = [_random(s.input, s.dtype, gen), _random(s.weight, s.dtype, gen, fan_in**-0.5)]
+    cpu = [draw(s.input, s.dtype), draw(s.weight, s.dtype, fan_in**-0.5)]
     if s.bias:
-        cpu.append(_random([s.weight[0]], s.dtype, gen))
+        cpu.append(draw([s.weight[0]], s.dtype))
     fmt = (
         torch.channels_last_3d if s.memory_format == "channels_last_3d" else torch.contiguous_format
     )
@@ -71,12 +118,12 @@ def _conv3d(s: Conv3dShape, gen: torch.Generator) -> tuple[list[torch.Tensor], O
     )
 
 
-def _attention(s: AttentionShape, gen: torch.Generator) -> tuple[list[torch.Tensor], Op]:
+def _attention(s: AttentionShape, draw: Draws) -> tuple[list[torch.Tensor], Op]:
     keys = s.allocated_keys or s.valid_keys
     cpu = [
-        _random([s.batch, s.heads, s.q_len, s.head_dim], s.dtype, gen),
-        _random([s.batch, s.heads, keys, s.head_dim], s.dtype, gen),
-        _random([s.batch, s.heads, keys, s.head_dim], s.dtype, gen),
+        draw([s.batch, s.heads, s.q_len, s.head_dim], s.dtype),
+        draw([s.batch, s.heads, keys, s.head_dim], s.dtype),
+        draw([s.batch, s.heads, keys, s.head_dim], s.dtype),
     ]
     q, k, v = (t.cuda() for t in cpu)
     k, v = k[:, :, : s.valid_keys], v[:, :, : s.valid_keys]  # padded buffer, valid prefix
@@ -131,13 +178,13 @@ def _import_backend(name: str) -> Any:
         raise Unsupported(f"backend {name} is not importable here: {exc}") from None
 
 
-def _cast(s: CastShape, gen: torch.Generator) -> tuple[list[torch.Tensor], Op]:
-    cpu = [_random(s.shape, s.from_, gen)]
+def _cast(s: CastShape, draw: Draws) -> tuple[list[torch.Tensor], Op]:
+    cpu = [draw(s.shape, s.from_)]
     x = cpu[0].cuda()
     return cpu, lambda: x.to(DTYPES[s.to])
 
 
-BUILDERS: dict[type, Callable[[Any, torch.Generator], tuple[list[torch.Tensor], Op]]] = {
+BUILDERS: dict[type, Callable[[Any, Draws], tuple[list[torch.Tensor], Op]]] = {
     LinearShape: _linear,
     Conv3dShape: _conv3d,
     AttentionShape: _attention,
@@ -159,10 +206,10 @@ def nvtx_range(name: str) -> Iterator[None]:
 
 def replay_one(entry: ShapeEntry, seed: int, warmup: int) -> dict[str, Any]:
     """Build inputs, warm up outside any range, run once inside the shape's range."""
-    gen = torch.Generator().manual_seed(seed)
+    draws = _CACHE.start(seed)
     _chosen[0] = None
-    cpu, op = BUILDERS[type(entry.shape)](entry.shape, gen)
-    sha = _hash(cpu)
+    cpu, op = BUILDERS[type(entry.shape)](entry.shape, draws)
+    sha = draws.finish(cpu)
     del cpu
     for _ in range(warmup):
         op()

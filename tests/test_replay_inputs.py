@@ -1,0 +1,100 @@
+"""Replay inputs: seeded on the CPU, reproducible anywhere, reused between consecutive shapes.
+
+Needs torch (CPU is enough); skipped where torch is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import SMOKE
+
+torch = pytest.importorskip("torch")
+
+from ncu_classify.replay import DTYPES, InputCache  # noqa: E402
+
+
+def _plain(seed: int, specs: list[tuple[list[int], str, float]]) -> list:
+    gen = torch.Generator().manual_seed(seed)
+    return [
+        (torch.randn(shape, generator=gen) * scale).to(DTYPES[dtype])
+        for shape, dtype, scale in specs
+    ]
+
+
+def test_draws_equal_a_plain_seeded_sequence_and_are_reused() -> None:
+    cache = InputCache()
+    specs = [([64, 32], "bf16", 1.0), ([16, 32], "bf16", 32**-0.5)]
+    first = cache.start(0)
+    made = [first(*spec) for spec in specs]
+    sha = first.finish(made)
+    for a, b in zip(made, _plain(0, specs), strict=True):
+        assert torch.equal(a, b)
+    second = cache.start(0)
+    again = [second(*spec) for spec in specs]
+    assert all(x is y for x, y in zip(again, made, strict=True))  # reused, not redrawn
+    assert second.finish(again) == sha
+
+
+def test_partial_reuse_fast_forwards_the_generator() -> None:
+    """Same first tensor, different second: the second must still match a fresh draw."""
+    cache = InputCache()
+    one = cache.start(0)
+    one.finish([one([8, 8], "fp32"), one([4, 4], "fp32")])
+    two = cache.start(0)
+    got = [two([8, 8], "fp32"), two([6, 4], "fp32")]
+    for a, b in zip(got, _plain(0, [([8, 8], "fp32", 1.0), ([6, 4], "fp32", 1.0)]), strict=True):
+        assert torch.equal(a, b)
+    from ncu_classify.replay import _hash
+
+    assert two.finish(got) == _hash(_plain(0, [([8, 8], "fp32", 1.0), ([6, 4], "fp32", 1.0)]))
+
+
+def test_same_hash_as_the_h200_capture() -> None:
+    """The bf16 GEMM inputs hashed on the H200 (torch 2.11) hash the same here."""
+    cache = InputCache()
+    draw = cache.start(0)
+    m, n, k = 4680, 5120, 5120
+    tensors = [draw([m, k], "bf16"), draw([n, k], "bf16", k**-0.5), draw([n], "bf16")]
+    smoke = json.loads((SMOKE / "manifest.json").read_text())["shapes"][0]
+    assert smoke["group"] == "dit:linear:M4680_N5120_K5120:bf16:bias"
+    assert draw.finish(tensors) == smoke["input_sha256"]
+
+
+def test_builders_replay_small_shapes_on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The op builders and the replay loop, run on the CPU (CUDA calls stubbed out)."""
+    from ncu_classify import replay
+    from ncu_classify.shapes import ShapeEntry
+
+    monkeypatch.setattr(torch.Tensor, "cuda", lambda self: self)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda.nvtx, "range_push", lambda name: None)
+    monkeypatch.setattr(torch.cuda.nvtx, "range_pop", lambda: None)
+    shapes = [
+        {"op": "linear", "M": 8, "N": 16, "K": 32, "dtype": "fp32", "bias": True},
+        {"op": "conv3d", "input": [1, 4, 3, 8, 8], "weight": [8, 4, 3, 3, 3]},
+        {"op": "cast", "shape": [2, 3], "from": "fp32", "to": "bf16"},
+        {
+            "op": "attention",
+            "backend": ["flash_attn", "sdpa_efficient"],
+            "heads": 2,
+            "head_dim": 16,
+            "q_len": 8,
+            "valid_keys": 8,
+            "allocated_keys": 12,
+            "dtype": "fp32",
+        },
+    ]
+    entries = [
+        ShapeEntry.model_validate({"stage": "s", "group": f"s:{i}", "shape": shape})
+        for i, shape in enumerate(shapes)
+    ]
+    results = [replay.replay_one(entry, seed=0, warmup=1) for entry in entries[:3]]
+    assert all(len(r["input_sha256"]) == 64 for r in results)
+    assert [r["backend_used"] for r in results] == [None, None, None]
+    # No backend of the preference list runs on a CPU: every reason is kept.
+    with pytest.raises(replay.Unsupported) as info:
+        replay.replay_one(entries[3], seed=0, warmup=1)
+    assert str(info.value).startswith("flash_attn: backend flash_attn is not importable here")
+    assert "; sdpa_efficient: " in str(info.value)
