@@ -288,11 +288,17 @@ def test_two_gpus_run_batches_in_parallel(
 
 
 def test_one_process_for_all_stages_and_one_per_gpu() -> None:
+    from ncu_classify.capture import replay_cost
+
     entries = load_shapes(WORKLOAD).entries()
     assert [b.name for b in plan_batches(entries, per_stage=False)] == ["all"]
     opts = CaptureOptions(per_stage=False, gpus=(0, 1))
     plan = plan_capture(WORKLOAD, Path("/nonexistent/raw"), opts)
-    assert [(b.name, len(b.entries)) for b in plan.batches] == [("all-1", 17), ("all-2", 17)]
+    assert [b.name for b in plan.batches] == ["gpu1", "gpu2"]
+    groups = [e.group for b in plan.batches for e in b.entries]
+    assert sorted(groups) == sorted(e.group for e in entries)
+    loads = [sum(replay_cost(e) for e in b.entries) for b in plan.batches]
+    assert abs(loads[0] - loads[1]) <= max(replay_cost(e) for e in entries)  # LPT bound
 
 
 def test_sigterm_stops_ncu_and_resume_finishes(

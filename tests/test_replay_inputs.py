@@ -98,3 +98,40 @@ def test_builders_replay_small_shapes_on_the_cpu(monkeypatch: pytest.MonkeyPatch
         replay.replay_one(entries[3], seed=0, warmup=1)
     assert str(info.value).startswith("flash_attn: backend flash_attn is not importable here")
     assert "; sdpa_efficient: " in str(info.value)
+
+
+def test_out_of_memory_is_recorded_and_the_batch_goes_on(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The replay loop under ncu: an OOM shape is a failed status line, the next shape runs."""
+    from ncu_classify import replay
+
+    monkeypatch.setattr(torch.Tensor, "cuda", lambda self: self)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(torch.cuda.nvtx, "range_push", lambda name: None)
+    monkeypatch.setattr(torch.cuda.nvtx, "range_pop", lambda: None)
+    monkeypatch.setattr(replay, "environment", lambda: {"gpu_name": "cpu"})
+    original = replay.BUILDERS[replay.LinearShape]
+
+    def huge(shape, draw):  # type: ignore[no-untyped-def]
+        if shape.M > 1000:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 512.00 GiB")
+        return original(shape, draw)
+
+    monkeypatch.setitem(replay.BUILDERS, replay.LinearShape, huge)
+    batch = tmp_path / "b.json"
+    entries = [
+        {"stage": "dit", "group": "dit:big", "shape": {"op": "linear", "M": 4096, "N": 8, "K": 8}},
+        {
+            "stage": "dit",
+            "group": "dit:small",
+            "shape": {"op": "linear", "M": 8, "N": 8, "K": 8, "dtype": "fp32"},
+        },
+    ]
+    batch.write_text(json.dumps({"seed": 0, "warmup": 1, "entries": entries}))
+    status = tmp_path / "s.jsonl"
+    assert replay.run_batch(batch, status) == 0
+    lines = [json.loads(x) for x in status.read_text().splitlines()]
+    assert [x.get("status") for x in lines] == [None, "failed", "ok"]
+    assert lines[1]["error"] == ("out of memory: CUDA out of memory. Tried to allocate 512.00 GiB")
