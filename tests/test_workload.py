@@ -45,3 +45,21 @@ def test_legacy_flash_attention_maps_to_the_backend_that_ran(rules: LoadedRules)
         "unresolved_no_dominant_limiter",
         "compute_bound",
     ]
+
+
+@pytest.mark.parametrize("resolution", ["480x832", "704x1280"])
+def test_committed_cards_are_what_classify_writes(
+    rules: LoadedRules, resolution: str, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cards under fixtures/ are reproducible byte for byte, apart from generated_at."""
+    from ncu_classify.cardfile import write_card_file
+
+    monkeypatch.chdir(ROOT)
+    folder = f"fixtures/workload_h200_{resolution}"
+    fresh = tmp_path / "cards.json"
+    write_card_file(fresh, classify([ROOT.joinpath(folder).relative_to(ROOT)], rules, jobs=2))
+    committed = (ROOT / folder / "cards.json").read_text().splitlines()
+    written = fresh.read_text().splitlines()
+    assert [x for x in written if "generated_at" not in x] == [
+        x for x in committed if "generated_at" not in x
+    ]
