@@ -28,14 +28,12 @@ from .errors import (
     EnvironmentProblem,
     InputFileError,
     NcuClassifyError,
-    PartialFailure,
     ReportError,
 )
 
 EXIT_CODES: list[tuple[type[NcuClassifyError], int]] = [
     (InputFileError, 3),
     (ReportError, 4),
-    (PartialFailure, 4),
     (CaptureError, 5),
     (EnvironmentProblem, 6),
 ]

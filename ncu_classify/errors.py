@@ -33,7 +33,3 @@ class CaptureError(NcuClassifyError):
 
 class EnvironmentProblem(NcuClassifyError):
     """The machine lacks something capture needs (a GPU, ncu, counter permissions)."""
-
-
-class PartialFailure(NcuClassifyError):
-    """The work finished but some inputs failed; the outputs hold the rest."""

@@ -68,10 +68,6 @@ class Manifest(BaseModel):
     batches: list[BatchRecord] = Field(default_factory=list)
     shapes: list[ShapeRecord]
 
-    def by_group(self) -> dict[str, ShapeRecord]:
-        """Shapes keyed by group id."""
-        return {s.group: s for s in self.shapes}
-
 
 def write_manifest(folder: Path, manifest: Manifest) -> Path:
     """Write `manifest.json` atomically into `folder`."""
