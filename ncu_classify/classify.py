@@ -242,14 +242,19 @@ def cards_for_source(
     pairs = [pair for path in source.reports if path in reads for pair in reads[path]]
     if source.manifest is None:
         return _foreign_cards(pairs, rules)
-    by_range: dict[str, list[Pair]] = {}
+    # Key kernels by (report, range): after --resume a range can sit in an older report too
+    # (a crashed first attempt); a shape takes the kernels of the report its record names.
+    by_range: dict[tuple[str, str], list[Pair]] = {}
     for pair in pairs:
         ranges = pair[0].nvtx_ranges
-        by_range.setdefault(ranges[-1] if ranges else "", []).append(pair)
-    cards = [
-        _shape_card(shape, by_range.pop(shape.group, []), rules, source.reports)
-        for shape in source.manifest.shapes
-    ]
+        key = (report_stem(pair[0].report), ranges[-1] if ranges else "")
+        by_range.setdefault(key, []).append(pair)
+    cards = []
+    for shape in source.manifest.shapes:
+        stem = report_stem(shape.report) if shape.report else ""
+        cards.append(
+            _shape_card(shape, by_range.pop((stem, shape.group), []), rules, source.reports)
+        )
     leftovers = [pair for members in by_range.values() for pair in members]
     return cards + _foreign_cards(leftovers, rules)
 

@@ -244,6 +244,16 @@ def test_resume_finishes_only_what_failed(
     assert [s.status for s in second.shapes] == ["ok", "ok", "ok"]
     assert [b.name for b in second.batches] == ["dit", "dit.r2"]
     assert (out / "dit.r2.ncu-rep").exists()
+    # Each shape's card takes its kernels from the report its record names, never from both.
+    from ncu_classify.classify import classify
+    from ncu_classify.rules import load_rules
+
+    cards = classify([out], load_rules(), jobs=1).cards
+    assert [(len(c.kernels), Path(c.ncu_output or "").name) for c in cards[:3]] == [
+        (1, "dit.ncu-rep"),
+        (1, "dit.r2.ncu-rep"),
+        (1, "dit.r2.ncu-rep"),
+    ]
     if kept_report is not None:
         assert (out / "dit.ncu-rep").read_bytes() == kept_report
 
