@@ -23,12 +23,14 @@ sys.path.insert(0, str(ROOT))
 from ncu_classify.classify import classify  # noqa: E402
 from ncu_classify.ncu_cmd import nvtx_include  # noqa: E402
 from ncu_classify.rules import load_rules  # noqa: E402
-from ncu_classify.shapes import load_shapes  # noqa: E402
+from ncu_classify.shapes import ShapeEntry, load_shapes  # noqa: E402
 
 
 def run_tool(shapes: Path, out: Path, extra: list[str]) -> float:
+    """Seconds one `ncu-classify capture` takes; stops the bench if capture itself failed
+    (exit codes other than 0 and 5, a shape that failed)."""
     start = time.perf_counter()
-    subprocess.run(
+    done = subprocess.run(
         [
             sys.executable,
             "-m",
@@ -42,18 +44,40 @@ def run_tool(shapes: Path, out: Path, extra: list[str]) -> float:
         ],
         env=_env(),
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
         check=False,
     )
+    if done.returncode not in (0, 5):
+        sys.exit(f"capture into {out} failed ({done.returncode}): {done.stderr.strip()}")
     return time.perf_counter() - start
 
 
-def run_naive(shapes: Path, out: Path) -> float:
-    """One `ncu --set full` per shape, each filtered to its NVTX range."""
+def interleaved(entries: list[ShapeEntry]) -> list[tuple[int, ShapeEntry]]:
+    """Shapes dealt round-robin over their stages, so a run cut short by its budget still
+    holds every stage in about the workload's proportions."""
+    stages: dict[str, list[tuple[int, ShapeEntry]]] = {}
+    for index, entry in enumerate(entries):
+        stages.setdefault(entry.stage, []).append((index, entry))
+    order: list[tuple[int, ShapeEntry]] = []
+    while any(stages.values()):
+        for queue in stages.values():
+            if queue:
+                order.append(queue.pop(0))
+    return order
+
+
+def run_naive(shapes: Path, out: Path, budget: float) -> tuple[float, int]:
+    """One `ncu --set full` per shape, each filtered to its NVTX range; no new shape is
+    started once `budget` seconds (0: none) are spent. Returns (seconds, shapes run)."""
     file = load_shapes(shapes)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    for index, entry in enumerate(file.entries()):
+    done = 0
+    for index, entry in interleaved(file.entries()):
+        if budget and time.perf_counter() - start > budget:
+            break
+        done += 1
         batch = out / f"shape{index:03d}.batch.json"
         batch.write_text(
             json.dumps(
@@ -76,7 +100,7 @@ def run_naive(shapes: Path, out: Path) -> float:
             "--nvtx",
             "--nvtx-include",
             nvtx_include(entry.group),
-            "-o",
+            "--export",
             str(out / f"shape{index:03d}"),
             "--force-overwrite",
             sys.executable,
@@ -85,10 +109,12 @@ def run_naive(shapes: Path, out: Path) -> float:
             str(batch),
             str(out / f"shape{index:03d}.status.jsonl"),
         ]
+        began = time.perf_counter()
         subprocess.run(
             argv, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
         )
-    return time.perf_counter() - start
+        print(f"  naive {entry.group}: {time.perf_counter() - began:.1f} s", flush=True)
+    return time.perf_counter() - start, done
 
 
 def _env() -> dict[str, str]:
@@ -108,6 +134,11 @@ def verdicts(folder: Path) -> dict[str, tuple[str | None, int | None]]:
     return out
 
 
+def passes(found: dict[str, tuple[str | None, int | None]]) -> list[int]:
+    """The distinct replay-pass counts of a capture's dominant kernels."""
+    return sorted({p for _, p in found.values() if p is not None})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", type=Path, default=ROOT / "fixtures/shapes/smoke.yaml")
@@ -116,27 +147,43 @@ def main() -> None:
     parser.add_argument(
         "--capture-args", default="--one-process", help="extra `capture` options for the tool run"
     )
+    parser.add_argument(
+        "--naive-budget",
+        type=float,
+        default=0.0,
+        help="seconds after which the naive run starts no new shape (0: run them all)",
+    )
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
     shapes = len(load_shapes(args.shapes).entries())
     tool = run_tool(args.shapes, args.work / "tool", args.capture_args.split())
+    print(f"{shapes} shapes: ncu-classify {tool:.1f} s ({tool / shapes:.2f} s/shape)", flush=True)
     if args.only == "tool":
-        print(f"{shapes} shapes: ncu-classify {tool:.1f} s ({tool / shapes:.2f} s/shape)")
         return
-    naive = run_naive(args.shapes, args.work / "naive")
+    naive, ran = run_naive(args.shapes, args.work / "naive", args.naive_budget)
+    ratio = (naive / ran) / (tool / shapes)
     print(
-        f"{shapes} shapes: ncu-classify {tool:.1f} s ({tool / shapes:.2f} s/shape), naive"
-        f" {naive:.1f} s ({naive / shapes:.2f} s/shape): {naive / tool:.2f}x faster"
+        f"naive: {ran} of {shapes} shapes in {naive:.1f} s ({naive / ran:.2f} s/shape):"
+        f" ncu-classify is {ratio:.2f}x faster per shape"
     )
     ours, theirs = verdicts(args.work / "tool"), verdicts(args.work / "naive")
-    same = [g for g in ours if g in theirs and ours[g][0] == theirs[g][0]]
-    print(
-        f"replay passes per kernel: ncu-classify {sorted({p for _, p in ours.values()})},"
-        f" naive {sorted({p for _, p in theirs.values()})}"
-    )
-    print(f"verdicts: {len(same)} of {len(ours)} shapes agree")
-    for group in ours:
+    both = [g for g in ours if g in theirs]
+    same = [g for g in both if ours[g][0] == theirs[g][0]]
+    print(f"replay passes per kernel: ncu-classify {passes(ours)}, naive {passes(theirs)}")
+    print(f"verdicts: {len(same)} of {len(both)} shapes captured by both agree")
+    for group in both:
         if group not in same:
-            print(f"  differs: {group}: {ours[group][0]} vs {theirs.get(group, (None,))[0]}")
+            print(f"  differs: {group}: {ours[group][0]} vs {theirs[group][0]}")
+    if args.json:
+        figures = {
+            "shapes": shapes,
+            "tool_s": round(tool, 2),
+            "naive_s": round(naive, 2),
+            "naive_shapes": ran,
+            "ratio_per_shape": round(ratio, 2),
+            "verdicts": {g: {"tool": ours[g][0], "naive": theirs[g][0]} for g in both},
+        }
+        args.json.write_text(json.dumps(figures, indent=1, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":
