@@ -12,6 +12,7 @@ import contextlib
 import datetime as dt
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -37,7 +38,7 @@ from .manifest import (
 )
 from .metrics import capture_metric_names
 from .ncu_cmd import ncu_argv
-from .shapes import ShapeEntry, ShapesFile, load_shapes
+from .shapes import InputSpec, ShapeEntry, ShapesFile, load_shapes
 
 Progress = Callable[[int, int, str, str], None]  # done, total, group, status
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
@@ -76,32 +77,56 @@ def plan_batches(
     return batches
 
 
-def replay_cost(entry: ShapeEntry) -> float:
-    """Rough seconds one shape adds to a capture: a fixed part, generating and hashing its
-    inputs on the CPU (~200 MB/s), and its kernels under 9 replay passes (~50 TFLOP/s)."""
-    return 1.0 + entry.shape.nominal_bytes() / 2e8 + 9 * entry.shape.nominal_flops() / 5e14
+def draw_cost(entry: ShapeEntry) -> float:
+    """Rough seconds to generate and hash a shape's inputs on the CPU (~80 M elements/s on
+    the H200 hosts, measured on the workload's attention buffers)."""
+    return sum(math.prod(dims) for dims, _, _ in entry.shape.inputs()) / 8e7
+
+
+def run_cost(entry: ShapeEntry) -> float:
+    """Rough seconds a shape adds besides its inputs: a fixed part and its kernels under 9
+    replay passes (~50 TFLOP/s)."""
+    return 0.5 + 9 * entry.shape.nominal_flops() / 5e14
+
+
+def input_units(entries: list[ShapeEntry]) -> list[list[tuple[int, ShapeEntry]]]:
+    """Shapes (with their file positions) grouped by the inputs they draw, in order of first
+    appearance: a unit goes to one GPU whole and replays back to back, so its shapes share one
+    draw (the FA2 and FA3 variants of an attention shape draw the same 1.4 GB)."""
+    units: dict[tuple[str, tuple[InputSpec, ...]], list[tuple[int, ShapeEntry]]] = {}
+    for index, entry in enumerate(entries):
+        key = (entry.shape.op, tuple(entry.shape.inputs()))
+        units.setdefault(key, []).append((index, entry))
+    return list(units.values())
 
 
 def gpu_batches(
     entries: list[ShapeEntry], gpus: int, max_batch: int = 0, taken: frozenset[str] = frozenset()
 ) -> list[Batch]:
-    """One process per GPU (`gpu1`, `gpu2`, ...), shapes dealt costliest first to the GPU with
-    the least estimated work, in file order within each; cut by `max_batch` if given."""
-    shares: list[list[tuple[int, ShapeEntry]]] = [[] for _ in range(gpus)]
+    """One process per GPU (`gpu1`, `gpu2`, ...): units of shapes that draw the same inputs,
+    dealt costliest first to the GPU with the least estimated work, in file order within each
+    GPU (a unit's shapes together, at its first one); cut by `max_batch` if given."""
+    shares: list[list[list[tuple[int, ShapeEntry]]]] = [[] for _ in range(gpus)]
     loads = [0.0] * gpus
-    for index, entry in sorted(enumerate(entries), key=lambda p: -replay_cost(p[1])):
+    costed = [(unit_cost(unit), unit) for unit in input_units(entries)]
+    for cost, unit in sorted(costed, key=lambda c: -c[0]):
         lightest = loads.index(min(loads))
-        shares[lightest].append((index, entry))
-        loads[lightest] += replay_cost(entry)
+        shares[lightest].append(unit)
+        loads[lightest] += cost
     batches = []
     for number, share in enumerate(shares, 1):
-        members = [entry for _, entry in sorted(share, key=lambda p: p[0])]
+        members = [entry for unit in sorted(share, key=lambda u: u[0][0]) for _, entry in unit]
         for batch in plan_batches(members, max_batch, frozenset(), per_stage=False):
             name = batch.name.replace("all", f"gpu{number}", 1)
             while name in taken:
                 name += ".r"
             batches.append(Batch(name, batch.entries))
     return [b for b in batches if b.entries]
+
+
+def unit_cost(unit: list[tuple[int, ShapeEntry]]) -> float:
+    """Estimated seconds of a unit: its inputs are drawn once, then each shape runs."""
+    return draw_cost(unit[0][1]) + sum(run_cost(entry) for _, entry in unit)
 
 
 def select_shard(entries: list[ShapeEntry], index: int, count: int) -> list[ShapeEntry]:
@@ -264,6 +289,23 @@ def plan_capture(shapes_path: Path, out: Path, options: CaptureOptions) -> Plan:
     return Plan(shapes, batches, argv, kept, previous)
 
 
+def replay_env(gpu: int | None, parallel: int) -> dict[str, str]:
+    """Environment of one ncu process: this package importable, its GPU alone visible, and,
+    when `parallel` processes share the host, torch's CPU threads split between them (unless
+    OMP_NUM_THREADS is set) so that their input generation does not oversubscribe the cores."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            p for p in (str(PACKAGE_ROOT), os.environ.get("PYTHONPATH", "")) if p
+        ),
+    }
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = str(gpu)
+    if parallel > 1:
+        env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // parallel)))
+    return env
+
+
 def run_batch(
     batch: Batch,
     out: Path,
@@ -289,14 +331,7 @@ def run_batch(
     )
     argv = plan.argv[batch.name]
     log = out / f"{batch.name}.ncu.log"
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(
-            p for p in (str(PACKAGE_ROOT), os.environ.get("PYTHONPATH", "")) if p
-        ),
-    }
-    if gpu is not None:
-        env["CUDA_VISIBLE_DEVICES"] = str(gpu)
+    env = replay_env(gpu, len(options.gpus))
     started = time.monotonic()
     lines: list[dict[str, Any]] = []
     offset = 0

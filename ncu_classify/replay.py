@@ -25,7 +25,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from .shapes import AttentionShape, CastShape, Conv3dShape, LinearShape, ShapeEntry
+from .shapes import AttentionShape, CastShape, Conv3dShape, InputSpec, LinearShape, ShapeEntry
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 Op = Callable[[], Any]
@@ -35,17 +35,14 @@ class Unsupported(Exception):
     """The shape asks for something this host cannot run (a backend that is not installed)."""
 
 
-Spec = tuple[tuple[int, ...], str, float]
-
-
 class InputCache:
     """The previous shape's CPU inputs, by the draws that made them: the next shape reuses every
     tensor it would draw identically (the FA2 and FA3 variants of one attention shape draw the
     same 1.4 GB), which saves generating and hashing them again."""
 
     def __init__(self) -> None:
-        self.tensors: dict[tuple[int, tuple[Spec, ...]], torch.Tensor] = {}
-        self.shas: dict[tuple[int, tuple[Spec, ...]], str] = {}
+        self.tensors: dict[tuple[int, tuple[InputSpec, ...]], torch.Tensor] = {}
+        self.shas: dict[tuple[int, tuple[InputSpec, ...]], str] = {}
 
     def start(self, seed: int) -> Draws:
         return Draws(self, seed)
@@ -56,8 +53,8 @@ class Draws:
 
     def __init__(self, cache: InputCache, seed: int) -> None:
         self.cache, self.seed = cache, seed
-        self.specs: list[Spec] = []
-        self.made: dict[tuple[int, tuple[Spec, ...]], torch.Tensor] = {}
+        self.specs: list[InputSpec] = []
+        self.made: dict[tuple[int, tuple[InputSpec, ...]], torch.Tensor] = {}
         self.gen: torch.Generator | None = None
         self.consumed = 0  # draws the generator has advanced past
 
@@ -74,6 +71,10 @@ class Draws:
             self.consumed = len(self.specs)
         self.made[key] = tensor
         return tensor
+
+    def all(self, specs: list[InputSpec]) -> list[torch.Tensor]:
+        """Draw every input of a shape, in order."""
+        return [self(list(dims), dtype, scale) for dims, dtype, scale in specs]
 
     def finish(self, tensors: list[torch.Tensor]) -> str:
         """sha256 of this shape's inputs; keep them for the next shape."""
@@ -95,19 +96,14 @@ def _hash(tensors: list[torch.Tensor]) -> str:
 
 
 def _linear(s: LinearShape, draw: Draws) -> tuple[list[torch.Tensor], Op]:
-    cpu = [draw([s.M, s.K], s.dtype), draw([s.N, s.K], s.dtype, s.K**-0.5)]
-    if s.bias:
-        cpu.append(draw([s.N], s.dtype))
+    cpu = draw.all(s.inputs())
     x, w, *b = (t.cuda() for t in cpu)
     torch.backends.cuda.matmul.allow_tf32 = s.allow_tf32
     return cpu, lambda: F.linear(x, w, b[0] if b else None)
 
 
 def _conv3d(s: Conv3dShape, draw: Draws) -> tuple[list[torch.Tensor], Op]:
-    fan_in = s.weight[1] * s.weight[2] * s.weight[3] * s.weight[4]
-    cpu = [draw(s.input, s.dtype), draw(s.weight, s.dtype, fan_in**-0.5)]
-    if s.bias:
-        cpu.append(draw([s.weight[0]], s.dtype))
+    cpu = draw.all(s.inputs())
     fmt = (
         torch.channels_last_3d if s.memory_format == "channels_last_3d" else torch.contiguous_format
     )
@@ -119,12 +115,7 @@ def _conv3d(s: Conv3dShape, draw: Draws) -> tuple[list[torch.Tensor], Op]:
 
 
 def _attention(s: AttentionShape, draw: Draws) -> tuple[list[torch.Tensor], Op]:
-    keys = s.allocated_keys or s.valid_keys
-    cpu = [
-        draw([s.batch, s.heads, s.q_len, s.head_dim], s.dtype),
-        draw([s.batch, s.heads, keys, s.head_dim], s.dtype),
-        draw([s.batch, s.heads, keys, s.head_dim], s.dtype),
-    ]
+    cpu = draw.all(s.inputs())
     q, k, v = (t.cuda() for t in cpu)
     k, v = k[:, :, : s.valid_keys], v[:, :, : s.valid_keys]  # padded buffer, valid prefix
     problems = []
@@ -179,7 +170,7 @@ def _import_backend(name: str) -> Any:
 
 
 def _cast(s: CastShape, draw: Draws) -> tuple[list[torch.Tensor], Op]:
-    cpu = [draw(s.shape, s.from_)]
+    cpu = draw.all(s.inputs())
     x = cpu[0].cuda()
     return cpu, lambda: x.to(DTYPES[s.to])
 

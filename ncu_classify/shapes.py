@@ -18,6 +18,7 @@ GROUP_ID = re.compile(r"^[A-Za-z0-9_.:+-]+$")
 Triple = Annotated[list[PositiveInt], Field(min_length=3, max_length=3)]
 NonNegTriple = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=3, max_length=3)]
 Dims5 = Annotated[list[PositiveInt], Field(min_length=5, max_length=5)]
+InputSpec = tuple[tuple[int, ...], str, float]  # dims, dtype, scale of one drawn input
 
 
 class _Shape(BaseModel):
@@ -41,6 +42,11 @@ class _Shape(BaseModel):
 
     def nominal_bytes(self) -> int:
         """Fewest bytes the op must move: every input read once, every output written once."""
+        raise NotImplementedError
+
+    def inputs(self) -> list[InputSpec]:
+        """The seeded random tensors the replay draws, in order: (dims, dtype, scale). Shapes
+        with equal inputs share one draw when replayed one after the other."""
         raise NotImplementedError
 
 
@@ -69,6 +75,13 @@ class LinearShape(_Shape):
     def nominal_bytes(self) -> int:
         elems = self.M * self.K + self.N * self.K + self.M * self.N + (self.N if self.bias else 0)
         return elems * DTYPE_BYTES[self.dtype]
+
+    def inputs(self) -> list[InputSpec]:
+        specs: list[InputSpec] = [
+            ((self.M, self.K), self.dtype, 1.0),
+            ((self.N, self.K), self.dtype, self.K**-0.5),
+        ]
+        return specs + ([((self.N,), self.dtype, 1.0)] if self.bias else [])
 
 
 class Conv3dShape(_Shape):
@@ -138,6 +151,15 @@ class Conv3dShape(_Shape):
         elems = math.prod(self.input) + math.prod(self.weight) + math.prod(self.output())
         return (elems + (self.weight[0] if self.bias else 0)) * DTYPE_BYTES[self.dtype]
 
+    def inputs(self) -> list[InputSpec]:
+        fan_in = self.weight[1] * self.weight[2] * self.weight[3] * self.weight[4]
+        scale = fan_in**-0.5
+        specs: list[InputSpec] = [
+            (tuple(self.input), self.dtype, 1.0),
+            (tuple(self.weight), self.dtype, scale),
+        ]
+        return specs + ([((self.weight[0],), self.dtype, 1.0)] if self.bias else [])
+
 
 AttentionBackend = Literal[
     "sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "flash_attn", "flash_attn_interface"
@@ -194,6 +216,12 @@ class AttentionShape(_Shape):
         k_and_v = 2 * self.batch * self.heads * self.valid_keys * self.head_dim
         return (q_and_out + k_and_v) * DTYPE_BYTES[self.dtype]
 
+    def inputs(self) -> list[InputSpec]:
+        keys = self.allocated_keys or self.valid_keys  # the padded buffer is drawn whole
+        q = (self.batch, self.heads, self.q_len, self.head_dim)
+        kv = (self.batch, self.heads, keys, self.head_dim)
+        return [(q, self.dtype, 1.0), (kv, self.dtype, 1.0), (kv, self.dtype, 1.0)]
+
 
 class CastShape(_Shape):
     """`x.to(dtype)`: a pure memory-bound elementwise copy."""
@@ -214,6 +242,9 @@ class CastShape(_Shape):
 
     def nominal_bytes(self) -> int:
         return math.prod(self.shape) * (DTYPE_BYTES[self.from_] + DTYPE_BYTES[self.to])
+
+    def inputs(self) -> list[InputSpec]:
+        return [(tuple(self.shape), self.from_, 1.0)]
 
 
 Shape = Annotated[LinearShape | Conv3dShape | AttentionShape | CastShape, Field(discriminator="op")]

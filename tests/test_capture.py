@@ -298,7 +298,7 @@ def test_two_gpus_run_batches_in_parallel(
 
 
 def test_one_process_for_all_stages_and_one_per_gpu() -> None:
-    from ncu_classify.capture import replay_cost
+    from ncu_classify.capture import input_units, unit_cost
 
     entries = load_shapes(WORKLOAD).entries()
     assert [b.name for b in plan_batches(entries, per_stage=False)] == ["all"]
@@ -307,8 +307,29 @@ def test_one_process_for_all_stages_and_one_per_gpu() -> None:
     assert [b.name for b in plan.batches] == ["gpu1", "gpu2"]
     groups = [e.group for b in plan.batches for e in b.entries]
     assert sorted(groups) == sorted(e.group for e in entries)
-    loads = [sum(replay_cost(e) for e in b.entries) for b in plan.batches]
-    assert abs(loads[0] - loads[1]) <= max(replay_cost(e) for e in entries)  # LPT bound
+    units = input_units(entries)
+    # All four attention shapes (FA2/FA3 substitutes, 4680 or 28080 of the same 29640-key
+    # buffer) draw the same tensors: one unit.
+    assert [len(u) for u in units if u[0][1].stage == "attention"] == [4]
+    where = {e.group: (n, i) for n, b in enumerate(plan.batches) for i, e in enumerate(b.entries)}
+    for unit in units:  # each unit on one GPU, its shapes back to back
+        spots = [where[e.group] for _, e in unit]
+        assert len({n for n, _ in spots}) == 1
+        assert [i for _, i in spots] == list(range(spots[0][1], spots[0][1] + len(unit)))
+    loads = [sum(unit_cost(u) for u in units if where[u[0][1].group][0] == n) for n in (0, 1)]
+    assert abs(loads[0] - loads[1]) <= max(unit_cost(u) for u in units)  # LPT bound
+
+
+def test_parallel_replays_split_the_cpu_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ncu_classify.capture import replay_env
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 32)
+    assert replay_env(1, 2)["OMP_NUM_THREADS"] == "16"
+    assert replay_env(1, 2)["CUDA_VISIBLE_DEVICES"] == "1"
+    assert "OMP_NUM_THREADS" not in replay_env(None, 1)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert replay_env(0, 2)["OMP_NUM_THREADS"] == "3"
 
 
 def test_sigterm_stops_ncu_and_resume_finishes(
