@@ -18,7 +18,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from capture_speed import run_tool, verdicts
+from capture_speed import metric_spread, print_differences, run_tool, verdicts
 
 from ncu_classify.manifest import read_manifest
 from ncu_classify.shapes import load_shapes
@@ -40,8 +40,7 @@ def compare(shapes: Path, work: Path, gpus: str, extra: list[str]) -> dict[str, 
     one = run_tool(shapes, one_dir, ["--gpus", "0", *extra])
     many = run_tool(shapes, many_dir, ["--gpus", gpus, *extra])
     ours, theirs = verdicts(one_dir), verdicts(many_dir)
-    differs = {g: [ours[g][0], theirs.get(g, (None,))[0]] for g in ours}
-    differs = {g: pair for g, pair in differs.items() if pair[0] != pair[1]}
+    differs = print_differences(ours, theirs, f"GPU 0 vs GPUs {gpus}")
     return {
         "shapes_file": shapes.name,
         "shapes": count,
@@ -50,9 +49,10 @@ def compare(shapes: Path, work: Path, gpus: str, extra: list[str]) -> dict[str, 
         "speedup": round(one / many, 2),
         "busy_one": busy_seconds(one_dir),
         "busy_many": busy_seconds(many_dir),
+        "metric_spread": metric_spread(ours, theirs),
+        "differs": differs,
         "verdicts_agree": len(ours) - len(differs),
         "verdicts_compared": len(ours),
-        "differs": differs,
     }
 
 
@@ -66,17 +66,16 @@ def main() -> None:
     args = parser.parse_args()
     results = []
     for shapes in args.shapes:
+        print(f"{shapes.name}:", flush=True)
         figures = compare(shapes, args.work / shapes.stem, args.gpus, args.capture_args.split())
         results.append(figures)
         print(
-            f"{shapes.name}: {figures['shapes']} shapes, GPU 0 {figures['one_gpu_s']} s,"
+            f"  {figures['shapes']} shapes, GPU 0 {figures['one_gpu_s']} s,"
             f" GPUs {args.gpus} {figures['many_gpus_s']} s ({figures['speedup']}x);"
             f" busy per GPU {figures['busy_many']}; verdicts agree on"
             f" {figures['verdicts_agree']} of {figures['verdicts_compared']}",
             flush=True,
         )
-        for group, pair in figures["differs"].items():
-            print(f"  differs: {group}: {pair[0]} (1 GPU) vs {pair[1]} ({args.gpus})")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
 

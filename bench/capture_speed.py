@@ -12,10 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -124,19 +126,64 @@ def _env() -> dict[str, str]:
     }
 
 
-def verdicts(folder: Path) -> dict[str, tuple[str | None, int | None]]:
-    """Per NVTX range: the dominant kernel's class and its replay passes."""
+class Dominant(NamedTuple):
+    """The longest kernel of one NVTX range: its class, replay passes and card metrics."""
+
+    classification: str | None
+    passes: int | None
+    metrics: dict[str, float | None]
+
+
+COMPARED = ("sm_pct", "tensor_pct", "dram_pct", "l2_pct", "warps_active_pct", "dur_us")
+
+
+def verdicts(folder: Path) -> dict[str, Dominant]:
+    """Per NVTX range: the dominant kernel's class, replay passes and metrics."""
     out = {}
     for card in classify([*sorted(folder.glob("*.ncu-rep"))], load_rules(), jobs=4).cards:
         top = max(card.kernels, key=lambda k: k.metrics.get("dur_us") or 0.0, default=None)
         if top is not None and top.nvtx_range:
-            out[top.nvtx_range] = (top.classification, top.replay_passes)
+            out[top.nvtx_range] = Dominant(top.classification, top.replay_passes, top.metrics)
     return out
 
 
-def passes(found: dict[str, tuple[str | None, int | None]]) -> list[int]:
+def passes(found: dict[str, Dominant]) -> list[int]:
     """The distinct replay-pass counts of a capture's dominant kernels."""
-    return sorted({p for _, p in found.values() if p is not None})
+    return sorted({d.passes for d in found.values() if d.passes is not None})
+
+
+def metric_spread(a: dict[str, Dominant], b: dict[str, Dominant]) -> dict[str, dict[str, float]]:
+    """How far two captures' dominant kernels are apart, per metric over the shapes both hold:
+    median and largest difference (percentage points; for dur_us, percent of the first)."""
+    spread = {}
+    for name in COMPARED:
+        gaps = []
+        for group in a.keys() & b.keys():
+            x, y = a[group].metrics.get(name), b[group].metrics.get(name)
+            if x is not None and y is not None:
+                gaps.append(abs(y - x) / x * 100 if name == "dur_us" and x else abs(y - x))
+        if gaps:
+            spread[name] = {"median": round(statistics.median(gaps), 2), "max": round(max(gaps), 2)}
+    return spread
+
+
+def print_differences(a: dict[str, Dominant], b: dict[str, Dominant], labels: str) -> list[str]:
+    """Print the metric spread and each shape whose verdicts differ; return those shapes."""
+    for name, gap in metric_spread(a, b).items():
+        print(f"  {name}: median gap {gap['median']}, largest {gap['max']} ({labels})")
+    differs = sorted(g for g in a.keys() & b.keys() if a[g].classification != b[g].classification)
+    for group in differs:
+        shown = {
+            m: [_round(a[group].metrics.get(m)), _round(b[group].metrics.get(m))] for m in COMPARED
+        }
+        print(
+            f"  differs: {group}: {a[group].classification} vs {b[group].classification}; {shown}"
+        )
+    return differs
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
 
 
 def main() -> None:
@@ -167,13 +214,10 @@ def main() -> None:
         f" ncu-classify is {ratio:.2f}x faster per shape"
     )
     ours, theirs = verdicts(args.work / "tool"), verdicts(args.work / "naive")
-    both = [g for g in ours if g in theirs]
-    same = [g for g in both if ours[g][0] == theirs[g][0]]
+    both = sorted(ours.keys() & theirs.keys())
     print(f"replay passes per kernel: ncu-classify {passes(ours)}, naive {passes(theirs)}")
-    print(f"verdicts: {len(same)} of {len(both)} shapes captured by both agree")
-    for group in both:
-        if group not in same:
-            print(f"  differs: {group}: {ours[group][0]} vs {theirs[group][0]}")
+    differs = print_differences(ours, theirs, "tool vs naive")
+    print(f"verdicts: {len(both) - len(differs)} of {len(both)} shapes captured by both agree")
     if args.json:
         figures = {
             "shapes": shapes,
@@ -181,7 +225,10 @@ def main() -> None:
             "naive_s": round(naive, 2),
             "naive_shapes": ran,
             "ratio_per_shape": round(ratio, 2),
-            "verdicts": {g: {"tool": ours[g][0], "naive": theirs[g][0]} for g in both},
+            "metric_spread": metric_spread(ours, theirs),
+            "verdicts": {
+                g: {"tool": ours[g].classification, "naive": theirs[g].classification} for g in both
+            },
         }
         args.json.write_text(json.dumps(figures, indent=1, sort_keys=True) + "\n")
 
