@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -152,25 +152,35 @@ def passes(found: dict[str, Dominant]) -> list[int]:
     return sorted({d.passes for d in found.values() if d.passes is not None})
 
 
-def metric_spread(a: dict[str, Dominant], b: dict[str, Dominant]) -> dict[str, dict[str, float]]:
+def metric_spread(a: dict[str, Dominant], b: dict[str, Dominant]) -> dict[str, dict[str, Any]]:
     """How far two captures' dominant kernels are apart, per metric over the shapes both hold:
-    median and largest difference (percentage points; for dur_us, percent of the first)."""
+    median and largest difference (percentage points; for dur_us, percent of the first), and
+    the shape with the largest one."""
     spread = {}
     for name in COMPARED:
         gaps = []
-        for group in a.keys() & b.keys():
+        for group in sorted(a.keys() & b.keys()):
             x, y = a[group].metrics.get(name), b[group].metrics.get(name)
             if x is not None and y is not None:
-                gaps.append(abs(y - x) / x * 100 if name == "dur_us" and x else abs(y - x))
+                gap = abs(y - x) / x * 100 if name == "dur_us" and x else abs(y - x)
+                gaps.append((gap, group))
         if gaps:
-            spread[name] = {"median": round(statistics.median(gaps), 2), "max": round(max(gaps), 2)}
+            largest = max(gaps)
+            spread[name] = {
+                "median": round(statistics.median(g for g, _ in gaps), 2),
+                "max": round(largest[0], 2),
+                "max_at": largest[1],
+            }
     return spread
 
 
 def print_differences(a: dict[str, Dominant], b: dict[str, Dominant], labels: str) -> list[str]:
     """Print the metric spread and each shape whose verdicts differ; return those shapes."""
     for name, gap in metric_spread(a, b).items():
-        print(f"  {name}: median gap {gap['median']}, largest {gap['max']} ({labels})")
+        print(
+            f"  {name}: median gap {gap['median']}, largest {gap['max']} at {gap['max_at']}"
+            f" ({labels})"
+        )
     differs = sorted(g for g in a.keys() & b.keys() if a[g].classification != b[g].classification)
     for group in differs:
         shown = {
