@@ -9,7 +9,6 @@ process per report, and merged in input order so the output does not depend on t
 from __future__ import annotations
 
 import datetime as dt
-import multiprocessing
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from .errors import NcuClassifyError, ReportError
 from .manifest import MANIFEST_NAME, Manifest, ShapeRecord, read_manifest
 from .records import KernelRecord
 from .rules import LoadedRules
+from .workers import WorkerFailure, run_in_children
 
 REPORTS_PER_WORKER = 256
 BYTES_PER_WORKER = 1 << 30
@@ -152,8 +152,10 @@ def read_all(paths: list[Path], jobs: int, rules: LoadedRules) -> list[list[Pair
     """Classified rows of every report, in the order given, read by up to `jobs` processes.
 
     ncu_report keeps about 0.4 MB per kernel it has handed out until its process ends (even
-    after the report is released), so with several jobs reports are read in batches by workers
-    that exit after one batch: memory stays bounded however many reports there are.
+    after the report is released), so with several jobs reports are read in batches by child
+    processes that exit after one batch: memory stays bounded however many reports there are.
+    A batch whose child dies (a native crash on a hostile report) is read again one report per
+    child, so that the crash is pinned on its report and the others are still read.
     """
     workers = max(1, min(jobs, len(paths)))
     batches = reader_batches(paths, workers)
@@ -167,13 +169,17 @@ def read_all(paths: list[Path], jobs: int, rules: LoadedRules) -> list[list[Pair
         from .report_reader import warm_up
 
         warm_up(paths[0])
-    # fork: workers start in milliseconds with everything imported; spawn and forkserver would
-    # re-import the caller's __main__ (the whole CLI) in every worker.
-    context = multiprocessing.get_context("fork")
-    with context.Pool(workers, _use_rules, (rules,), maxtasksperchild=1) as pool:
-        for batch in pool.imap_unordered(_read_batch, batches, chunksize=1):
-            for index, result in batch:
-                results[index] = result
+    retry: list[list[tuple[int, Path]]] = []
+    for tasks in (batches, retry):
+        for number, outcome in run_in_children(_read_batch, tasks, workers):
+            if not isinstance(outcome, WorkerFailure):
+                for index, result in outcome:
+                    results[index] = result
+            elif len(tasks[number]) > 1:
+                retry.extend([item] for item in tasks[number])
+            else:
+                index, path = tasks[number][0]
+                results[index] = f"{path}: the report reader failed on it: {outcome.reason}"
     return results
 
 

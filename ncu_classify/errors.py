@@ -7,6 +7,11 @@ class NcuClassifyError(Exception):
     """Root of every error the library raises on purpose; its str() is one line for the user."""
 
 
+class UsageError(NcuClassifyError):
+    """The command was asked for something it cannot do as given (an option value, an output
+    path that would destroy an input); detected before any work is done."""
+
+
 class InputFileError(NcuClassifyError):
     """A user-supplied file (shapes, rules, cards) is missing, unreadable or invalid."""
 
@@ -23,6 +28,10 @@ class CardsError(InputFileError):
     """A cards file cannot be read or is not in a known card format."""
 
 
+class ManifestError(InputFileError):
+    """A capture manifest cannot be read or does not validate."""
+
+
 class ReportError(NcuClassifyError):
     """An Nsight Compute report cannot be opened or read."""
 
@@ -33,3 +42,7 @@ class CaptureError(NcuClassifyError):
 
 class EnvironmentProblem(NcuClassifyError):
     """The machine lacks something capture needs (a GPU, ncu, counter permissions)."""
+
+
+class OutputError(NcuClassifyError):
+    """An output could not be written (permission, full disk); nothing partial was left."""
