@@ -1,4 +1,9 @@
-"""Cards files on disk: read any cards JSON (ours or legacy), write ours one card per line."""
+"""Cards files on disk: read ours or the legacy format into a CardFile, turn one into text.
+
+`card_file_text` is the one serialiser: one card per line, so that files diff card by card, and
+each card and kernel with the fields it holds (see `cards`), so that a converted legacy card
+keeps its own fields in their order.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +11,50 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from .atomic import write_text_atomic
 from .cards import CardFile
 from .errors import CardsError
+from .legacy import from_legacy, is_legacy
+
+READABLE_MAJOR = "1."
 
 
-def load_cards(path: Path) -> dict[str, Any]:
-    """Read a cards file; it must be a JSON object with a `cards` list."""
+def load_card_file(path: Path) -> CardFile:
+    """Read and validate a cards file, ours (any 1.x) or legacy; problems are one CardsError
+    line naming the file and the field path."""
+    doc = _read_json(path)
+    try:
+        if is_legacy(doc):
+            return from_legacy(doc, str(path))
+        version = doc["schema_version"]
+        if not isinstance(version, str) or not version.startswith(READABLE_MAJOR):
+            raise CardsError(
+                f"{path}: schema_version {version!r} is not one this tool reads ({READABLE_MAJOR}x)"
+            )
+        return CardFile.model_validate(doc)
+    except ValidationError as exc:
+        raise CardsError(f"{path}: {describe(exc)}") from None
+
+
+def describe(exc: ValidationError) -> str:
+    """The first validation problem as `field.path: message`, with how many others there are."""
+    errors = exc.errors()
+    first = errors[0]
+    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where}: {first['msg']}{more}"
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    """The JSON object of a cards file, which must hold a `cards` list of card objects."""
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise CardsError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise CardsError(f"{path}: not UTF-8 text: {exc.reason}") from None
     except json.JSONDecodeError as exc:
         raise CardsError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("cards"), list):
@@ -27,36 +65,26 @@ def load_cards(path: Path) -> dict[str, Any]:
     return doc
 
 
-def cards_json_text(doc: dict[str, Any]) -> str:
-    """JSON text with one card per line: diffable card by card, and encoded by the C encoder
-    (`indent=` would switch json to its pure-Python encoder, the slowest step of classify)."""
-    parts = []
-    for key, value in doc.items():
-        if key == "cards" and value:
-            body = "[\n" + ",\n".join(f"    {_compact(card)}" for card in value) + "\n  ]"
-        else:
-            body = _compact(value)
-        parts.append(f"  {json.dumps(key)}: {body}")
-    return "{\n" + ",\n".join(parts) + "\n}\n"
-
-
-def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def write_cards_json(path: Path, doc: dict[str, Any]) -> None:
-    """Write a cards document (plain JSON data) atomically."""
-    write_text_atomic(path, cards_json_text(doc))
-
-
-def write_card_file(path: Path, cards: CardFile) -> None:
-    """Write a CardFile atomically; cards are serialised by pydantic, one per line."""
+def card_file_text(cards: CardFile) -> str:
+    """JSON text of a CardFile: every header field in model order, then one card per line,
+    each card and kernel with the fields it holds. Deterministic for a given CardFile."""
     head = cards.model_dump(mode="json", exclude={"cards"})
     parts = []
     for key in CardFile.model_fields:
         if key == "cards":
-            lines = ",\n".join(f"    {card.model_dump_json()}" for card in cards.cards)
+            lines = ",\n".join(
+                f"    {card.model_dump_json(exclude_unset=True)}" for card in cards.cards
+            )
             parts.append(f'  "cards": [\n{lines}\n  ]' if lines else '  "cards": []')
         else:
             parts.append(f"  {json.dumps(key)}: {_compact(head[key])}")
-    write_text_atomic(path, "{\n" + ",\n".join(parts) + "\n}\n")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+def write_card_file(path: Path, cards: CardFile) -> None:
+    """Write a CardFile atomically (until the output module takes this over)."""
+    write_text_atomic(path, card_file_text(cards))
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

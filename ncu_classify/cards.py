@@ -2,12 +2,19 @@
 
 A card is one op shape (or one NVTX range / kernel name for a foreign report) with every kernel
 it launched, each classified by the rules; the card's primary class is its longest kernel's.
+These models are the one card model of the tool: classify builds them, the legacy adapter
+converts old files into them, reclassify and summary read them, and `judge` is the one place
+where a card's verdict is decided.
+
+A card or kernel is written with the fields it holds (pydantic's `fields_set`): classify fills
+every field but the few that only describe converted legacy data, a legacy card keeps exactly
+its legacy fields plus what conversion and reclassify add.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -16,15 +23,23 @@ from .metrics import CATALOG, EVIDENCE_KEYS, derive
 from .records import KernelRecord
 from .rules import LoadedRules, evaluate
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 SCOPE = (
     "Isolated replays under Nsight Compute kernel replay (each kernel serialised, caches flushed"
     " between passes, clocks left unlocked with --clock-control none); classifications are per"
     " kernel by the first matching rule, and a card's primary class is its longest kernel's;"
     " not attribution within the integrated pipeline; MFU not implied."
 )
-CardStatus = Literal["classified", "unresolved", "failed", "no_kernels"]
+CardStatus = Literal["classified", "unresolved", "failed", "incomplete", "no_kernels"]
+SourceFormat = Literal["ncu-classify", "legacy"]
 UNRESOLVED = "unresolved_no_dominant_limiter"
+VERDICT_FIELDS = (
+    "dominant_kernel",
+    "primary",
+    "primary_rule",
+    "alternative_explanation",
+    "counter_experiment",
+)
 
 
 class KernelCard(BaseModel):
@@ -47,6 +62,10 @@ class KernelCard(BaseModel):
     missing_metrics: list[str] = Field(default_factory=list)
     unchecked_metrics: list[str] = Field(
         default_factory=list, description="metrics a rule needed but the report lacked"
+    )
+    metric_repairs: list[str] = Field(
+        default_factory=list,
+        description="corrections made to stored metrics (legacy ms-as-us durations), one note each",
     )
 
 
@@ -73,8 +92,14 @@ class Card(BaseModel):
     primary_rule: str | None
     alternative_explanation: str | None
     counter_experiment: str | None
-    status: CardStatus
+    status: CardStatus = Field(
+        description="failed: the shape did not capture (see error); incomplete: the kernel list"
+        " is known to be truncated (see notes); both are kept by reclassify"
+    )
     error: str | None = None
+    notes: list[str] = Field(
+        default_factory=list, description="what is known to be wrong or assumed about this card"
+    )
     gpu: dict[str, Any] = Field(default_factory=dict)
     missing_metrics: list[str] = Field(default_factory=list)
 
@@ -84,12 +109,16 @@ class CardFile(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     schema_version: str = SCHEMA_VERSION
+    source_format: SourceFormat = Field(
+        default="ncu-classify", description="who made the cards: this tool, or the legacy pipeline"
+    )
     generated_at: str
-    tool_version: str
+    reclassified_at: str | None = Field(default=None, description="when rules were last reapplied")
+    tool_version: str | None = Field(description="null: legacy cards not yet reclassified")
     rules: str
-    rules_id: str
-    rules_file: str
-    rules_sha256: str
+    rules_id: str | None = Field(description="null: legacy cards not yet reclassified")
+    rules_file: str | None
+    rules_sha256: str | None
     inputs: list[str]
     input_errors: list[str] = Field(default_factory=list)
     cards: list[Card]
@@ -98,17 +127,55 @@ class CardFile(BaseModel):
     scope: str = SCOPE
 
 
-def kernel_card(record: KernelRecord, rules: LoadedRules) -> KernelCard:
-    """Classify one kernel row."""
-    values = {spec.key: record.values.get(spec.key) for spec in CATALOG}
-    full = {**values, **derive(values)}
-    verdict = evaluate(rules.rules, full)
-    return KernelCard.model_construct(  # trusted values; the file is validated in tests
-        kernel=record.demangled,
-        metrics=values,
+# classify writes every field except those that only converted legacy cards use.
+CLASSIFY_KERNEL_FIELDS = frozenset(KernelCard.model_fields) - {"metric_repairs"}
+CLASSIFY_FIELDS = frozenset(Card.model_fields) - {"notes"}
+
+
+def kernel_values(
+    metrics: Mapping[str, float | None], evidence: Mapping[str, float | None]
+) -> dict[str, float | None]:
+    """Rule inputs of a kernel: its metrics and derived ratios, else its evidence block (legacy
+    kernels whose metrics were lost keep only their evidence)."""
+    values: dict[str, float | None] = {spec.key: metrics.get(spec.key) for spec in CATALOG}
+    values.update(derive(values))
+    for key in EVIDENCE_KEYS:
+        if values[key] is None:
+            values[key] = evidence.get(key)
+    return values
+
+
+def kernel_verdict(
+    metrics: Mapping[str, float | None], evidence: Mapping[str, float | None], rules: LoadedRules
+) -> dict[str, Any]:
+    """A kernel's class, rule text, evidence and unchecked metrics under `rules`; a kernel with
+    no evidence at all gets no class rather than the fallback."""
+    values = kernel_values(metrics, evidence)
+    fresh = {k: values[k] for k in EVIDENCE_KEYS}
+    if all(v is None for v in fresh.values()):
+        return dict(classification=None, rule=None, evidence=fresh, unchecked_metrics=[*fresh])
+    verdict = evaluate(rules.rules, values)
+    return dict(
         classification=verdict.rule.name,
         rule=verdict.rule.text,
-        evidence={k: full.get(k) for k in EVIDENCE_KEYS},
+        evidence=fresh,
+        unchecked_metrics=verdict.unchecked,
+    )
+
+
+def classify_kernel(kernel: KernelCard, rules: LoadedRules) -> KernelCard:
+    """The kernel classified again under `rules` (every other field kept)."""
+    return kernel.model_copy(update=kernel_verdict(kernel.metrics, kernel.evidence, rules))
+
+
+def kernel_card(record: KernelRecord, rules: LoadedRules) -> KernelCard:
+    """Classify one kernel row."""
+    metrics = {spec.key: record.values.get(spec.key) for spec in CATALOG}
+    return KernelCard.model_construct(  # trusted values; the file is validated in tests
+        set(CLASSIFY_KERNEL_FIELDS),
+        kernel=record.demangled,
+        metrics=metrics,
+        **kernel_verdict(metrics, {}, rules),
         mangled_name=record.mangled,
         demangled_name=record.demangled,
         function_name=record.function,
@@ -118,14 +185,50 @@ def kernel_card(record: KernelRecord, rules: LoadedRules) -> KernelCard:
         replay_passes=record.replay_passes,
         metric_sources=dict(record.sources),
         missing_metrics=list(record.missing),
-        unchecked_metrics=verdict.unchecked,
+        metric_repairs=[],  # given: a default factory costs more than classifying the kernel
     )
 
 
 def dominant(kernels: list[KernelCard]) -> KernelCard | None:
-    """The longest kernel (first of equals); None if no kernel has a duration."""
+    """The longest kernel (first of equals); a lone kernel dominates even without a duration;
+    None if several kernels and none has a duration."""
     timed = [k for k in kernels if k.metrics.get("dur_us") is not None]
-    return max(timed, key=lambda k: k.metrics["dur_us"] or 0.0) if timed else None
+    if not timed:
+        return kernels[0] if len(kernels) == 1 else None
+    return max(timed, key=lambda k: k.metrics["dur_us"] or 0.0)
+
+
+def judge(card: Card, rules: LoadedRules, *, kernels_classified: bool = False) -> Card:
+    """The card with every kernel classified under `rules` (skipped when the caller just did)
+    and the card's verdict: dominant kernel, primary, its rule texts and status."""
+    kernels = card.kernels
+    if not kernels_classified:
+        kernels = [classify_kernel(k, rules) for k in kernels]
+    return card.model_copy(update={"kernels": kernels, **_verdict(card, kernels, rules)})
+
+
+def _verdict(card: Card, kernels: list[KernelCard], rules: LoadedRules) -> dict[str, Any]:
+    """Card-level verdict fields. A card with an error stays failed and a truncated one stays
+    incomplete (facts about the data, not the rules); neither gets a primary class."""
+    top = dominant(kernels)
+    blank: dict[str, Any] = dict.fromkeys(VERDICT_FIELDS[1:])
+    if card.error:
+        return {**blank, "dominant_kernel": top.kernel if top else None, "status": "failed"}
+    if card.status == "incomplete":
+        return {**blank, "status": "incomplete"}  # its named dominant kernel is not listed
+    if not kernels:
+        return {**blank, "dominant_kernel": None, "status": "no_kernels"}
+    rule = next((r for r in rules.rules.rules if top and r.name == top.classification), None)
+    if top is None or rule is None:
+        return {**blank, "dominant_kernel": top.kernel if top else None, "status": "unresolved"}
+    return {
+        "dominant_kernel": top.kernel,
+        "primary": rule.name,
+        "primary_rule": rule.text,
+        "alternative_explanation": rule.alternative_explanation,
+        "counter_experiment": rule.counter_experiment,
+        "status": "unresolved" if rule.name == UNRESOLVED else "classified",
+    }
 
 
 def build_card(
@@ -138,39 +241,29 @@ def build_card(
     records: list[KernelRecord],
     **fields: Any,
 ) -> Card:
-    """A card from its classified kernels; the verdict is the dominant kernel's."""
-    top = dominant(kernels)
-    rule = next((r for r in rules.rules.rules if top and r.name == top.classification), None)
+    """A card from its kernels, classified by `kernel_card`; the verdict is `judge`'s."""
     durations = [k.metrics.get("dur_us") for k in kernels]
     summed = round(sum(d for d in durations if d is not None), 6) if kernels else None
     flops = fields.get("nominal_mac_flops")
-    status: CardStatus
-    if fields.get("error"):
-        status = "failed"
-    elif not kernels:
-        status = "no_kernels"
-    else:
-        status = "unresolved" if top is None or top.classification == UNRESOLVED else "classified"
     missing = sorted({m for k in kernels for m in k.missing_metrics})
     if any(d is None for d in durations):
         missing = sorted({*missing, "dur_us"})
-    return Card.model_construct(  # trusted values; the file is validated in tests
+    card = Card.model_construct(  # trusted values; the file is validated in tests
+        set(CLASSIFY_FIELDS),
         group=group,
         stage=stage,
         op=op,
         kernels=kernels,
         summed_kernel_us=summed,
         achieved_tflops=round(flops / (summed * 1e6), 3) if flops and summed else None,
-        dominant_kernel=top.kernel if top else None,
-        primary=top.classification if top else None,
-        primary_rule=rule.text if rule else None,
-        alternative_explanation=rule.alternative_explanation if rule else None,
-        counter_experiment=rule.counter_experiment if rule else None,
-        status=status,
+        **dict.fromkeys(VERDICT_FIELDS),
+        status="unresolved",  # the verdict fields are decided by judge
+        notes=[],
         gpu=gpu_of(records),
         missing_metrics=missing,
-        **fields,
+        **{"shape_parameters": {}, **fields},  # given: default factories are slow to construct
     )
+    return judge(card, rules, kernels_classified=True)
 
 
 def gpu_of(records: list[KernelRecord]) -> dict[str, Any]:

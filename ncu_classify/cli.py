@@ -18,7 +18,7 @@ import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -30,6 +30,9 @@ from .errors import (
     NcuClassifyError,
     ReportError,
 )
+
+if TYPE_CHECKING:
+    from .cards import CardFile
 
 EXIT_CODES: list[tuple[type[NcuClassifyError], int]] = [
     (InputFileError, 3),
@@ -202,7 +205,7 @@ def classify(
         if not cards.cards:
             raise ReportError("no readable report among the inputs; nothing written")
         write_card_file(output, cards)
-    _print_summary(cards.model_dump(mode="json", include={"cards"}))
+    _print_summary(cards)
     out.print(f"wrote {len(cards.cards)} cards to {output}", markup=False)
     if cards.input_errors:
         raise typer.Exit(exit_code_for(ReportError("")))
@@ -215,16 +218,16 @@ def reclassify(
     rules: RulesOption = None,
 ) -> None:
     """Re-apply rules to an existing cards file, keeping card and kernel order."""
-    from .cardfile import load_cards, write_cards_json
+    from .cardfile import load_card_file, write_card_file
     from .reclassify import reclassify as run_reclassify
     from .rules import load_rules
 
     with _errors():
         loaded = load_rules(rules)
-        doc = run_reclassify(load_cards(cards_file), loaded)
-        write_cards_json(output, doc)
-    _print_summary(doc)
-    out.print(f"wrote {len(doc['cards'])} cards to {output}", markup=False)
+        cards = run_reclassify(load_card_file(cards_file), loaded)
+        write_card_file(output, cards)
+    _print_summary(cards)
+    out.print(f"wrote {len(cards.cards)} cards to {output}", markup=False)
 
 
 @app.command()
@@ -233,22 +236,19 @@ def summary(
     csv: Annotated[bool, typer.Option("--csv", help="print CSV instead of a table")] = False,
 ) -> None:
     """Per-stage counts of primary classes and their share of summed kernel time."""
-    from .cardfile import load_cards
+    from .cardfile import load_card_file
 
     with _errors():
-        doc = load_cards(cards_file)
+        cards = load_card_file(cards_file)
     if csv:
-        from .summary import summarize
+        from .summary import summarize, summary_csv
 
-        out.print("stage,primary,cards,kernel_us,share_of_stage", markup=False)
-        for r in summarize(doc):
-            share = "" if r.share_of_stage is None else f"{r.share_of_stage:.4f}"
-            out.print(f"{r.stage},{r.primary},{r.cards},{r.kernel_us},{share}", markup=False)
+        out.print(summary_csv(summarize(cards)), markup=False, end="")
         return
-    _print_summary(doc)
+    _print_summary(cards)
 
 
-def _print_summary(doc: dict) -> None:
+def _print_summary(cards: CardFile) -> None:
     from rich.table import Table
 
     from .summary import summarize
@@ -262,7 +262,7 @@ def _print_summary(doc: dict) -> None:
         ("share", "right"),
     ]:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for r in summarize(doc):
+    for r in summarize(cards):
         share = "-" if r.share_of_stage is None else f"{100 * r.share_of_stage:.1f}%"
         table.add_row(r.stage, r.primary, str(r.cards), f"{r.kernel_us:,.1f}", share)
     out.print(table)

@@ -1,9 +1,17 @@
-"""Per-stage summary of a cards file: cards per primary class and their share of kernel time."""
+"""Summaries of a CardFile: per stage (cards per class and their share of kernel time) or per
+shape (one row per card, with why a failed or incomplete card has no class)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import csv
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import Literal, overload
+
+from .cards import Card, CardFile, card_class
+
+SummaryBy = Literal["stage", "shape"]
 
 
 @dataclass(frozen=True)
@@ -17,20 +25,45 @@ class SummaryRow:
     share_of_stage: float | None  # of the stage's summed kernel time; None if no time known
 
 
-def card_key(card: dict[str, Any]) -> str:
-    """The class a card counts under: its primary, else its status (failed, incomplete...)."""
-    return str(card.get("primary") or card.get("status") or "unresolved")
+@dataclass(frozen=True)
+class ShapeRow:
+    """One card: its class (or status when it has none), time, dominant kernel and problem."""
+
+    stage: str
+    group: str
+    primary: str
+    status: str
+    kernel_us: float | None
+    dominant_kernel: str | None
+    problem: str | None  # error of a failed card, notes of an incomplete one
 
 
-def summarize(doc: dict[str, Any]) -> list[SummaryRow]:
-    """Rows per stage (in first-seen order) and class (most time first)."""
+COLUMNS: dict[SummaryBy, list[str]] = {
+    "stage": [f.name for f in fields(SummaryRow)],
+    "shape": [f.name for f in fields(ShapeRow)],
+}
+
+
+@overload
+def summarize(cards: CardFile, by: Literal["stage"] = ...) -> list[SummaryRow]: ...
+@overload
+def summarize(cards: CardFile, by: Literal["shape"]) -> list[ShapeRow]: ...
+def summarize(cards: CardFile, by: SummaryBy = "stage") -> list[SummaryRow] | list[ShapeRow]:
+    """Rows per stage and class (stages in first-seen order, most time first) or per card."""
+    if by == "shape":
+        return [shape_row(card) for card in cards.cards]
+    return by_stage(cards.cards)
+
+
+def by_stage(cards: Sequence[Card]) -> list[SummaryRow]:
+    """Cards and summed kernel time per (stage, class); a card without a class counts under
+    its status."""
     cells: dict[str, dict[str, list[float]]] = {}
-    for card in doc["cards"]:
-        stage = str(card.get("stage"))
-        cell = cells.setdefault(stage, {}).setdefault(card_key(card), [0, 0.0])
+    for card in cards:
+        stage, key = card_class(card)
+        cell = cells.setdefault(stage, {}).setdefault(key, [0, 0.0])
         cell[0] += 1
-        us = card.get("summed_kernel_us")
-        cell[1] += float(us) if isinstance(us, (int, float)) else 0.0
+        cell[1] += card.summed_kernel_us or 0.0
     rows: list[SummaryRow] = []
     for stage, classes in cells.items():
         total = sum(us for _, us in classes.values())
@@ -38,3 +71,45 @@ def summarize(doc: dict[str, Any]) -> list[SummaryRow]:
             share = us / total if total else None
             rows.append(SummaryRow(stage, primary, int(count), round(us, 3), share))
     return rows
+
+
+def shape_row(card: Card) -> ShapeRow:
+    """The per-shape row of one card."""
+    problem = None
+    if card.status in ("failed", "incomplete"):
+        problem = "; ".join([card.error] if card.error else card.notes) or None
+    return ShapeRow(
+        stage=card.stage,
+        group=card.group,
+        primary=card_class(card)[1],
+        status=card.status,
+        kernel_us=card.summed_kernel_us,
+        dominant_kernel=card.dominant_kernel,
+        problem=problem,
+    )
+
+
+def summary_cells(
+    rows: list[SummaryRow] | list[ShapeRow], by: SummaryBy = "stage"
+) -> tuple[list[str], list[list[str]]]:
+    """Column names and text cells of `summarize(cards, by)` rows (None is empty text)."""
+    names = COLUMNS[by]
+    return names, [[_text(getattr(row, name), name) for name in names] for row in rows]
+
+
+def summary_csv(rows: list[SummaryRow] | list[ShapeRow], by: SummaryBy = "stage") -> str:
+    """CSV text, header line first, of `summarize(cards, by)` rows; commas are quoted."""
+    names, cells = summary_cells(rows, by)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(names)
+    writer.writerows(cells)
+    return buffer.getvalue()
+
+
+def _text(value: object, name: str) -> str:
+    if value is None:
+        return ""
+    if name == "share_of_stage" and isinstance(value, float):
+        return f"{value:.4f}"
+    return str(value)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 
 import pytest
 from conftest import ROOT
 
-from ncu_classify.cardfile import load_cards
+from ncu_classify.cardfile import load_card_file
 from ncu_classify.errors import RulesError
 from ncu_classify.reclassify import reclassify
 from ncu_classify.rules import DEFAULT_RULES, LoadedRules, evaluate, load_rules
@@ -121,15 +120,15 @@ def test_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
 
 
 def test_reproduces_every_legacy_kernel_verdict(rules: LoadedRules, legacy_path: Path) -> None:
-    original = load_cards(legacy_path)
-    redone = reclassify(copy.deepcopy(original), rules)
+    original = json.loads(legacy_path.read_text())
+    redone = reclassify(load_card_file(legacy_path), rules)
     compared = 0
-    for old_card, new_card in zip(original["cards"], redone["cards"], strict=True):
-        assert old_card["group"] == new_card["group"]
-        for old, new in zip(old_card["kernels"], new_card["kernels"], strict=True):
-            assert old["kernel"] == new["kernel"]
+    for old_card, new_card in zip(original["cards"], redone.cards, strict=True):
+        assert old_card["group"] == new_card.group
+        for old, new in zip(old_card["kernels"], new_card.kernels, strict=True):
+            assert old["kernel"] == new.kernel
             if "classification" in old and old.get("evidence"):
-                assert new["classification"] == old["classification"], old["kernel"]
+                assert new.classification == old["classification"], old["kernel"]
                 compared += 1
     assert compared == 88
 
@@ -137,6 +136,6 @@ def test_reproduces_every_legacy_kernel_verdict(rules: LoadedRules, legacy_path:
 def test_a_stricter_rules_file_changes_verdicts(legacy_path: Path, tmp_path: Path) -> None:
     text = (ROOT / "rules" / "default.yaml").read_text().replace("value: 60}", "value: 90}")
     strict = load_rules(_write(tmp_path, text.replace("id: legacy-v1", "id: strict")))
-    doc = reclassify(json.loads(legacy_path.read_text()), strict)
-    assert doc["rules_id"] == "strict"
-    assert doc["summary"].get("compute_bound", 0) < 13
+    cards = reclassify(load_card_file(legacy_path), strict)
+    assert cards.rules_id == "strict"
+    assert cards.summary.get("compute_bound", 0) < 13
