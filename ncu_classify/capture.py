@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .errors import CaptureError, EnvironmentProblem, ShapesError
+from .errors import EnvironmentProblem, UsageError
 from .manifest import (
     MANIFEST_NAME,
     BatchRecord,
@@ -133,7 +133,7 @@ def select_shard(entries: list[ShapeEntry], index: int, count: int) -> list[Shap
     """Shard `index` of `count` (1-based): shapes whose group id hashes to it. Stable when the
     file grows or is reordered, so a job array can fan out over hosts."""
     if not 1 <= index <= count:
-        raise ShapesError(f"--shard {index}/{count}: K must be between 1 and N")
+        raise UsageError(f"--shard {index}/{count}: K must be between 1 and N")
     return [
         e
         for e in entries
@@ -268,7 +268,7 @@ def plan_capture(shapes_path: Path, out: Path, options: CaptureOptions) -> Plan:
     manifest_path = out / MANIFEST_NAME
     if manifest_path.exists():
         if not options.resume:
-            raise CaptureError(
+            raise UsageError(
                 f"{out} already holds a capture: pass --resume to finish it,"
                 " or choose another output folder"
             )

@@ -17,8 +17,10 @@ from .atomic import write_text_atomic
 from .cards import CardFile
 from .errors import CardsError
 from .legacy import from_legacy, is_legacy
+from .textio import MIB, read_json
 
 READABLE_MAJOR = "1."
+MAX_CARDS_BYTES = 512 * MIB
 
 
 def load_card_file(path: Path) -> CardFile:
@@ -49,14 +51,7 @@ def describe(exc: ValidationError) -> str:
 
 def _read_json(path: Path) -> dict[str, Any]:
     """The JSON object of a cards file, which must hold a `cards` list of card objects."""
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise CardsError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise CardsError(f"{path}: not UTF-8 text: {exc.reason}") from None
-    except json.JSONDecodeError as exc:
-        raise CardsError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    doc = read_json(path, CardsError, MAX_CARDS_BYTES)
     if not isinstance(doc, dict) or not isinstance(doc.get("cards"), list):
         raise CardsError(f"{path}: not a cards file (no top-level `cards` list)")
     for index, card in enumerate(doc["cards"]):

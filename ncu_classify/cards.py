@@ -121,6 +121,9 @@ class CardFile(BaseModel):
     rules_sha256: str | None
     inputs: list[str]
     input_errors: list[str] = Field(default_factory=list)
+    input_warnings: list[str] = Field(
+        default_factory=list, description="inputs read once though given twice, clashing ids"
+    )
     cards: list[Card]
     summary: dict[str, int]
     by_stage: dict[str, dict[str, int]]

@@ -10,77 +10,25 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__
 from .cards import Card, CardFile, KernelCard, build_card, card_class, count_classes, kernel_card
-from .errors import NcuClassifyError, ReportError
-from .manifest import MANIFEST_NAME, Manifest, ShapeRecord, read_manifest
+from .errors import ReportError
+from .manifest import ShapeRecord
 from .records import KernelRecord
+from .report_format import report_stem
 from .rules import LoadedRules
+from .sources import Source, collect_inputs, input_files
 from .workers import WorkerFailure, run_in_children
+
+__all__ = ["classify", "input_files", "read_all", "reader_batches"]
 
 REPORTS_PER_WORKER = 256
 BYTES_PER_WORKER = 1 << 30
-REPORT_SUFFIXES = (".ncu-rep", ".ncu-rep.xz", ".ncu-rep.gz", ".ncu-rep.bz2")
-
-
-def is_report(path: Path) -> bool:
-    """True for a file name classify reads as an Nsight Compute report."""
-    return path.name.endswith(REPORT_SUFFIXES)
-
-
-def report_stem(path: Path | str) -> str:
-    """`vae` for `raw/vae.ncu-rep.xz`."""
-    name = Path(path).name
-    for suffix in REPORT_SUFFIXES:
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
-
-
-@dataclass
-class Source:
-    """Reports to read, with the capture manifest of their folder when there is one."""
-
-    reports: list[Path]
-    manifest: Manifest | None = None
-    folder: Path | None = None
-
-
-@dataclass
-class Inputs:
-    """Everything `classify` was asked to read, and the inputs that were rejected up front."""
-
-    sources: list[Source] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-
-
-def collect_inputs(paths: Iterable[Path]) -> Inputs:
-    """Expand files and folders into sources; bad paths become error lines, not exceptions."""
-    inputs = Inputs()
-    for path in paths:
-        if path.is_dir():
-            reports = sorted(p for p in path.iterdir() if p.is_file() and is_report(p))
-            manifest_path = path / MANIFEST_NAME
-            try:
-                manifest = read_manifest(manifest_path) if manifest_path.exists() else None
-            except NcuClassifyError as exc:
-                inputs.errors.append(str(exc))
-                manifest = None
-            if not reports and manifest is None:
-                inputs.errors.append(f"{path}: folder holds no .ncu-rep report")
-                continue
-            inputs.sources.append(Source(reports, manifest, path))
-        elif path.is_file() and is_report(path):
-            inputs.sources.append(Source([path]))
-        elif path.exists():
-            inputs.errors.append(f"{path}: not a report (expected *.ncu-rep, .ncu-rep.xz or .gz)")
-        else:
-            inputs.errors.append(f"{path}: no such file or folder")
-    return inputs
+Progress = Callable[[int, int], None]  # reports done, reports in all
 
 
 Pair = tuple[KernelRecord, KernelCard]  # a kernel row and its classified card entry
@@ -148,7 +96,9 @@ def _threaded() -> bool:
     return tasks.is_dir() and sum(1 for _ in tasks.iterdir()) > 1
 
 
-def read_all(paths: list[Path], jobs: int, rules: LoadedRules) -> list[list[Pair] | str]:
+def read_all(
+    paths: list[Path], jobs: int, rules: LoadedRules, progress: Progress | None = None
+) -> list[list[Pair] | str]:
     """Classified rows of every report, in the order given, read by up to `jobs` processes.
 
     ncu_report keeps about 0.4 MB per kernel it has handed out until its process ends (even
@@ -163,40 +113,51 @@ def read_all(paths: list[Path], jobs: int, rules: LoadedRules) -> list[list[Pair
     if workers == 1 or len(batches) <= 1 or _threaded():
         # Read here: asked for one process, or one reader's share, or fork is unsafe. With
         # --jobs 1 memory grows by ncu_report's 0.4 MB per kernel; workers bound it instead.
-        return [_read(path) for path in paths]
+        serial = []
+        for done, path in enumerate(paths, 1):
+            serial.append(_read(path))
+            if progress:
+                progress(done, len(paths))
+        return serial
     results: list[list[Pair] | str] = ["" for _ in paths]
     if len(batches) > workers:  # recycled workers: pay ncu_report's start once, before forking
         from .report_reader import warm_up
 
         warm_up(paths[0])
     retry: list[list[tuple[int, Path]]] = []
+    done = 0
     for tasks in (batches, retry):
         for number, outcome in run_in_children(_read_batch, tasks, workers):
             if not isinstance(outcome, WorkerFailure):
                 for index, result in outcome:
                     results[index] = result
+                done += len(outcome)
+                if progress:
+                    progress(done, len(paths))
             elif len(tasks[number]) > 1:
                 retry.extend([item] for item in tasks[number])
             else:
                 index, path = tasks[number][0]
                 results[index] = f"{path}: the report reader failed on it: {outcome.reason}"
+                done += 1
     return results
 
 
-def _shape_card(
-    shape: ShapeRecord, pairs: list[Pair], rules: LoadedRules, reports: list[Path]
-) -> Card:
+def _shape_card(shape: ShapeRecord, pairs: list[Pair], rules: LoadedRules, reads: Reads) -> Card:
     records, kernels = [p[0] for p in pairs], [p[1] for p in pairs]
     error = shape.error if shape.status != "ok" else None
-    if shape.status == "ok" and not records and shape.report:
+    stem = report_stem(shape.report) if shape.report else None
+    path = next((p for p in reads.source.reports if report_stem(p) == stem), None)
+    if shape.status == "ok" and path is not None and path in reads.failed:
+        error = f"its report could not be read: {reads.failed[path]}"
+    elif shape.status == "ok" and not records and shape.report:
         error = f"no kernel of range {shape.group!r} found in {shape.report}"
     elif shape.status == "ok" and shape.kernels is not None and len(records) != shape.kernels:
         error = (
             f"{len(records)} kernels of this range in the report, but capture counted"
             f" {shape.kernels}: report incomplete?"
         )
-    stem = report_stem(shape.report) if shape.report else None
-    report = next((str(p) for p in reports if report_stem(p) == stem), shape.report)
+    report = str(path) if path is not None else shape.report
     return build_card(
         group=shape.group,
         stage=shape.stage,
@@ -217,11 +178,12 @@ def _shape_card(
     )
 
 
-def _foreign_cards(pairs: list[Pair], rules: LoadedRules) -> list[Card]:
-    """Cards for kernels no manifest claims: per innermost NVTX range, else per kernel name."""
+def _foreign_cards(pairs: list[Pair], rules: LoadedRules, labels: dict[str, str]) -> list[Card]:
+    """Cards for kernels no manifest claims: per innermost NVTX range, else per kernel name;
+    the stage is the report's label (its stem, or more where stems clash)."""
     groups: dict[tuple[str, str, str], list[Pair]] = {}
     for rec, card in pairs:
-        stem = report_stem(rec.report)
+        stem = labels.get(rec.report) or report_stem(rec.report)
         if rec.nvtx_ranges:
             key = (stem, "nvtx_range", "/".join(rec.nvtx_ranges))
         else:
@@ -241,13 +203,22 @@ def _foreign_cards(pairs: list[Pair], rules: LoadedRules) -> list[Card]:
     ]
 
 
-def cards_for_source(
-    source: Source, reads: dict[Path, list[Pair]], rules: LoadedRules
-) -> list[Card]:
+@dataclass
+class Reads:
+    """What reading gave for one source: kernels per report, errors per failed report."""
+
+    source: Source
+    ok: dict[Path, list[Pair]]
+    failed: dict[Path, str]
+    labels: dict[str, str]
+
+
+def cards_for_source(reads: Reads, rules: LoadedRules) -> list[Card]:
     """Cards of one source: the manifest's shapes first, then anything unclaimed."""
-    pairs = [pair for path in source.reports if path in reads for pair in reads[path]]
+    source = reads.source
+    pairs = [pair for path in source.reports if path in reads.ok for pair in reads.ok[path]]
     if source.manifest is None:
-        return _foreign_cards(pairs, rules)
+        return _foreign_cards(pairs, rules, reads.labels)
     # Key kernels by (report, range): after --resume a range can sit in an older report too
     # (a crashed first attempt); a shape takes the kernels of the report its record names.
     by_range: dict[tuple[str, str], list[Pair]] = {}
@@ -258,25 +229,36 @@ def cards_for_source(
     cards = []
     for shape in source.manifest.shapes:
         stem = report_stem(shape.report) if shape.report else ""
-        cards.append(
-            _shape_card(shape, by_range.pop((stem, shape.group), []), rules, source.reports)
-        )
+        cards.append(_shape_card(shape, by_range.pop((stem, shape.group), []), rules, reads))
     leftovers = [pair for members in by_range.values() for pair in members]
-    return cards + _foreign_cards(leftovers, rules)
+    return cards + _foreign_cards(leftovers, rules, reads.labels)
 
 
-def classify(paths: list[Path], rules: LoadedRules, jobs: int | None = None) -> CardFile:
-    """Read every report under `paths` and build the cards file (input errors listed in it)."""
+def classify(
+    paths: list[Path],
+    rules: LoadedRules,
+    jobs: int | None = None,
+    progress: Progress | None = None,
+) -> CardFile:
+    """Read every report under `paths` and build the cards file (input errors listed in it).
+    An invalid capture manifest raises ManifestError before any report is read."""
     inputs = collect_inputs(paths)
-    all_reports = [p for s in inputs.sources for p in s.reports]
-    reads: dict[Path, list[Pair]] = {}
-    results = read_all(all_reports, jobs or os.cpu_count() or 1, rules)
+    all_reports = inputs.reports()
+    results = read_all(all_reports, jobs or os.cpu_count() or 1, rules, progress)
+    ok: dict[Path, list[Pair]] = {}
+    failed: dict[Path, str] = {}
     for path, result in zip(all_reports, results, strict=True):
         if isinstance(result, str):
             inputs.errors.append(result)
+            failed[path] = result
         else:
-            reads[path] = result
-    cards = [card for s in inputs.sources for card in cards_for_source(s, reads, rules)]
+            ok[path] = result
+    labels = {str(p): label for p, label in inputs.labels.items()}
+    cards = [
+        card
+        for source in inputs.sources
+        for card in cards_for_source(Reads(source, ok, failed, labels), rules)
+    ]
     summary, by_stage = count_classes(map(card_class, cards))
     return CardFile(
         generated_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -287,7 +269,16 @@ def classify(paths: list[Path], rules: LoadedRules, jobs: int | None = None) -> 
         rules_sha256=rules.sha256,
         inputs=[str(p) for p in paths],
         input_errors=inputs.errors,
+        input_warnings=inputs.warnings + duplicate_groups(cards),
         cards=cards,
         summary=summary,
         by_stage=by_stage,
     )
+
+
+def duplicate_groups(cards: list[Card]) -> list[str]:
+    """A warning per group id that more than one card carries (two copies of one capture)."""
+    counts: dict[str, int] = {}
+    for card in cards:
+        counts[card.group] = counts.get(card.group, 0) + 1
+    return [f"group {g!r} appears in {n} cards" for g, n in counts.items() if n > 1]

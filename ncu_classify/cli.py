@@ -1,45 +1,62 @@
 """The `ncu-classify` command: a thin typer layer over the library.
 
 Exit codes (also in the README):
-  0  success
-  2  usage error (bad option or argument)
-  3  an input file is invalid (shapes, rules, cards, manifest): nothing was written
-  4  some reports could not be read: the cards of the others were written
-  5  some shapes failed to capture: the rest were captured and the manifest says why
-  6  the environment lacks something capture needs (GPU, ncu, counter permission)
+  0   success
+  1   internal error (a bug): one line, the traceback with NCU_CLASSIFY_DEBUG=1
+  2   usage error (bad option or argument, an output that would destroy something)
+  3   an input file is invalid (shapes, rules, cards, manifest): nothing was written
+  4   some reports could not be read: the cards of the others were written
+  5   some shapes failed to capture: the rest were captured and the manifest says why
+  6   the environment lacks something capture needs (GPU, ncu, counter permission)
+  7   an output could not be written (permission, full disk): nothing partial was left
   130 interrupted
 """
 
 from __future__ import annotations
 
+import io
+import os
 import re
 import shlex
-import signal
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
+from . import __version__
 from .errors import (
     CaptureError,
     EnvironmentProblem,
     InputFileError,
     NcuClassifyError,
+    OutputError,
     ReportError,
+    UsageError,
 )
+from .interrupts import sigterm_as_interrupt
+from .printable import one_line, printable
 
 if TYPE_CHECKING:
+    from .capture import Plan
     from .cards import CardFile
+    from .manifest import Manifest
+    from .outputs import Output
 
 EXIT_CODES: list[tuple[type[NcuClassifyError], int]] = [
+    (UsageError, 2),
     (InputFileError, 3),
     (ReportError, 4),
     (CaptureError, 5),
     (EnvironmentProblem, 6),
+    (OutputError, 7),
 ]
+EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 130
 
 app = typer.Typer(
     add_completion=False,
@@ -47,8 +64,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="What bounds each GPU kernel, from Nsight Compute hardware counters.",
 )
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
+out = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
 
 
 def exit_code_for(exc: NcuClassifyError) -> int:
@@ -56,7 +73,12 @@ def exit_code_for(exc: NcuClassifyError) -> int:
     for cls, code in EXIT_CODES:
         if isinstance(exc, cls):
             return code
-    return 1
+    return EXIT_INTERNAL
+
+
+def error_line(message: str) -> None:
+    """One `ncu-classify: error: ...` line on stderr, control characters shown escaped."""
+    err.print(f"ncu-classify: error: {one_line(message)}")
 
 
 @contextmanager
@@ -65,30 +87,81 @@ def _errors() -> Iterator[None]:
     try:
         yield
     except NcuClassifyError as exc:
-        err.print(f"ncu-classify: error: {exc}", markup=False)
+        error_line(str(exc))
         raise typer.Exit(exit_code_for(exc)) from None
     except KeyboardInterrupt:
-        err.print("ncu-classify: interrupted", markup=False)
-        raise typer.Exit(130) from None
+        err.print("ncu-classify: interrupted")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"ncu-classify {__version__}")
+        raise typer.Exit(0)
 
 
 @app.callback()
-def root() -> None:
+def root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="print the version"),
+    ] = False,
+) -> None:
     """What bounds each GPU kernel, from Nsight Compute hardware counters."""
 
 
+def _positive_int(value: int | None) -> int | None:
+    if value is not None and value < 1:
+        raise typer.BadParameter(f"{value}: must be 1 or more")
+    return value
+
+
+def _positive_float(value: float) -> float:
+    if not value > 0:  # also refuses nan
+        raise typer.BadParameter(f"{value}: must be more than 0 seconds")
+    return value
+
+
 def _parse_gpus(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise typer.BadParameter(f"{text!r}: expected CUDA device indices such as 0,1") from None
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    if not all(re.fullmatch(r"\d{1,4}", x) for x in items) or len(set(items)) != len(items):
+        raise typer.BadParameter(f"{text!r}: expected distinct CUDA device indices such as 0,1")
+    return tuple(int(x) for x in items)
 
 
 def _parse_shard(text: str) -> tuple[int, int]:
-    match = re.fullmatch(r"(\d+)/(\d+)", text.strip())
-    if not match or int(match.group(2)) < 1:
-        raise typer.BadParameter(f"{text!r}: expected K/N, e.g. 1/4")
+    match = re.fullmatch(r"(\d{1,6})/(\d{1,6})", text.strip())
+    if not match or not 1 <= int(match.group(1)) <= int(match.group(2)):
+        raise typer.BadParameter(f"{text!r}: expected K/N with 1 <= K <= N, e.g. 2/8")
     return int(match.group(1)), int(match.group(2))
+
+
+def _usage(exc: UsageError) -> typer.Exit:
+    error_line(str(exc))
+    return typer.Exit(2)
+
+
+OutputOption = Annotated[
+    str, typer.Option("-o", "--output", help="file to write; - for standard output")
+]
+RulesOption = Annotated[
+    Path | None, typer.Option("--rules", help="rules YAML (default: the packaged legacy-v1 rules)")
+]
+
+
+def _check_output(given: str, inputs: list[Path]) -> Output:
+    """The checked output, or exit 2 before any work."""
+    from .outputs import output_file
+
+    try:
+        return output_file(given, inputs)
+    except UsageError as exc:
+        raise _usage(exc) from None
+
+
+def _human(target: Output | None) -> Console:
+    """Where tables and notes go: stdout, unless the data itself goes there."""
+    return err if target is not None and target.is_stdout else out
 
 
 @app.command()
@@ -96,10 +169,15 @@ def capture(
     shapes: Annotated[Path, typer.Option("--shapes", help="shapes YAML file")],
     output: Annotated[Path, typer.Option("-o", "--output", help="folder for reports + manifest")],
     ncu: Annotated[str, typer.Option(help="ncu executable")] = "ncu",
-    timeout: Annotated[float, typer.Option(help="seconds allowed per ncu process")] = 3600.0,
+    timeout: Annotated[
+        float, typer.Option(help="seconds allowed per ncu process", callback=_positive_float)
+    ] = 3600.0,
     gpus: Annotated[str, typer.Option(help="CUDA devices to spread batches over, e.g. 0,1")] = "",
     shard: Annotated[str, typer.Option(help="capture only shard K of N (K/N), e.g. 2/8")] = "1/1",
-    max_batch: Annotated[int, typer.Option(help="at most this many shapes per ncu process")] = 0,
+    max_batch: Annotated[
+        int | None,
+        typer.Option(help="at most this many shapes per ncu process", callback=_positive_int),
+    ] = None,
     per_stage: Annotated[
         bool,
         typer.Option(
@@ -110,66 +188,30 @@ def capture(
     resume: Annotated[bool, typer.Option(help="finish a capture: only shapes not yet ok")] = False,
     dry_run: Annotated[bool, typer.Option(help="print the ncu command lines, run nothing")] = False,
 ) -> None:
-    """Replay every shape under ncu (one process per stage) into OUTPUT, with a manifest."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
+    """Replay every shape under ncu into OUTPUT (reports + manifest.json)."""
     from .capture import CaptureOptions, plan_capture
     from .capture import capture as run_capture
+    from .outputs import output_folder
 
     options = CaptureOptions(
         ncu=ncu,
         timeout_s=timeout,
         gpus=_parse_gpus(gpus),
         shard=_parse_shard(shard),
-        max_batch=max_batch,
+        max_batch=max_batch or 0,
         resume=resume,
         per_stage=per_stage,
     )
     with _errors():
+        output_folder(output)
         plan = plan_capture(shapes, output, options)  # a bad file fails before any display
     if dry_run:
-        for batch in plan.batches:
-            out.print(f"# batch {batch.name}: {len(batch.entries)} shapes", markup=False)
-            for entry in batch.entries:
-                out.print(f"#   {entry.group}", markup=False)
-            out.print(shlex.join(plan.argv[batch.name]), markup=False)
-        out.print(
-            f"# {sum(len(b.entries) for b in plan.batches)} shapes to capture,"
-            f" {len(plan.kept)} already captured",
-            markup=False,
-        )
+        _print_plan(plan)
         return
-    # SIGTERM (a scheduler's kill) unwinds like Ctrl-C: ncu is stopped, the manifest kept.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
-    with (
-        _errors(),
-        Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            console=err,
-            transient=False,
-        ) as bar,
-    ):
-        task = bar.add_task("capture", total=None)
-
-        def progress(done: int, total: int, group: str, status: str) -> None:
-            bar.update(task, completed=done, total=total, description=f"{status:6} {group}")
-
+    with _errors(), sigterm_as_interrupt(), _capture_progress() as progress:
         manifest = run_capture(shapes, output, options, progress=progress)
+    _print_manifest(manifest)
     failed = [s for s in manifest.shapes if s.status != "ok"]
-    for s in manifest.shapes:
-        passes = sorted(set(s.replay_passes))
-        out.print(
-            f"{s.status:6} {s.group}  kernels={s.kernels} passes={passes}"
-            + (f"  ({s.error})" if s.error else ""),
-            markup=False,
-        )
-    for b in manifest.batches:
-        where = "" if b.gpu is None else f" on GPU {b.gpu}"
-        out.print(
-            f"batch {b.name}{where}: ncu exit {b.exit_code}, {b.wall_seconds} s", markup=False
-        )
     if failed:
         with _errors():
             raise CaptureError(
@@ -178,115 +220,237 @@ def capture(
             )
 
 
-RulesOption = Annotated[
-    Path | None, typer.Option("--rules", help="rules YAML (default: the packaged legacy-v1 rules)")
-]
+def _print_plan(plan: Plan) -> None:
+    for batch in plan.batches:
+        out.print(f"# batch {batch.name}: {len(batch.entries)} shapes")
+        for entry in batch.entries:
+            out.print(f"#   {printable(entry.group)}")
+        out.print(printable(shlex.join(plan.argv[batch.name])))
+    total = sum(len(b.entries) for b in plan.batches)
+    out.print(f"# {total} shapes to capture, {len(plan.kept)} already captured")
+
+
+@contextmanager
+def _capture_progress() -> Iterator[Callable[[int, int, str, str], None]]:
+    """A progress bar on stderr for capture; descriptions are plain text, never markup."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    with Progress(
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=err,
+        transient=False,
+    ) as bar:
+        task = bar.add_task("capture", total=None)
+
+        def progress(done: int, total: int, group: str, status: str) -> None:
+            bar.update(task, completed=done, total=total, description=f"{status:6} {group}")
+
+        yield progress
+
+
+def _print_manifest(manifest: Manifest) -> None:
+    for s in manifest.shapes:
+        passes = sorted(set(s.replay_passes))
+        line = f"{s.status:7} {s.group}  kernels={s.kernels} passes={passes}"
+        out.print(printable(line + (f"  ({s.error})" if s.error else "")))
+    for b in manifest.batches:
+        where = "" if b.gpu is None else f" on GPU {b.gpu}"
+        out.print(f"batch {b.name}{where}: ncu exit {b.exit_code}, {b.wall_seconds} s")
 
 
 @app.command()
 def classify(
     inputs: Annotated[
-        list[Path], typer.Argument(help="report files (.ncu-rep[.xz|.gz]) or folders")
+        list[Path], typer.Argument(help="report files (.ncu-rep[.xz|.gz], .ncu-repz) or folders")
     ],
-    output: Annotated[Path, typer.Option("-o", "--output", help="cards JSON to write")],
+    output: OutputOption,
     rules: RulesOption = None,
-    jobs: Annotated[int, typer.Option(help="parallel report readers (0: one per core)")] = 0,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            help="parallel report readers (default: one per core)", callback=_positive_int
+        ),
+    ] = None,
 ) -> None:
     """Read reports, classify every kernel, write capability cards and print the summary."""
-    from .cardfile import write_card_file
+    from .cardfile import card_file_text
     from .classify import classify as run_classify
+    from .classify import input_files
     from .rules import load_rules
 
     with _errors():
+        target = _check_output(output, [*input_files(inputs), *([rules] if rules else [])])
         loaded = load_rules(rules)
-        cards = run_classify(inputs, loaded, jobs=jobs or None)
+        with _read_progress() as progress:
+            cards = run_classify(inputs, loaded, jobs=jobs, progress=progress)
         for problem in cards.input_errors:
-            err.print(f"ncu-classify: error: {problem}", markup=False)
+            error_line(problem)
+        for warning in cards.input_warnings:
+            err.print(f"ncu-classify: warning: {one_line(warning)}")
         if not cards.cards:
             raise ReportError("no readable report among the inputs; nothing written")
-        write_card_file(output, cards)
-    _print_summary(cards)
-    out.print(f"wrote {len(cards.cards)} cards to {output}", markup=False)
+        target.write_text(card_file_text(cards))
+    human = _human(target)
+    _print_summary(cards, human)
+    human.print(f"wrote {len(cards.cards)} cards to {printable(str(target))}")
     if cards.input_errors:
         raise typer.Exit(exit_code_for(ReportError("")))
+
+
+@contextmanager
+def _read_progress() -> Iterator[Callable[[int, int], None] | None]:
+    """Progress of report reading on a terminal's stderr; nothing when stderr is a file."""
+    if not err.is_terminal:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    with Progress(
+        TextColumn("reading reports"), BarColumn(), MofNCompleteColumn(), console=err
+    ) as bar:
+        task = bar.add_task("read", total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
 @app.command()
 def reclassify(
     cards_file: Annotated[Path, typer.Argument(help="cards JSON (ours or the legacy format)")],
-    output: Annotated[Path, typer.Option("-o", "--output", help="cards JSON to write")],
+    output: OutputOption,
     rules: RulesOption = None,
 ) -> None:
     """Re-apply rules to an existing cards file, keeping card and kernel order."""
-    from .cardfile import load_card_file, write_card_file
+    from .cardfile import card_file_text, load_card_file
     from .reclassify import reclassify as run_reclassify
     from .rules import load_rules
 
     with _errors():
+        target = _check_output(output, [cards_file, *([rules] if rules else [])])
         loaded = load_rules(rules)
         cards = run_reclassify(load_card_file(cards_file), loaded)
-        write_card_file(output, cards)
-    _print_summary(cards)
-    out.print(f"wrote {len(cards.cards)} cards to {output}", markup=False)
+        target.write_text(card_file_text(cards))
+    human = _human(target)
+    _print_summary(cards, human)
+    human.print(f"wrote {len(cards.cards)} cards to {printable(str(target))}")
 
 
 @app.command()
 def summary(
-    cards_file: Annotated[Path, typer.Argument(help="cards JSON")],
-    csv: Annotated[bool, typer.Option("--csv", help="print CSV instead of a table")] = False,
+    cards_file: Annotated[Path, typer.Argument(help="cards JSON (ours or the legacy format)")],
+    by: Annotated[
+        str, typer.Option("--by", help="stage: classes per stage; shape: one row per card")
+    ] = "stage",
+    csv: Annotated[bool, typer.Option("--csv", help="CSV instead of a table")] = False,
+    output: Annotated[
+        str | None, typer.Option("-o", "--output", help="write to this file instead")
+    ] = None,
 ) -> None:
-    """Per-stage counts of primary classes and their share of summed kernel time."""
+    """Per-stage counts of primary classes and their share of summed kernel time, or per-shape
+    verdicts with the reason of every failed shape."""
     from .cardfile import load_card_file
+    from .summary import summarize, summary_csv
 
+    if by not in ("stage", "shape"):
+        raise _usage(UsageError(f"--by {by!r}: expected stage or shape"))
+    grouping: Literal["stage", "shape"] = "stage" if by == "stage" else "shape"
     with _errors():
+        target = _check_output(output, [cards_file]) if output else None
         cards = load_card_file(cards_file)
-    if csv:
-        from .summary import summarize, summary_csv
+        if target is None and not csv:
+            _print_summary(cards, out, grouping)
+            return
+        rows = summarize(cards, grouping)
+        text = summary_csv(rows, grouping) if csv else _table_text(cards, grouping)
+        if target is None:
+            out.print(printable(text, keep_newlines=True), end="")
+        else:
+            target.write_text(text)
 
-        out.print(summary_csv(summarize(cards)), markup=False, end="")
-        return
-    _print_summary(cards)
+
+def _summary_table(cards: CardFile, by: Literal["stage", "shape"] = "stage") -> Table:
+    """The summary as a rich table; every cell is plain text (a stage named `[b]` stays so)."""
+    from .summary import summarize, summary_cells
+
+    names, cells = summary_cells(summarize(cards, by), by, for_people=True)
+    title = (
+        "primary class per stage (share of the stage's summed kernel time)"
+        if by == "stage"
+        else "verdict per shape"
+    )
+    table = Table(title=title)
+    for name in names:
+        numeric = name in ("cards", "kernel_us", "share_of_stage")
+        table.add_column(name.replace("_", " "), justify="right" if numeric else "left")
+    for texts in cells:
+        table.add_row(*(Text(printable(t)) for t in texts))
+    return table
 
 
-def _print_summary(cards: CardFile) -> None:
-    from rich.table import Table
+def _print_summary(
+    cards: CardFile, console: Console, by: Literal["stage", "shape"] = "stage"
+) -> None:
+    console.print(_summary_table(cards, by))
 
-    from .summary import summarize
 
-    table = Table(title="primary class per stage (share of the stage's summed kernel time)")
-    for name, justify in [
-        ("stage", "left"),
-        ("primary", "left"),
-        ("cards", "right"),
-        ("kernel us", "right"),
-        ("share", "right"),
-    ]:
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for r in summarize(cards):
-        share = "-" if r.share_of_stage is None else f"{100 * r.share_of_stage:.1f}%"
-        table.add_row(r.stage, r.primary, str(r.cards), f"{r.kernel_us:,.1f}", share)
-    out.print(table)
+def _table_text(cards: CardFile, by: Literal["stage", "shape"]) -> str:
+    """The summary table as plain text, for -o without --csv."""
+    buffer = io.StringIO()
+    Console(file=buffer, width=200, color_system=None).print(_summary_table(cards, by))
+    return buffer.getvalue()
 
 
 @app.command()
 def schema(
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="file to write")] = None,
+    output: Annotated[str, typer.Option("-o", "--output", help="file to write")] = "-",
 ) -> None:
     """Print (or write) the JSON Schema of the cards file."""
     from .schema import cards_schema_text
 
-    text = cards_schema_text()
-    if output is None:
-        out.print(text, markup=False, end="")
-    else:
-        from .atomic import write_text_atomic
+    with _errors():
+        _check_output(output, []).write_text(cards_schema_text())
 
-        write_text_atomic(output, text)
+
+@app.command()
+def metrics(
+    csv: Annotated[bool, typer.Option("--csv", help="CSV instead of a table")] = False,
+) -> None:
+    """List the card metrics: key, unit, and the ncu names tried in order."""
+    from .metrics import metric_rows
+
+    rows = metric_rows()
+    if csv:
+        import csv as csv_module
+
+        buffer = io.StringIO()
+        writer = csv_module.writer(buffer, lineterminator="\n")
+        writer.writerow(["key", "unit", "ncu_names", "description"])
+        writer.writerows(rows)
+        out.print(buffer.getvalue(), end="")
+        return
+    table = Table(title="card metrics (ncu names tried in order; derived ones name their inputs)")
+    for name in ("key", "unit", "ncu names", "description"):
+        table.add_column(name)
+    for row in rows:
+        table.add_row(*(Text(cell) for cell in row))
+    out.print(table)
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: no traceback reaches the user unless asked for."""
+    try:
+        app()
+    except BrokenPipeError:  # `ncu-classify ... | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(EXIT_INTERNAL)
+    except Exception as exc:  # a bug: one line, the traceback on request
+        if os.environ.get("NCU_CLASSIFY_DEBUG"):
+            raise
+        error_line(
+            f"internal error: {type(exc).__name__}: {exc} (a bug; rerun with"
+            " NCU_CLASSIFY_DEBUG=1 for the traceback and report it)"
+        )
+        sys.exit(EXIT_INTERNAL)
 
 
 def run(argv: list[str]) -> int:

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .atomic import write_text_atomic
-from .errors import InputFileError
+from .errors import ManifestError
+from .textio import MIB, read_json
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 1
+MAX_MANIFEST_BYTES = 256 * MIB
 
 
 class ShapeRecord(BaseModel):
@@ -78,11 +79,10 @@ def write_manifest(folder: Path, manifest: Manifest) -> Path:
 
 def read_manifest(path: Path) -> Manifest:
     """Read and validate a manifest; a bad one is an input error naming the file and field."""
+    doc = read_json(path, ManifestError, MAX_MANIFEST_BYTES)
     try:
-        return Manifest.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputFileError(f"{path}: not a readable capture manifest: {exc}") from None
+        return Manifest.model_validate(doc)
     except ValidationError as exc:
         err = exc.errors()[0]
-        field = ".".join(map(str, err["loc"]))
-        raise InputFileError(f"{path}: manifest field {field}: {err['msg']}") from None
+        field = ".".join(map(str, err["loc"])) or "(top level)"
+        raise ManifestError(f"{path}: manifest field {field}: {err['msg']}") from None

@@ -297,3 +297,16 @@ def derive(values: dict[str, float | None]) -> dict[str, float | None]:
         num, den = values.get(d.numerator), values.get(d.denominator)
         out[d.key] = num / den if num is not None and den else None
     return out
+
+
+def metric_rows() -> list[list[str]]:
+    """One row per card metric for `ncu-classify metrics`: key, card unit, the ncu names tried
+    in order, and what it means; derived metrics name their inputs."""
+    rows = [
+        [spec.key, spec.card_unit, " | ".join(spec.names), spec.description] for spec in CATALOG
+    ]
+    rows += [
+        [d.key, "ratio", f"{d.numerator} / {d.denominator} (derived)", d.description]
+        for d in DERIVED
+    ]
+    return rows

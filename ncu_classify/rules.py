@@ -28,7 +28,8 @@ from pydantic import (
 
 from .errors import RulesError
 from .metrics import RULE_METRICS
-from .yamlio import validate_yaml
+from .textio import read_text
+from .yamlio import MAX_YAML_BYTES, validate_yaml
 
 DEFAULT_RULES = Path(__file__).resolve().parent / "data" / "default_rules.yaml"
 OPERATORS: dict[str, Callable[[float, float], bool]] = {
@@ -44,7 +45,7 @@ OPERATORS: dict[str, Callable[[float, float], bool]] = {
 class Compare(BaseModel):
     """Leaf: `metric op value`, e.g. `sm_pct >= 60`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     metric: str
     op: Literal[">=", ">", "<=", "<", "==", "!="]
     value: float
@@ -60,14 +61,14 @@ class Compare(BaseModel):
 class AnyOf(BaseModel):
     """True if any member is true (members on missing metrics drop out)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     any: Annotated[list[Condition], Field(min_length=1)]
 
 
 class AllOf(BaseModel):
     """True if every evaluable member is true and at least one is evaluable."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     all: Annotated[list[Condition], Field(min_length=1)]
 
 
@@ -92,7 +93,7 @@ AllOf.model_rebuild()
 class Rule(BaseModel):
     """One verdict: its name (the class), when it applies, and what to tell the user."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")]
     text: str
     when: Condition | Literal["always"]
@@ -103,7 +104,7 @@ class Rule(BaseModel):
 class RuleSet(BaseModel):
     """An ordered rules file; first match wins."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
     description: str = ""
     rules: Annotated[list[Rule], Field(min_length=1)]
@@ -170,7 +171,8 @@ def evaluate(rules: RuleSet, values: Mapping[str, float | None]) -> Verdict:
 def load_rules(path: Path | None = None) -> LoadedRules:
     """Validate a rules file (default: the packaged legacy rules); errors name file:line:field."""
     path = path or DEFAULT_RULES
-    ruleset = validate_yaml(path, RuleSet, RulesError)
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    text = read_text(path, RulesError, MAX_YAML_BYTES)
+    ruleset = validate_yaml(path, RuleSet, RulesError, text)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     label = "default" if path == DEFAULT_RULES else str(path)
     return LoadedRules(ruleset, label, digest)

@@ -24,7 +24,8 @@ InputSpec = tuple[tuple[int, ...], str, float]  # dims, dtype, scale of one draw
 class _Shape(BaseModel):
     """Fields every shape has: an optional explicit id."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # strict: `M: true` or `M: "5"` is an error, not 1 or 5
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
     name: str | None = Field(default=None, pattern=GROUP_ID.pattern)
     note: str | None = None  # provenance or assumptions; copied into the card
 
@@ -254,7 +255,7 @@ StageName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_]+$")]
 class ShapesFile(BaseModel):
     """A whole shapes file: replay settings and the shapes of each stage, in order."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     seed: int = 0
     warmup: Annotated[int, Field(ge=1)] = 3
     cudnn_benchmark: bool = False

@@ -90,11 +90,13 @@ def shape_row(card: Card) -> ShapeRow:
 
 
 def summary_cells(
-    rows: list[SummaryRow] | list[ShapeRow], by: SummaryBy = "stage"
+    rows: list[SummaryRow] | list[ShapeRow], by: SummaryBy = "stage", for_people: bool = False
 ) -> tuple[list[str], list[list[str]]]:
-    """Column names and text cells of `summarize(cards, by)` rows (None is empty text)."""
+    """Column names and text cells of `summarize(cards, by)` rows (None is empty text); for
+    people, shares are percentages and times have thousands separators."""
     names = COLUMNS[by]
-    return names, [[_text(getattr(row, name), name) for name in names] for row in rows]
+    text = _display if for_people else _text
+    return names, [[text(getattr(row, name), name) for name in names] for row in rows]
 
 
 def summary_csv(rows: list[SummaryRow] | list[ShapeRow], by: SummaryBy = "stage") -> str:
@@ -105,6 +107,16 @@ def summary_csv(rows: list[SummaryRow] | list[ShapeRow], by: SummaryBy = "stage"
     writer.writerow(names)
     writer.writerows(cells)
     return buffer.getvalue()
+
+
+def _display(value: object, name: str) -> str:
+    if value is None:
+        return "-"
+    if name == "share_of_stage" and isinstance(value, float):
+        return f"{100 * value:.1f}%"
+    if name == "kernel_us" and isinstance(value, float):
+        return f"{value:,.1f}"
+    return str(value)
 
 
 def _text(value: object, name: str) -> str:

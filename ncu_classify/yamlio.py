@@ -9,25 +9,90 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import MarkedYAMLError
+from ruamel.yaml.error import YAMLError
+from ruamel.yaml.events import (
+    AliasEvent,
+    MappingEndEvent,
+    MappingStartEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+)
+from ruamel.yaml.reader import ReaderError
 
 from .errors import InputFileError
+from .textio import MIB, line_col, read_text
 
 M = TypeVar("M", bound=BaseModel)
 
 
+MAX_YAML_BYTES = 8 * MIB
+MAX_DEPTH = 32  # shapes files need 5 levels, rules files a few more per nested any/all group
+_OPENERS = (SequenceStartEvent, MappingStartEvent)
+_CLOSERS = (SequenceEndEvent, MappingEndEvent)
+
+
 def load_yaml(path: Path, error: type[InputFileError]) -> Any:
-    """Parse `path` in round-trip mode so that every mapping and list remembers its line."""
+    """The YAML tree of `path` (see `parse_yaml`)."""
+    return parse_yaml(path, read_text(path, error, MAX_YAML_BYTES), error)
+
+
+def parse_yaml(path: Path, text: str, error: type[InputFileError]) -> Any:
+    """Parse `text` (read from `path`) in round-trip mode: every mapping and list remembers its
+    line.
+
+    The events are checked first, before anything is built: aliases are refused (a few hundred
+    bytes of nested aliases expand into gigabytes for the validator) and so is nesting deeper
+    than MAX_DEPTH (the composer recurses).
+    """
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
+        _check_events(path, text, error)
         return YAML(typ="rt").load(text)
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        raise error(f"{where}: invalid YAML: {exc.problem}") from None
+    except YAMLError as exc:
+        raise error(f"{_where(path, text, exc)}: invalid YAML: {_problem(exc)}") from None
+    except RecursionError:
+        raise error(f"{path}: nested too deeply to read") from None
+
+
+def _check_events(path: Path, text: str, error: type[InputFileError]) -> None:
+    """Refuse aliases and deep nesting, reading parser events only (no tree is built)."""
+    depth = 0
+    for event in YAML(typ="rt").parse(text):
+        if isinstance(event, AliasEvent):
+            raise error(
+                f"{_at(path, event)}: YAML aliases (*{event.anchor}) are not allowed here;"
+                " write the value out"
+            )
+        if isinstance(event, _OPENERS):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise error(f"{_at(path, event)}: nested deeper than {MAX_DEPTH} levels")
+        elif isinstance(event, _CLOSERS):
+            depth -= 1
+
+
+def _at(path: Path, event: Any) -> str:
+    mark = event.start_mark
+    return f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+
+
+def _where(path: Path, text: str, exc: YAMLError) -> str:
+    """`file:line:col` of a ruamel error: its problem mark, or the reader's character position."""
+    mark = getattr(exc, "problem_mark", None)
+    if mark is not None:
+        return f"{path}:{mark.line + 1}:{mark.column + 1}"
+    position = getattr(exc, "position", None)
+    if isinstance(position, int):
+        line, col = line_col(text, position)
+        return f"{path}:{line}:{col}"
+    return str(path)
+
+
+def _problem(exc: YAMLError) -> str:
+    """ruamel's description of the problem, on one line."""
+    if isinstance(exc, ReaderError):
+        return f"character #x{ord(exc.character):04x} is not allowed (control character)"
+    text = getattr(exc, "problem", None) or str(exc)
+    return " ".join(str(text).split())
 
 
 def _walk(root: Any, loc: Sequence[int | str]) -> tuple[tuple[int, int] | None, list[str]]:
@@ -57,9 +122,14 @@ def describe_validation_error(path: Path, root: Any, exc: ValidationError) -> st
     return f"{where}: {'.'.join(keys) or '(top level)'}: {first['msg']}"
 
 
-def validate_yaml(path: Path, model: type[M], error: type[InputFileError]) -> M:
-    """Load `path` and validate it as `model`; any problem becomes one `error` line."""
-    root = load_yaml(path, error)
+def validate_yaml(
+    path: Path, model: type[M], error: type[InputFileError], text: str | None = None
+) -> M:
+    """Load `path` (or its `text`, already read) and validate it as `model`; any problem becomes
+    one `error` line."""
+    if text is None:
+        text = read_text(path, error, MAX_YAML_BYTES)
+    root = parse_yaml(path, text, error)
     if root is None:
         raise error(f"{path}: file is empty")
     try:

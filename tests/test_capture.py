@@ -22,7 +22,7 @@ from ncu_classify.capture import (
     select_shard,
     shape_record,
 )
-from ncu_classify.errors import CaptureError, EnvironmentProblem, ShapesError
+from ncu_classify.errors import EnvironmentProblem, UsageError
 from ncu_classify.manifest import BatchRecord, read_manifest
 from ncu_classify.metrics import capture_metric_names
 from ncu_classify.ncu_cmd import ncu_argv
@@ -170,14 +170,21 @@ WORKLOAD = ROOT / "fixtures" / "shapes" / "workload_480x832.yaml"
 
 
 def test_shards_partition_the_shapes_deterministically() -> None:
+    """Shards are pinned: a job array relies on a shape landing in the same shard on every
+    host, release and file order (sha256 of the group id, mod N)."""
     entries = load_shapes(WORKLOAD).entries()
     shards = [select_shard(entries, k, 4) for k in range(1, 5)]
     groups = [e.group for shard in shards for e in shard]
     assert sorted(groups) == sorted(e.group for e in entries) and len(set(groups)) == 34
-    assert [len(s) for s in shards] == [len(select_shard(entries, k, 4)) for k in range(1, 5)]
+    assert [(len(s), s[0].group) for s in shards] == [
+        (8, "dit:linear:M4680_N5120_K144:bf16:bias"),
+        (14, "dit:linear:M4680_N5120_K5120:bf16:bias"),
+        (7, "vae:conv3d:in1x192x3x242x106_w192x192x3x3x3_s1x1x1_p0x0x0:fp32:tf32"),
+        (5, "dit:linear:M1170_N15360_K5120:bf16:bias"),
+    ]
     reordered = list(reversed(entries))
     assert {e.group for e in select_shard(reordered, 2, 4)} == {e.group for e in shards[1]}
-    with pytest.raises(ShapesError, match=r"--shard 5/4"):
+    with pytest.raises(UsageError, match=r"--shard 5/4"):
         select_shard(entries, 5, 4)
 
 
@@ -221,7 +228,7 @@ def test_dry_run_prints_the_command_lines(tmp_path: Path) -> None:
 def test_existing_capture_needs_resume(fake_env: Path, tmp_path: Path) -> None:
     out = tmp_path / "raw"
     capture(fake_env, out)
-    with pytest.raises(CaptureError, match=r"already holds a capture: pass --resume"):
+    with pytest.raises(UsageError, match=r"already holds a capture: pass --resume"):
         plan_capture(fake_env, out, CaptureOptions())
     plan = plan_capture(fake_env, out, CaptureOptions(resume=True))
     assert plan.batches == [] and len(plan.kept) == 3

@@ -12,6 +12,7 @@ from conftest import SMOKE, USER_FULL
 
 from ncu_classify.cards import CardFile
 from ncu_classify.classify import classify
+from ncu_classify.report_format import REPORT_SUFFIXES
 from ncu_classify.rules import LoadedRules
 
 # Verdicts of the smoke capture (H200, ncu 2025.3.1), one per shape, in manifest order.
@@ -159,7 +160,7 @@ def test_bad_report_is_recorded_and_the_rest_goes_on(tmp_path: Path, rules: Load
         "dit:dit:linear:M3_N30720_K5120:bf16:bias",
     ]
     assert cards.input_errors == [
-        f"{text}: not a report (expected *.ncu-rep, .ncu-rep.xz or .gz)",
+        f"{text}: not a report (expected {', '.join(REPORT_SUFFIXES)} or a folder)",
         f"{tmp_path / 'missing.ncu-rep'}: no such file or folder",
         f"{cut}: holds no profiled kernel (truncated, or ncu profiled nothing)",
     ]

@@ -1,0 +1,58 @@
+"""Read user text files (YAML, JSON) with bounded work and one-line errors.
+
+A path may name anything: a folder, a device that never ends (/dev/zero), a FIFO, a file in
+another encoding. Reading stops one byte past the size cap, and bytes that are not UTF-8 are
+reported with their line and column, so that no input turns into a traceback or a hang on
+memory.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .errors import InputFileError
+
+MIB = 1 << 20
+
+
+def read_text(path: Path, error: type[InputFileError], max_bytes: int) -> str:
+    """The UTF-8 text of `path` (a leading BOM dropped), or `error` saying why not in one line."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > max_bytes:
+        raise error(f"{path}: larger than {max_bytes // MIB} MiB; not a file this tool reads")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line, col = line_col(data, exc.start)
+        raise error(
+            f"{path}:{line}:{col}: not UTF-8 text (byte 0x{data[exc.start]:02x}); save the file"
+            " as UTF-8"
+        ) from None
+    return text.removeprefix("\ufeff")
+
+
+def line_col(data: bytes | str, offset: int) -> tuple[int, int]:
+    """1-based line and column of `offset` in `data`."""
+    newline = b"\n" if isinstance(data, bytes) else "\n"
+    before = data[:offset]
+    line = before.count(newline) + 1  # type: ignore[arg-type]
+    col = offset - (before.rfind(newline) + 1) + 1  # type: ignore[arg-type]
+    return line, col
+
+
+def read_json(path: Path, error: type[InputFileError], max_bytes: int) -> Any:
+    """The JSON value of `path`; NaN and Infinity (Python's extension) read as null, i.e.
+    missing, never as a number. Problems are one `error` line with the line and column."""
+    text = read_text(path, error, max_bytes)
+    try:
+        return json.loads(text, parse_constant=lambda _: None)
+    except json.JSONDecodeError as exc:
+        raise error(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise error(f"{path}: nested too deeply to read") from None
