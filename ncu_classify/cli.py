@@ -186,6 +186,13 @@ def capture(
         ),
     ] = True,
     resume: Annotated[bool, typer.Option(help="finish a capture: only shapes not yet ok")] = False,
+    stop_grace: Annotated[
+        float,
+        typer.Option(
+            help="on Ctrl-C/SIGTERM, seconds the shape in hand may take before it is killed",
+            callback=_positive_float,
+        ),
+    ] = 20.0,
     dry_run: Annotated[bool, typer.Option(help="print the ncu command lines, run nothing")] = False,
 ) -> None:
     """Replay every shape under ncu into OUTPUT (reports + manifest.json)."""
@@ -201,6 +208,7 @@ def capture(
         max_batch=max_batch or 0,
         resume=resume,
         per_stage=per_stage,
+        stop_grace_s=stop_grace,
     )
     with _errors():
         output_folder(output)
@@ -208,8 +216,13 @@ def capture(
     if dry_run:
         _print_plan(plan)
         return
-    with _errors(), sigterm_as_interrupt(), _capture_progress() as progress:
-        manifest = run_capture(shapes, output, options, progress=progress)
+    try:
+        with _errors(), sigterm_as_interrupt(), _capture_progress() as progress:
+            manifest = run_capture(shapes, output, options, progress=progress)
+    except typer.Exit as stopped:
+        if stopped.exit_code == EXIT_INTERRUPTED:
+            _print_interrupted(output)
+        raise
     _print_manifest(manifest)
     failed = [s for s in manifest.shapes if s.status != "ok"]
     if failed:
@@ -248,6 +261,22 @@ def _capture_progress() -> Iterator[Callable[[int, int, str, str], None]]:
             bar.update(task, completed=done, total=total, description=f"{status:6} {group}")
 
         yield progress
+
+
+def _print_interrupted(output: Path) -> None:
+    """What an interrupted capture kept, and how to finish it."""
+    from .manifest import MANIFEST_NAME, read_manifest
+
+    try:
+        manifest = read_manifest(output / MANIFEST_NAME)
+    except NcuClassifyError:
+        return
+    counts = {s: sum(r.status == s for r in manifest.shapes) for s in ("ok", "failed", "pending")}
+    err.print(
+        f"ncu-classify: kept {counts['ok']} captured shapes ({counts['failed']} failed,"
+        f" {counts['pending']} not started) in {printable(str(output))}; rerun with --resume"
+        " to finish"
+    )
 
 
 def _print_manifest(manifest: Manifest) -> None:
@@ -437,31 +466,42 @@ def metrics(
 
 
 def main() -> None:
-    """Console-script entry point: no traceback reaches the user unless asked for."""
-    try:
-        app()
-    except BrokenPipeError:  # `ncu-classify ... | head`
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(EXIT_INTERNAL)
-    except Exception as exc:  # a bug: one line, the traceback on request
-        if os.environ.get("NCU_CLASSIFY_DEBUG"):
-            raise
-        error_line(
-            f"internal error: {type(exc).__name__}: {exc} (a bug; rerun with"
-            " NCU_CLASSIFY_DEBUG=1 for the traceback and report it)"
-        )
-        sys.exit(EXIT_INTERNAL)
+    """Console-script entry point."""
+    sys.exit(run(sys.argv[1:]))
 
 
 def run(argv: list[str]) -> int:
-    """Run the CLI in-process with `argv`; returns the exit code (for tests and scripts)."""
+    """Run the CLI with `argv` and return its exit code. Every way out is one line on stderr
+    and a documented code: usage errors (2), library errors, Ctrl-C (130), a closed pipe, and
+    any bug (1; NCU_CLASSIFY_DEBUG=1 shows its traceback)."""
     try:
-        app(argv, standalone_mode=False)
-    except typer.Exit as exc:
-        return exc.exit_code
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return 0
+        result = app(argv, standalone_mode=False, prog_name="ncu-classify")
+    except BrokenPipeError:  # `ncu-classify ... | head`: the reader is gone, say nothing
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_INTERNAL
+    except KeyboardInterrupt:
+        err.print("ncu-classify: interrupted")
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        if _is_click_error(exc):
+            error_line(f"{exc.format_message()} (see --help)")  # type: ignore[attr-defined]
+            return int(exc.exit_code)  # type: ignore[attr-defined]
+        if type(exc).__name__ == "Abort":
+            err.print("ncu-classify: interrupted")
+            return EXIT_INTERRUPTED
+        if os.environ.get("NCU_CLASSIFY_DEBUG"):
+            raise
+        error_line(
+            f"internal error: {type(exc).__name__}: {exc} (a bug: rerun with"
+            " NCU_CLASSIFY_DEBUG=1 for the traceback and report it)"
+        )
+        return EXIT_INTERNAL
+    return result if isinstance(result, int) else 0
+
+
+def _is_click_error(exc: BaseException) -> bool:
+    """A usage error raised by typer's click (bundled or not): it knows its exit code."""
+    return any(cls.__name__ == "ClickException" for cls in type(exc).__mro__)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ class BatchRecord(BaseModel):
     log: str
     groups: list[str]
     gpu: int | None = None
+    ended_by: str | None = None  # finished, interrupted (Ctrl-C/SIGTERM) or timeout
 
 
 class Manifest(BaseModel):

@@ -66,7 +66,8 @@ def output_file(given: str | Path, inputs: Iterable[Path] = ()) -> Output:
     try:
         info = target.stat()
     except FileNotFoundError:
-        _check_parent(text, target)
+        if not target.parent.is_dir():
+            raise UsageError(f"-o {text}: folder {target.parent} does not exist") from None
         return Output(text, target, False)
     except OSError as exc:
         raise UsageError(f"-o {text}: cannot use it: {exc.strerror or exc}") from None

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import sys
-import time
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +23,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from .protocol import read_batch
+from .protocol import run_batch as protocol_run_batch
 from .shapes import AttentionShape, CastShape, Conv3dShape, InputSpec, LinearShape, ShapeEntry
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
@@ -225,36 +225,21 @@ def environment() -> dict[str, Any]:
     }
 
 
-def _write(status: Any, record: dict[str, Any]) -> None:
-    status.write(json.dumps(record, sort_keys=True) + "\n")
-    status.flush()
-    os.fsync(status.fileno())
+def describe_failure(exc: Exception) -> str:
+    """One line for a shape that failed; after an OOM the allocator's cache is given back so
+    that the next shape gets the whole GPU."""
+    if isinstance(exc, Unsupported):
+        return f"unsupported: {exc}"
+    if isinstance(exc, torch.cuda.OutOfMemoryError):
+        torch.cuda.empty_cache()
+        return f"out of memory: {str(exc).splitlines()[0]}"
+    return traceback.format_exception_only(type(exc), exc)[-1].strip()
 
 
 def run_batch(batch_path: Path, status_path: Path) -> int:
-    """Replay every entry of a batch file; failures are recorded and the batch goes on."""
-    batch = json.loads(batch_path.read_text())
-    entries = [ShapeEntry.model_validate(e) for e in batch["entries"]]
-    torch.backends.cudnn.benchmark = bool(batch.get("cudnn_benchmark", False))
-    with status_path.open("a", encoding="utf-8") as status:
-        _write(status, {"kind": "env", **environment()})
-        for index, entry in enumerate(entries, 1):
-            started = time.monotonic()
-            record: dict[str, Any] = {"kind": "shape", "group": entry.group}
-            try:
-                record.update(status="ok", **replay_one(entry, batch["seed"], batch["warmup"]))
-            except Unsupported as exc:
-                record.update(status="failed", error=f"unsupported: {exc}")
-            except torch.cuda.OutOfMemoryError as exc:
-                record.update(status="failed", error=f"out of memory: {str(exc).splitlines()[0]}")
-                torch.cuda.empty_cache()  # give the next shape the whole GPU back
-            except Exception as exc:  # a failing shape must not stop the batch
-                last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-                record.update(status="failed", error=last)
-            record["seconds"] = round(time.monotonic() - started, 3)
-            _write(status, record)
-            print(f"[{index}/{len(entries)}] {entry.group}: {record['status']}", file=sys.stderr)
-    return 0
+    """Replay a batch file under the shared protocol, with cuDNN benchmark mode as it asks."""
+    torch.backends.cudnn.benchmark = read_batch(batch_path).cudnn_benchmark
+    return protocol_run_batch(batch_path, status_path, replay_one, environment, describe_failure)
 
 
 if __name__ == "__main__":

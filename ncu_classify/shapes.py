@@ -50,6 +50,16 @@ class _Shape(BaseModel):
         with equal inputs share one draw when replayed one after the other."""
         raise NotImplementedError
 
+    def output_bytes(self) -> int:
+        """Bytes of what the op allocates on the GPU besides its inputs (outputs, copies)."""
+        raise NotImplementedError
+
+    def device_bytes(self) -> int:
+        """GPU memory the replay needs at least: every input drawn plus what the op allocates
+        (library workspaces come on top)."""
+        drawn = sum(math.prod(dims) * DTYPE_BYTES[dtype] for dims, dtype, _ in self.inputs())
+        return drawn + self.output_bytes()
+
 
 class LinearShape(_Shape):
     """`F.linear(x[M,K], w[N,K], bias[N])`."""
@@ -83,6 +93,9 @@ class LinearShape(_Shape):
             ((self.N, self.K), self.dtype, self.K**-0.5),
         ]
         return specs + ([((self.N,), self.dtype, 1.0)] if self.bias else [])
+
+    def output_bytes(self) -> int:
+        return self.M * self.N * DTYPE_BYTES[self.dtype]
 
 
 class Conv3dShape(_Shape):
@@ -161,6 +174,12 @@ class Conv3dShape(_Shape):
         ]
         return specs + ([((self.weight[0],), self.dtype, 1.0)] if self.bias else [])
 
+    def output_bytes(self) -> int:
+        out = math.prod(self.output()) * DTYPE_BYTES[self.dtype]
+        if self.memory_format == "contiguous":  # cuDNN transposes input and output to NHWC
+            return 2 * out + math.prod(self.input) * DTYPE_BYTES[self.dtype]
+        return out
+
 
 AttentionBackend = Literal[
     "sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "flash_attn", "flash_attn_interface"
@@ -223,6 +242,10 @@ class AttentionShape(_Shape):
         kv = (self.batch, self.heads, keys, self.head_dim)
         return [(q, self.dtype, 1.0), (kv, self.dtype, 1.0), (kv, self.dtype, 1.0)]
 
+    def output_bytes(self) -> int:
+        rows = self.batch * self.heads * self.q_len
+        return rows * self.head_dim * DTYPE_BYTES[self.dtype] + rows * 4  # out + logsumexp
+
 
 class CastShape(_Shape):
     """`x.to(dtype)`: a pure memory-bound elementwise copy."""
@@ -246,6 +269,9 @@ class CastShape(_Shape):
 
     def inputs(self) -> list[InputSpec]:
         return [(tuple(self.shape), self.from_, 1.0)]
+
+    def output_bytes(self) -> int:
+        return math.prod(self.shape) * DTYPE_BYTES[self.to]
 
 
 Shape = Annotated[LinearShape | Conv3dShape | AttentionShape | CastShape, Field(discriminator="op")]
