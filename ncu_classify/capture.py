@@ -21,7 +21,7 @@ from pathlib import Path
 
 from . import __version__
 from .errors import ReportError
-from .host import probe
+from .host import counters_refused, probe
 from .manifest import BatchRecord, Manifest, ShapeRecord, write_manifest
 from .metrics import capture_metric_names
 from .ncu_runner import BatchRun, Stop, run_batch
@@ -57,7 +57,7 @@ def apply_status(
                 f" disk full? see {batch.log})"
             )
     missing = [g for g in batch.groups if g not in seen]
-    if batch.ended_by == "interrupted":
+    if batch.ended_by in ("interrupted", "refused"):
         return env
     for position, group in enumerate(missing):
         rec = records[group]
@@ -191,7 +191,12 @@ class _Run:
                 outcome = run_batch(
                     batch, self.out, self.plan, self.options, gpu, self.on_shape, self.stop
                 )
+                refused = counters_refused(self.out / outcome.record.log)
+                if refused:  # nothing was replayed: the shapes stay pending
+                    outcome.record.ended_by = "refused"
                 self.record(outcome)
+                if refused:
+                    raise refused
         except BaseException as exc:  # re-raised by the main thread
             self.errors.append(exc)
             self.stop.graceful.set()  # the others stop too: e.g. counters not permitted

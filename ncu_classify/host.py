@@ -97,14 +97,15 @@ def probe(ncu: str, gpus: tuple[int, ...]) -> Host:
     return Host(ncu_path, version, inventory)
 
 
-def check_permissions(log: Path) -> None:
-    """EnvironmentProblem if ncu's log says the driver refused counters to this user."""
+def counters_refused(log: Path) -> EnvironmentProblem | None:
+    """The problem to raise if ncu's log says the driver refused counters to this user."""
     try:
         text = log.read_text(errors="replace")
     except OSError:
-        return
-    if PERMISSION_MARK in text:
-        raise EnvironmentProblem(
-            "GPU performance counters are not permitted for this user (ERR_NVGPUCTRPERM): run as"
-            " root or set NVreg_RestrictProfilingToAdminUsers=0; see log " + str(log)
-        )
+        return None
+    if PERMISSION_MARK not in text:
+        return None
+    return EnvironmentProblem(
+        "GPU performance counters are not permitted for this user (ERR_NVGPUCTRPERM): run as"
+        " root or set NVreg_RestrictProfilingToAdminUsers=0; see log " + str(log)
+    )

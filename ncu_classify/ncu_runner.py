@@ -21,7 +21,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .host import check_permissions
 from .manifest import BatchRecord
 from .plan import Batch, CaptureOptions, Plan
 from .protocol import BatchFile, StatusTail, write_batch
@@ -122,7 +121,6 @@ def run_batch(
         gpu=gpu,
         ended_by=ended_by,
     )
-    check_permissions(log)
     return BatchRun(record, tail, ended_by)
 
 

@@ -2,6 +2,7 @@
 
 FAKE_NCU_MODE picks how it behaves (see the stand-in ncu); it never touches a GPU.
 """
+
 import os
 import signal
 import sys
@@ -26,5 +27,12 @@ def replay(entry, seed, warmup):
 
 
 if __name__ == "__main__":
-    sys.exit(run_batch(Path(sys.argv[1]), Path(sys.argv[2]), replay,
-                       lambda: {"gpu_name": "fake", "torch": "none"}, repr))
+    sys.exit(
+        run_batch(
+            Path(sys.argv[1]),
+            Path(sys.argv[2]),
+            replay,
+            lambda: {"gpu_name": "fake", "torch": "none"},
+            repr,
+        )
+    )
