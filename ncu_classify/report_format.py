@@ -9,8 +9,9 @@ with Nsight Compute. A report written to the end stops exactly after a payload, 
 anywhere else is caught here, by seeking from block to block without reading payloads.
 FileHeader.Version was 7 in every report seen, from Nsight Compute 2019.x to 2025.3.
 
-An `.ncu-repz` (Nsight Compute 2026.3+) is that same stream compressed whole with zstd; its zstd
-frame and block headers are walked the same way (the report inside is not decompressed here).
+An `.ncu-repz` (the default of Nsight Compute 2026.3) is, as ncu_report 2026.3.1 reads it, that
+same stream compressed whole with zstd (ncu_report picks zstd by the suffix alone); its zstd frame
+and block headers are walked the same way, the report inside is not decompressed here.
 """
 
 from __future__ import annotations
