@@ -1,17 +1,22 @@
 """Read Nsight Compute reports into kernel rows; the only module that imports ncu_report.
 
 Values come from ncu_report in the unit the report states for each metric and are converted to
-card units through the metric catalog; a metric that none of its ncu names provides stays None
-and is listed as missing. Compressed reports (`.ncu-rep.xz`, `.ncu-rep.gz`) are inflated into a
-temporary file first, since ncu_report reads only from a path.
+card units through the metric catalog; a metric that none of its ncu names provides, or that ncu
+recorded as NaN (a kernel it could not profile), stays None and is listed as missing. Compressed
+reports (`.ncu-rep.xz`, `.gz`, `.bz2`) are inflated into a temporary file first, since ncu_report
+reads only from a path. Every report is checked whole by `report_format` before ncu_report opens
+it (ncu_report takes a cut file for a shorter report), and the kernels it yields are checked too.
 """
 
 from __future__ import annotations
 
 import bz2
 import contextlib
+import functools
 import gzip
+import importlib.metadata
 import lzma
+import math
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -24,8 +29,8 @@ import ncu_report
 from .errors import ReportError
 from .metrics import CATALOG, DEVICE_METRICS, PASSES_METRIC, UnitError
 from .records import KernelRecord, ReportRead
+from .report_format import SUPPORTED_FORMAT, ReportInfo, check_report, version_message
 
-REPORT_MAGIC = b"NVR\x00"  # first bytes of every .ncu-rep
 _DECOMPRESSORS: dict[str, ModuleType] = {".xz": lzma, ".gz": gzip, ".bz2": bz2}
 
 
@@ -44,6 +49,30 @@ def _plain_file(path: Path) -> Iterator[Path]:
         except (OSError, EOFError, lzma.LZMAError) as exc:
             raise ReportError(f"{path}: cannot decompress: {exc}") from None
         yield plain
+
+
+@contextlib.contextmanager
+def _local_report(path: Path) -> Iterator[tuple[Path, ReportInfo]]:
+    """The report checked whole, as a plain file whose suffix tells ncu_report its content
+    (ncu_report picks zstd by the `.ncu-repz` suffix alone and reads a misnamed file as empty)."""
+    with _plain_file(path) as plain:
+        info = check_report(plain, label=path)
+        if plain.name.endswith(".ncu-repz") == (info.kind == ".ncu-repz"):
+            yield plain, info
+            return
+        with tempfile.TemporaryDirectory(prefix="ncu-classify-") as tmp:
+            renamed = Path(tmp) / f"report{info.kind}"
+            renamed.symlink_to(plain.resolve())
+            yield renamed, info
+
+
+@functools.lru_cache(maxsize=1)
+def installed_version() -> str:
+    """Version of the installed ncu-report wheel (`2026.3.1`), for version errors."""
+    try:
+        return importlib.metadata.version("ncu-report")
+    except importlib.metadata.PackageNotFoundError:  # the copy shipped in extras/python
+        return "(version unknown)"
 
 
 def _nvtx_stack(action: Any) -> list[str]:
@@ -69,6 +98,13 @@ def _device(action: Any) -> dict[str, str | int | None]:
     return out
 
 
+def _passes(action: Any) -> int | None:
+    """Replay passes ncu needed for the kernel; None when absent or NaN."""
+    metric = action.metric_by_name(PASSES_METRIC)
+    value = None if metric is None or not metric.has_value() else metric.as_double()
+    return int(value) if value is not None and math.isfinite(value) else None
+
+
 def read_kernel(
     action: Any,
     report: str,
@@ -87,16 +123,18 @@ def read_kernel(
             metric = action.metric_by_name(name)
             if metric is None or not metric.has_value():
                 continue
+            # as_double() reads every numeric kind; value() would dispatch in Python first.
+            raw = metric.as_double()
+            if not math.isfinite(raw):  # NaN: ncu could not measure it (kernel not profiled)
+                continue
             try:
-                # as_double() reads every numeric kind; value() would dispatch in Python first.
-                values[spec.key] = spec.from_report(metric.as_double(), metric.unit())
+                values[spec.key] = spec.from_report(raw, metric.unit())
                 sources[spec.key] = name
             except UnitError as exc:
                 problems.append(f"{name}: {exc}")
             break
         if values[spec.key] is None:
             missing.append(spec.key)
-    passes = action.metric_by_name(PASSES_METRIC)
     return KernelRecord.model_construct(  # trusted values: skip validation on the hot path
         report=report,
         range_index=range_index,
@@ -109,7 +147,7 @@ def read_kernel(
         sources=sources,
         missing=missing,
         unit_problems=problems,
-        replay_passes=None if passes is None else int(passes.value()),
+        replay_passes=_passes(action),
         device=device,
     )
 
@@ -124,30 +162,68 @@ def warm_up(path: Path) -> None:
             context.range_by_idx(0).action_by_idx(0)
 
 
+def _damage(action: Any, row: KernelRecord) -> str | None:
+    """Why a kernel looks like the phantom ncu_report makes of a cut result (no name, no metric
+    at all), or None. metric_names() costs 0.6 ms on a --set full kernel: asked only when no
+    catalog metric has a value, and a NaN-only kernel, which ncu wrote, still has its names."""
+    if not row.mangled:
+        return "has no name"
+    if len(row.missing) == len(CATALOG) and not action.metric_names():
+        return "holds no metric at all"
+    return None
+
+
+def _load(plain: Path, path: Path) -> Any:
+    """ncu_report's context for the report file `plain`; errors name `path`."""
+    try:
+        context = ncu_report.load_report(str(plain))
+    except Exception as exc:  # ncu_report raises bare RuntimeErrors and friends
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ReportError(f"{path}: not a readable Nsight Compute report: {first}") from None
+    if context is None:
+        raise ReportError(f"{path}: not a readable Nsight Compute report")
+    return context
+
+
+def _kernels(plain: Path, path: Path, label: str, info: ReportInfo) -> list[KernelRecord]:
+    """Every kernel of the checked report file `plain`, refusing a damaged one; errors name
+    `path`, rows `label`."""
+    context = _load(plain, path)
+    kernels: list[KernelRecord] = []
+    device: dict[str, str | int | None] | None = None
+    for r in range(context.num_ranges()):
+        rng = context.range_by_idx(r)
+        for a in range(rng.num_actions()):
+            action = rng.action_by_idx(a)
+            device = device if device is not None else _device(action)
+            row = read_kernel(action, label, r, a, device)
+            problem = _damage(action, row)
+            if problem:
+                raise ReportError(
+                    f"{path}: damaged report: kernel {len(kernels)} (range {r}, action {a}) "
+                    f"{problem}"
+                )
+            kernels.append(row)
+    if not kernels:
+        raise ReportError(f"{path}: holds no profiled kernel (truncated, or ncu profiled nothing)")
+    if info.kernels is not None and len(kernels) < info.kernels:
+        raise ReportError(
+            f"{path}: damaged report: its block headers announce {info.kernels} kernels "
+            f"but ncu_report read {len(kernels)}"
+        )
+    return kernels
+
+
 def read_report(path: Path, label: str | None = None) -> ReportRead:
     """Every kernel of the report at `path`; `label` is the path written into the rows."""
     label = label or str(path)
     if not path.is_file():
         raise ReportError(f"{path}: no such report file")
-    with _plain_file(path) as plain:
-        with plain.open("rb") as handle:
-            if handle.read(4) != REPORT_MAGIC:
-                raise ReportError(f"{path}: not an Nsight Compute report (bad file header)")
+    with _local_report(path) as (plain, info):
         try:
-            context = ncu_report.load_report(str(plain))
-        except Exception as exc:  # ncu_report raises bare RuntimeErrors and friends
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ReportError(f"{path}: not a readable Nsight Compute report: {first}") from None
-        if context is None:
-            raise ReportError(f"{path}: not a readable Nsight Compute report")
-        kernels: list[KernelRecord] = []
-        device: dict[str, str | int | None] | None = None
-        for r in range(context.num_ranges()):
-            rng = context.range_by_idx(r)
-            for a in range(rng.num_actions()):
-                action = rng.action_by_idx(a)
-                device = device if device is not None else _device(action)
-                kernels.append(read_kernel(action, label, r, a, device))
-    if not kernels:
-        raise ReportError(f"{path}: holds no profiled kernel (truncated, or ncu profiled nothing)")
+            kernels = _kernels(plain, path, label, info)
+        except ReportError:
+            if info.format_version in (None, SUPPORTED_FORMAT):
+                raise
+            raise ReportError(version_message(path, info, installed_version())) from None
     return ReportRead.model_construct(path=label, kernels=kernels)

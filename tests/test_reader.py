@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import lzma
+import math
 import shutil
 from pathlib import Path
 
 import ncu_report
 import pytest
-from conftest import SMOKE, USER_FULL
+from conftest import ROOT, SMOKE, USER_FULL
 
 from ncu_classify.errors import ReportError
 from ncu_classify.metrics import CATALOG
-from ncu_classify.report_reader import read_report
+from ncu_classify.report_format import ReportInfo, check_report
+from ncu_classify.report_reader import _kernels, installed_version, read_report
+
+PUBLIC = ROOT / "fixtures" / "public"
 
 # Card unit = raw base unit (as ncu_report gives it) / factor.
 BASE_FACTORS = {
@@ -92,14 +97,218 @@ def test_templated_names_survive_verbatim() -> None:
     assert flash.demangled.count("<") == flash.demangled.count(">") > 2
 
 
-@pytest.mark.parametrize("keep", [0.3, 0.95])
+@pytest.mark.parametrize("keep", [0.1, 0.4, 0.7, 0.99])
 def test_truncated_report_is_a_report_error(keep: float, tmp_path: Path) -> None:
-    """ncu_report opens a truncated report without complaint but finds no kernel in it."""
+    """ncu_report opens a cut report without complaint (fewer kernels, or a nameless one);
+    the framing check refuses it first, saying where it ends."""
     data = lzma.decompress((SMOKE / "vae.ncu-rep.xz").read_bytes())
     cut = tmp_path / "cut.ncu-rep"
-    cut.write_bytes(data[: int(len(data) * keep)])
-    with pytest.raises(ReportError, match=r"cut.ncu-rep: holds no profiled kernel"):
+    size = int(len(data) * keep)
+    cut.write_bytes(data[:size])
+    with pytest.raises(ReportError, match=rf"cut.ncu-rep: truncated: .* file ends at byte {size}$"):
         read_report(cut)
+
+
+def test_cut_mid_payload_message(tmp_path: Path) -> None:
+    data = lzma.decompress((SMOKE / "vae.ncu-rep.xz").read_bytes())
+    cut = tmp_path / "cut.ncu-rep"
+    cut.write_bytes(data[:100_000])
+    with pytest.raises(ReportError) as caught:
+        read_report(cut)
+    assert str(caught.value) == (
+        f"{cut}: truncated: block header at byte 145 announces a 2804554-byte payload at "
+        "byte 197 but the file ends at byte 100000"
+    )
+
+
+def _cut_plain(src: Path, tmp_path: Path, fraction: float) -> tuple[Path, int]:
+    """`src` inflated and cut to `fraction` of its size, and that size."""
+    data = lzma.decompress(src.read_bytes())
+    cut = tmp_path / "cut.ncu-rep"
+    cut.write_bytes(data[: len(data) * int(fraction * 100) // 100])
+    return cut, len(data)
+
+
+def test_phantom_kernel_of_a_cut_report_is_damage(tmp_path: Path) -> None:
+    """Past the framing check, what ncu_report makes of a cut result (a kernel whose names are
+    all None and which holds no metric) is still refused."""
+    cut, _ = _cut_plain(ROOT / "fixtures/workload_h200_480x832/dit.ncu-rep.xz", tmp_path, 0.15)
+    context = ncu_report.load_report(str(cut))
+    phantom = context.range_by_idx(0).action_by_idx(0)
+    assert context.range_by_idx(0).num_actions() == 1
+    assert phantom.name() is None and len(phantom.metric_names()) == 0
+    info = ReportInfo(".ncu-rep", cut.stat().st_size, 7)
+    with pytest.raises(ReportError) as caught:
+        _kernels(cut, Path("raw/dit.ncu-rep"), "raw/dit.ncu-rep", info)
+    assert str(caught.value) == (
+        "raw/dit.ncu-rep: damaged report: kernel 0 (range 0, action 0) has no name"
+    )
+
+
+def test_fewer_kernels_than_the_headers_announce_is_damage(tmp_path: Path) -> None:
+    plain = tmp_path / "dit.ncu-rep"
+    plain.write_bytes(lzma.decompress((SMOKE / "dit.ncu-rep.xz").read_bytes()))
+    info = check_report(plain)
+    assert info.kernels == 3 and len(_kernels(plain, plain, "dit", info)) == 3
+    info.kernels = 4
+    with pytest.raises(ReportError, match=r"announce 4 kernels but ncu_report read 3$"):
+        _kernels(plain, plain, "dit", info)
+
+
+def test_zero_filled_tail_is_refused(tmp_path: Path) -> None:
+    padded = tmp_path / "padded.ncu-rep"
+    padded.write_bytes(lzma.decompress((SMOKE / "dit.ncu-rep.xz").read_bytes()) + bytes(4096))
+    assert _action_count(padded) == 3  # ncu_report does not mind
+    with pytest.raises(ReportError, match=r"declares 0 bytes \(zero-filled from there\?\)$"):
+        read_report(padded)
+
+
+def _action_count(path: Path) -> int:
+    """Kernels ncu_report itself finds in `path`."""
+    ctx = ncu_report.load_report(str(path))
+    return sum(ctx.range_by_idx(r).num_actions() for r in range(ctx.num_ranges()))
+
+
+def test_unprofiled_kernel_has_every_metric_missing(tmp_path: Path) -> None:
+    """nodeByPoint5 (A100, ncu 2022.4.0, --set full): ncu could not profile it and wrote NaN."""
+    path = PUBLIC / "mistic_a100_2022.4.0_unprofiled.ncu-rep.xz"
+    (action,) = _raw_actions(path, tmp_path)
+    assert math.isnan(action.metric_by_name("gpu__time_duration.sum").as_double())
+    (row,) = read_report(path).kernels
+    assert row.function == "nodeByPoint5" and row.replay_passes == 1
+    assert row.missing == [spec.key for spec in CATALOG]
+    assert row.sources == {} and set(row.values.values()) == {None}
+    assert row.device["name"] == "NVIDIA A100-PCIE-40GB"
+
+
+def test_nan_metric_among_real_ones_is_missing(tmp_path: Path) -> None:
+    """Xavier (ncu 2019.x, launch statistics only): ncu wrote the shared-memory occupancy limit
+    as NaN next to real launch figures; before, the card showed null without listing it."""
+    path = PUBLIC / "darknet_xavier_2019.nsight-cuprof-report.xz"
+    action = _raw_actions(path, tmp_path)[0]
+    assert math.isnan(action.metric_by_name("launch__occupancy_limit_shared_mem").as_double())
+    row = read_report(path).kernels[0]
+    assert row.function == "fill_kernel" and row.replay_passes is None
+    assert "occ_limit_smem" in row.missing and "occ_limit_smem" not in row.sources
+    assert row.values["occ_limit_smem"] is None and row.values["occ_limit_regs"] == 8
+    assert (row.values["grid"], row.values["block"], row.values["regs"]) == (9216, 512, 16)
+    assert len(row.missing) == 13 and row.sources["grid"] == "launch__grid_size"
+
+
+# name: (kernels, first kernel's function, GPU, its dur_us)
+PUBLIC_KERNELS = {
+    "mistic_a100_2020.3.0.ncu-rep.xz": (
+        1,
+        "searchKernelCOSStree",
+        "NVIDIA A100-PCIE-40GB",
+        3051592.96,
+    ),
+    "speedy_scan_rtx3070_2020.3.1.ncu-rep.xz": (1, "kernel", "NVIDIA GeForce RTX 3070", 336.704),
+    "mistic_a100_2021.2.2.ncu-rep.xz": (
+        4,
+        "nodeCalculationsKernel",
+        "NVIDIA A100-PCIE-40GB",
+        1315750.304,
+    ),
+    "cudacode_rtx2080ti_2022.3.0.ncu-rep.xz": (
+        2,
+        "kernel_A",
+        "NVIDIA GeForce RTX 2080 Ti",
+        1168077.824,
+    ),
+    "mojo_gtx1660ti_2022.4.0.ncu-rep.xz": (4, "warmingUp", "NVIDIA GeForce GTX 1660 Ti", 1.6),
+    "hyperspec_rtx2060maxq_2024.3.2.ncu-rep.xz": (
+        8,
+        "hd_enc_lvid_packed_cuda",
+        "NVIDIA GeForce RTX 2060 with Max-Q Design",
+        17614.88,
+    ),
+    "physicell_v100_2019.nsight-cuprof-report.xz": (
+        30,
+        "__pgi_uacc_cuda_fill",
+        "Tesla V100-PCIE-16GB",
+        2.4,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLIC_KERNELS))
+def test_public_reports_of_other_gpus_and_versions(name: str) -> None:
+    rows = read_report(PUBLIC / name).kernels
+    first = rows[0]
+    assert (len(rows), first.function, first.device["name"]) == PUBLIC_KERNELS[name][:3]
+    assert first.values["dur_us"] == pytest.approx(PUBLIC_KERNELS[name][3])
+    assert first.sources["dur_us"] == "gpu__time_duration.sum"
+
+
+def _rows(path: Path) -> list[tuple[str, dict[str, float | None]]]:
+    """(mangled name, values) of every kernel of a report."""
+    return [(r.mangled, r.values) for r in read_report(path).kernels]
+
+
+def test_ncu_repz_reads_like_the_plain_report(tmp_path: Path) -> None:
+    """An .ncu-repz is the whole report compressed with zstd; ncu_report reads it natively."""
+    repz = PUBLIC / "dit_h200_2025.3.1.ncu-repz"
+    expected = _rows(SMOKE / "dit.ncu-rep.xz")
+    assert len(expected) == 3 and _rows(repz) == expected
+    misnamed = tmp_path / "zstd_inside.ncu-rep"  # ncu_report alone would find no kernel here
+    misnamed.write_bytes(repz.read_bytes())
+    assert _action_count(misnamed) == 0 and _rows(misnamed) == expected
+    plain = tmp_path / "plain_inside.ncu-repz"
+    plain.write_bytes(lzma.decompress((SMOKE / "dit.ncu-rep.xz").read_bytes()))
+    assert _action_count(plain) == 0 and _rows(plain) == expected
+
+
+def test_cut_ncu_repz_is_a_report_error(tmp_path: Path) -> None:
+    """ncu_report finds 0 kernels in a cut .ncu-repz; the zstd framing says where it ends."""
+    cut = tmp_path / "cut.ncu-repz"
+    cut.write_bytes((PUBLIC / "dit_h200_2025.3.1.ncu-repz").read_bytes()[:7600])
+    assert _action_count(cut) == 0
+    with pytest.raises(ReportError) as caught:
+        read_report(cut)
+    assert str(caught.value) == (
+        f"{cut}: truncated: zstd block at byte 4481 declares 4247 bytes "
+        "but the file ends at byte 7600"
+    )
+
+
+def _with_version(tmp_path: Path, version: int, tail: bytes | None = None) -> Path:
+    """dit.ncu-rep with FileHeader.Version set to `version` (and its blocks replaced by `tail`)."""
+    data = bytearray(lzma.decompress((SMOKE / "dit.ncu-rep.xz").read_bytes()))
+    assert data[4:10] == b"\x02\x00\x00\x00\x08\x07"
+    data[9] = version
+    out = tmp_path / f"v{version}.ncu-rep"
+    out.write_bytes(bytes(data) if tail is None else bytes(data[:10]) + tail)
+    return out
+
+
+def test_ncu_report_ignores_a_newer_version_number(tmp_path: Path) -> None:
+    """ncu_report reads format 8+ as 7: a report whose layout did not change still reads."""
+    assert len(read_report(_with_version(tmp_path, 8)).kernels) == 3
+
+
+def test_unreadable_newer_format_says_upgrade(tmp_path: Path) -> None:
+    report = _with_version(tmp_path, 9, tail=bytes(range(256)) * 8)
+    with pytest.raises(ReportError) as caught:
+        read_report(report)
+    assert str(caught.value) == (
+        f"{report}: written by an unknown Nsight Compute (report format 9); the installed "
+        f"ncu-report {installed_version()} reads up to format 7: upgrade with "
+        "pip install -U ncu-report"
+    )
+
+
+def test_older_format_names_both_versions(tmp_path: Path) -> None:
+    """ncu_report finds no kernel in a report whose FileHeader.Version is below 7."""
+    report = _with_version(tmp_path, 6)
+    with pytest.raises(ReportError) as caught:
+        read_report(report)
+    assert str(caught.value) == (
+        f"{report}: written by Nsight Compute 2025.3.1.0 in report format 6, older than "
+        f"format 7, the only one the installed ncu-report {installed_version()} reads"
+    )
+    assert installed_version() == importlib.metadata.version("ncu-report")
+    assert ncu_report.load_report(str(report)).num_ranges() == 0
 
 
 def test_non_report_file_is_a_report_error(tmp_path: Path) -> None:
