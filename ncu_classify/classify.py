@@ -59,9 +59,12 @@ def _read_batch(batch: list[tuple[int, Path]]) -> list[tuple[int, list[Pair] | s
 
 
 def _report_bytes(path: Path) -> int:
-    """Rough uncompressed size (xz and gzip shrink reports about 16x)."""
-    size = path.stat().st_size
-    return size if path.name.endswith(".ncu-rep") else 16 * size
+    """Rough uncompressed size (xz, gzip and the zstd of .ncu-repz shrink reports ~16x)."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return 0  # gone since it was listed: its read reports that
+    return size if path.name.endswith((".ncu-rep", ".nsight-cuprof-report")) else 16 * size
 
 
 def reader_batches(paths: list[Path], workers: int) -> list[list[tuple[int, Path]]]:

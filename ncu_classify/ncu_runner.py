@@ -200,9 +200,12 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _move_report(out: Path, work: Path, name: str) -> Path | None:
-    """Rename ncu's finished report into the capture folder; None if it wrote none."""
-    produced = work / f"{name}.partial.ncu-rep"
-    report = out / f"{name}.ncu-rep"
-    if produced.exists():
-        os.replace(produced, report)
-    return report if report.exists() else None
+    """Rename ncu's finished report into the capture folder; None if it wrote none. ncu
+    2026.3 and later write `.ncu-repz` by default, older ones `.ncu-rep`."""
+    for suffix in (".ncu-rep", ".ncu-repz"):
+        produced = work / f"{name}.partial{suffix}"
+        report = out / f"{name}{suffix}"
+        if produced.exists():
+            os.replace(produced, report)
+            return report
+    return None

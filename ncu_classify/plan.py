@@ -17,6 +17,7 @@ from .errors import ShapesError, UsageError
 from .manifest import MANIFEST_NAME, Manifest, ShapeRecord, read_manifest
 from .metrics import capture_metric_names
 from .ncu_cmd import ncu_argv
+from .report_format import is_report_name, report_stem
 from .shapes import InputSpec, ShapeEntry, ShapesFile, load_shapes
 
 # No GPU made has more memory (B300: 288 GB): the bound when the GPU is not known (dry run).
@@ -207,13 +208,18 @@ def plan_capture(
         }
         kept = [done[e.group] for e in entries if e.group in done]
         entries = [e for e in entries if e.group not in done]
-        taken = frozenset(b.name for b in previous.batches)
+        taken = frozenset(b.name for b in previous.batches) | _report_stems(out)
     if not options.per_stage and len(options.gpus) > 1:
         batches = gpu_batches(entries, len(options.gpus), options.max_batch, taken)
     else:
         batches = plan_batches(entries, options.max_batch, taken, options.per_stage)
     argv = {b.name: batch_argv(b, out, options) for b in batches}
     return Plan(shapes, batches, argv, kept, previous)
+
+
+def _report_stems(out: Path) -> frozenset[str]:
+    """Names of the reports already in `out`: a new batch never writes over one."""
+    return frozenset(report_stem(p) for p in out.iterdir() if is_report_name(p))
 
 
 def check_fits(shapes_path: Path, entries: list[ShapeEntry], gpu_bytes: int) -> None:

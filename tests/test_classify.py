@@ -162,7 +162,8 @@ def test_bad_report_is_recorded_and_the_rest_goes_on(tmp_path: Path, rules: Load
     assert cards.input_errors == [
         f"{text}: not a report (expected {', '.join(REPORT_SUFFIXES)} or a folder)",
         f"{tmp_path / 'missing.ncu-rep'}: no such file or folder",
-        f"{cut}: holds no profiled kernel (truncated, or ncu profiled nothing)",
+        f"{cut}: truncated: block header at byte 145 announces a 2804554-byte payload at byte"
+        " 197 but the file ends at byte 100000",
     ]
 
 

@@ -6,6 +6,7 @@ Needs torch (CPU is enough); skipped where torch is not installed.
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from conftest import SMOKE
@@ -129,9 +130,12 @@ def test_out_of_memory_is_recorded_and_the_batch_goes_on(
             "shape": {"op": "linear", "M": 8, "N": 8, "K": 8, "dtype": "fp32"},
         },
     ]
-    batch.write_text(json.dumps({"seed": 0, "warmup": 1, "entries": entries}))
+    batch.write_text(
+        json.dumps({"seed": 0, "warmup": 1, "cudnn_benchmark": False, "entries": entries})
+    )
     status = tmp_path / "s.jsonl"
     assert replay.run_batch(batch, status) == 0
     lines = [json.loads(x) for x in status.read_text().splitlines()]
     assert [x.get("status") for x in lines] == [None, "failed", "ok"]
+    assert lines[0]["kind"] == "env" and lines[0]["pid"] == os.getpid()
     assert lines[1]["error"] == ("out of memory: CUDA out of memory. Tried to allocate 512.00 GiB")
