@@ -17,17 +17,14 @@ from __future__ import annotations
 import io
 import os
 import re
-import shlex
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from . import __version__
 from .errors import (
@@ -40,12 +37,23 @@ from .errors import (
     UsageError,
 )
 from .interrupts import sigterm_as_interrupt
-from .printable import one_line, printable
+from .printable import printable
+from .terminal import (
+    capture_progress,
+    err,
+    error_line,
+    metrics_table,
+    out,
+    print_interrupted,
+    print_manifest,
+    print_plan,
+    print_summary,
+    read_progress,
+    table_text,
+    warning_line,
+)
 
 if TYPE_CHECKING:
-    from .capture import Plan
-    from .cards import CardFile
-    from .manifest import Manifest
     from .outputs import Output
 
 EXIT_CODES: list[tuple[type[NcuClassifyError], int]] = [
@@ -64,8 +72,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="What bounds each GPU kernel, from Nsight Compute hardware counters.",
 )
-err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
-out = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
 
 
 def exit_code_for(exc: NcuClassifyError) -> int:
@@ -74,11 +80,6 @@ def exit_code_for(exc: NcuClassifyError) -> int:
         if isinstance(exc, cls):
             return code
     return EXIT_INTERNAL
-
-
-def error_line(message: str) -> None:
-    """One `ncu-classify: error: ...` line on stderr, control characters shown escaped."""
-    err.print(f"ncu-classify: error: {one_line(message)}")
 
 
 @contextmanager
@@ -214,16 +215,16 @@ def capture(
         output_folder(output)
         plan = plan_capture(shapes, output, options)  # a bad file fails before any display
     if dry_run:
-        _print_plan(plan)
+        print_plan(plan)
         return
     try:
-        with _errors(), sigterm_as_interrupt(), _capture_progress() as progress:
+        with _errors(), sigterm_as_interrupt(), capture_progress() as progress:
             manifest = run_capture(shapes, output, options, progress=progress)
     except typer.Exit as stopped:
         if stopped.exit_code == EXIT_INTERRUPTED:
-            _print_interrupted(output)
+            print_interrupted(output)
         raise
-    _print_manifest(manifest)
+    print_manifest(manifest)
     failed = [s for s in manifest.shapes if s.status != "ok"]
     if failed:
         with _errors():
@@ -231,62 +232,6 @@ def capture(
                 f"{len(failed)} of {len(manifest.shapes)} shapes failed;"
                 f" see {output / 'manifest.json'}"
             )
-
-
-def _print_plan(plan: Plan) -> None:
-    for batch in plan.batches:
-        out.print(f"# batch {batch.name}: {len(batch.entries)} shapes")
-        for entry in batch.entries:
-            out.print(f"#   {printable(entry.group)}")
-        out.print(printable(shlex.join(plan.argv[batch.name])))
-    total = sum(len(b.entries) for b in plan.batches)
-    out.print(f"# {total} shapes to capture, {len(plan.kept)} already captured")
-
-
-@contextmanager
-def _capture_progress() -> Iterator[Callable[[int, int, str, str], None]]:
-    """A progress bar on stderr for capture; descriptions are plain text, never markup."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    with Progress(
-        TextColumn("{task.description}", markup=False),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=err,
-        transient=False,
-    ) as bar:
-        task = bar.add_task("capture", total=None)
-
-        def progress(done: int, total: int, group: str, status: str) -> None:
-            bar.update(task, completed=done, total=total, description=f"{status:6} {group}")
-
-        yield progress
-
-
-def _print_interrupted(output: Path) -> None:
-    """What an interrupted capture kept, and how to finish it."""
-    from .manifest import MANIFEST_NAME, read_manifest
-
-    try:
-        manifest = read_manifest(output / MANIFEST_NAME)
-    except NcuClassifyError:
-        return
-    counts = {s: sum(r.status == s for r in manifest.shapes) for s in ("ok", "failed", "pending")}
-    err.print(
-        f"ncu-classify: kept {counts['ok']} captured shapes ({counts['failed']} failed,"
-        f" {counts['pending']} not started) in {printable(str(output))}; rerun with --resume"
-        " to finish"
-    )
-
-
-def _print_manifest(manifest: Manifest) -> None:
-    for s in manifest.shapes:
-        passes = sorted(set(s.replay_passes))
-        line = f"{s.status:7} {s.group}  kernels={s.kernels} passes={passes}"
-        out.print(printable(line + (f"  ({s.error})" if s.error else "")))
-    for b in manifest.batches:
-        where = "" if b.gpu is None else f" on GPU {b.gpu}"
-        out.print(f"batch {b.name}{where}: ncu exit {b.exit_code}, {b.wall_seconds} s")
 
 
 @app.command()
@@ -312,35 +257,20 @@ def classify(
     with _errors():
         target = _check_output(output, [*input_files(inputs), *([rules] if rules else [])])
         loaded = load_rules(rules)
-        with _read_progress() as progress:
+        with read_progress() as progress:
             cards = run_classify(inputs, loaded, jobs=jobs, progress=progress)
         for problem in cards.input_errors:
             error_line(problem)
         for warning in cards.input_warnings:
-            err.print(f"ncu-classify: warning: {one_line(warning)}")
+            warning_line(warning)
         if not cards.cards:
             raise ReportError("no readable report among the inputs; nothing written")
         target.write_text(card_file_text(cards))
     human = _human(target)
-    _print_summary(cards, human)
+    print_summary(cards, human)
     human.print(f"wrote {len(cards.cards)} cards to {printable(str(target))}")
     if cards.input_errors:
         raise typer.Exit(exit_code_for(ReportError("")))
-
-
-@contextmanager
-def _read_progress() -> Iterator[Callable[[int, int], None] | None]:
-    """Progress of report reading on a terminal's stderr; nothing when stderr is a file."""
-    if not err.is_terminal:
-        yield None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    with Progress(
-        TextColumn("reading reports"), BarColumn(), MofNCompleteColumn(), console=err
-    ) as bar:
-        task = bar.add_task("read", total=None)
-        yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
 @app.command()
@@ -360,7 +290,7 @@ def reclassify(
         cards = run_reclassify(load_card_file(cards_file), loaded)
         target.write_text(card_file_text(cards))
     human = _human(target)
-    _print_summary(cards, human)
+    print_summary(cards, human)
     human.print(f"wrote {len(cards.cards)} cards to {printable(str(target))}")
 
 
@@ -387,46 +317,14 @@ def summary(
         target = _check_output(output, [cards_file]) if output else None
         cards = load_card_file(cards_file)
         if target is None and not csv:
-            _print_summary(cards, out, grouping)
+            print_summary(cards, out, grouping)
             return
         rows = summarize(cards, grouping)
-        text = summary_csv(rows, grouping) if csv else _table_text(cards, grouping)
+        text = summary_csv(rows, grouping) if csv else table_text(cards, grouping)
         if target is None:
             out.print(printable(text, keep_newlines=True), end="")
         else:
             target.write_text(text)
-
-
-def _summary_table(cards: CardFile, by: Literal["stage", "shape"] = "stage") -> Table:
-    """The summary as a rich table; every cell is plain text (a stage named `[b]` stays so)."""
-    from .summary import summarize, summary_cells
-
-    names, cells = summary_cells(summarize(cards, by), by, for_people=True)
-    title = (
-        "primary class per stage (share of the stage's summed kernel time)"
-        if by == "stage"
-        else "verdict per shape"
-    )
-    table = Table(title=title)
-    for name in names:
-        numeric = name in ("cards", "kernel_us", "share_of_stage")
-        table.add_column(name.replace("_", " "), justify="right" if numeric else "left")
-    for texts in cells:
-        table.add_row(*(Text(printable(t)) for t in texts))
-    return table
-
-
-def _print_summary(
-    cards: CardFile, console: Console, by: Literal["stage", "shape"] = "stage"
-) -> None:
-    console.print(_summary_table(cards, by))
-
-
-def _table_text(cards: CardFile, by: Literal["stage", "shape"]) -> str:
-    """The summary table as plain text, for -o without --csv."""
-    buffer = io.StringIO()
-    Console(file=buffer, width=200, color_system=None).print(_summary_table(cards, by))
-    return buffer.getvalue()
 
 
 @app.command()
@@ -457,12 +355,7 @@ def metrics(
         writer.writerows(rows)
         out.print(buffer.getvalue(), end="")
         return
-    table = Table(title="card metrics (ncu names tried in order; derived ones name their inputs)")
-    for name in ("key", "unit", "ncu names", "description"):
-        table.add_column(name)
-    for row in rows:
-        table.add_row(*(Text(cell) for cell in row))
-    out.print(table)
+    out.print(metrics_table(rows))
 
 
 def main() -> None:

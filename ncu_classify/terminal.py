@@ -1,0 +1,153 @@
+"""What the CLI shows people: tables, progress bars, per-shape lines; plain text throughout.
+
+Every string that comes from a user's file (groups, stages, kernel names, paths) is printed as
+plain text with control characters escaped, never as rich markup: a stage named `model[fp16]`
+shows as such, and an escape sequence in a file cannot drive the terminal.
+"""
+
+from __future__ import annotations
+
+import io
+import shlex
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .errors import NcuClassifyError
+from .printable import one_line, printable
+
+if TYPE_CHECKING:
+    from .cards import CardFile
+    from .manifest import Manifest
+    from .plan import Plan
+
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
+out = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
+
+
+def error_line(message: str) -> None:
+    """One `ncu-classify: error: ...` line on stderr, control characters shown escaped."""
+    err.print(f"ncu-classify: error: {one_line(message)}")
+
+
+def warning_line(message: str) -> None:
+    """One `ncu-classify: warning: ...` line on stderr."""
+    err.print(f"ncu-classify: warning: {one_line(message)}")
+
+
+def print_plan(plan: Plan) -> None:
+    for batch in plan.batches:
+        out.print(f"# batch {batch.name}: {len(batch.entries)} shapes")
+        for entry in batch.entries:
+            out.print(f"#   {printable(entry.group)}")
+        out.print(printable(shlex.join(plan.argv[batch.name])))
+    total = sum(len(b.entries) for b in plan.batches)
+    out.print(f"# {total} shapes to capture, {len(plan.kept)} already captured")
+
+
+@contextmanager
+def capture_progress() -> Iterator[Callable[[int, int, str, str], None]]:
+    """A progress bar on stderr for capture; descriptions are plain text, never markup."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    with Progress(
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=err,
+        transient=False,
+    ) as bar:
+        task = bar.add_task("capture", total=None)
+
+        def progress(done: int, total: int, group: str, status: str) -> None:
+            bar.update(task, completed=done, total=total, description=f"{status:6} {group}")
+
+        yield progress
+
+
+def print_interrupted(output: Path) -> None:
+    """What an interrupted capture kept, and how to finish it."""
+    from .manifest import MANIFEST_NAME, read_manifest
+
+    try:
+        manifest = read_manifest(output / MANIFEST_NAME)
+    except NcuClassifyError:
+        return
+    counts = {s: sum(r.status == s for r in manifest.shapes) for s in ("ok", "failed", "pending")}
+    err.print(
+        f"ncu-classify: kept {counts['ok']} captured shapes ({counts['failed']} failed,"
+        f" {counts['pending']} not started) in {printable(str(output))}; rerun with --resume"
+        " to finish"
+    )
+
+
+def print_manifest(manifest: Manifest) -> None:
+    for s in manifest.shapes:
+        passes = sorted(set(s.replay_passes))
+        line = f"{s.status:7} {s.group}  kernels={s.kernels} passes={passes}"
+        out.print(printable(line + (f"  ({s.error})" if s.error else "")))
+    for b in manifest.batches:
+        where = "" if b.gpu is None else f" on GPU {b.gpu}"
+        out.print(f"batch {b.name}{where}: ncu exit {b.exit_code}, {b.wall_seconds} s")
+
+
+@contextmanager
+def read_progress() -> Iterator[Callable[[int, int], None] | None]:
+    """Progress of report reading on a terminal's stderr; nothing when stderr is a file."""
+    if not err.is_terminal:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    with Progress(
+        TextColumn("reading reports"), BarColumn(), MofNCompleteColumn(), console=err
+    ) as bar:
+        task = bar.add_task("read", total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
+def summary_table(cards: CardFile, by: Literal["stage", "shape"] = "stage") -> Table:
+    """The summary as a rich table; every cell is plain text (a stage named `[b]` stays so)."""
+    from .summary import summarize, summary_cells
+
+    names, cells = summary_cells(summarize(cards, by), by, for_people=True)
+    title = (
+        "primary class per stage (share of the stage's summed kernel time)"
+        if by == "stage"
+        else "verdict per shape"
+    )
+    table = Table(title=title)
+    for name in names:
+        numeric = name in ("cards", "kernel_us", "share_of_stage")
+        table.add_column(name.replace("_", " "), justify="right" if numeric else "left")
+    for texts in cells:
+        table.add_row(*(Text(printable(t)) for t in texts))
+    return table
+
+
+def print_summary(
+    cards: CardFile, console: Console, by: Literal["stage", "shape"] = "stage"
+) -> None:
+    console.print(summary_table(cards, by))
+
+
+def table_text(cards: CardFile, by: Literal["stage", "shape"]) -> str:
+    """The summary table as plain text, for -o without --csv."""
+    buffer = io.StringIO()
+    Console(file=buffer, width=200, color_system=None).print(summary_table(cards, by))
+    return buffer.getvalue()
+
+
+def metrics_table(rows: list[list[str]]) -> Table:
+    """The card metrics as a table (key, unit, ncu names, description)."""
+    table = Table(title="card metrics (ncu names tried in order; derived ones name their inputs)")
+    for name in ("key", "unit", "ncu names", "description"):
+        table.add_column(name)
+    for row in rows:
+        table.add_row(*(Text(cell) for cell in row))
+    return table
