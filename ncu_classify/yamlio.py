@@ -90,7 +90,8 @@ def _where(path: Path, text: str, exc: YAMLError) -> str:
 def _problem(exc: YAMLError) -> str:
     """ruamel's description of the problem, on one line."""
     if isinstance(exc, ReaderError):
-        return f"character #x{ord(exc.character):04x} is not allowed (control character)"
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        return f"character #x{code:04x} is not allowed (control character)"
     text = getattr(exc, "problem", None) or str(exc)
     return " ".join(str(text).split())
 
