@@ -124,7 +124,9 @@ def summary_table(cards: CardFile, by: Literal["stage", "shape"] = "stage") -> T
     table = Table(title=title)
     for name in names:
         numeric = name in ("cards", "kernel_us", "share_of_stage")
-        table.add_column(name.replace("_", " "), justify="right" if numeric else "left")
+        table.add_column(
+            name.replace("_", " "), justify="right" if numeric else "left", overflow="fold"
+        )
     for texts in cells:
         table.add_row(*(Text(printable(t)) for t in texts))
     return table
@@ -147,7 +149,7 @@ def metrics_table(rows: list[list[str]]) -> Table:
     """The card metrics as a table (key, unit, ncu names, description)."""
     table = Table(title="card metrics (ncu names tried in order; derived ones name their inputs)")
     for name in ("key", "unit", "ncu names", "description"):
-        table.add_column(name)
+        table.add_column(name, overflow="fold")
     for row in rows:
         table.add_row(*(Text(cell) for cell in row))
     return table
