@@ -246,7 +246,9 @@ def build_card(
 ) -> Card:
     """A card from its kernels, classified by `kernel_card`; the verdict is `judge`'s."""
     durations = [k.metrics.get("dur_us") for k in kernels]
-    summed = round(sum(d for d in durations if d is not None), 6) if kernels else None
+    # A sum over the kernels that have a duration would understate the card: none then.
+    timed = [d for d in durations if d is not None]
+    summed = round(sum(timed), 6) if kernels and len(timed) == len(kernels) else None
     flops = fields.get("nominal_mac_flops")
     missing = sorted({m for k in kernels for m in k.missing_metrics})
     if any(d is None for d in durations):

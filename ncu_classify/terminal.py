@@ -98,17 +98,28 @@ def print_manifest(manifest: Manifest) -> None:
 
 @contextmanager
 def read_progress() -> Iterator[Callable[[int, int], None] | None]:
-    """Progress of report reading on a terminal's stderr; nothing when stderr is a file."""
+    """Progress of report reading on a terminal's stderr; nothing when stderr is a file. Drawn
+    from the callback, without rich's refresh thread: the readers are forked, and a process
+    with other threads reads in-process instead (fork is unsafe there)."""
     if not err.is_terminal:
         yield None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     with Progress(
-        TextColumn("reading reports"), BarColumn(), MofNCompleteColumn(), console=err
+        TextColumn("reading reports"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=err,
+        auto_refresh=False,
     ) as bar:
         task = bar.add_task("read", total=None)
-        yield lambda done, total: bar.update(task, completed=done, total=total)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+            bar.refresh()
+
+        yield update
 
 
 def summary_table(cards: CardFile, by: Literal["stage", "shape"] = "stage") -> Table:

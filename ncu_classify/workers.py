@@ -13,6 +13,7 @@ segfault in a native reader, SIGKILL from the OOM killer) is reported as such, n
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import os
 import pickle
 import selectors
@@ -47,6 +48,7 @@ def _child_main(fn: Callable[[T], R], task: T, write_fd: int) -> None:
     try:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C for us
+        faulthandler.disable()  # a crash is reported by the parent, in one line
         try:
             payload = pickle.dumps(("ok", fn(task)), protocol=pickle.HIGHEST_PROTOCOL)
         except BaseException as exc:  # sent to the parent as one line

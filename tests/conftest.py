@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -57,3 +59,13 @@ def cards_by_group(smoke_cards: CardFile) -> dict:
 @pytest.fixture(scope="session")
 def legacy_path() -> Path:
     return LEGACY
+
+
+@pytest.fixture(autouse=True)
+def _signal_handlers_are_restored() -> Iterator[None]:
+    """Every test leaves SIGTERM and SIGINT as it found them: a handler left behind is
+    inherited by every process forked later (the suite once hung that way)."""
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    yield
+    after = {sig: signal.getsignal(sig) for sig in before}
+    assert after == before, f"signal handlers changed by this test: {before} -> {after}"

@@ -1,0 +1,111 @@
+"""The reader pool cannot deadlock on shutdown (hardening item 1).
+
+The suite once hung for 12 minutes in multiprocessing.Pool.terminate: a CLI test had left a
+SIGTERM handler installed, a freshly forked pool worker inherited it, lost the one SIGTERM that
+terminate sends, and blocked on the task queue while the parent waited for it forever.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from conftest import SMOKE
+
+from ncu_classify import classify as classify_module
+from ncu_classify.rules import LoadedRules
+from ncu_classify.workers import WorkerFailure, run_in_children
+
+
+def _double(x: int) -> int:
+    return 2 * x
+
+
+def _misbehave(x: int) -> int:
+    if x == 1:
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if x == 2:
+        raise ValueError("bad input 2")
+    if x == 3:
+        os._exit(3)
+    return x
+
+
+def test_no_hang_with_a_caught_sigterm_inherited() -> None:
+    """The condition that hung Pool.terminate: a Python SIGTERM handler in the parent. 100
+    rounds of short tasks (Pool hung within seconds this way) finish in bounded time."""
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        began = time.monotonic()
+        for _ in range(100):
+            assert sorted(run_in_children(_double, [1, 2, 3, 4], 2)) == [
+                (0, 2), (1, 4), (2, 6), (3, 8),
+            ]  # fmt: skip
+        assert time.monotonic() - began < 60
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_children_that_die_are_reported_not_waited_for() -> None:
+    results = dict(run_in_children(_misbehave, [0, 1, 2, 3, 4], 3))
+    assert results[0] == 0 and results[4] == 4
+    assert results[1] == WorkerFailure("worker process died of signal 11 (SIGSEGV)")
+    assert results[2] == WorkerFailure("ValueError: bad input 2")
+    assert results[3] == WorkerFailure("worker process exited with code 3 without a result")
+
+
+def _sleep(x: int) -> int:
+    if x:
+        time.sleep(600)
+    return os.getpid()
+
+
+def test_leaving_early_kills_every_child() -> None:
+    results = run_in_children(_sleep, [0, 1, 1], 3)
+    index, _ = next(results)
+    assert index == 0
+    started = time.monotonic()
+    results.close()  # like an exception or Ctrl-C in the caller
+    assert time.monotonic() - started < 5
+    children = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
+    assert children.read_text().split() == []  # all killed and reaped: no zombie, no orphan
+
+
+def test_a_report_that_crashes_its_reader_is_pinned_on_it(
+    rules: LoadedRules, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A native crash while reading one report fails that report alone; the batch it was in
+    is read again one report per child."""
+    real = classify_module._read
+
+    def crashing(path: Path):  # type: ignore[no-untyped-def]
+        if path.name == "vae.ncu-rep.xz":
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return real(path)
+
+    monkeypatch.setattr(classify_module, "_read", crashing)
+    monkeypatch.setattr(classify_module, "_threaded", lambda: False)  # torch may be loaded here
+    paths = sorted(SMOKE.glob("*.ncu-rep.xz"))
+    results = classify_module.read_all(paths, 2, rules)
+    for path, result in zip(paths, results, strict=True):
+        if path.name == "vae.ncu-rep.xz":
+            assert result == (
+                f"{path}: the report reader failed on it: worker process died of signal 11"
+                " (SIGSEGV)"
+            )
+        else:
+            assert isinstance(result, list) and result
+
+
+def test_progress_counts_every_report(
+    rules: LoadedRules, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = sorted(SMOKE.glob("*.ncu-rep.xz")) * 2
+    monkeypatch.setattr(classify_module, "_threaded", lambda: False)
+    for jobs in (1, 3):
+        seen: list[tuple[int, int]] = []
+        classify_module.read_all(paths, jobs, rules, lambda d, t, seen=seen: seen.append((d, t)))
+        assert seen[-1] == (8, 8) and [d for d, _ in seen] == sorted(d for d, _ in seen)
