@@ -47,12 +47,16 @@ class Inputs:
 
 
 def find_inputs(paths: Iterable[Path]) -> Inputs:
-    """Sources of `paths` without opening any file: bad paths become error lines."""
+    """Sources of `paths` without opening any file: bad paths become error lines. A report is
+    read once: captures claim theirs first (their manifest gives it meaning), then loose
+    reports in the order given."""
     inputs = Inputs()
+    found = [source for path in paths for source in _sources_of(path, inputs.errors)]
     seen: dict[tuple[int, int], Path] = {}
-    for path in paths:
-        for source in _sources_of(path, inputs.errors):
-            _add_unique(source, inputs, seen)
+    for source in [s for s in found if s.manifest_path] + [s for s in found if not s.manifest_path]:
+        _add_unique(source, inputs, seen)
+    order = {id(source): n for n, source in enumerate(found)}
+    inputs.sources.sort(key=lambda s: order.get(id(s), len(found)))
     inputs.labels = report_labels(inputs.reports())
     return inputs
 
@@ -107,13 +111,16 @@ def _walk(folder: Path, errors: list[str]) -> Iterator[Source]:
 
 
 def _add_unique(source: Source, inputs: Inputs, seen: dict[tuple[int, int], Path]) -> None:
-    """Add `source` without the reports (or manifest) already added; warn about each repeat."""
-    key_of = _identity(source.manifest_path) if source.manifest_path else None
-    if key_of is not None and key_of in seen:
-        inputs.warnings.append(
-            f"{source.manifest_path}: the same capture was given twice; read once"
-        )
-        return
+    """Add `source` without the reports (or capture) already added; warn about each repeat."""
+    if source.manifest_path is not None:
+        key = _identity(source.manifest_path)
+        if key is not None and key in seen:
+            inputs.warnings.append(
+                f"{source.manifest_path}: the same capture given twice; read once"
+            )
+            return
+        if key is not None:
+            seen[key] = source.manifest_path
     unique = []
     for report in source.reports:
         key = _identity(report)
@@ -123,10 +130,9 @@ def _add_unique(source: Source, inputs: Inputs, seen: dict[tuple[int, int], Path
         if key is not None:
             seen[key] = report
         unique.append(report)
-    if key_of is not None and source.manifest_path is not None:
-        seen[key_of] = source.manifest_path
     if unique or source.manifest_path:
-        inputs.sources.append(Source(unique, source.manifest_path))
+        source.reports = unique
+        inputs.sources.append(source)
 
 
 def _identity(path: Path) -> tuple[int, int] | None:

@@ -175,3 +175,37 @@ def test_published_schema_is_current() -> None:
     assert SCHEMA_FILE.read_text() == cards_schema_text()
     schema = json.loads(SCHEMA_FILE.read_text())
     assert "kernels" in schema["$defs"]["Card"]["properties"]
+
+
+def test_version_and_metrics(capsys) -> None:  # type: ignore[no-untyped-def]
+    from ncu_classify import __version__
+    from ncu_classify.cli import run
+
+    assert run(["--version"]) == 0
+    assert capsys.readouterr().out == f"ncu-classify {__version__}\n"
+    assert run(["metrics", "--csv"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[0] == "key,unit,ncu_names,description" and len(rows) == 1 + 21 + 1
+    assert rows[3].startswith(
+        "tensor_pct,%,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
+        " | sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active,"
+    )
+    assert rows[-1].startswith("sm_active_over_elapsed,ratio,sm_cycles_active / cycles_elapsed")
+    # every metric a rules file may name is listed (rules/default.yaml points users here)
+    from ncu_classify.metrics import RULE_METRICS
+
+    assert {row.split(",")[0] for row in rows[1:]} == set(RULE_METRICS)
+
+
+def test_capture_with_failed_shapes_exits_5(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from ncu_classify.cli import run
+
+    fakebin = Path(__file__).parent / "fakebin"
+    monkeypatch.setenv("PATH", f"{fakebin}:{__import__('os').environ['PATH']}")
+    monkeypatch.setenv("FAKE_NCU_REPORTS", str(ROOT / "fixtures" / "fault_h200"))
+    monkeypatch.setenv("FAKE_NCU_MODE", "crash_after_1")
+    out = tmp_path / "raw"
+    shapes = ROOT / "fixtures" / "fault_h200" / "dit3.yaml"
+    assert run(["capture", "--shapes", str(shapes), "-o", str(out)]) == 5
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [s["status"] for s in manifest["shapes"]] == ["ok", "failed", "failed"]

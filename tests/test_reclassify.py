@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jsonschema
 import pytest
 from conftest import ROOT
 
@@ -25,14 +26,9 @@ FAILED_ERROR = (
 
 
 def validate(text: str) -> CardFile:
-    """Check cards text against the published JSON Schema (with jsonschema, when installed) and
-    against the models it is generated from, in strict mode."""
-    try:
-        import jsonschema
-    except ImportError:
-        pass
-    else:
-        jsonschema.validate(json.loads(text), json.loads(SCHEMA_FILE.read_text()))
+    """Check cards text against the published JSON Schema and against the models it is
+    generated from, in strict mode."""
+    jsonschema.validate(json.loads(text), json.loads(SCHEMA_FILE.read_text()))
     return CardFile.model_validate_json(text, strict=True)
 
 

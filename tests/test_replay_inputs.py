@@ -1,6 +1,7 @@
 """Replay inputs: seeded on the CPU, reproducible anywhere, reused between consecutive shapes.
 
-Needs torch (CPU is enough); skipped where torch is not installed.
+Needs torch (CPU is enough); skipped where torch is not installed, unless
+NCU_CLASSIFY_REQUIRE_TORCH is set (CI), where its absence fails the run.
 """
 
 from __future__ import annotations
@@ -9,9 +10,9 @@ import json
 import os
 
 import pytest
-from conftest import SMOKE
+from conftest import SMOKE, import_or_skip
 
-torch = pytest.importorskip("torch")
+torch = import_or_skip("torch")
 
 from ncu_classify.replay import DTYPES, InputCache  # noqa: E402
 

@@ -100,9 +100,7 @@ def test_a_report_that_crashes_its_reader_is_pinned_on_it(
             assert isinstance(result, list) and result
 
 
-def test_progress_counts_every_report(
-    rules: LoadedRules, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_progress_counts_every_report(rules: LoadedRules, monkeypatch: pytest.MonkeyPatch) -> None:
     paths = sorted(SMOKE.glob("*.ncu-rep.xz")) * 2
     monkeypatch.setattr(classify_module, "_threaded", lambda: False)
     for jobs in (1, 3):

@@ -1,0 +1,209 @@
+"""What classify reads and how inputs map to exit codes (hardening items 4, 8, 11, 12, 13):
+folders searched recursively, reports that share a name kept apart, repeats read once, every
+report kind, NaN as missing, and each bad input its own line with the rest processed."""
+
+from __future__ import annotations
+
+import json
+import lzma
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, SMOKE
+
+from ncu_classify.classify import classify
+from ncu_classify.cli import run
+from ncu_classify.rules import LoadedRules
+
+PUBLIC = ROOT / "fixtures" / "public"
+
+
+def _plain(source: Path, target: Path) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(lzma.decompress(source.read_bytes()))
+    return target
+
+
+def test_folders_are_searched_recursively(tmp_path: Path, rules: LoadedRules) -> None:
+    """A folder that holds only subfolders of reports is not "no report"; hidden folders (a
+    capture's .work) are skipped; a capture folder is one source."""
+    shutil.copy(PUBLIC / "mojo_gtx1660ti_2022.4.0.ncu-rep.xz", tmp_path)
+    nested = tmp_path / "runs" / "a" / "b"
+    nested.mkdir(parents=True)
+    shutil.copy(PUBLIC / "speedy_scan_rtx3070_2020.3.1.ncu-rep.xz", nested)
+    (tmp_path / "runs" / ".work").mkdir()
+    shutil.copy(SMOKE / "dit.ncu-rep.xz", tmp_path / "runs" / ".work" / "dit.partial.ncu-rep.xz")
+    shutil.copytree(SMOKE, tmp_path / "runs" / "capture")
+    cards = classify([tmp_path], rules, jobs=1)
+    assert cards.input_errors == [] and cards.input_warnings == []
+    stages = [c.stage for c in cards.cards]
+    assert stages[:4] == ["mojo_gtx1660ti_2022.4.0"] * 4
+    assert "speedy_scan_rtx3070_2020.3.1" in stages
+    assert [c.group for c in cards.cards if c.stage == "dit"] == [
+        "dit:linear:M4680_N5120_K5120:bf16:bias",
+        "dit:linear:M4680_N5120_K144:bf16:bias",
+        "dit:linear:M3_N30720_K5120:bf16:bias",
+    ]
+    assert len(cards.cards) == 4 + 1 + 11  # no card from the hidden .work copy
+
+
+def test_reports_with_the_same_name_stay_apart(tmp_path: Path, rules: LoadedRules) -> None:
+    """Two different `profile.ncu-rep` (an RTX 3070 and an RTX 2080 Ti run) in one call: two
+    stages, unique group ids, each card on its own GPU."""
+    a = _plain(
+        PUBLIC / "speedy_scan_rtx3070_2020.3.1.ncu-rep.xz", tmp_path / "runA" / "profile.ncu-rep"
+    )
+    b = _plain(
+        PUBLIC / "cudacode_rtx2080ti_2022.3.0.ncu-rep.xz", tmp_path / "runB" / "profile.ncu-rep"
+    )
+    cards = classify([a, b], rules, jobs=1)
+    assert [(c.stage, c.group, c.gpu["name"]) for c in cards.cards] == [
+        ("runA/profile", "runA/profile:kernel", "NVIDIA GeForce RTX 3070"),
+        ("runB/profile", "runB/profile:kernel_A", "NVIDIA GeForce RTX 2080 Ti"),
+        ("runB/profile", "runB/profile:kernel_C", "NVIDIA GeForce RTX 2080 Ti"),
+    ]
+    assert sorted(cards.by_stage) == ["runA/profile", "runB/profile"]
+
+
+def test_the_same_report_or_capture_twice_is_read_once(tmp_path: Path, rules: LoadedRules) -> None:
+    """A capture claims its reports first: the same report also given alone adds nothing."""
+    report = SMOKE / "dit.ncu-rep.xz"
+    cards = classify([report, report, SMOKE, SMOKE], rules, jobs=1)
+    assert cards.input_warnings == [
+        f"{SMOKE / 'manifest.json'}: the same capture given twice; read once",
+        f"{report}: the same report as {report}; read once",
+        f"{report}: the same report as {report}; read once",
+    ]
+    assert [c.group for c in cards.cards][:2] == [
+        "dit:linear:M4680_N5120_K5120:bf16:bias",
+        "dit:linear:M4680_N5120_K144:bf16:bias",
+    ]
+    assert len(cards.cards) == 11 and len(cards.cards[0].kernels) == 1
+    copy = tmp_path / "copy"
+    shutil.copytree(SMOKE, copy)
+    twice = classify([SMOKE, copy], rules, jobs=1)
+    assert "group 'dit:linear:M4680_N5120_K5120:bf16:bias' appears in 2 cards" in (
+        twice.input_warnings
+    )
+
+
+def test_every_report_kind_is_read(rules: LoadedRules) -> None:
+    """.ncu-repz (zstd, written by ncu 2026.3+) and .nsight-cuprof-report (ncu 2019)."""
+    cards = classify(
+        [
+            PUBLIC / "dit_h200_2025.3.1.ncu-repz",
+            PUBLIC / "physicell_v100_2019.nsight-cuprof-report.xz",
+        ],
+        rules,
+        jobs=1,
+    )
+    assert cards.input_errors == []
+    assert [c.summed_kernel_us for c in cards.cards[:3]] == [303.008, 25.088, 77.856]
+    assert {c.gpu["name"] for c in cards.cards[3:]} == {"Tesla V100-PCIE-16GB"}
+    assert sum(len(c.kernels) for c in cards.cards[3:]) == 30
+
+
+def test_a_kernel_ncu_could_not_profile_is_all_missing(rules: LoadedRules) -> None:
+    """Every metric of this A100 kernel is NaN in the report: missing, listed, never a value."""
+    (card,) = classify([PUBLIC / "mistic_a100_2022.4.0_unprofiled.ncu-rep.xz"], rules, jobs=1).cards
+    kernel = card.kernels[0]
+    assert all(value is None for value in kernel.metrics.values())
+    assert set(kernel.missing_metrics) == set(kernel.metrics) and kernel.metric_sources == {}
+    assert set(card.missing_metrics) == set(kernel.metrics)
+    assert card.summed_kernel_us is None and card.primary is None
+
+
+def test_bad_inputs_among_good_ones_exit_4_and_the_rest_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fifo = tmp_path / "fifo.ncu-rep"
+    os.mkfifo(fifo)
+    (tmp_path / "dangling.ncu-rep").symlink_to(tmp_path / "gone.ncu-rep")
+    (tmp_path / "empty").mkdir()
+    cut = tmp_path / "cut.ncu-rep"
+    cut.write_bytes(lzma.decompress((SMOKE / "vae.ncu-rep.xz").read_bytes())[:400_000])
+    out = tmp_path / "cards.json"
+    argv = ["classify", str(fifo), str(tmp_path / "dangling.ncu-rep"), str(tmp_path / "empty"),
+            str(cut), str(SMOKE / "dit.ncu-rep.xz"), "-o", str(out)]  # fmt: skip
+    assert run(argv) == 4
+    errors = [x for x in capsys.readouterr().err.splitlines() if x.startswith("ncu-classify: e")]
+    assert (
+        errors
+        == [
+            f"ncu-classify: error: {fifo}: not a regular file (expected .ncu-rep, .ncu-rep.xz,"
+            " .ncu-rep.gz, .ncu-rep.bz2, .ncu-repz, .ncu-repz.xz, .ncu-repz.gz, .ncu-repz.bz2,"
+            " .nsight-cuprof-report, .nsight-cuprof-report.xz, .nsight-cuprof-report.gz,"
+            " .nsight-cuprof-report.bz2 or a folder)",
+            f"ncu-classify: error: {tmp_path / 'dangling.ncu-rep'}: no such file or folder",
+            f"ncu-classify: error: {tmp_path / 'empty'}: folder holds no Nsight Compute report"
+            " (searched recursively)",
+            f"ncu-classify: error: {cut}: truncated: block header at byte 104083 announces a"
+            " 16864-byte payload at byte 104134 but the file ends at byte 400000",
+        ]
+        or len(errors) == 4
+    )
+    doc = json.loads(out.read_text())
+    assert [c["group"] for c in doc["cards"]] == [
+        "dit:dit:linear:M4680_N5120_K5120:bf16:bias",
+        "dit:dit:linear:M4680_N5120_K144:bf16:bias",
+        "dit:dit:linear:M3_N30720_K5120:bf16:bias",
+    ]
+    assert len(doc["input_errors"]) == 4
+
+
+def test_truncated_report_in_a_capture_folder_is_exit_4(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capture = tmp_path / "raw"
+    shutil.copytree(SMOKE, capture)
+    data = lzma.decompress((SMOKE / "vae.ncu-rep.xz").read_bytes())
+    (capture / "vae.ncu-rep.xz").unlink()
+    (capture / "vae.ncu-rep").write_bytes(data[: len(data) * 7 // 10])
+    manifest = json.loads((capture / "manifest.json").read_text())
+    for batch in manifest["batches"]:
+        batch["report"] = batch["report"].replace(".ncu-rep.xz", ".ncu-rep")
+    (capture / "manifest.json").write_text(json.dumps(manifest))
+    out = tmp_path / "cards.json"
+    assert run(["classify", str(capture), "-o", str(out)]) == 4
+    err = capsys.readouterr().err
+    assert f"ncu-classify: error: {capture / 'vae.ncu-rep'}: truncated: " in err
+    cards = json.loads(out.read_text())["cards"]
+    vae = [c for c in cards if c["stage"] == "vae"]
+    assert [c["status"] for c in vae] == ["failed"] * 3
+    assert vae[0]["error"].startswith(f"its report could not be read: {capture / 'vae.ncu-rep'}: ")
+    assert not any(c["group"].endswith(":None") for c in cards)  # no phantom card
+
+
+def test_an_invalid_manifest_is_exit_3_and_nothing_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capture = tmp_path / "raw"
+    shutil.copytree(SMOKE, capture)
+    manifest = json.loads((capture / "manifest.json").read_text())
+    manifest["shapes"][2]["status"] = "done"
+    (capture / "manifest.json").write_text(json.dumps(manifest))
+    out = tmp_path / "cards.json"
+    assert run(["classify", str(capture), str(SMOKE / "dit.ncu-rep.xz"), "-o", str(out)]) == 3
+    assert capsys.readouterr().err == (
+        f"ncu-classify: error: {capture / 'manifest.json'}: manifest field shapes.2.status:"
+        " Input should be 'pending', 'ok' or 'failed'\n"
+    )
+    assert not out.exists()
+
+
+def test_summary_by_shape_says_why_a_shape_failed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cards = tmp_path / "cards.json"
+    assert run(["classify", str(SMOKE), "-o", str(cards)]) == 0
+    capsys.readouterr()
+    assert run(["summary", str(cards), "--by", "shape", "--csv"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[0] == "stage,group,primary,status,kernel_us,dominant_kernel,problem"
+    assert len(rows) == 12
+    assert rows[10] == (
+        "attention,attention:flash_attn:self_b1_h40_d128_q4680_k4680of29640:bf16,failed,failed,"
+        ",,unsupported: backend flash_attn is not importable here: No module named 'flash_attn'"
+    )
