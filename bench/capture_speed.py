@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from ncu_classify.classify import classify  # noqa: E402
 from ncu_classify.ncu_cmd import nvtx_include  # noqa: E402
+from ncu_classify.protocol import BatchFile, write_batch  # noqa: E402
 from ncu_classify.rules import load_rules  # noqa: E402
 from ncu_classify.shapes import ShapeEntry, load_shapes  # noqa: E402
 
@@ -81,15 +82,14 @@ def run_naive(shapes: Path, out: Path, budget: float) -> tuple[float, int]:
             break
         done += 1
         batch = out / f"shape{index:03d}.batch.json"
-        batch.write_text(
-            json.dumps(
-                {
-                    "seed": file.seed,
-                    "warmup": file.warmup,
-                    "cudnn_benchmark": file.cudnn_benchmark,
-                    "entries": [entry.model_dump(mode="json", by_alias=True)],
-                }
-            )
+        write_batch(
+            batch,
+            BatchFile(
+                seed=file.seed,
+                warmup=file.warmup,
+                cudnn_benchmark=file.cudnn_benchmark,
+                entries=[entry],
+            ),
         )
         argv = [
             "ncu",
