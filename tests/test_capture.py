@@ -351,3 +351,23 @@ def test_the_stand_in_ncu_refuses_other_flags(
     assert done.returncode == 1 and complaint in done.stderr
     unknown = subprocess.run([argv[0], "--set", "full", *argv[1:]], capture_output=True, text=True)
     assert unknown.returncode == 1 and "unrecognised option '--set'" in unknown.stderr
+
+
+def test_a_killed_capture_leaves_nothing_running(
+    fake_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGKILL of the capture process (no handler can run): its ncu lives in its own session,
+    so the target notices between two shapes that nothing will read its results and stops."""
+    monkeypatch.setenv("FAKE_NCU_MODE", "slow")
+    monkeypatch.setenv("FAKE_SHAPE_SECONDS", "1")
+    out = tmp_path / "raw"
+    proc = _cli_capture(out)
+    _wait_for_lines(out / ".work" / "dit.status.jsonl", 1)
+    proc.kill()
+    proc.communicate(timeout=60)
+    deadline = time.monotonic() + 30
+    while _left_running(out) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _left_running(out) == ""
+    lines = (out / ".work" / "dit.status.jsonl").read_text().count('"kind": "shape"')
+    assert lines < 3  # it stopped early instead of replaying the whole batch
