@@ -26,6 +26,7 @@ def run_mode(mode: str, folder: Path) -> dict:
     from classify_speed import bare_read, cpu_seconds
 
     from ncu_classify import classify as module
+    from ncu_classify import reading
     from ncu_classify.cardfile import write_card_file
     from ncu_classify.rules import load_rules
 
@@ -35,16 +36,16 @@ def run_mode(mode: str, folder: Path) -> dict:
         for path in paths:
             bare_read(path)
     elif mode == "inproc":
-        module._use_rules(load_rules())
+        reading._use(load_rules(), None)
         for path in paths:
-            module._read(path)
+            reading._read(path)
     elif mode == "tool":
         write_card_file(folder.parent / "c.json", module.classify([folder], load_rules(), jobs=1))
     elif mode == "fixed":
         rules = load_rules()
-        module._use_rules(rules)
-        done = [module._read(p) for p in paths]
-        module.read_all = lambda paths, jobs, rules: done  # type: ignore[assignment]
+        reading._use(rules, None)
+        done = [reading._read(p) for p in paths]
+        module.read_all = lambda paths, jobs, rules, progress=None: done  # type: ignore[assignment]
         cpu, start = cpu_seconds(), time.perf_counter()
         write_card_file(folder.parent / "c.json", module.classify([folder], load_rules(), jobs=1))
     return {"mode": mode, "wall": time.perf_counter() - start, "cpu": cpu_seconds() - cpu}

@@ -11,7 +11,6 @@ shapes never started stay `pending` for --resume.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import sys
 import threading
 import time
@@ -21,11 +20,21 @@ from pathlib import Path
 
 from . import __version__
 from .errors import ReportError
-from .host import counters_refused, probe
+from .folder import capture_lock, writing
+from .host import Host, counters_refused, probe
 from .manifest import BatchRecord, Manifest, ShapeRecord, write_manifest
 from .metrics import capture_metric_names
 from .ncu_runner import BatchRun, Stop, run_batch
-from .plan import Batch, CaptureOptions, Plan, batch_argv, plan_capture, select_shard, shape_record
+from .plan import (
+    Batch,
+    CaptureOptions,
+    Plan,
+    batch_argv,
+    plan_capture,
+    select_shard,
+    shape_record,
+    shapes_sha256,
+)
 from .protocol import ShapeLine
 
 Progress = Callable[[int, int, str, str], None]  # done, total, group, status
@@ -118,9 +127,16 @@ def capture(
     plan_capture(shapes_path, out, options)  # a bad file fails before the host is probed
     host = probe(options.ncu, options.gpus)
     options = replace(options, ncu=host.ncu_path)
+    with writing(out), capture_lock(out):
+        return _capture(shapes_path, out, options, host, progress)
+
+
+def _capture(
+    shapes_path: Path, out: Path, options: CaptureOptions, host: Host, progress: Progress | None
+) -> Manifest:
+    """capture() once the host is known and the folder is this process's alone."""
     plan = plan_capture(shapes_path, out, options, host.memory_bytes(options.gpus))
     plan.argv = {b.name: batch_argv(b, out, options) for b in plan.batches}
-    out.mkdir(parents=True, exist_ok=True)
     records = {r.group: r for r in plan.kept}
     records.update({e.group: shape_record(e) for b in plan.batches for e in b.entries})
     manifest = plan.previous or _new_manifest(shapes_path, plan)
@@ -146,7 +162,7 @@ def _new_manifest(shapes_path: Path, plan: Plan) -> Manifest:
         tool_version=__version__,
         created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         shapes_file=str(shapes_path),
-        shapes_sha256=hashlib.sha256(shapes_path.read_bytes()).hexdigest(),
+        shapes_sha256=shapes_sha256(shapes_path),
         seed=plan.shapes.seed,
         warmup=plan.shapes.warmup,
         cudnn_benchmark=plan.shapes.cudnn_benchmark,
@@ -245,11 +261,15 @@ def _join(threads: list[threading.Thread]) -> None:
 
 
 def _schedule(batches: list[Batch], gpus: tuple[int, ...]) -> dict[int | None, list[Batch]]:
-    """Batches per GPU, largest first to the GPU with the fewest shapes queued."""
+    """Batches per GPU: those planned for a device on it, the others largest first to the GPU
+    with the fewest shapes queued."""
     if not gpus:
         return {None: list(batches)}
     queues: dict[int | None, list[Batch]] = {g: [] for g in gpus}
     for batch in sorted(batches, key=lambda b: -len(b.entries)):
+        if batch.device in queues:
+            queues[batch.device].append(batch)
+            continue
         lightest = min(queues, key=lambda g: sum(len(b.entries) for b in queues[g]))
         queues[lightest].append(batch)
     return {gpu: queue for gpu, queue in queues.items() if queue}

@@ -35,9 +35,17 @@ def load_card_file(path: Path) -> CardFile:
             raise CardsError(
                 f"{path}: schema_version {version!r} is not one this tool reads ({READABLE_MAJOR}x)"
             )
-        return CardFile.model_validate(doc)
+        return CardFile.model_validate(doc, strict=True)
     except ValidationError as exc:
         raise CardsError(f"{path}: {describe(exc)}") from None
+    except (TypeError, ValueError, KeyError, AttributeError, OverflowError, RecursionError) as exc:
+        # a legacy document whose fields have the wrong kind of value (a list as a name)
+        raise CardsError(f"{path}: not a cards file this tool reads: {_one_line(exc)}") from None
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:200]}"
 
 
 def describe(exc: ValidationError) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,6 +33,7 @@ SCOPE = (
 CardStatus = Literal["classified", "unresolved", "failed", "incomplete", "no_kernels"]
 SourceFormat = Literal["ncu-classify", "legacy"]
 UNRESOLVED = "unresolved_no_dominant_limiter"
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]  # every card figure is
 VERDICT_FIELDS = (
     "dominant_kernel",
     "primary",
@@ -47,10 +48,12 @@ class KernelCard(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     kernel: str = Field(description="demangled kernel name, verbatim")
-    metrics: dict[str, float | None] = Field(description="card metric key -> value in card units")
+    metrics: dict[str, NonNegative | None] = Field(
+        description="card metric key -> value in card units"
+    )
     classification: str | None
     rule: str | None = Field(description="text of the rule that matched")
-    evidence: dict[str, float | None]
+    evidence: dict[str, NonNegative | None]
     mangled_name: str | None = None
     demangled_name: str | None = None
     function_name: str | None = None
@@ -84,7 +87,7 @@ class Card(BaseModel):
     note: str | None = Field(default=None, description="provenance/assumptions of the shape")
     nominal_mac_flops: int | None = None
     nominal_bytes: int | None = None
-    summed_kernel_us: float | None
+    summed_kernel_us: NonNegative | None
     achieved_tflops: float | None = Field(default=None, description="nominal FLOPs / summed time")
     kernels: list[KernelCard]
     dominant_kernel: str | None

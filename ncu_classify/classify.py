@@ -10,145 +10,31 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__
-from .cards import Card, CardFile, KernelCard, build_card, card_class, count_classes, kernel_card
-from .errors import ReportError
+from .cards import Card, CardFile, KernelCard, build_card, card_class, count_classes
 from .manifest import ShapeRecord
+from .reading import Progress, read_all, reader_batches
 from .records import KernelRecord
 from .report_format import report_stem
 from .rules import LoadedRules
 from .sources import Source, collect_inputs, input_files
-from .workers import WorkerFailure, run_in_children
 
-__all__ = ["classify", "input_files", "read_all", "reader_batches"]
-
-REPORTS_PER_WORKER = 256
-BYTES_PER_WORKER = 1 << 30
-Progress = Callable[[int, int], None]  # reports done, reports in all
-
+__all__ = ["Progress", "classify", "input_files", "read_all", "reader_batches"]
 
 Pair = tuple[KernelRecord, KernelCard]  # a kernel row and its classified card entry
-_rules: LoadedRules | None = None  # the rules a reader process classifies with
-
-
-def _use_rules(rules: LoadedRules) -> None:
-    """Reader-process initialiser: classify kernels where they are read, in parallel."""
-    global _rules
-    _rules = rules
-
-
-def _read(path: Path) -> list[Pair] | str:
-    """Reader: one report's kernels, classified, or the one-line error that stopped it."""
-    from .report_reader import read_report
-
-    assert _rules is not None, "_use_rules() first"
-    try:
-        rows = read_report(path).kernels
-    except ReportError as exc:
-        return str(exc)
-    return [(row, kernel_card(row, _rules)) for row in rows]
-
-
-def _read_batch(batch: list[tuple[int, Path]]) -> list[tuple[int, list[Pair] | str]]:
-    """Worker: several reports, read by one process that then exits."""
-    return [(index, _read(path)) for index, path in batch]
-
-
-def _report_bytes(path: Path) -> int:
-    """Rough uncompressed size (xz, gzip and the zstd of .ncu-repz shrink reports ~16x)."""
-    try:
-        size = path.stat().st_size
-    except OSError:
-        return 0  # gone since it was listed: its read reports that
-    return size if path.name.endswith((".ncu-rep", ".nsight-cuprof-report")) else 16 * size
-
-
-def reader_batches(paths: list[Path], workers: int) -> list[list[tuple[int, Path]]]:
-    """Split reports over `workers` with equal bytes (largest first, to the lightest worker),
-    then cut each worker's share into batches under the per-process caps."""
-    shares: list[list[tuple[int, Path]]] = [[] for _ in range(workers)]
-    loads = [0] * workers
-    sized = sorted(((_report_bytes(p), i, p) for i, p in enumerate(paths)), key=lambda t: -t[0])
-    for size, index, path in sized:
-        lightest = loads.index(min(loads))
-        shares[lightest].append((index, path))
-        loads[lightest] += size
-    batches: list[list[tuple[int, Path]]] = []
-    for share in shares:
-        current: list[tuple[int, Path]] = []
-        budget = 0
-        for index, path in sorted(share):
-            size = _report_bytes(path)
-            if current and (len(current) >= REPORTS_PER_WORKER or budget + size > BYTES_PER_WORKER):
-                batches.append(current)
-                current, budget = [], 0
-            current.append((index, path))
-            budget += size
-        if current:
-            batches.append(current)
-    return batches
-
-
-def _threaded() -> bool:
-    """True if this process runs other native threads (torch does): fork could deadlock."""
-    tasks = Path("/proc/self/task")
-    return tasks.is_dir() and sum(1 for _ in tasks.iterdir()) > 1
-
-
-def read_all(
-    paths: list[Path], jobs: int, rules: LoadedRules, progress: Progress | None = None
-) -> list[list[Pair] | str]:
-    """Classified rows of every report, in the order given, read by up to `jobs` processes.
-
-    ncu_report keeps about 0.4 MB per kernel it has handed out until its process ends (even
-    after the report is released), so with several jobs reports are read in batches by child
-    processes that exit after one batch: memory stays bounded however many reports there are.
-    A batch whose child dies (a native crash on a hostile report) is read again one report per
-    child, so that the crash is pinned on its report and the others are still read.
-    """
-    workers = max(1, min(jobs, len(paths)))
-    batches = reader_batches(paths, workers)
-    _use_rules(rules)
-    if workers == 1 or len(batches) <= 1 or _threaded():
-        # Read here: asked for one process, or one reader's share, or fork is unsafe. With
-        # --jobs 1 memory grows by ncu_report's 0.4 MB per kernel; workers bound it instead.
-        serial = []
-        for done, path in enumerate(paths, 1):
-            serial.append(_read(path))
-            if progress:
-                progress(done, len(paths))
-        return serial
-    results: list[list[Pair] | str] = ["" for _ in paths]
-    if len(batches) > workers:  # recycled workers: pay ncu_report's start once, before forking
-        from .report_reader import warm_up
-
-        warm_up(paths[0])
-    retry: list[list[tuple[int, Path]]] = []
-    done = 0
-    for tasks in (batches, retry):
-        for number, outcome in run_in_children(_read_batch, tasks, workers):
-            if not isinstance(outcome, WorkerFailure):
-                for index, result in outcome:
-                    results[index] = result
-                done += len(outcome)
-                if progress:
-                    progress(done, len(paths))
-            elif len(tasks[number]) > 1:
-                retry.extend([item] for item in tasks[number])
-            else:
-                index, path = tasks[number][0]
-                results[index] = f"{path}: the report reader failed on it: {outcome.reason}"
-                done += 1
-    return results
 
 
 def _shape_card(shape: ShapeRecord, pairs: list[Pair], rules: LoadedRules, reads: Reads) -> Card:
     records, kernels = [p[0] for p in pairs], [p[1] for p in pairs]
     error = shape.error if shape.status != "ok" else None
+    if shape.status == "pending":
+        error = (
+            "not captured: the capture stopped before this shape (pending in the manifest);"
+            " finish it with capture --resume"
+        )
     stem = report_stem(shape.report) if shape.report else None
     path = next((p for p in reads.source.reports if report_stem(p) == stem), None)
     if shape.status == "ok" and path is not None and path in reads.failed:

@@ -218,7 +218,7 @@ def capture(
         print_plan(plan)
         return
     try:
-        with _errors(), sigterm_as_interrupt(), capture_progress() as progress:
+        with _errors(), capture_progress() as progress:
             manifest = run_capture(shapes, output, options, progress=progress)
     except typer.Exit as stopped:
         if stopped.exit_code == EXIT_INTERRUPTED:
@@ -367,14 +367,23 @@ def run(argv: list[str]) -> int:
     """Run the CLI with `argv` and return its exit code. Every way out is one line on stderr
     and a documented code: usage errors (2), library errors, Ctrl-C (130), a closed pipe, and
     any bug (1; NCU_CLASSIFY_DEBUG=1 shows its traceback)."""
+    if sys.stdout is None:  # started with stdout closed: print nowhere, fail only `-o -`
+        from . import outputs
+
+        outputs.STDOUT_CLOSED = True
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
     try:
-        result = app(argv, standalone_mode=False, prog_name="ncu-classify")
+        with sigterm_as_interrupt():  # SIGTERM unwinds like Ctrl-C in every command: exit 130
+            result = app(argv, standalone_mode=False, prog_name="ncu-classify")
     except BrokenPipeError:  # `ncu-classify ... | head`: the reader is gone, say nothing
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_INTERNAL
     except KeyboardInterrupt:
         err.print("ncu-classify: interrupted")
         return EXIT_INTERRUPTED
+    except OSError as exc:  # the terminal or a pipe refused what we printed (/dev/full)
+        error_line(f"cannot write to standard output or error: {exc.strerror or exc}")
+        return exit_code_for(OutputError(""))
     except Exception as exc:
         if _is_click_error(exc):
             error_line(f"{exc.format_message()} (see --help)")  # type: ignore[attr-defined]

@@ -6,6 +6,7 @@ shape is replayed where it can be.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -36,11 +37,14 @@ class Host:
 def find_ncu(ncu: str) -> str:
     """Absolute path of ncu, or an EnvironmentProblem saying how to get it."""
     found = shutil.which(ncu)
-    if not found:
-        raise EnvironmentProblem(
-            f"ncu not found ({ncu!r} is not on PATH): install Nsight Compute or pass --ncu PATH"
-        )
-    return found
+    if found:
+        return found
+    if os.sep in ncu:
+        why = "no such file" if not os.path.exists(ncu) else "not an executable file"
+        raise EnvironmentProblem(f"--ncu {ncu}: {why}; give the path of Nsight Compute's ncu")
+    raise EnvironmentProblem(
+        f"ncu not found ({ncu!r} is not on PATH): install Nsight Compute or pass --ncu PATH"
+    )
 
 
 def ncu_version(ncu: str) -> str:
@@ -70,6 +74,7 @@ def gpu_inventory() -> list[dict[str, str]]:
     except (OSError, subprocess.SubprocessError) as exc:
         raise EnvironmentProblem(f"no NVIDIA GPU visible (nvidia-smi failed: {exc})") from None
     rows = [[c.strip() for c in line.split(",")] for line in out.strip().splitlines() if line]
+    rows = [row for row in rows if row[0].isdigit() and len(row) >= 4]  # skip notices, garbage
     if not rows:
         raise EnvironmentProblem("no NVIDIA GPU visible: nvidia-smi lists none")
     keys = ("index", "name", "driver", "uuid", "memory_mib")

@@ -45,7 +45,7 @@ def from_legacy(doc: Mapping[str, Any], source: str) -> CardFile:
     }
     converted.update((k, v) for k, v in doc.items() if k != "cards")
     converted["cards"] = [_card(card) for card in doc["cards"]]
-    return CardFile.model_validate(converted)
+    return CardFile.model_validate(converted, strict=True)
 
 
 def _card(card: Mapping[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from .errors import EnvironmentProblem
 from .manifest import BatchRecord
 from .plan import Batch, CaptureOptions, Plan
 from .protocol import BatchFile, StatusTail, write_batch
@@ -78,6 +80,8 @@ def run_batch(
     work.mkdir(parents=True, exist_ok=True)
     status_file = work / f"{batch.name}.status.jsonl"
     status_file.unlink(missing_ok=True)
+    for stale in (".ncu-rep", ".ncu-repz"):  # a killed run's leftovers must not pass for ours
+        (work / f"{batch.name}.partial{stale}").unlink(missing_ok=True)
     write_batch(
         work / f"{batch.name}.batch.json",
         BatchFile(
@@ -93,14 +97,7 @@ def run_batch(
     tail = StatusTail(status_file)
     started = time.monotonic()
     with log.open("wb") as log_handle:
-        proc = subprocess.Popen(
-            argv,
-            stdout=log_handle,
-            stderr=subprocess.STDOUT,
-            env=replay_env(gpu, len(options.gpus)),
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        proc = _start(argv, log_handle, replay_env(gpu, len(options.gpus)))
         try:
             ended_by = _supervise(proc, tail, on_shape, stop, started + options.timeout_s, options)
         except BaseException:
@@ -122,6 +119,21 @@ def run_batch(
         ended_by=ended_by,
     )
     return BatchRun(record, tail, ended_by)
+
+
+def _start(argv: list[str], log: Any, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """ncu in a new session (its own process group), output to the log file."""
+    try:
+        return subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
 
 
 def _supervise(

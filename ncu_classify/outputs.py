@@ -21,6 +21,7 @@ from .errors import OutputError, UsageError
 from .report_format import REPORT_SUFFIXES
 
 STDOUT = "-"
+STDOUT_CLOSED = False  # set by the CLI when it was started with standard output closed
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,8 @@ class Output:
         data = text.encode("utf-8")
         try:
             if self.path is None:
+                if STDOUT_CLOSED:
+                    raise OutputError("-o -: standard output is closed")
                 sys.stdout.flush()
                 sys.stdout.buffer.write(data)
                 sys.stdout.flush()

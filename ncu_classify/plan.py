@@ -43,10 +43,11 @@ class CaptureOptions:
 
 @dataclass(frozen=True)
 class Batch:
-    """The shapes one ncu process replays: here, one stage."""
+    """The shapes one ncu process replays: a stage, all shapes, or one GPU's share."""
 
     name: str
     entries: list[ShapeEntry]
+    device: int | None = None  # the GPU it was planned for (one process per GPU), if any
 
 
 def plan_batches(
@@ -98,26 +99,30 @@ def input_units(entries: list[ShapeEntry]) -> list[list[tuple[int, ShapeEntry]]]
 
 
 def gpu_batches(
-    entries: list[ShapeEntry], gpus: int, max_batch: int = 0, taken: frozenset[str] = frozenset()
+    entries: list[ShapeEntry],
+    gpus: tuple[int, ...],
+    max_batch: int = 0,
+    taken: frozenset[str] = frozenset(),
 ) -> list[Batch]:
-    """One process per GPU (`gpu1`, `gpu2`, ...): units of shapes that draw the same inputs,
-    dealt costliest first to the GPU with the least estimated work, in file order within each
-    GPU (a unit's shapes together, at its first one); cut by `max_batch` if given."""
-    shares: list[list[list[tuple[int, ShapeEntry]]]] = [[] for _ in range(gpus)]
-    loads = [0.0] * gpus
+    """One process per GPU, named after its device (`gpu0`, `gpu1`, ...): units of shapes that
+    draw the same inputs, dealt costliest first to the GPU with the least estimated work, in
+    file order within each GPU (a unit's shapes together, at its first one); cut by
+    `max_batch` if given."""
+    shares: list[list[list[tuple[int, ShapeEntry]]]] = [[] for _ in gpus]
+    loads = [0.0] * len(gpus)
     costed = [(unit_cost(unit), unit) for unit in input_units(entries)]
     for cost, unit in sorted(costed, key=lambda c: -c[0]):
         lightest = loads.index(min(loads))
         shares[lightest].append(unit)
         loads[lightest] += cost
     batches = []
-    for number, share in enumerate(shares, 1):
+    for device, share in zip(gpus, shares, strict=True):
         members = [entry for unit in sorted(share, key=lambda u: u[0][0]) for _, entry in unit]
         for batch in plan_batches(members, max_batch, frozenset(), per_stage=False):
-            name = batch.name.replace("all", f"gpu{number}", 1)
+            name = batch.name.replace("all", f"gpu{device}", 1)
             while name in taken:
                 name += ".r"
-            batches.append(Batch(name, batch.entries))
+            batches.append(Batch(name, batch.entries, device))
     return [b for b in batches if b.entries]
 
 
@@ -192,7 +197,8 @@ def plan_capture(
     shapes = load_shapes(shapes_path)
     entries = select_shard(shapes.entries(), *options.shard)
     check_fits(shapes_path, entries, gpu_bytes or LARGEST_GPU_BYTES)
-    previous, kept, taken = None, [], frozenset[str]()
+    previous, kept = None, []
+    taken = _names_in(out)  # never write over a report or log already there
     manifest_path = out / MANIFEST_NAME
     if manifest_path.exists():
         if not options.resume:
@@ -201,6 +207,7 @@ def plan_capture(
                 " or choose another output folder"
             )
         previous = read_manifest(manifest_path)
+        check_resumable(previous, shapes, shapes_sha256(shapes_path), options, out)
         done = {
             r.group: r
             for r in previous.shapes
@@ -208,18 +215,52 @@ def plan_capture(
         }
         kept = [done[e.group] for e in entries if e.group in done]
         entries = [e for e in entries if e.group not in done]
-        taken = frozenset(b.name for b in previous.batches) | _report_stems(out)
+        taken |= frozenset(b.name for b in previous.batches)
     if not options.per_stage and len(options.gpus) > 1:
-        batches = gpu_batches(entries, len(options.gpus), options.max_batch, taken)
+        batches = gpu_batches(entries, options.gpus, options.max_batch, taken)
     else:
         batches = plan_batches(entries, options.max_batch, taken, options.per_stage)
     argv = {b.name: batch_argv(b, out, options) for b in batches}
     return Plan(shapes, batches, argv, kept, previous)
 
 
-def _report_stems(out: Path) -> frozenset[str]:
-    """Names of the reports already in `out`: a new batch never writes over one."""
-    return frozenset(report_stem(p) for p in out.iterdir() if is_report_name(p))
+def _names_in(out: Path) -> frozenset[str]:
+    """Batch names whose report or log is already in `out`: a new batch never writes over
+    one, also in a folder that holds no capture yet."""
+    if not out.is_dir():
+        return frozenset()
+    names = set()
+    for path in out.iterdir():
+        if is_report_name(path):
+            names.add(report_stem(path))
+        elif path.name.endswith(".ncu.log"):
+            names.add(path.name.removesuffix(".ncu.log"))
+    return frozenset(names)
+
+
+def shapes_sha256(path: Path) -> str:
+    """sha256 of the shapes file, as the manifest records it."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def check_resumable(
+    previous: Manifest, shapes: ShapesFile, sha256: str, options: CaptureOptions, out: Path
+) -> None:
+    """UsageError unless --resume continues the same capture: the same shapes file, settings
+    and shard (otherwise kept and new shapes would not be comparable, or be forgotten)."""
+    wanted = {
+        "shapes file (sha256)": (previous.shapes_sha256, sha256),
+        "seed": (previous.seed, shapes.seed),
+        "warmup": (previous.warmup, shapes.warmup),
+        "cudnn_benchmark": (previous.cudnn_benchmark, shapes.cudnn_benchmark),
+        "--shard": (previous.shard, f"{options.shard[0]}/{options.shard[1]}"),
+    }
+    changed = [name for name, (old, new) in wanted.items() if old != new]
+    if changed:
+        raise UsageError(
+            f"{out} holds a capture made with another {', '.join(changed)}: --resume must"
+            " continue the same capture; capture into another folder"
+        )
 
 
 def check_fits(shapes_path: Path, entries: list[ShapeEntry], gpu_bytes: int) -> None:

@@ -155,7 +155,7 @@ class _Reader:
         return pos + 4, size
 
 
-def _file_header(reader: _Reader) -> tuple[int | None, int]:
+def _file_header(reader: _Reader) -> tuple[int, int]:
     """(FileHeader.Version, offset of the first block header) of a plain report."""
     start, size = reader.block(4, "file header")
     try:
@@ -163,7 +163,9 @@ def _file_header(reader: _Reader) -> tuple[int | None, int]:
     except ValueError as exc:
         raise reader.fail(f"corrupt: file header at byte 4 is not a FileHeader ({exc})") from None
     version = fields.get(1)
-    return (version if isinstance(version, int) else None), start + size
+    if not isinstance(version, int):  # ncu_report then logs a protobuf error and reads nothing
+        raise reader.fail("corrupt: the file header at byte 4 holds no format version")
+    return version, start + size
 
 
 def _block_header(reader: _Reader, pos: int, info: ReportInfo) -> tuple[int, int, int]:

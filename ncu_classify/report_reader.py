@@ -17,7 +17,7 @@ import gzip
 import importlib.metadata
 import lzma
 import math
-import shutil
+import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,38 +29,90 @@ import ncu_report
 from .errors import ReportError
 from .metrics import CATALOG, DEVICE_METRICS, PASSES_METRIC, UnitError
 from .records import KernelRecord, ReportRead
-from .report_format import SUPPORTED_FORMAT, ReportInfo, check_report, version_message
+from .report_format import (
+    REPORT_MAGIC,
+    SUPPORTED_FORMAT,
+    ReportInfo,
+    check_report,
+    version_message,
+)
 
 _DECOMPRESSORS: dict[str, ModuleType] = {".xz": lzma, ".gz": gzip, ".bz2": bz2}
+ZSTD_MAGIC_BYTES = b"\x28\xb5\x2f\xfd"
+# Inflated reports may grow this many times their compressed size (xz shrinks real reports
+# about 16x), and always to MIN_INFLATE_CAP: more is a compression bomb, not a report.
+INFLATE_RATIO = 200
+MIN_INFLATE_CAP = 256 << 20
+CHUNK = 1 << 20
 
 
 @contextlib.contextmanager
-def _plain_file(path: Path) -> Iterator[Path]:
-    """The report as an uncompressed file on disk (a temporary copy for compressed ones)."""
+def _plain_file(path: Path, scratch: Path | None = None) -> Iterator[Path]:
+    """The report as an uncompressed file on disk: a temporary copy for compressed ones, in
+    `scratch` when given (the caller then owns its clean-up, also when this process is killed),
+    checked at its first bytes and capped in size while it is inflated."""
     module = _DECOMPRESSORS.get(path.suffix)
     if module is None:
         yield path
         return
-    with tempfile.TemporaryDirectory(prefix="ncu-classify-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="ncu-classify-", dir=scratch) as tmp:
         plain = Path(tmp) / path.name.removesuffix(path.suffix)
         try:
             with module.open(path, "rb") as src, plain.open("wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
+                _inflate(src, dst, path, plain.name)
         except (OSError, EOFError, lzma.LZMAError) as exc:
             raise ReportError(f"{path}: cannot decompress: {exc}") from None
         yield plain
 
 
+def _inflate(src: Any, dst: Any, path: Path, inner: str) -> None:
+    """Copy `src` to `dst`, refusing a wrong header at once and a bomb before the disk fills."""
+    cap = max(MIN_INFLATE_CAP, INFLATE_RATIO * path.stat().st_size)
+    expected = ZSTD_MAGIC_BYTES if inner.endswith(".ncu-repz") else REPORT_MAGIC
+    first = src.read(CHUNK)
+    if first[:4] not in (REPORT_MAGIC, ZSTD_MAGIC_BYTES):
+        raise ReportError(
+            f"{path}: not an Nsight Compute report (bad file header once decompressed;"
+            f" expected {expected!r})"
+        )
+    written = 0
+    chunk = first
+    while chunk:
+        written += len(chunk)
+        if written > cap:
+            raise ReportError(
+                f"{path}: inflates to more than {cap:,} bytes ({INFLATE_RATIO}x its size):"
+                " not a report (a compression bomb?)"
+            )
+        dst.write(chunk)
+        chunk = src.read(CHUNK)
+
+
 @contextlib.contextmanager
-def _local_report(path: Path) -> Iterator[tuple[Path, ReportInfo]]:
+def _quiet_stderr() -> Iterator[None]:
+    """File descriptor 2 sent to /dev/null: ncu_report's native code logs protobuf and absl
+    lines there on damaged input, which would break the one-line errors."""
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+@contextlib.contextmanager
+def _local_report(path: Path, scratch: Path | None) -> Iterator[tuple[Path, ReportInfo]]:
     """The report checked whole, as a plain file whose suffix tells ncu_report its content
     (ncu_report picks zstd by the `.ncu-repz` suffix alone and reads a misnamed file as empty)."""
-    with _plain_file(path) as plain:
+    with _plain_file(path, scratch) as plain:
         info = check_report(plain, label=path)
         if plain.name.endswith(".ncu-repz") == (info.kind == ".ncu-repz"):
             yield plain, info
             return
-        with tempfile.TemporaryDirectory(prefix="ncu-classify-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="ncu-classify-", dir=scratch) as tmp:
             renamed = Path(tmp) / f"report{info.kind}"
             renamed.symlink_to(plain.resolve())
             yield renamed, info
@@ -152,11 +204,11 @@ def read_kernel(
     )
 
 
-def warm_up(path: Path) -> None:
+def warm_up(path: Path, scratch: Path | None = None) -> None:
     """Pay ncu_report's one-off start (about 85 ms, at the first kernel a process touches) once,
     in a parent about to fork readers, so that the workers start warm. Errors are left for the
     real read to report."""
-    with contextlib.suppress(Exception), _plain_file(path) as plain:
+    with contextlib.suppress(Exception), _plain_file(path, scratch) as plain, _quiet_stderr():
         context = ncu_report.load_report(str(plain))
         if context is not None and context.num_ranges() and context.range_by_idx(0).num_actions():
             context.range_by_idx(0).action_by_idx(0)
@@ -176,7 +228,8 @@ def _damage(action: Any, row: KernelRecord) -> str | None:
 def _load(plain: Path, path: Path) -> Any:
     """ncu_report's context for the report file `plain`; errors name `path`."""
     try:
-        context = ncu_report.load_report(str(plain))
+        with _quiet_stderr():
+            context = ncu_report.load_report(str(plain))
     except Exception as exc:  # ncu_report raises bare RuntimeErrors and friends
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ReportError(f"{path}: not a readable Nsight Compute report: {first}") from None
@@ -214,12 +267,13 @@ def _kernels(plain: Path, path: Path, label: str, info: ReportInfo) -> list[Kern
     return kernels
 
 
-def read_report(path: Path, label: str | None = None) -> ReportRead:
-    """Every kernel of the report at `path`; `label` is the path written into the rows."""
+def read_report(path: Path, label: str | None = None, scratch: Path | None = None) -> ReportRead:
+    """Every kernel of the report at `path`; `label` is the path written into the rows;
+    compressed reports are inflated under `scratch` (default: the system's temporary folder)."""
     label = label or str(path)
     if not path.is_file():
         raise ReportError(f"{path}: no such report file")
-    with _local_report(path) as (plain, info):
+    with _local_report(path, scratch) as (plain, info):
         try:
             kernels = _kernels(plain, path, label, info)
         except ReportError:

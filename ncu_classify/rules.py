@@ -48,7 +48,7 @@ class Compare(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     metric: str
     op: Literal[">=", ">", "<=", "<", "==", "!="]
-    value: float
+    value: Annotated[float, Field(allow_inf_nan=False)]
 
     @field_validator("metric")
     @classmethod

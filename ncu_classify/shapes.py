@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .errors import ShapesError
 from .yamlio import validate_yaml
@@ -15,6 +15,9 @@ from .yamlio import validate_yaml
 Dtype = Literal["bf16", "fp16", "fp32"]
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 GROUP_ID = re.compile(r"^[A-Za-z0-9_.:+-]+$")
+# One dimension: positive and below 2^40 (no tensor has more elements along one axis), so that
+# byte counts stay exact integers and absurd sizes are refused as such.
+PositiveInt = Annotated[int, Field(gt=0, lt=2**40)]
 Triple = Annotated[list[PositiveInt], Field(min_length=3, max_length=3)]
 NonNegTriple = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=3, max_length=3)]
 Dims5 = Annotated[list[PositiveInt], Field(min_length=5, max_length=5)]
@@ -282,10 +285,12 @@ class ShapesFile(BaseModel):
     """A whole shapes file: replay settings and the shapes of each stage, in order."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    seed: int = 0
-    warmup: Annotated[int, Field(ge=1)] = 3
+    seed: Annotated[int, Field(ge=0, lt=2**63)] = 0  # torch.Generator takes a 64-bit seed
+    warmup: Annotated[int, Field(ge=1, le=1000)] = 3
     cudnn_benchmark: bool = False
-    stages: dict[StageName, Annotated[list[Shape], Field(min_length=1)]]
+    stages: Annotated[
+        dict[StageName, Annotated[list[Shape], Field(min_length=1)]], Field(min_length=1)
+    ]
 
     @model_validator(mode="after")
     def _unique_ids(self) -> ShapesFile:

@@ -9,6 +9,7 @@ memory.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -47,12 +48,27 @@ def line_col(data: bytes | str, offset: int) -> tuple[int, int]:
 
 
 def read_json(path: Path, error: type[InputFileError], max_bytes: int) -> Any:
-    """The JSON value of `path`; NaN and Infinity (Python's extension) read as null, i.e.
-    missing, never as a number. Problems are one `error` line with the line and column."""
+    """The JSON value of `path`; NaN, Infinity (Python's extension) and numbers too large for
+    a float (1e400) read as null, i.e. missing, never as a number. Problems are one `error`
+    line with the line and column."""
     text = read_text(path, error, max_bytes)
     try:
-        return json.loads(text, parse_constant=lambda _: None)
+        return json.loads(
+            text, parse_constant=lambda _: None, parse_float=_finite, parse_int=_bounded_int
+        )
     except json.JSONDecodeError as exc:
         raise error(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
     except RecursionError:
         raise error(f"{path}: nested too deeply to read") from None
+
+
+def _finite(text: str) -> float | None:
+    value = float(text)
+    return value if math.isfinite(value) else None
+
+
+def _bounded_int(text: str) -> int | float | None:
+    """An integer, or its float value when it has more digits than any count we write (the
+    digit limit of int() and float overflow stay out of reach)."""
+    digits = text.lstrip("-")
+    return int(text) if len(digits) <= 18 else _finite(text)

@@ -51,6 +51,8 @@ def parse_yaml(path: Path, text: str, error: type[InputFileError]) -> Any:
         raise error(f"{_where(path, text, exc)}: invalid YAML: {_problem(exc)}") from None
     except RecursionError:
         raise error(f"{path}: nested too deeply to read") from None
+    except ValueError as exc:  # ruamel building a value: a 5000-digit integer, say
+        raise error(f"{path}: invalid YAML value: {exc}") from None
 
 
 def _check_events(path: Path, text: str, error: type[InputFileError]) -> None:
@@ -119,6 +121,8 @@ def describe_validation_error(path: Path, root: Any, exc: ValidationError) -> st
     """First pydantic error as `file:line:col: field.path: message`."""
     first = exc.errors()[0]
     pos, keys = _walk(root, first["loc"])
+    if first["type"] == "missing" and first["loc"]:
+        keys.append(str(first["loc"][-1]))  # not in the file: name what is missing
     where = f"{path}:{pos[0]}:{pos[1]}" if pos else str(path)
     return f"{where}: {'.'.join(keys) or '(top level)'}: {first['msg']}"
 

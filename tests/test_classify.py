@@ -208,7 +208,7 @@ def test_reader_batches_balance_bytes_and_bound_each_worker(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Largest reports first to the lightest worker; each worker's share cut under the caps."""
-    from ncu_classify import classify as module
+    from ncu_classify import reading as module
 
     paths = []
     for i, size in enumerate([900, 100, 100, 100, 100, 100, 100, 100, 100, 100]):

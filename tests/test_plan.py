@@ -142,7 +142,7 @@ def test_one_process_for_all_stages_and_one_per_gpu() -> None:
     assert [b.name for b in plan_batches(entries, per_stage=False)] == ["all"]
     opts = CaptureOptions(per_stage=False, gpus=(0, 1))
     plan = plan_capture(WORKLOAD, Path("/nonexistent/raw"), opts)
-    assert [b.name for b in plan.batches] == ["gpu1", "gpu2"]
+    assert [(b.name, b.device) for b in plan.batches] == [("gpu0", 0), ("gpu1", 1)]
     groups = [e.group for b in plan.batches for e in b.entries]
     assert sorted(groups) == sorted(e.group for e in entries)
     units = input_units(entries)

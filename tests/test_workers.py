@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import SMOKE
 
-from ncu_classify import classify as classify_module
+from ncu_classify import reading as classify_module
 from ncu_classify.rules import LoadedRules
 from ncu_classify.workers import WorkerFailure, run_in_children
 
