@@ -237,7 +237,11 @@ def capture(
 @app.command()
 def classify(
     inputs: Annotated[
-        list[Path], typer.Argument(help="report files (.ncu-rep[.xz|.gz], .ncu-repz) or folders")
+        list[str],
+        typer.Argument(
+            help="report files (.ncu-rep, .ncu-repz, .nsight-cuprof-report; .xz/.gz/.bz2) or"
+            " folders (searched recursively)"
+        ),
     ],
     output: OutputOption,
     rules: RulesOption = None,
@@ -254,17 +258,22 @@ def classify(
     from .classify import input_files
     from .rules import load_rules
 
+    if "" in inputs:
+        raise _usage(UsageError("an input is the empty string; give a report or a folder"))
+    paths = [Path(text) for text in inputs]
     with _errors():
-        target = _check_output(output, [*input_files(inputs), *([rules] if rules else [])])
+        target = _check_output(output, [*input_files(paths), *([rules] if rules else [])])
         loaded = load_rules(rules)
         with read_progress() as progress:
-            cards = run_classify(inputs, loaded, jobs=jobs, progress=progress)
+            cards = run_classify(paths, loaded, jobs=jobs, progress=progress)
         for problem in cards.input_errors:
             error_line(problem)
         for warning in cards.input_warnings:
             warning_line(warning)
-        if not cards.cards:
-            raise ReportError("no readable report among the inputs; nothing written")
+        if not cards.cards and not cards.input_errors:
+            raise ReportError("no kernel among the inputs; nothing written")
+        if not cards.cards:  # each bad input has had its line
+            raise typer.Exit(exit_code_for(ReportError("")))
         target.write_text(card_file_text(cards))
     human = _human(target)
     print_summary(cards, human)
@@ -314,7 +323,7 @@ def summary(
         raise _usage(UsageError(f"--by {by!r}: expected stage or shape"))
     grouping: Literal["stage", "shape"] = "stage" if by == "stage" else "shape"
     with _errors():
-        target = _check_output(output, [cards_file]) if output else None
+        target = _check_output(output, [cards_file]) if output is not None else None
         cards = load_card_file(cards_file)
         if target is None and not csv:
             print_summary(cards, out, grouping)

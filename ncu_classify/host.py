@@ -54,7 +54,10 @@ def ncu_version(ncu: str) -> str:
             [ncu, "--version"], capture_output=True, text=True, timeout=60, check=False
         ).stdout
     except (OSError, subprocess.SubprocessError) as exc:
-        raise EnvironmentProblem(f"{ncu} --version failed: {exc}") from None
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise EnvironmentProblem(
+            f"--ncu {ncu}: cannot run it ({why}); give the path of Nsight Compute's ncu"
+        ) from None
     match = re.search(r"Version\s+([\d.]+)", out)
     return match.group(1) if match else out.strip().splitlines()[-1] if out.strip() else "unknown"
 

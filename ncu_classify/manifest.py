@@ -3,17 +3,34 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from .atomic import write_text_atomic
 from .errors import ManifestError
+from .report_format import REPORT_SUFFIXES
 from .textio import MIB, read_json
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 1
 MAX_MANIFEST_BYTES = 256 * MIB
+
+
+def _plain_name(name: str, suffixes: tuple[str, ...]) -> str:
+    """A file name inside the capture folder: no folder part, not hidden, the right suffix."""
+    if "/" in name or "\\" in name or name.startswith(".") or not name.endswith(suffixes):
+        raise ValueError(f"{name!r} is not a file name in the capture folder ending {suffixes[0]}")
+    return name
+
+
+def _report_name(name: str | None) -> str | None:
+    return name if not name else _plain_name(name, REPORT_SUFFIXES)
+
+
+EndedBy = Literal["finished", "interrupted", "timeout", "refused"]  # how an ncu process ended
+ReportName = Annotated[str | None, AfterValidator(_report_name)]
+LogName = Annotated[str, AfterValidator(lambda name: _plain_name(name, (".ncu.log",)))]
 
 
 class ShapeRecord(BaseModel):
@@ -32,7 +49,7 @@ class ShapeRecord(BaseModel):
     input_sha256: str | None = None
     backend_used: str | None = None
     replay_seconds: float | None = None
-    report: str | None = None
+    report: ReportName = None
     kernels: int | None = None
     replay_passes: list[int] = Field(default_factory=list)
 
@@ -42,14 +59,14 @@ class BatchRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     name: str
-    report: str
+    report: Annotated[str, AfterValidator(lambda name: _report_name(name) or "")]
     argv: list[str]
     exit_code: int | None = None
     wall_seconds: float | None = None
-    log: str
+    log: LogName
     groups: list[str]
     gpu: int | None = None
-    ended_by: str | None = None  # finished, interrupted (Ctrl-C/SIGTERM) or timeout
+    ended_by: EndedBy | None = None
 
 
 class Manifest(BaseModel):

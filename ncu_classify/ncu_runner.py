@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import EnvironmentProblem
-from .manifest import BatchRecord
+from .manifest import BatchRecord, EndedBy
 from .plan import Batch, CaptureOptions, Plan
 from .protocol import BatchFile, StatusTail, write_batch
 
@@ -46,7 +46,7 @@ class BatchRun:
 
     record: BatchRecord
     tail: StatusTail
-    ended_by: str  # finished, interrupted, timeout
+    ended_by: EndedBy
 
 
 def replay_env(gpu: int | None, parallel: int) -> dict[str, str]:
@@ -143,7 +143,7 @@ def _supervise(
     stop: Stop,
     deadline: float,
     options: CaptureOptions,
-) -> str:
+) -> EndedBy:
     """Wait for ncu, reporting shapes as they finish; wind down on a stop or the deadline."""
     while proc.poll() is None:
         for line in tail.poll():

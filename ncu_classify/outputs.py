@@ -65,6 +65,10 @@ def output_file(given: str | Path, inputs: Iterable[Path] = ()) -> Output:
     text = str(given)
     if text == STDOUT:
         return Output(text, None, True)
+    if not text or text.endswith(os.sep):
+        raise UsageError(f"-o {text!r}: names a folder; give a file name (or - for stdout)")
+    if Path(text).name.endswith((*REPORT_SUFFIXES, ".ncu.log")):
+        raise UsageError(f"-o {text}: is named like a report or an ncu log; give another name")
     target = Path(os.path.realpath(text))  # follows symlinks: the link itself stays
     try:
         info = target.stat()
@@ -130,8 +134,8 @@ def _refuse_precious(
             continue
         if (other.st_dev, other.st_ino) == (info.st_dev, info.st_ino):
             raise UsageError(f"-o {given}: is also an input ({item}); choose another output path")
-    if target.name.endswith(REPORT_SUFFIXES):
-        raise UsageError(f"-o {given}: would overwrite an Nsight Compute report")
+    if target.name.endswith((*REPORT_SUFFIXES, ".ncu.log")):  # reached through a symlink
+        raise UsageError(f"-o {given}: would overwrite an Nsight Compute report or log")
     if _is_manifest(target):
         raise UsageError(f"-o {given}: would overwrite a capture manifest")
 

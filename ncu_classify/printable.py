@@ -7,10 +7,22 @@ control characters are shown escaped (`\\x1b`, `\\n`) instead.
 
 from __future__ import annotations
 
-_CONTROL = [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0), 0x2028, 0x2029]
+# C0 and C1 controls, DEL, line/paragraph separators, and the bidirectional marks, embeddings,
+# overrides and isolates, which reorder what a terminal shows (a "Trojan Source" name).
+_CONTROL = [
+    *range(0x00, 0x20),
+    0x7F,
+    *range(0x80, 0xA0),
+    0x061C,
+    0x200E,
+    0x200F,
+    0x2028,
+    0x2029,
+    *range(0x202A, 0x202F),
+    *range(0x2066, 0x206A),
+]
 _ESCAPES = {code: f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" for code in _CONTROL}
-_KEEP_LINES = {**_ESCAPES, ord("\n"): None}
-_KEEP_LINES.pop(ord("\n"))
+_KEEP_LINES = {code: text for code, text in _ESCAPES.items() if code != ord("\n")}
 
 
 def printable(text: str, keep_newlines: bool = False) -> str:

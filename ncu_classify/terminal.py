@@ -52,7 +52,11 @@ def print_plan(plan: Plan) -> None:
 
 @contextmanager
 def capture_progress() -> Iterator[Callable[[int, int, str, str], None]]:
-    """A progress bar on stderr for capture; descriptions are plain text, never markup."""
+    """A progress bar on a terminal's stderr for capture (descriptions are plain text, never
+    markup); nothing when stderr is a file, so that an error stays the only line there."""
+    if not err.is_terminal:
+        yield lambda *_: None
+        return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     with Progress(

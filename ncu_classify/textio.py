@@ -26,7 +26,7 @@ def read_text(path: Path, error: type[InputFileError], max_bytes: int) -> str:
     except OSError as exc:
         raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
     if len(data) > max_bytes:
-        raise error(f"{path}: larger than {max_bytes // MIB} MiB; not a file this tool reads")
+        raise error(f"{path}: larger than {_size(max_bytes)}; not a file this tool reads")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -72,3 +72,7 @@ def _bounded_int(text: str) -> int | float | None:
     digit limit of int() and float overflow stay out of reach)."""
     digits = text.lstrip("-")
     return int(text) if len(digits) <= 18 else _finite(text)
+
+
+def _size(count: int) -> str:
+    return f"{count // MIB} MiB" if count % MIB == 0 else f"{count >> 10} KiB"

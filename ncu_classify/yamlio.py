@@ -25,7 +25,9 @@ from .textio import MIB, line_col, read_text
 M = TypeVar("M", bound=BaseModel)
 
 
-MAX_YAML_BYTES = 8 * MIB
+# ruamel's round-trip parser reads about 100 KB/s: bounded files stay bounded in time
+# (a shapes file this size holds ~13,000 shapes; rules files are a few KB).
+MAX_YAML_BYTES = 2 * MIB
 MAX_DEPTH = 32  # shapes files need 5 levels, rules files a few more per nested any/all group
 _OPENERS = (SequenceStartEvent, MappingStartEvent)
 _CLOSERS = (SequenceEndEvent, MappingEndEvent)

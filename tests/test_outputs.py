@@ -75,7 +75,7 @@ def test_symlink_is_followed_and_kept(command: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("argv", "output", "message"),
     [
-        (["classify", str(SMOKE)], SMOKE / "dit.ncu-rep.xz", "is also an input"),
+        (["classify", str(SMOKE)], SMOKE / "dit.ncu-rep.xz", "is named like a report"),
         (["classify", str(SMOKE)], SMOKE / "manifest.json", "is also an input"),
         (
             ["classify", str(SMOKE / "dit.ncu-rep.xz"), "--rules", str(RULES)],
