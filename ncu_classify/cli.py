@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,6 +36,7 @@ from .errors import (
     UsageError,
 )
 from .interrupts import sigterm_as_interrupt
+from .options import parse_gpus, parse_shard, positive_float, positive_int
 from .printable import printable
 from .terminal import (
     capture_progress,
@@ -111,32 +111,6 @@ def root(
     """What bounds each GPU kernel, from Nsight Compute hardware counters."""
 
 
-def _positive_int(value: int | None) -> int | None:
-    if value is not None and value < 1:
-        raise typer.BadParameter(f"{value}: must be 1 or more")
-    return value
-
-
-def _positive_float(value: float) -> float:
-    if not value > 0:  # also refuses nan
-        raise typer.BadParameter(f"{value}: must be more than 0 seconds")
-    return value
-
-
-def _parse_gpus(text: str) -> tuple[int, ...]:
-    items = [x.strip() for x in text.split(",") if x.strip()]
-    if not all(re.fullmatch(r"\d{1,4}", x) for x in items) or len(set(items)) != len(items):
-        raise typer.BadParameter(f"{text!r}: expected distinct CUDA device indices such as 0,1")
-    return tuple(int(x) for x in items)
-
-
-def _parse_shard(text: str) -> tuple[int, int]:
-    match = re.fullmatch(r"(\d{1,6})/(\d{1,6})", text.strip())
-    if not match or not 1 <= int(match.group(1)) <= int(match.group(2)):
-        raise typer.BadParameter(f"{text!r}: expected K/N with 1 <= K <= N, e.g. 2/8")
-    return int(match.group(1)), int(match.group(2))
-
-
 def _usage(exc: UsageError) -> typer.Exit:
     error_line(str(exc))
     return typer.Exit(2)
@@ -171,13 +145,13 @@ def capture(
     output: Annotated[Path, typer.Option("-o", "--output", help="folder for reports + manifest")],
     ncu: Annotated[str, typer.Option(help="ncu executable")] = "ncu",
     timeout: Annotated[
-        float, typer.Option(help="seconds allowed per ncu process", callback=_positive_float)
+        float, typer.Option(help="seconds allowed per ncu process", callback=positive_float)
     ] = 3600.0,
     gpus: Annotated[str, typer.Option(help="CUDA devices to spread batches over, e.g. 0,1")] = "",
     shard: Annotated[str, typer.Option(help="capture only shard K of N (K/N), e.g. 2/8")] = "1/1",
     max_batch: Annotated[
         int | None,
-        typer.Option(help="at most this many shapes per ncu process", callback=_positive_int),
+        typer.Option(help="at most this many shapes per ncu process", callback=positive_int),
     ] = None,
     per_stage: Annotated[
         bool,
@@ -191,7 +165,7 @@ def capture(
         float,
         typer.Option(
             help="on Ctrl-C/SIGTERM, seconds the shape in hand may take before it is killed",
-            callback=_positive_float,
+            callback=positive_float,
         ),
     ] = 20.0,
     dry_run: Annotated[bool, typer.Option(help="print the ncu command lines, run nothing")] = False,
@@ -204,8 +178,8 @@ def capture(
     options = CaptureOptions(
         ncu=ncu,
         timeout_s=timeout,
-        gpus=_parse_gpus(gpus),
-        shard=_parse_shard(shard),
+        gpus=parse_gpus(gpus),
+        shard=parse_shard(shard),
         max_batch=max_batch or 0,
         resume=resume,
         per_stage=per_stage,
@@ -247,9 +221,7 @@ def classify(
     rules: RulesOption = None,
     jobs: Annotated[
         int | None,
-        typer.Option(
-            help="parallel report readers (default: one per core)", callback=_positive_int
-        ),
+        typer.Option(help="parallel report readers (default: one per core)", callback=positive_int),
     ] = None,
 ) -> None:
     """Read reports, classify every kernel, write capability cards and print the summary."""

@@ -1,0 +1,38 @@
+"""Checks of command-line values that typer cannot express: each bad value is a usage error
+(exit 2) naming the option, before any work is done."""
+
+from __future__ import annotations
+
+import re
+
+import typer
+
+
+def positive_int(value: int | None) -> int | None:
+    """An optional count: 1 or more."""
+    if value is not None and value < 1:
+        raise typer.BadParameter(f"{value}: must be 1 or more")
+    return value
+
+
+def positive_float(value: float) -> float:
+    """Seconds: more than 0 (NaN refused too)."""
+    if not value > 0:  # also refuses nan
+        raise typer.BadParameter(f"{value}: must be more than 0 seconds")
+    return value
+
+
+def parse_gpus(text: str) -> tuple[int, ...]:
+    """`0,1` as distinct CUDA device indices."""
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    if not all(re.fullmatch(r"\d{1,4}", x) for x in items) or len(set(items)) != len(items):
+        raise typer.BadParameter(f"{text!r}: expected distinct CUDA device indices such as 0,1")
+    return tuple(int(x) for x in items)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`K/N` with 1 <= K <= N."""
+    match = re.fullmatch(r"(\d{1,6})/(\d{1,6})", text.strip())
+    if not match or not 1 <= int(match.group(1)) <= int(match.group(2)):
+        raise typer.BadParameter(f"{text!r}: expected K/N with 1 <= K <= N, e.g. 2/8")
+    return int(match.group(1)), int(match.group(2))
