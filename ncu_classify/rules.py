@@ -1,15 +1,18 @@
 """Threshold rules kept as data: a pydantic-validated YAML file, evaluated in order without eval.
 
 A rule's `when` is a tree of `any` / `all` groups over leaf comparisons `{metric, op, value}`.
-Missing metrics: a comparison on a metric that is absent is not evaluated; it drops out of its
-group, an empty group is false, and the verdict lists the metric under `unchecked_metrics`, so a
-missing value is visible and can never pass as a silent 0. First matching rule wins; the last
-rule must be `when: always` so that every kernel gets a class.
+Missing metrics: evaluation is three-valued. A comparison on a metric that is absent or NaN is
+unknown; `any` holds if one member holds, `all` fails if one member fails, otherwise the group is
+unknown. A rule whose condition is unknown does not fire, the next rule is tried, and the verdict
+lists the metrics it could not check under `unchecked_metrics`: a missing value is visible and
+can never pass as a silent 0, nor let a rule fire on half its evidence. First matching rule wins;
+the last rule must be `when: always` so that every kernel gets a class.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -145,27 +148,40 @@ class Verdict:
 def _holds(
     cond: Compare | AnyOf | AllOf, values: Mapping[str, float | None], unchecked: list[str]
 ) -> bool | None:
-    """True/False, or None when no part of `cond` could be evaluated."""
+    """Three-valued: True, False, or None (unknown) when the answer depends on a metric that is
+    missing or NaN. `any` holds if one member holds, `all` fails if one member fails; otherwise
+    an unknown member makes the group unknown. Metrics that left a group unknown are listed."""
     if isinstance(cond, Compare):
         value = values.get(cond.metric)
-        if value is None:
+        if value is None or math.isnan(value):
             if cond.metric not in unchecked:
                 unchecked.append(cond.metric)
             return None
         return OPERATORS[cond.op](value, cond.value)
     members = cond.any if isinstance(cond, AnyOf) else cond.all
-    results = [r for r in (_holds(c, values, unchecked) for c in members) if r is not None]
-    if not results:
-        return None
-    return any(results) if isinstance(cond, AnyOf) else all(results)
+    decisive = isinstance(cond, AnyOf)  # the member value that settles the group
+    unknown = False
+    for member in members:
+        result = _holds(member, values, unchecked)
+        if result is decisive:
+            return decisive
+        unknown = unknown or result is None
+    return None if unknown else not decisive
 
 
 def evaluate(rules: RuleSet, values: Mapping[str, float | None]) -> Verdict:
-    """First rule whose condition holds on `values`; lists metrics it could not check."""
+    """First rule whose condition holds on `values`; a rule whose condition is unknown does not
+    fire (the next is tried) and the metrics it could not check are listed."""
     unchecked: list[str] = []
     for rule in rules.rules:
-        if rule.when == "always" or _holds(rule.when, values, unchecked):
+        if rule.when == "always":
             return Verdict(rule, unchecked)
+        missing: list[str] = []
+        result = _holds(rule.when, values, missing)
+        if result:
+            return Verdict(rule, unchecked)
+        if result is None:  # could not be decided: say which metrics it needed
+            unchecked.extend(m for m in missing if m not in unchecked)
     raise AssertionError("unreachable: the last rule is `always`")
 
 

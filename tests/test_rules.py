@@ -59,11 +59,21 @@ def test_thresholds(rules: LoadedRules, change: dict, expected: str) -> None:
 
 
 def test_missing_metric_is_listed_and_never_a_zero(rules: LoadedRules) -> None:
-    """With tensor_pct missing, a 0 would let `all < 40` pass as if checked; we list it."""
+    """With tensor_pct missing, `all < 40` is unknown: the latency rule does not fire on the
+    measured half of its evidence (a 0 would have let it pass as if checked); we list it."""
     values = {**FULL, "warps_active_pct": 10.0, "tensor_pct": None}
     verdict = evaluate(rules.rules, values)
-    assert verdict.rule.name == "latency_or_occupancy_limited"
+    assert verdict.rule.name == "unresolved_no_dominant_limiter"
     assert verdict.unchecked == ["tensor_pct"]
+    # An `any` settled by a measured member fires; the missing member did not matter.
+    verdict = evaluate(rules.rules, {**values, "sm_pct": 75.0})
+    assert (verdict.rule.name, verdict.unchecked) == ("compute_bound", [])
+    # Waves alone cannot make a partial-wave tail when SM-active/elapsed was never measured.
+    tail = {**FULL, "waves": 0.6, "sm_active_over_elapsed": None}
+    verdict = evaluate(rules.rules, tail)
+    assert verdict.rule.name != "partial_wave_tail" and "sm_active_over_elapsed" in (
+        verdict.unchecked
+    )
     # All inputs of a rule missing: the rule cannot match.
     gone = {k: None for k in FULL}
     verdict = evaluate(rules.rules, gone)
@@ -120,17 +130,27 @@ def test_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
 
 
 def test_reproduces_every_legacy_kernel_verdict(rules: LoadedRules, legacy_path: Path) -> None:
+    """Every legacy verdict made on measured evidence is reproduced (86); the two that fired on
+    half of it (FA3's prepare_varlen_num_blocks_kernel: latency-limited with tensor_pct and
+    waves never measured) are unresolved now, with the metrics they lacked listed as unchecked."""
     original = json.loads(legacy_path.read_text())
     redone = reclassify(load_card_file(legacy_path), rules)
-    compared = 0
+    same, changed = 0, []
     for old_card, new_card in zip(original["cards"], redone.cards, strict=True):
         assert old_card["group"] == new_card.group
         for old, new in zip(old_card["kernels"], new_card.kernels, strict=True):
             assert old["kernel"] == new.kernel
             if "classification" in old and old.get("evidence"):
-                assert new.classification == old["classification"], old["kernel"]
-                compared += 1
-    assert compared == 88
+                if new.classification == old["classification"]:
+                    same += 1
+                else:
+                    changed.append((new.function_name or new.kernel[:40], old["classification"],
+                                    new.classification, new.unchecked_metrics))  # fmt: skip
+    assert same == 86
+    assert changed == [
+        ("void prepare_varlen_num_blocks_kernel<1,", "latency_or_occupancy_limited",
+         "unresolved_no_dominant_limiter", ["tensor_pct", "sm_active_over_elapsed", "waves"]),
+    ] * 2  # fmt: skip
 
 
 def test_a_stricter_rules_file_changes_verdicts(legacy_path: Path, tmp_path: Path) -> None:
