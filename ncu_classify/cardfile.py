@@ -14,7 +14,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from .atomic import write_text_atomic
-from .cards import CardFile
+from .cards import SCHEMA_VERSION, CardFile
+from .metrics import complete
 from .errors import CardsError
 from .legacy import from_legacy, is_legacy
 from .textio import MIB, read_json
@@ -35,7 +36,7 @@ def load_card_file(path: Path) -> CardFile:
             raise CardsError(
                 f"{path}: schema_version {version!r} is not one this tool reads ({READABLE_MAJOR}x)"
             )
-        return CardFile.model_validate(doc, strict=True)
+        return CardFile.model_validate(upgrade(doc), strict=True)
     except ValidationError as exc:
         raise CardsError(f"{path}: {describe(exc)}") from None
     except (TypeError, ValueError, KeyError, AttributeError, OverflowError, RecursionError) as exc:
@@ -46,6 +47,35 @@ def load_card_file(path: Path) -> CardFile:
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text[:200]}"
+
+
+def upgrade(doc: dict[str, Any]) -> dict[str, Any]:
+    """A cards document of an earlier 1.x schema brought to this one. Before 1.2 `tensor_pct`
+    held the tensor pipe over *active* cycles: it moves to `tensor_active_pct` and `tensor_pct`
+    is recomputed over elapsed cycles from the kernel's own figures (`metrics.complete`)."""
+    if doc.get("schema_version") not in ("1.0", "1.1"):
+        return doc
+    for card in doc["cards"]:
+        for kernel in card.get("kernels") or []:
+            _upgrade_kernel(kernel)
+    doc["schema_version"] = SCHEMA_VERSION
+    return doc
+
+
+def _upgrade_kernel(kernel: dict[str, Any]) -> None:
+    metrics, sources = kernel.get("metrics"), kernel.get("metric_sources")
+    if not isinstance(metrics, dict) or not isinstance(sources, dict):
+        return
+    if "active" not in str(sources.get("tensor_pct", "")):
+        return
+    metrics["tensor_active_pct"] = metrics.get("tensor_pct")
+    sources["tensor_active_pct"] = sources.pop("tensor_pct")
+    metrics["tensor_pct"] = None
+    metrics.setdefault("sm_cycles_elapsed", None)
+    complete(metrics, sources)
+    if isinstance(kernel.get("evidence"), dict):
+        kernel["evidence"]["tensor_pct"] = metrics["tensor_pct"]
+    kernel["missing_metrics"] = sorted(k for k, v in metrics.items() if v is None)
 
 
 def describe(exc: ValidationError) -> str:

@@ -23,7 +23,7 @@ from .metrics import CATALOG, EVIDENCE_KEYS, derive
 from .records import KernelRecord
 from .rules import LoadedRules, evaluate
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"  # 1.2: tensor_pct over elapsed cycles; tensor_active_pct
 SCOPE = (
     "Isolated replays under Nsight Compute kernel replay (each kernel serialised, caches flushed"
     " between passes, clocks left unlocked with --clock-control none); classifications are per"

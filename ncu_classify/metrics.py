@@ -122,6 +122,9 @@ class MetricSpec:
         return value if factor == 1.0 else float(f"{value * factor:.12g}")
 
 
+TENSOR_ELAPSED = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed"
+TENSOR_ACTIVE = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
+
 CATALOG: tuple[MetricSpec, ...] = (
     MetricSpec("dur_us", ("gpu__time_duration.sum",), "time", "us", 1e-6, "kernel duration"),
     MetricSpec(
@@ -133,13 +136,20 @@ CATALOG: tuple[MetricSpec, ...] = (
     ),
     MetricSpec(
         "tensor_pct",
-        (
-            "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
-            "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
-        ),
+        (TENSOR_ELAPSED, "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"),
         "percent",
         "%",
-        description="tensor pipe busy, % of active cycles (counts wgmma on gh100)",
+        description="tensor pipe busy, % of peak over elapsed cycles like sm_pct (counts wgmma"
+        " on gh100); from the active figure x sm__cycles_active.avg / sm__cycles_elapsed.avg"
+        " where a report has only that",
+    ),
+    MetricSpec(
+        "tensor_active_pct",
+        (TENSOR_ACTIVE, "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"),
+        "percent",
+        "%",
+        description="tensor pipe busy, % of peak over the cycles the SMs were active (inflated"
+        " where SMs idle: partial waves)",
     ),
     MetricSpec(
         "dram_pct",
@@ -204,6 +214,13 @@ CATALOG: tuple[MetricSpec, ...] = (
         "count",
         "cycles",
         description="cycles with at least one warp resident, mean over SMs",
+    ),
+    MetricSpec(
+        "sm_cycles_elapsed",
+        ("sm__cycles_elapsed.avg",),
+        "count",
+        "cycles",
+        description="elapsed cycles, mean over SMs (the denominator of the elapsed percentages)",
     ),
     MetricSpec(
         "cycles_elapsed",
@@ -310,3 +327,29 @@ def metric_rows() -> list[list[str]]:
         for d in DERIVED
     ]
     return rows
+
+
+def complete(values: dict[str, float | None], sources: dict[str, str]) -> None:
+    """Fill what a report lacks but its other counters determine exactly, saying how in
+    `sources`: `sm_cycles_elapsed` as sm__cycles_elapsed.avg.per_second x gpu__time_duration.sum
+    (that rate is defined as the one over the other), and `tensor_pct` (over elapsed cycles)
+    from the active figure x sm__cycles_active.avg / sm__cycles_elapsed.avg where a report
+    carries only that (every capture before schema 1.2, users' old reports)."""
+    clock, duration = values.get("sm_clock_ghz"), values.get("dur_us")
+    if values.get("sm_cycles_elapsed") is None and clock and duration:
+        values["sm_cycles_elapsed"] = float(f"{clock * duration * 1e3:.12g}")  # GHz x us
+        sources["sm_cycles_elapsed"] = ELAPSED_FROM_RATE
+    active, busy = values.get("tensor_active_pct"), values.get("sm_cycles_active")
+    elapsed = values.get("sm_cycles_elapsed")
+    if values.get("tensor_pct") is not None or active is None or busy is None or not elapsed:
+        return
+    values["tensor_pct"] = float(f"{active * busy / elapsed:.12g}")
+    denominator = sources.get("sm_cycles_elapsed", "sm__cycles_elapsed.avg")
+    if denominator == ELAPSED_FROM_RATE:
+        denominator = f"({denominator})"
+    sources["tensor_pct"] = (
+        f"{sources.get('tensor_active_pct', TENSOR_ACTIVE)} x sm__cycles_active.avg / {denominator}"
+    )
+
+
+ELAPSED_FROM_RATE = "sm__cycles_elapsed.avg.per_second x gpu__time_duration.sum"

@@ -27,7 +27,7 @@ from typing import Any
 import ncu_report
 
 from .errors import ReportError
-from .metrics import CATALOG, DEVICE_METRICS, PASSES_METRIC, UnitError
+from .metrics import CATALOG, DEVICE_METRICS, PASSES_METRIC, UnitError, complete
 from .records import KernelRecord, ReportRead
 from .report_format import (
     REPORT_MAGIC,
@@ -167,7 +167,6 @@ def read_kernel(
     """One kernel row from an ncu_report action (`device`: the report's GPU, read once)."""
     values: dict[str, float | None] = {}
     sources: dict[str, str] = {}
-    missing: list[str] = []
     problems: list[str] = []
     for spec in CATALOG:
         values[spec.key] = None
@@ -185,8 +184,8 @@ def read_kernel(
             except UnitError as exc:
                 problems.append(f"{name}: {exc}")
             break
-        if values[spec.key] is None:
-            missing.append(spec.key)
+    complete(values, sources)  # figures the other counters determine (tensor over elapsed)
+    missing = [spec.key for spec in CATALOG if values[spec.key] is None]
     return KernelRecord.model_construct(  # trusted values: skip validation on the hot path
         report=report,
         range_index=range_index,

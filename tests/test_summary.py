@@ -24,8 +24,8 @@ def test_by_stage_rows_of_the_smoke_capture(smoke_cards: CardFile) -> None:
         "dit,unresolved_no_dominant_limiter,1,25.088,0.0618",
         "vae,compute_bound,2,889.312,0.9780",
         "vae,unresolved_no_dominant_limiter,1,19.968,0.0220",
-        "attention,unresolved_no_dominant_limiter,1,1325.536,0.6068",
-        "attention,compute_bound,2,858.88,0.3932",
+        "attention,unresolved_no_dominant_limiter,2,1420.576,0.6503",
+        "attention,compute_bound,1,763.84,0.3497",
         "attention,failed,1,0.0,0.0000",
         "output,dram_bandwidth_bound,1,21.6,1.0000",
     ]
@@ -42,7 +42,7 @@ def test_by_shape_rows_of_the_smoke_capture(smoke_cards: CardFile) -> None:
         ("vae", "unresolved_no_dominant_limiter", "unresolved", 19.968),
         ("attention", "compute_bound", "classified", 763.84),
         ("attention", "unresolved_no_dominant_limiter", "unresolved", 1325.536),
-        ("attention", "compute_bound", "classified", 95.04),
+        ("attention", "unresolved_no_dominant_limiter", "unresolved", 95.04),
         ("attention", "failed", "failed", None),
         ("output", "dram_bandwidth_bound", "classified", 21.6),
     ]
