@@ -15,9 +15,9 @@ from pydantic import ValidationError
 
 from .atomic import write_text_atomic
 from .cards import SCHEMA_VERSION, CardFile
-from .metrics import complete
 from .errors import CardsError
 from .legacy import from_legacy, is_legacy
+from .metrics import complete
 from .textio import MIB, read_json
 
 READABLE_MAJOR = "1."

@@ -19,8 +19,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .hot_units import HotUnit, compute_note, name_units
 from .metrics import CATALOG, EVIDENCE_KEYS, derive
 from .records import KernelRecord
+from .roofline import Roofline, kernel_roofline
 from .rules import LoadedRules, evaluate
 
 SCHEMA_VERSION = "1.2"  # 1.2: tensor_pct over elapsed cycles; tensor_active_pct
@@ -69,6 +71,13 @@ class KernelCard(BaseModel):
     metric_repairs: list[str] = Field(
         default_factory=list,
         description="corrections made to stored metrics (legacy ms-as-us durations), one note each",
+    )
+    hot_units: dict[str, list[HotUnit]] = Field(
+        default_factory=dict, description="busiest entries of the SM and memory breakdowns"
+    )
+    roofline: Roofline | None = None
+    verdict_note: str | None = Field(
+        default=None, description="what the class alone does not say (a non-math hot unit)"
     )
 
 
@@ -171,17 +180,35 @@ def kernel_verdict(
 
 def classify_kernel(kernel: KernelCard, rules: LoadedRules) -> KernelCard:
     """The kernel classified again under `rules` (every other field kept)."""
-    return kernel.model_copy(update=kernel_verdict(kernel.metrics, kernel.evidence, rules))
+    verdict = kernel_verdict(kernel.metrics, kernel.evidence, rules)
+    return kernel.model_copy(
+        update={**verdict, **_annotations(kernel.metrics, kernel.hot_units, verdict)}
+    )
+
+
+def _annotations(
+    metrics: Mapping[str, float | None], hot: dict[str, list[HotUnit]], verdict: dict[str, Any]
+) -> dict[str, Any]:
+    """Roofline figures and the note on the verdict, from the kernel's own figures."""
+    roofline = kernel_roofline(metrics)
+    return {
+        "roofline": roofline,
+        "verdict_note": compute_note(verdict["classification"], hot, roofline),
+    }
 
 
 def kernel_card(record: KernelRecord, rules: LoadedRules) -> KernelCard:
     """Classify one kernel row."""
     metrics = {spec.key: record.values.get(spec.key) for spec in CATALOG}
+    verdict = kernel_verdict(metrics, {}, rules)
+    hot = name_units(record.hot_units)
     return KernelCard.model_construct(  # trusted values; the file is validated in tests
         set(CLASSIFY_KERNEL_FIELDS),
         kernel=record.demangled,
         metrics=metrics,
-        **kernel_verdict(metrics, {}, rules),
+        **verdict,
+        hot_units=hot,
+        **_annotations(metrics, hot, verdict),
         mangled_name=record.mangled,
         demangled_name=record.demangled,
         function_name=record.function,

@@ -12,6 +12,8 @@ import functools
 from dataclasses import dataclass
 from typing import Literal
 
+from .counters import BREAKDOWNS, roofline_counters
+
 Dimension = Literal["time", "bytes", "rate", "percent", "count"]
 
 # Scale of each unit to the SI base of its dimension (seconds, bytes, per second).
@@ -256,6 +258,10 @@ CATALOG: tuple[MetricSpec, ...] = (
         "SM clock during the kernel: turn per-cycle peaks into per-second ones with it",
     ),
 )
+CATALOG += tuple(
+    MetricSpec(c.key, (c.name,), c.dimension, c.card_unit, c.per_base, c.description)  # type: ignore[arg-type]
+    for c in roofline_counters()
+)
 SPECS = {spec.key: spec for spec in CATALOG}
 
 
@@ -303,8 +309,9 @@ DEVICE_METRICS = {
 
 
 def capture_metric_names() -> list[str]:
-    """The `--metrics` list capture asks ncu for: the first name of every catalog metric."""
-    return [spec.names[0] for spec in CATALOG]
+    """The `--metrics` list capture asks ncu for: the first name of every catalog metric, and
+    the two throughput breakdowns (no extra pass: 12 per kernel on the H200)."""
+    return [spec.names[0] for spec in CATALOG] + list(BREAKDOWNS.values())
 
 
 def derive(values: dict[str, float | None]) -> dict[str, float | None]:

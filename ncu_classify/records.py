@@ -21,6 +21,9 @@ class KernelRecord(BaseModel):
     unit_problems: list[str] = Field(default_factory=list)
     replay_passes: int | None = None
     device: dict[str, str | int | None] = Field(default_factory=dict)
+    hot_units: dict[str, list[tuple[str, float]]] = Field(
+        default_factory=dict, description="top entries of the SM and memory breakdowns"
+    )
 
 
 class ReportRead(BaseModel):

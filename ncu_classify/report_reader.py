@@ -26,6 +26,7 @@ from typing import Any
 
 import ncu_report
 
+from .counters import BREAKDOWNS
 from .errors import ReportError
 from .metrics import CATALOG, DEVICE_METRICS, PASSES_METRIC, UnitError, complete
 from .records import KernelRecord, ReportRead
@@ -150,6 +151,29 @@ def _device(action: Any) -> dict[str, str | int | None]:
     return out
 
 
+HOT_UNITS = 3  # entries of each breakdown kept on the card
+_BREAKDOWN_SUFFIX = ".avg.pct_of_peak_sustained_elapsed"
+
+
+def _hot_units(action: Any) -> dict[str, list[tuple[str, float]]]:
+    """The top sub-units of the SM and memory throughput breakdowns, busiest first: the
+    breakdown metric's value names its members, whose values the report holds beside it."""
+    out = {}
+    for unit, name in BREAKDOWNS.items():
+        metric = action.metric_by_name(name)
+        if metric is None or not metric.has_value():
+            continue
+        members = []
+        for member in str(metric.value()).split(","):
+            value = action.metric_by_name(member.strip())
+            number = value.as_double() if value is not None and value.has_value() else math.nan
+            if math.isfinite(number):
+                members.append((member.strip().removesuffix(_BREAKDOWN_SUFFIX), number))
+        members.sort(key=lambda item: (-item[1], item[0]))
+        out[unit] = [(member, float(f"{number:.6g}")) for member, number in members[:HOT_UNITS]]
+    return out
+
+
 def _passes(action: Any) -> int | None:
     """Replay passes ncu needed for the kernel; None when absent or NaN."""
     metric = action.metric_by_name(PASSES_METRIC)
@@ -200,6 +224,7 @@ def read_kernel(
         unit_problems=problems,
         replay_passes=_passes(action),
         device=device,
+        hot_units=_hot_units(action),
     )
 
 

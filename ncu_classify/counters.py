@@ -1,0 +1,79 @@
+"""The roofline counters: executed FLOPs per instruction family and input type, CUDA-core FP32
+instructions, bytes at DRAM, L2 and L1, each with its `.peak_sustained` per cycle, and the clocks
+that turn per-cycle peaks into per-second ones.
+
+Names and pass costs were read on the H200 with ncu 2025.3.1 (`reports/roofline/`): adding all
+of them to the card metrics costs 12 replay passes per kernel instead of 9; the two throughput
+breakdowns cost no extra pass. Peaks come from the report itself (ncu's own roofline uses the
+same `<counter>.sum.peak_sustained x <unit clock>`), so the same code is right on any GPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# (family, input type) -> the ncu counter of dense tensor FLOPs it executed. hgmma is Hopper's
+# wgmma, hmma the mma.sync path (PyTorch's flash kernel, sm80 cuDNN kernels), at 2/3 the rate.
+TENSOR_FAMILIES: dict[tuple[str, str], str] = {
+    ("hgmma", "bf16"): "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32_sparsity_off",
+    ("hgmma", "fp16"): "sm__ops_path_tensor_op_hgmma_src_fp16_sparsity_off",
+    ("hgmma", "tf32"): "sm__ops_path_tensor_op_hgmma_src_tf32_dst_fp32_sparsity_off",
+    ("hmma", "bf16"): "sm__ops_path_tensor_op_hmma_src_bf16_dst_fp32_sparsity_off",
+    ("hmma", "fp16"): "sm__ops_path_tensor_op_hmma_src_fp16_dst_fp32_sparsity_off",
+    ("hmma", "fp16acc"): "sm__ops_path_tensor_op_hmma_src_fp16_dst_fp16_sparsity_off",
+    ("hmma", "tf32"): "sm__ops_path_tensor_op_hmma_src_tf32_dst_fp32_sparsity_off",
+}
+FP32_OPS = {  # CUDA-core FP32 thread instructions; an FMA is 2 FLOPs
+    "ffma": "smsp__sass_thread_inst_executed_op_ffma_pred_on",
+    "fadd": "smsp__sass_thread_inst_executed_op_fadd_pred_on",
+    "fmul": "smsp__sass_thread_inst_executed_op_fmul_pred_on",
+}
+MEMORY_LEVELS = {  # level -> (bytes counter, the unit's clock)
+    "dram": ("dram__bytes", "dram__cycles_elapsed.avg.per_second"),
+    "l2": ("lts__t_bytes", "lts__cycles_elapsed.avg.per_second"),
+    "l1": ("l1tex__t_bytes", "l1tex__cycles_elapsed.avg.per_second"),
+}
+BREAKDOWNS = {  # the two throughput breakdowns: each names its sub-metrics, read with them
+    "sm": "breakdown:sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "memory": "breakdown:gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+}
+
+
+@dataclass(frozen=True)
+class Counter:
+    """One roofline counter as a card metric: key, ncu name, dimension, card unit, scale."""
+
+    key: str
+    name: str
+    dimension: str
+    card_unit: str
+    per_base: float
+    description: str
+
+
+def roofline_counters() -> list[Counter]:
+    """Every roofline counter, in card order."""
+    out: list[Counter] = []
+    for (family, kind), name in TENSOR_FAMILIES.items():
+        what = f"{family} {kind}"
+        out += [
+            Counter(f"flops_{family}_{kind}", f"{name}.sum", "count", "FLOP", 1.0,
+                    f"dense tensor FLOPs executed by {what} (tile padding included)"),
+            Counter(f"peak_{family}_{kind}", f"{name}.sum.peak_sustained", "count",
+                    "FLOP/cycle", 1.0, f"{what} peak FLOP per SM cycle, whole GPU"),
+        ]  # fmt: skip
+    for op, name in FP32_OPS.items():
+        out.append(
+            Counter(f"inst_{op}", f"{name}.sum", "count", "inst", 1.0, f"FP32 {op} instructions")
+        )
+    ffma = f"{FP32_OPS['ffma']}.sum.peak_sustained"
+    out.append(Counter("peak_ffma", ffma, "count", "inst/cycle", 1.0, "FFMA peak per SM cycle"))
+    for level, (name, clock) in MEMORY_LEVELS.items():
+        unit = level.upper()
+        out += [
+            Counter(f"{level}_bytes", f"{name}.sum", "bytes", "byte", 1.0, f"bytes at {unit}"),
+            Counter(f"peak_{level}_bytes", f"{name}.sum.peak_sustained", "count",
+                    "byte/cycle", 1.0, f"{unit} peak bytes per {unit} cycle"),
+            Counter(f"{level}_clock_ghz", clock, "rate", "GHz", 1e9, f"{unit} clock"),
+        ]  # fmt: skip
+    return out

@@ -1,0 +1,136 @@
+"""The roofline of a kernel from its own counters: FLOPs per family, intensity at DRAM, L2 and
+L1, the ceilings, the binding roof and how far the kernel is from it.
+
+Ceilings come from ncu's peak metrics x the clock measured during the kernel (no table of
+GPUs): compute = the family's FLOP/cycle x the SM clock, bandwidth = bytes/cycle x the unit's
+clock. The compute ceiling is that of the family the kernel actually used (an mma.sync kernel
+tops out at 2/3 of wgmma). The binding roof is the lowest of the compute ceiling and each
+bandwidth x the kernel's intensity there. A figure whose inputs a report lacks stays None and
+is listed in `missing`, never 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .counters import MEMORY_LEVELS, TENSOR_FAMILIES
+
+FAMILY_KEYS = {f"{family}_{kind}": f"flops_{family}_{kind}" for family, kind in TENSOR_FAMILIES}
+LEVELS = tuple(MEMORY_LEVELS)
+
+
+class Roofline(BaseModel):
+    """Where one kernel sits on the roofline (T = 10^12; intensity in FLOP/byte)."""
+
+    model_config = ConfigDict(extra="forbid")
+    family: str | None = Field(description="the FLOP family it used most: hgmma_bf16, ..., fp32")
+    executed_flops: float | None = Field(description="FLOPs executed, all families, padding too")
+    achieved_tflops: float | None
+    intensity: dict[str, float | None] = Field(description="FLOP/byte at dram, l2, l1")
+    compute_ceiling_tflops: float | None = Field(description="peak of the family used")
+    bandwidth_tbps: dict[str, float | None] = Field(description="peak bytes/s at dram, l2, l1")
+    achieved_tbps: dict[str, float | None] = Field(description="bytes/s moved at dram, l2, l1")
+    binding: str | None = Field(
+        description="compute, dram, l2 or l1: the lowest roof; for a kernel without FLOPs (a"
+        " copy, a transpose) the memory level it uses most of"
+    )
+    roof_tflops: float | None
+    pct_of_roof: float | None
+    missing: list[str] = Field(default_factory=list, description="inputs the report lacked")
+
+
+def _get(metrics: Mapping[str, float | None], key: str, missing: list[str]) -> float | None:
+    value = metrics.get(key)
+    if value is None and key not in missing:
+        missing.append(key)
+    return value
+
+
+def _flops(metrics: Mapping[str, float | None], missing: list[str]) -> dict[str, float]:
+    """Executed FLOPs per family that the report measured (FP32 = 2 x FFMA + FADD + FMUL)."""
+    out = {
+        family: float(value)
+        for family, key in FAMILY_KEYS.items()
+        if (value := _get(metrics, key, missing)) is not None
+    }
+    ffma, fadd = _get(metrics, "inst_ffma", missing), _get(metrics, "inst_fadd", missing)
+    fmul = _get(metrics, "inst_fmul", missing)
+    if ffma is not None and fadd is not None and fmul is not None:
+        out["fp32"] = 2 * ffma + fadd + fmul
+    return out
+
+
+def _ceiling(family: str, metrics: Mapping[str, float | None], missing: list[str]) -> float | None:
+    """FLOP/s the family can reach at the SM clock measured during the kernel."""
+    clock = _get(metrics, "sm_clock_ghz", missing)
+    key = "peak_ffma" if family == "fp32" else f"peak_{family}"
+    per_cycle = _get(metrics, key, missing)
+    if clock is None or per_cycle is None:
+        return None
+    return per_cycle * (2 if family == "fp32" else 1) * clock * 1e9
+
+
+def _bandwidths(metrics: Mapping[str, float | None], missing: list[str]) -> dict[str, float]:
+    """Peak bytes/s per memory level at that unit's measured clock."""
+    out = {}
+    for level in LEVELS:
+        peak = _get(metrics, f"peak_{level}_bytes", missing)
+        clock = _get(metrics, f"{level}_clock_ghz", missing)
+        if peak is not None and clock is not None:
+            out[level] = peak * clock * 1e9
+    return out
+
+
+def kernel_roofline(metrics: Mapping[str, float | None]) -> Roofline:
+    """The roofline figures of one kernel from its card metrics."""
+    missing: list[str] = []
+    flops = _flops(metrics, missing)
+    total = sum(flops.values()) if flops else None
+    family = max(flops, key=lambda f: flops[f]) if flops and total else None
+    seconds = metrics.get("dur_us")
+    achieved = total / (seconds * 1e-6) if total is not None and seconds else None
+    intensity = {
+        level: (total / nbytes if total is not None and nbytes else None)
+        for level in LEVELS
+        for nbytes in [_get(metrics, f"{level}_bytes", missing)]
+    }
+    ceiling = _ceiling(family, metrics, missing) if family else None
+    bandwidth = _bandwidths(metrics, missing)
+    moved = {
+        level: (metrics.get(f"{level}_bytes") or 0) / (seconds * 1e-6)
+        for level in bandwidth
+        if seconds and metrics.get(f"{level}_bytes") is not None
+    }
+    roofs = {"compute": ceiling} if ceiling else {}
+    for level, rate in bandwidth.items():
+        if intensity.get(level):
+            roofs[level] = rate * intensity[level]  # type: ignore[operator]
+    binding = min(roofs, key=lambda k: roofs[k]) if roofs else None
+    roof = roofs[binding] if binding else None
+    pct = 100 * achieved / roof if achieved is not None and roof else None
+    if binding is None and moved:  # no FLOPs: the level whose bandwidth it uses most
+        binding = max(moved, key=lambda level: moved[level] / bandwidth[level])
+        pct = 100 * moved[binding] / bandwidth[binding]
+    return Roofline(
+        family=family,
+        executed_flops=total,
+        achieved_tflops=_t(achieved),
+        intensity={k: _round(v) for k, v in intensity.items()},
+        compute_ceiling_tflops=_t(ceiling),
+        bandwidth_tbps={level: _t(bandwidth.get(level)) for level in LEVELS},
+        achieved_tbps={level: _t(moved.get(level)) for level in LEVELS},
+        binding=binding,
+        roof_tflops=_t(roof),
+        pct_of_roof=_round(pct),
+        missing=sorted(missing),
+    )
+
+
+def _t(value: float | None) -> float | None:
+    return _round(value / 1e12) if value is not None else None
+
+
+def _round(value: float | None) -> float | None:
+    return float(f"{value:.6g}") if value is not None else None
