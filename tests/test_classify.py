@@ -12,9 +12,11 @@ from conftest import SMOKE, USER_FULL
 
 from ncu_classify.cards import CardFile
 from ncu_classify.classify import classify
+from ncu_classify.counters import roofline_counters
 from ncu_classify.report_format import REPORT_SUFFIXES
 from ncu_classify.rules import LoadedRules
 
+ROOFLINE_KEYS = [counter.key for counter in roofline_counters()]
 # Verdicts of the smoke capture (H200, ncu 2025.3.1), one per shape, in manifest order.
 EXPECTED = {
     "dit:linear:M4680_N5120_K5120:bf16:bias": ("compute_bound", 303.008, 1),
@@ -97,7 +99,9 @@ def test_card_provenance(cards_by_group: dict, rules: LoadedRules) -> None:
     assert kernel.nvtx_range == card.group
     assert kernel.replay_passes == 9
     assert kernel.metric_sources["dram_pct"] == "dram__throughput.avg.pct_of_peak_sustained_elapsed"
-    assert kernel.missing_metrics == [] and kernel.unchecked_metrics == []
+    # captured before the roofline counters: those are listed missing, and its roofline too
+    assert kernel.missing_metrics == ROOFLINE_KEYS and kernel.unchecked_metrics == []
+    assert kernel.roofline is not None and kernel.roofline.pct_of_roof is None
     assert card.gpu["name"] == "NVIDIA H200" and card.gpu["sm_count"] == 132
     assert card.primary_rule == "DRAM throughput >= 60% of peak sustained"
     assert card.status == "classified"
@@ -208,8 +212,8 @@ def test_missing_metric_stays_null_and_is_listed(tmp_path: Path, rules: LoadedRu
         reader.CATALOG = original
     kernel = card.kernels[0]
     assert kernel.metrics["tensor_pct"] is None and kernel.evidence["tensor_pct"] is None
-    assert kernel.missing_metrics == ["tensor_pct", "tensor_active_pct"]
-    assert card.missing_metrics == ["tensor_active_pct", "tensor_pct"]
+    assert kernel.missing_metrics == ["tensor_pct", "tensor_active_pct", *ROOFLINE_KEYS]
+    assert card.missing_metrics == sorted(["tensor_active_pct", "tensor_pct", *ROOFLINE_KEYS])
     assert "tensor_pct" in kernel.unchecked_metrics
     assert kernel.classification == "dram_bandwidth_bound"
 

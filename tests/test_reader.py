@@ -12,6 +12,7 @@ import ncu_report
 import pytest
 from conftest import ROOT, SMOKE, USER_FULL
 
+from ncu_classify.counters import roofline_counters
 from ncu_classify.errors import ReportError
 from ncu_classify.metrics import CATALOG
 from ncu_classify.report_format import ReportInfo, check_report
@@ -20,6 +21,7 @@ from ncu_classify.report_reader import _kernels, installed_version, read_report
 PUBLIC = ROOT / "fixtures" / "public"
 
 DERIVED_HERE = {"tensor_pct", "sm_cycles_elapsed"}
+ROOFLINE_KEYS = [counter.key for counter in roofline_counters()]
 # Card unit = raw base unit (as ncu_report gives it) / factor.
 BASE_FACTORS = {
     "dur_us": 1e3,
@@ -51,10 +53,10 @@ def test_every_value_matches_ncu_report(stem: str, tmp_path: Path) -> None:
     for row, action in zip(rows, actions, strict=True):
         assert row.mangled == action.name(ncu_report.IAction.NameBase_MANGLED)
         assert row.demangled == action.name(ncu_report.IAction.NameBase_DEMANGLED)
-        assert row.missing == []
+        assert row.missing == ROOFLINE_KEYS  # captured before the roofline counters
         raw = {n: action.metric_by_name(n).value() for n in action.metric_names()}
         for spec in CATALOG:
-            if spec.key in DERIVED_HERE:  # these reports predate the counters: from the others
+            if spec.key in DERIVED_HERE or spec.key in ROOFLINE_KEYS:  # these reports predate them
                 continue
             value = raw[row.sources[spec.key]] / BASE_FACTORS.get(spec.key, 1.0)
             assert row.values[spec.key] == pytest.approx(value)
@@ -192,7 +194,7 @@ def test_unprofiled_kernel_has_every_metric_missing(tmp_path: Path) -> None:
     assert math.isnan(action.metric_by_name("gpu__time_duration.sum").as_double())
     (row,) = read_report(path).kernels
     assert row.function == "nodeByPoint5" and row.replay_passes == 1
-    assert row.missing == [spec.key for spec in CATALOG]
+    assert row.missing == [spec.key for spec in CATALOG]  # its DRAM peak of 0 too: no peak
     assert row.sources == {} and set(row.values.values()) == {None}
     assert row.device["name"] == "NVIDIA A100-PCIE-40GB"
 
@@ -208,8 +210,8 @@ def test_nan_metric_among_real_ones_is_missing(tmp_path: Path) -> None:
     assert "occ_limit_smem" in row.missing and "occ_limit_smem" not in row.sources
     assert row.values["occ_limit_smem"] is None and row.values["occ_limit_regs"] == 8
     assert (row.values["grid"], row.values["block"], row.values["regs"]) == (9216, 512, 16)
-    # 15 of the 23 catalog metrics: launch statistics carry none of the throughputs
-    assert len(row.missing) == 15 and row.sources["grid"] == "launch__grid_size"
+    # 42 of the 50 catalog metrics: launch statistics carry no throughput nor roofline counter
+    assert len(row.missing) == 42 and row.sources["grid"] == "launch__grid_size"
 
 
 # name: (kernels, first kernel's function, GPU, its dur_us)

@@ -1,0 +1,151 @@
+"""The roofline on a real capture with the roofline counters (fixtures/roofline_h200, 12 passes):
+each figure recomputed here from the raw report through ncu_report itself (issue 8, items 2-4)."""
+
+from __future__ import annotations
+
+import json
+import lzma
+
+import ncu_report
+import pytest
+from conftest import ROOT
+
+from ncu_classify.classify import classify
+from ncu_classify.hot_units import HotUnit, compute_note
+from ncu_classify.roofline import Roofline
+from ncu_classify.rules import LoadedRules
+
+FOLDER = ROOT / "fixtures" / "roofline_h200"
+GEMM = "dit:linear:M4680_N5120_K5120:bf16:bias"
+SKINNY = "dit:linear:M3_N30720_K5120:bf16:bias"
+CAST = "output:cast:1x3x13x480x832:fp32-bf16"
+HGMMA_BF16 = "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32_sparsity_off.sum"
+
+
+@pytest.fixture(scope="module")
+def cards(rules: LoadedRules) -> dict:
+    return {c.group: c for c in classify([FOLDER], rules, jobs=1).cards}
+
+
+@pytest.fixture(scope="module")
+def raw(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, float]]:
+    """Every numeric metric of each kernel, by its NVTX range, straight from ncu_report."""
+    plain = tmp_path_factory.mktemp("roof") / "all.ncu-rep"
+    plain.write_bytes(lzma.decompress((FOLDER / "all.ncu-rep.xz").read_bytes()))
+    ctx = ncu_report.load_report(str(plain))
+    out: dict[str, dict[str, float]] = {}
+    for r in range(ctx.num_ranges()):
+        for a in range(ctx.range_by_idx(r).num_actions()):
+            action = ctx.range_by_idx(r).action_by_idx(a)
+            ranges = list(action.nvtx_state().domain_by_id(0).push_pop_ranges())
+            values = {}
+            for name in action.metric_names():
+                metric = action.metric_by_name(name)
+                if metric.has_value() and isinstance(metric.value(), (int, float)):
+                    values[name] = float(metric.value())
+            out.setdefault(ranges[-1], values)  # the first kernel of a range
+    return out
+
+
+def _executed(m: dict[str, float]) -> float:
+    """Every family's FLOPs: the tensor counters plus CUDA-core FP32 (an FMA is 2 FLOPs)."""
+    tensor = sum(v for k, v in m.items() if k.startswith("sm__ops_path_tensor_op_h") and
+                 k.endswith("sparsity_off.sum"))  # fmt: skip
+    fp32 = "smsp__sass_thread_inst_executed_op_{}_pred_on.sum"
+    return tensor + 2 * m[fp32.format("ffma")] + m[fp32.format("fadd")] + m[fp32.format("fmul")]
+
+
+def _dominant(card):  # type: ignore[no-untyped-def]
+    return next(k for k in card.kernels if k.kernel == card.dominant_kernel)
+
+
+def test_twelve_passes_with_the_roofline_counters() -> None:
+    manifest = json.loads((FOLDER / "manifest.json").read_text())
+    assert {p for s in manifest["shapes"] for p in s["replay_passes"]} == {12}
+
+
+def test_bf16_gemm_on_the_roofline(cards: dict, raw: dict) -> None:
+    """4680x5120x5120 bf16 GEMM + bias: wgmma at 94 % of its compute roof."""
+    m = raw[GEMM]
+    card = cards[GEMM]
+    roof = _dominant(card).roofline
+    flops = _executed(m)
+    seconds = m["gpu__time_duration.sum"] * 1e-9
+    ceiling = m[f"{HGMMA_BF16}.peak_sustained"] * m["sm__cycles_elapsed.avg.per_second"]
+    assert roof.family == "hgmma_bf16" and roof.executed_flops == pytest.approx(flops)
+    assert m[HGMMA_BF16] / (2 * 4680 * 5120 * 5120) == pytest.approx(1.0154, abs=1e-4)  # padding
+    assert flops - m[HGMMA_BF16] == 24330240  # the bias epilogue on the CUDA cores
+    assert roof.achieved_tflops == pytest.approx(flops / seconds / 1e12, rel=1e-5)
+    assert roof.compute_ceiling_tflops == pytest.approx(ceiling / 1e12, rel=1e-5)
+    assert roof.intensity["dram"] == pytest.approx(flops / m["dram__bytes.sum"], rel=1e-5)
+    assert roof.binding == "compute"
+    assert roof.pct_of_roof == pytest.approx(100 * flops / seconds / ceiling, rel=1e-5)
+    assert roof.pct_of_roof == pytest.approx(94.3955, abs=1e-3)
+    assert [h.label for h in _dominant(card).hot_units["sm"]][:1] == ["tensor pipe"]
+    assert card.primary == "compute_bound" and _dominant(card).verdict_note is None
+
+
+def test_skinny_gemm_is_under_the_dram_roof(cards: dict, raw: dict) -> None:
+    """M=3: 8 FLOP per DRAM byte; the DRAM roof (bytes/cycle x the DRAM clock) binds."""
+    m = raw[SKINNY]
+    roof = _dominant(cards[SKINNY]).roofline
+    bandwidth = m["dram__bytes.sum.peak_sustained"] * m["dram__cycles_elapsed.avg.per_second"]
+    intensity = _executed(m) / m["dram__bytes.sum"]
+    assert roof.bandwidth_tbps["dram"] == pytest.approx(bandwidth / 1e12, rel=1e-5)
+    assert roof.intensity["dram"] == pytest.approx(intensity, rel=1e-5)
+    assert roof.binding == "dram"
+    assert roof.roof_tflops == pytest.approx(bandwidth * intensity / 1e12, rel=1e-5)
+    assert roof.pct_of_roof == pytest.approx(86.8065, abs=1e-3)
+    # executed FLOPs pad M=3 to the tile: useful work is a fraction of what ran
+    assert 2 * 3 * 30720 * 5120 / m[HGMMA_BF16] < 0.5
+
+
+def test_a_copy_is_placed_by_its_bandwidth(cards: dict, raw: dict) -> None:
+    """No FLOPs: the cast sits at the share of the DRAM bandwidth it moves."""
+    m = raw[CAST]
+    roof = _dominant(cards[CAST]).roofline
+    moved = m["dram__bytes.sum"] / (m["gpu__time_duration.sum"] * 1e-9)
+    bandwidth = m["dram__bytes.sum.peak_sustained"] * m["dram__cycles_elapsed.avg.per_second"]
+    assert roof.family is None and roof.binding == "dram"
+    assert roof.pct_of_roof == pytest.approx(100 * moved / bandwidth, rel=1e-5)
+
+
+def test_mma_sync_kernels_get_the_mma_sync_ceiling(cards: dict, raw: dict) -> None:
+    """PyTorch's flash kernel runs mma.sync (hmma): its ceiling is 2/3 of wgmma's."""
+    group = "attention:sdpa_flash:self_b1_h40_d128_q4680_k4680of29640:bf16"
+    roof = _dominant(cards[group]).roofline
+    assert roof.family == "hmma_bf16"
+    m = raw[group]
+    hmma = m["sm__ops_path_tensor_op_hmma_src_bf16_dst_fp32_sparsity_off.sum.peak_sustained"]
+    assert hmma / m[f"{HGMMA_BF16}.peak_sustained"] == pytest.approx(2 / 3)
+
+
+def test_a_compute_bound_verdict_names_a_non_math_hot_unit() -> None:
+    issue = HotUnit(unit="sm__issue_active", pct=77.95, label="instruction issue", kind="issue")
+    roof = Roofline(
+        family="fp32",
+        executed_flops=5.2e11,
+        achieved_tflops=2.69838,
+        intensity={},
+        compute_ceiling_tflops=66.43,
+        bandwidth_tbps={},
+        achieved_tbps={},
+        binding="l2",
+        roof_tflops=28.1129,
+        pct_of_roof=9.59836,
+    )  # fmt: skip  (the depthwise fp32 conv3d measured in reports/roofline/)
+    assert compute_note("compute_bound", {"sm": [issue]}, roof) == (
+        "compute-bound by SM throughput, but the busiest SM unit is instruction issue"
+        " (sm__issue_active, 78.0 %), not a math pipe: 2.69838 TFLOP/s, 9.6 % of its l2 roof"
+    )
+    tensor = HotUnit(unit="sm__pipe_tensor_cycles_active", pct=90, label="tensor pipe", kind="math")
+    assert compute_note("compute_bound", {"sm": [tensor]}, roof) is None
+    assert compute_note("dram_bandwidth_bound", {"sm": [issue]}, roof) is None
+
+
+def test_old_reports_say_what_their_roofline_lacks(rules: LoadedRules) -> None:
+    card = classify([ROOT / "fixtures" / "smoke_h200" / "dit.ncu-rep.xz"], rules, jobs=1).cards[0]
+    roof = card.kernels[0].roofline
+    assert roof.pct_of_roof is None and roof.binding is None
+    assert "flops_hgmma_bf16" in roof.missing and "dram_bytes" in roof.missing
+    assert card.kernels[0].hot_units == {}
