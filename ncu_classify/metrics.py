@@ -339,9 +339,10 @@ def metric_rows() -> list[list[str]]:
 def complete(values: dict[str, float | None], sources: dict[str, str]) -> None:
     """Drop peaks of 0 (unknown), and fill what a report lacks but its other counters determine
     exactly, saying how in `sources`: `sm_cycles_elapsed` as sm__cycles_elapsed.avg.per_second
-    x gpu__time_duration.sum (that rate is defined as the one over the other), and `tensor_pct` (over elapsed cycles)
-    from the active figure x sm__cycles_active.avg / sm__cycles_elapsed.avg where a report
-    carries only that (every capture before schema 1.2, users' old reports)."""
+    x gpu__time_duration.sum (that rate is defined as the one over the other), and
+    `tensor_pct` (over elapsed cycles) from the active figure x sm__cycles_active.avg /
+    sm__cycles_elapsed.avg where a report carries only that (every capture before schema 1.2,
+    users' old reports)."""
     for key in [k for k, v in values.items() if k.startswith("peak_") and v == 0]:
         values[key] = None  # a peak of 0 is no peak: ncu writes it for kernels it could not
         sources.pop(key, None)  # profile; dividing by it would make every roof infinite
