@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .hot_units import HotUnit, compute_note, name_units
 from .metrics import CATALOG, EVIDENCE_KEYS, derive
 from .records import KernelRecord
-from .roofline import Roofline, kernel_roofline
+from .roofline import CardRoofline, Roofline, card_roofline, kernel_roofline
 from .rules import LoadedRules, evaluate
 
 SCHEMA_VERSION = "1.2"  # 1.2: tensor_pct over elapsed cycles; tensor_active_pct
@@ -114,6 +114,9 @@ class Card(BaseModel):
     )
     gpu: dict[str, Any] = Field(default_factory=dict)
     missing_metrics: list[str] = Field(default_factory=list)
+    roofline: CardRoofline | None = Field(
+        default=None, description="useful over executed FLOPs and MFU of the whole card"
+    )
 
 
 class CardFile(BaseModel):
@@ -296,9 +299,24 @@ def build_card(
         notes=[],
         gpu=gpu_of(records),
         missing_metrics=missing,
+        roofline=card_roofline(
+            [(k.metrics, k.roofline) for k in kernels],
+            flops,
+            summed,
+            compute_dtype(fields.get("shape_parameters") or {}),
+        ),
         **{"shape_parameters": {}, **fields},  # given: default factories are slow to construct
     )
     return judge(card, rules, kernels_classified=True)
+
+
+def compute_dtype(params: Mapping[str, Any]) -> str | None:
+    """The type an op computes in, for its MFU: bf16/fp16, tf32 for fp32 with TF32 allowed
+    (cuDNN's default for convs; off by default for matmuls), fp32; None if unknown."""
+    dtype = params.get("dtype")
+    if dtype == "fp32":
+        return "tf32" if params.get("allow_tf32") else "fp32"
+    return dtype if dtype in ("bf16", "fp16") else None
 
 
 def gpu_of(records: list[KernelRecord]) -> dict[str, Any]:

@@ -134,3 +134,59 @@ def _t(value: float | None) -> float | None:
 
 def _round(value: float | None) -> float | None:
     return float(f"{value:.6g}") if value is not None else None
+
+
+# The dense peak an op of this dtype could use at best (MFU's denominator): the wgmma family.
+DTYPE_PEAK = {"bf16": "peak_hgmma_bf16", "fp16": "peak_hgmma_fp16", "tf32": "peak_hgmma_tf32"}
+
+
+class CardRoofline(BaseModel):
+    """The shape's work against what ran: useful FLOPs over executed ones, and MFU."""
+
+    model_config = ConfigDict(extra="forbid")
+    executed_flops: float | None = Field(description="all kernels of the card, all families")
+    useful_over_executed: float | None = Field(
+        description="the shape's nominal FLOPs / executed FLOPs (tile padding, extra kernels)"
+    )
+    mfu_pct: float | None = Field(
+        description="nominal FLOPs per second of summed kernel time, % of the device's dense"
+        " peak for the op's dtype (wgmma bf16/fp16/tf32, or 2 x FFMA for fp32 without TF32)"
+    )
+    peak_tflops: float | None = Field(description="that dense peak, at the measured SM clock")
+
+
+def card_roofline(
+    kernels: list[tuple[Mapping[str, float | None], Roofline | None]],
+    nominal_flops: int | None,
+    summed_us: float | None,
+    dtype: str | None,
+) -> CardRoofline:
+    """Card-level figures from its kernels' (metrics, roofline); `dtype` is the op's compute
+    type (bf16, fp16, tf32, fp32), None for a foreign card."""
+    executed = [r.executed_flops for _, r in kernels if r is not None]
+    total = sum(e for e in executed if e is not None) if executed and None not in executed else None
+    peak = _dtype_peak(kernels, dtype)
+    useful = nominal_flops / total if nominal_flops and total else None
+    achieved = nominal_flops / (summed_us * 1e-6) if nominal_flops and summed_us else None
+    return CardRoofline(
+        executed_flops=total,
+        useful_over_executed=_round(useful),
+        mfu_pct=_round(100 * achieved / peak) if achieved is not None and peak else None,
+        peak_tflops=_t(peak),
+    )
+
+
+def _dtype_peak(
+    kernels: list[tuple[Mapping[str, float | None], Roofline | None]], dtype: str | None
+) -> float | None:
+    """FLOP/s of the dense peak for `dtype` at the SM clock of the card's longest kernel."""
+    if not kernels or dtype is None:
+        return None
+    metrics = max(kernels, key=lambda item: item[0].get("dur_us") or 0.0)[0]
+    clock = metrics.get("sm_clock_ghz")
+    if dtype == "fp32":
+        per_cycle = metrics.get("peak_ffma")
+        per_cycle = 2 * per_cycle if per_cycle is not None else None
+    else:
+        per_cycle = metrics.get(DTYPE_PEAK.get(dtype, ""))
+    return per_cycle * clock * 1e9 if per_cycle is not None and clock else None

@@ -149,3 +149,25 @@ def test_old_reports_say_what_their_roofline_lacks(rules: LoadedRules) -> None:
     assert roof.pct_of_roof is None and roof.binding is None
     assert "flops_hgmma_bf16" in roof.missing and "dram_bytes" in roof.missing
     assert card.kernels[0].hot_units == {}
+
+
+def test_card_level_useful_work_and_mfu(cards: dict, raw: dict) -> None:
+    """MFU: the shape's nominal FLOPs over its summed kernel time, against the dense wgmma bf16
+    peak at the clock measured during the kernel; useful over executed FLOPs."""
+    card = cards[GEMM]
+    m = raw[GEMM]
+    nominal = 2 * 4680 * 5120 * 5120
+    peak = m[f"{HGMMA_BF16}.peak_sustained"] * m["sm__cycles_elapsed.avg.per_second"]
+    seconds = card.summed_kernel_us * 1e-6
+    assert card.nominal_mac_flops == nominal
+    assert card.roofline.peak_tflops == pytest.approx(peak / 1e12, rel=1e-5)
+    assert card.roofline.mfu_pct == pytest.approx(100 * nominal / seconds / peak, rel=1e-5)
+    assert card.roofline.useful_over_executed == pytest.approx(nominal / _executed(m), rel=1e-5)
+    # TF32 convs are measured against the TF32 wgmma peak (half the bf16 one)
+    conv = cards["vae:conv3d:in1x384x4x122x54_w384x384x3x3x3_s1x1x1_p0x0x0:fp32:tf32:cl3d"]
+    tf32 = raw[conv.group]
+    ratio = (
+        tf32[f"{HGMMA_BF16}.peak_sustained"]
+        / tf32["sm__ops_path_tensor_op_hgmma_src_tf32_dst_fp32_sparsity_off.sum.peak_sustained"]
+    )
+    assert ratio == 2 and conv.roofline.useful_over_executed == pytest.approx(0.746101)
