@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .hot_units import HotUnit, compute_note, name_units
+from .margins import Margin, verdict_margin
 from .metrics import CATALOG, EVIDENCE_KEYS, derive
 from .records import KernelRecord
 from .roofline import CardRoofline, Roofline, card_roofline, kernel_roofline
@@ -76,6 +77,9 @@ class KernelCard(BaseModel):
         default_factory=dict, description="busiest entries of the SM and memory breakdowns"
     )
     roofline: Roofline | None = None
+    margin: Margin | None = Field(
+        default=None, description="distance to the deciding threshold and to the nearest rival"
+    )
     verdict_note: str | None = Field(
         default=None, description="what the class alone does not say (a non-math hot unit)"
     )
@@ -171,13 +175,16 @@ def kernel_verdict(
     values = kernel_values(metrics, evidence)
     fresh = {k: values[k] for k in EVIDENCE_KEYS}
     if all(v is None for v in fresh.values()):
-        return dict(classification=None, rule=None, evidence=fresh, unchecked_metrics=[*fresh])
+        return dict(
+            classification=None, rule=None, evidence=fresh, unchecked_metrics=[*fresh], margin=None
+        )
     verdict = evaluate(rules.rules, values)
     return dict(
         classification=verdict.rule.name,
         rule=verdict.rule.text,
         evidence=fresh,
         unchecked_metrics=verdict.unchecked,
+        margin=verdict_margin(rules.rules, verdict.rule.name, values),
     )
 
 

@@ -112,6 +112,19 @@ class RuleSet(BaseModel):
     id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
     description: str = ""
     rules: Annotated[list[Rule], Field(min_length=1)]
+    # A verdict within this distance of its threshold, or of another rule's, is borderline;
+    # per metric key, in its unit (percentage points, waves...), `default` for the others.
+    borderline: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]] = Field(
+        default_factory=lambda: {"default": 2.0}
+    )
+
+    @field_validator("borderline")
+    @classmethod
+    def _known_metrics(cls, margins: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(margins) - RULE_METRICS - {"default"})
+        if unknown:
+            raise ValueError(f"unknown metric {unknown[0]!r} in borderline margins")
+        return margins
 
     @model_validator(mode="after")
     def _complete(self) -> RuleSet:
