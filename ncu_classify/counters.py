@@ -33,6 +33,12 @@ MEMORY_LEVELS = {  # level -> (bytes counter, the unit's clock)
     "l2": ("lts__t_bytes", "lts__cycles_elapsed.avg.per_second"),
     "l1": ("l1tex__t_bytes", "l1tex__cycles_elapsed.avg.per_second"),
 }
+UNIT_LOADS = {  # single sub-units the refined rules name, % of peak over elapsed cycles
+    "issue_pct": ("sm__issue_active", "instruction issue"),
+    "fma_pipe_pct": ("sm__pipe_fma_cycles_active", "FMA pipe (FP32)"),
+    "alu_pipe_pct": ("sm__pipe_alu_cycles_active", "ALU pipe (integer, logic)"),
+    "l1_pipe_pct": ("l1tex__data_pipe_lsu_wavefronts", "L1/shared data pipe"),
+}
 BREAKDOWNS = {  # the two throughput breakdowns: each names its sub-metrics, read with them
     "sm": "breakdown:sm__throughput.avg.pct_of_peak_sustained_elapsed",
     "memory": "breakdown:gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
@@ -68,6 +74,11 @@ def roofline_counters() -> list[Counter]:
         )
     ffma = f"{FP32_OPS['ffma']}.sum.peak_sustained"
     out.append(Counter("peak_ffma", ffma, "count", "inst/cycle", 1.0, "FFMA peak per SM cycle"))
+    for key, (name, what) in UNIT_LOADS.items():
+        out.append(
+            Counter(key, f"{name}.avg.pct_of_peak_sustained_elapsed", "percent", "%", 1.0,
+                    f"{what} busy, % of peak over elapsed cycles")
+        )  # fmt: skip
     for level, (name, clock) in MEMORY_LEVELS.items():
         unit = level.upper()
         out += [

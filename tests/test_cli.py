@@ -185,7 +185,7 @@ def test_version_and_metrics(capsys) -> None:  # type: ignore[no-untyped-def]
     assert capsys.readouterr().out == f"ncu-classify {__version__}\n"
     assert run(["metrics", "--csv"]) == 0
     rows = capsys.readouterr().out.splitlines()
-    assert rows[0] == "key,unit,ncu_names,description" and len(rows) == 1 + 50 + 1
+    assert rows[0] == "key,unit,ncu_names,description" and len(rows) == 1 + 54 + 1
     assert rows[3].startswith(
         "tensor_pct,%,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed"
         " | sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed,"

@@ -63,7 +63,7 @@ def test_ncu_argv_filters_by_range_and_leaves_clocks_alone() -> None:
 
 def test_capture_asks_for_the_catalog_metrics_once_each() -> None:
     names = capture_metric_names()
-    assert len(names) == len(set(names)) == 52  # 23 card metrics, 27 roofline, 2 breakdowns
+    assert len(names) == len(set(names)) == 56  # 23 card metrics, 31 roofline, 2 breakdowns
     # the tensor pipe over elapsed cycles and the SMs' elapsed cycles cost no extra pass
     assert "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed" in names
     assert "sm__cycles_elapsed.avg" in names

@@ -171,3 +171,46 @@ def test_card_level_useful_work_and_mfu(cards: dict, raw: dict) -> None:
         / tf32["sm__ops_path_tensor_op_hgmma_src_tf32_dst_fp32_sparsity_off.sum.peak_sustained"]
     )
     assert ratio == 2 and conv.roofline.useful_over_executed == pytest.approx(0.746101)
+
+
+def test_refined_rules_name_the_unit(rules: LoadedRules) -> None:
+    """rules/roofline.yaml on the same capture: compute-bound becomes tensor-pipe bound where
+    the tensor pipe is the busy unit; the memory verdicts stay."""
+    from ncu_classify.rules import load_rules
+
+    refined = classify([FOLDER], load_rules(ROOT / "rules" / "roofline.yaml"), jobs=1).cards
+    legacy = classify([FOLDER], rules, jobs=1).cards
+    changed = {
+        c.group: (old.primary, c.primary)
+        for c, old in zip(refined, legacy, strict=True)
+        if c.primary != old.primary
+    }
+    assert changed == {
+        GEMM: ("compute_bound", "tensor_pipe_bound"),
+        "vae:conv3d:in1x384x4x122x54_w384x384x3x3x3_s1x1x1_p0x0x0:fp32:tf32": (
+            "compute_bound",
+            "tensor_pipe_bound",
+        ),
+        "vae:conv3d:in1x384x4x122x54_w384x384x3x3x3_s1x1x1_p0x0x0:fp32:tf32:cl3d": (
+            "compute_bound",
+            "tensor_pipe_bound",
+        ),
+        "attention:sdpa_cudnn:self_b1_h40_d128_q4680_k4680of29640:bf16": (
+            "compute_bound",
+            "tensor_pipe_bound",
+        ),
+    }
+
+
+def test_refined_rules_on_a_depthwise_conv_and_a_small_grid() -> None:
+    """Figures of conv_depthwise3d_cuda_kernel measured on the H200 (reports/roofline/): SM
+    throughput 78 % from instruction issue, tensor pipe idle; legacy: compute-bound."""
+    from ncu_classify.rules import evaluate, load_rules
+
+    refined = load_rules(ROOT / "rules" / "roofline.yaml").rules
+    depthwise = {"tensor_pct": 0.0, "fma_pipe_pct": 21.0, "issue_pct": 77.95, "sm_pct": 77.95,
+                 "dram_pct": 9.6, "l2_pct": 28.1, "waves": 20.0}  # fmt: skip
+    assert evaluate(refined, depthwise).rule.name == "issue_bound"
+    small = {"tensor_pct": 32.2, "fma_pipe_pct": 0.0, "issue_pct": 10.0, "sm_pct": 32.2,
+             "dram_pct": 5.0, "l2_pct": 20.0, "l1_pipe_pct": 10.0, "waves": 0.59}  # fmt: skip
+    assert evaluate(refined, small).rule.name == "grid_under_one_wave"
