@@ -55,6 +55,7 @@ class Counter:
     card_unit: str
     per_base: float
     description: str
+    aliases: tuple[str, ...] = ()  # other names of the same figure (a --set full report)
 
 
 def roofline_counters() -> list[Counter]:
@@ -73,7 +74,10 @@ def roofline_counters() -> list[Counter]:
             Counter(f"inst_{op}", f"{name}.sum", "count", "inst", 1.0, f"FP32 {op} instructions")
         )
     ffma = f"{FP32_OPS['ffma']}.sum.peak_sustained"
-    out.append(Counter("peak_ffma", ffma, "count", "inst/cycle", 1.0, "FFMA peak per SM cycle"))
+    full = "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained"  # --set full
+    out.append(
+        Counter("peak_ffma", ffma, "count", "inst/cycle", 1.0, "FFMA peak per SM cycle", (full,))
+    )
     for key, (name, what) in UNIT_LOADS.items():
         out.append(
             Counter(key, f"{name}.avg.pct_of_peak_sustained_elapsed", "percent", "%", 1.0,

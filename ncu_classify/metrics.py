@@ -259,7 +259,7 @@ CATALOG: tuple[MetricSpec, ...] = (
     ),
 )
 CATALOG += tuple(
-    MetricSpec(c.key, (c.name,), c.dimension, c.card_unit, c.per_base, c.description)  # type: ignore[arg-type]
+    MetricSpec(c.key, (c.name, *c.aliases), c.dimension, c.card_unit, c.per_base, c.description)  # type: ignore[arg-type]
     for c in roofline_counters()
 )
 SPECS = {spec.key: spec for spec in CATALOG}

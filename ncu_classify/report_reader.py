@@ -39,6 +39,10 @@ from .report_format import (
 )
 
 _DECOMPRESSORS: dict[str, ModuleType] = {".xz": lzma, ".gz": gzip, ".bz2": bz2}
+# Roofline counts a `--set full` report carries only as rates (it has no `.sum` of them).
+RATE_FALLBACK_SPECS = tuple(
+    s for s in CATALOG if s.names[0].endswith(".sum") and s.dimension in ("count", "bytes")
+)
 ZSTD_MAGIC_BYTES = b"\x28\xb5\x2f\xfd"
 # Inflated reports may grow this many times their compressed size (xz shrinks real reports
 # about 16x), and always to MIN_INFLATE_CAP: more is a compression bomb, not a report.
@@ -208,6 +212,7 @@ def read_kernel(
             except UnitError as exc:
                 problems.append(f"{name}: {exc}")
             break
+    _from_rates(action, values, sources)
     complete(values, sources)  # figures the other counters determine (tensor over elapsed)
     missing = [spec.key for spec in CATALOG if values[spec.key] is None]
     return KernelRecord.model_construct(  # trusted values: skip validation on the hot path
@@ -226,6 +231,37 @@ def read_kernel(
         device=device,
         hot_units=_hot_units(action),
     )
+
+
+def _from_rates(action: Any, values: dict[str, float | None], sources: dict[str, str]) -> None:
+    """Counts a `--set full` report keeps only as rates: `<c>.sum.per_second` x the duration
+    (DRAM bytes) or `<c>.sum.per_cycle_elapsed` x the unit's cycles (FP32 instructions)."""
+    duration = _number(action, "gpu__time_duration.sum")
+    if duration is None:
+        return
+    seconds = duration * 1e-9  # ncu_report gives base units: ns
+    for spec in RATE_FALLBACK_SPECS:
+        if values.get(spec.key) is not None:
+            continue
+        name = spec.names[0]
+        rate = _number(action, f"{name}.per_second")
+        if rate is not None:
+            values[spec.key], sources[spec.key] = rate * seconds, f"{name}.per_second x duration"
+            continue
+        unit = name.split("__", 1)[0]
+        per_cycle = _number(action, f"{name}.per_cycle_elapsed")
+        clock = _number(action, f"{unit}__cycles_elapsed.avg.per_second")
+        if per_cycle is not None and clock is not None:
+            values[spec.key] = float(f"{per_cycle * clock * seconds:.12g}")
+            sources[spec.key] = f"{name}.per_cycle_elapsed x {unit} cycles elapsed"
+
+
+def _number(action: Any, name: str) -> float | None:
+    metric = action.metric_by_name(name)
+    if metric is None or not metric.has_value():
+        return None
+    value = metric.as_double()
+    return value if math.isfinite(value) else None
 
 
 def warm_up(path: Path, scratch: Path | None = None) -> None:

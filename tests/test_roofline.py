@@ -214,3 +214,23 @@ def test_refined_rules_on_a_depthwise_conv_and_a_small_grid() -> None:
     small = {"tensor_pct": 32.2, "fma_pipe_pct": 0.0, "issue_pct": 10.0, "sm_pct": 32.2,
              "dram_pct": 5.0, "l2_pct": 20.0, "l1_pipe_pct": 10.0, "waves": 0.59}  # fmt: skip
     assert evaluate(refined, small).rule.name == "grid_under_one_wave"
+
+
+def test_a_users_set_full_report_gets_a_roofline_too(rules: LoadedRules, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`--set full` keeps DRAM bytes and FP32 instructions only as rates: they are turned back
+    into counts (rate x duration, per-cycle x the unit's cycles) and say so; its GEMM lands at
+    the tensor pipe's own figure over elapsed cycles."""
+    report = ROOT / "fixtures" / "user_set_full" / "linear_cast.ncu-rep.xz"
+    gemm = classify([report], rules, jobs=1).cards[0].kernels[0]
+    plain = tmp_path / "full.ncu-rep"
+    plain.write_bytes(lzma.decompress(report.read_bytes()))
+    action = ncu_report.load_report(str(plain)).range_by_idx(0).action_by_idx(0)
+    raw = {n: action.metric_by_name(n).value() for n in action.metric_names()}
+    seconds = raw["gpu__time_duration.sum"] * 1e-9
+    assert gemm.metrics["dram_bytes"] == pytest.approx(raw["dram__bytes.sum.per_second"] * seconds)
+    assert gemm.metric_sources["dram_bytes"] == "dram__bytes.sum.per_second x duration"
+    roof = gemm.roofline
+    assert (roof.family, roof.binding) == ("hgmma_bf16", "compute")
+    assert roof.pct_of_roof == pytest.approx(gemm.metrics["tensor_pct"], rel=1e-4)
+    assert roof.intensity["l2"] is None and "l2_bytes" in roof.missing  # not in --set full
+    assert gemm.metrics["peak_ffma"] == 16896  # under its --set full name
