@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import shutil
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,28 @@ SMOKE = ROOT / "fixtures" / "smoke_h200"
 USER_FULL = ROOT / "fixtures" / "user_set_full" / "linear_cast.ncu-rep.xz"
 LEGACY = ROOT / "fixtures" / "legacy" / "legacy_cards_480x832.json"
 SEED_SHAPES = ROOT / "fixtures" / "legacy" / "seed_shapes_all.json"
+
+
+def copied_capture(tmp_path: Path, edit: Callable[[dict], None]) -> Path:
+    """A copy of the smoke capture folder whose manifest `edit` changed (in place)."""
+    capture = tmp_path / "raw"
+    shutil.copytree(SMOKE, capture)
+    manifest = json.loads((capture / "manifest.json").read_text())
+    edit(manifest)
+    (capture / "manifest.json").write_text(json.dumps(manifest))
+    return capture
+
+
+# Evidence of an unremarkable kernel: no rule but the fallback fires on it.
+QUIET_EVIDENCE = {
+    "sm_pct": 10.0,
+    "tensor_pct": 5.0,
+    "dram_pct": 10.0,
+    "l2_pct": 10.0,
+    "warps_active_pct": 50.0,
+    "waves": 4.0,
+    "sm_active_over_elapsed": 0.95,
+}
 
 
 def import_or_skip(name: str):  # type: ignore[no-untyped-def]

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import LEGACY, ROOT, SMOKE
+from conftest import LEGACY, ROOT, SMOKE, copied_capture
 
 from ncu_classify import report_reader
 from ncu_classify.cli import run
@@ -328,11 +328,9 @@ def test_compression_bomb_is_refused_before_the_disk_fills(
 def test_manifest_reports_must_be_names_in_the_folder(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    capture = tmp_path / "raw"
-    shutil.copytree(SMOKE, capture)
-    manifest = json.loads((capture / "manifest.json").read_text())
-    manifest["shapes"][0]["report"] = "../../etc/passwd.ncu-rep"
-    (capture / "manifest.json").write_text(json.dumps(manifest))
+    capture = copied_capture(
+        tmp_path, lambda m: m["shapes"][0].update(report="../../etc/passwd.ncu-rep")
+    )
     assert run(["classify", str(capture), "-o", str(tmp_path / "c.json")]) == 3
     assert "manifest field shapes.0.report: Value error, '../../etc/passwd.ncu-rep' is not a" in (
         _err(capsys)

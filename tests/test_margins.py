@@ -6,22 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import QUIET_EVIDENCE, ROOT
 
 from ncu_classify.classify import classify
 from ncu_classify.errors import RulesError
 from ncu_classify.margins import verdict_margin
 from ncu_classify.rules import LoadedRules, load_rules
 
-FULL = {
-    "sm_pct": 10.0,
-    "tensor_pct": 5.0,
-    "dram_pct": 10.0,
-    "l2_pct": 10.0,
-    "warps_active_pct": 50.0,
-    "waves": 4.0,
-    "sm_active_over_elapsed": 0.95,
-}
+FULL = QUIET_EVIDENCE
 
 
 def test_margin_of_a_clear_and_of_a_borderline_verdict(rules: LoadedRules) -> None:

@@ -6,22 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import QUIET_EVIDENCE, ROOT
 
 from ncu_classify.cardfile import load_card_file
 from ncu_classify.errors import RulesError
 from ncu_classify.reclassify import reclassify
 from ncu_classify.rules import DEFAULT_RULES, LoadedRules, evaluate, load_rules
 
-FULL = {
-    "sm_pct": 10.0,
-    "tensor_pct": 5.0,
-    "dram_pct": 10.0,
-    "l2_pct": 10.0,
-    "warps_active_pct": 50.0,
-    "waves": 4.0,
-    "sm_active_over_elapsed": 0.95,
-}
+FULL = QUIET_EVIDENCE
 
 
 def test_packaged_rules_are_the_repository_rules() -> None:

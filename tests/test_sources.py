@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SMOKE
+from conftest import ROOT, SMOKE, copied_capture
 
 from ncu_classify.classify import classify
 from ncu_classify.cli import run
@@ -156,15 +156,14 @@ def test_bad_inputs_among_good_ones_exit_4_and_the_rest_is_written(
 def test_truncated_report_in_a_capture_folder_is_exit_4(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    capture = tmp_path / "raw"
-    shutil.copytree(SMOKE, capture)
+    def plain_reports(manifest: dict) -> None:
+        for batch in manifest["batches"]:
+            batch["report"] = batch["report"].replace(".ncu-rep.xz", ".ncu-rep")
+
+    capture = copied_capture(tmp_path, plain_reports)
     data = lzma.decompress((SMOKE / "vae.ncu-rep.xz").read_bytes())
     (capture / "vae.ncu-rep.xz").unlink()
     (capture / "vae.ncu-rep").write_bytes(data[: len(data) * 7 // 10])
-    manifest = json.loads((capture / "manifest.json").read_text())
-    for batch in manifest["batches"]:
-        batch["report"] = batch["report"].replace(".ncu-rep.xz", ".ncu-rep")
-    (capture / "manifest.json").write_text(json.dumps(manifest))
     out = tmp_path / "cards.json"
     assert run(["classify", str(capture), "-o", str(out)]) == 4
     err = capsys.readouterr().err
@@ -179,11 +178,7 @@ def test_truncated_report_in_a_capture_folder_is_exit_4(
 def test_an_invalid_manifest_is_exit_3_and_nothing_is_written(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    capture = tmp_path / "raw"
-    shutil.copytree(SMOKE, capture)
-    manifest = json.loads((capture / "manifest.json").read_text())
-    manifest["shapes"][2]["status"] = "done"
-    (capture / "manifest.json").write_text(json.dumps(manifest))
+    capture = copied_capture(tmp_path, lambda m: m["shapes"][2].update(status="done"))
     out = tmp_path / "cards.json"
     assert run(["classify", str(capture), str(SMOKE / "dit.ncu-rep.xz"), "-o", str(out)]) == 3
     assert capsys.readouterr().err == (

@@ -64,6 +64,7 @@ with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
 
 def main(out: Path) -> None:
     from ncu_classify.metrics import capture_metric_names
+    from ncu_classify.ncu_cmd import ncu_argv
 
     out.mkdir(parents=True, exist_ok=True)
     for mode in ("base", "suffix"):
@@ -83,24 +84,13 @@ def main(out: Path) -> None:
         "full": card + COUNTERS + peaks + CLOCKS + BREAKDOWNS,
     }
     for name, metrics in lists.items():
-        argv = [
-            "ncu",
-            "--config-file",
-            "off",
-            "--clock-control",
-            "none",
-            "--replay-mode",
-            "kernel",
-            "--nvtx",
-            *[a for r in ("gemm/", "conv/", "sdpa/", "dwconv/") for a in ("--nvtx-include", r)],
-            "--metrics",
-            ",".join(metrics),
-            "--export",
-            str(out / name),
-            "--force-overwrite",
-            sys.executable,
-            str(out / "target.py"),
-        ]
+        argv = ncu_argv(  # (run on 2026-11-30 without --target-processes all: one process)
+            ncu="ncu",
+            report_stem=out / name,
+            metrics=metrics,
+            groups=["gemm", "conv", "sdpa", "dwconv"],
+            target=[sys.executable, str(out / "target.py")],
+        )
         done = subprocess.run(argv, capture_output=True, text=True, check=False)
         (out / f"{name}.log").write_text(done.stdout + done.stderr)
         print(name, "exit", done.returncode, flush=True)
