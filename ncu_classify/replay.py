@@ -27,7 +27,19 @@ from .protocol import read_batch
 from .protocol import run_batch as protocol_run_batch
 from .shapes import AttentionShape, CastShape, Conv3dShape, InputSpec, LinearShape, ShapeEntry
 
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+DTYPES = {
+    "bf16": torch.bfloat16,
+    "fp16": torch.float16,
+    "fp32": torch.float32,
+    "uint8": torch.uint8,
+}
+# Attention backends that are Python packages: the module that has `flash_attn_func`.
+# fa3_fwd is the `fa3-fwd` wheel: FlashAttention-3's forward kernels, built for Hopper.
+BACKEND_MODULES = {
+    "flash_attn": "flash_attn",
+    "flash_attn_interface": "flash_attn_interface",
+    "fa3_fwd": "fa3_fwd_interface",
+}
 Op = Callable[[], Any]
 
 
@@ -139,7 +151,7 @@ def _attention_op(
 ) -> Op:
     if backend.startswith("sdpa_"):
         return _sdpa(backend, s, q, k, v)
-    module = _import_backend(backend)
+    module = _import_backend(BACKEND_MODULES[backend])
     # flash_attn takes (batch, seq, heads, dim); transpose views keep the padded key buffer.
     qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
     qt = qt.contiguous()

@@ -13,7 +13,8 @@ from .errors import ShapesError
 from .yamlio import validate_yaml
 
 Dtype = Literal["bf16", "fp16", "fp32"]
-DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
+CastTarget = Literal["bf16", "fp16", "fp32", "uint8"]  # video frames leave as uint8
+DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "uint8": 1}
 GROUP_ID = re.compile(r"^[A-Za-z0-9_.:+-]+$")
 # One dimension: positive and below 2^40 (no tensor has more elements along one axis), so that
 # byte counts stay exact integers and absurd sizes are refused as such.
@@ -185,7 +186,7 @@ class Conv3dShape(_Shape):
 
 
 AttentionBackend = Literal[
-    "sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "flash_attn", "flash_attn_interface"
+    "sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "flash_attn", "flash_attn_interface", "fa3_fwd"
 ]
 
 
@@ -256,7 +257,7 @@ class CastShape(_Shape):
     op: Literal["cast"]
     shape: Annotated[list[PositiveInt], Field(min_length=1)]
     from_: Dtype = Field(alias="from")
-    to: Dtype
+    to: CastTarget
 
     def key(self) -> str:
         return f"cast:{'x'.join(map(str, self.shape))}:{self.from_}-{self.to}"

@@ -13,7 +13,7 @@ from conftest import ROOT, SMOKE
 
 from ncu_classify.cli import run
 
-CARDS = ROOT / "fixtures" / "workload_h200_480x832" / "cards.json"
+CARDS = ROOT / "fixtures" / "workload_h200_480x832_40heads" / "cards.json"
 RULES = (ROOT / "rules" / "default.yaml").read_text()
 SHAPES = "stages:\n  dit:\n    - {op: linear, M: 8, N: 8, K: 8}\n"
 

@@ -25,7 +25,7 @@ from ncu_classify.printable import printable
 
 FAKEBIN = Path(__file__).parent / "fakebin"
 SHAPES = ROOT / "fixtures" / "fault_h200" / "dit3.yaml"
-CARDS = ROOT / "fixtures" / "workload_h200_480x832" / "cards.json"
+CARDS = ROOT / "fixtures" / "workload_h200_480x832_40heads" / "cards.json"
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from conftest import LEGACY, ROOT, SMOKE
 
 from ncu_classify.cli import run
 
-CARDS = ROOT / "fixtures" / "workload_h200_480x832" / "cards.json"
+CARDS = ROOT / "fixtures" / "workload_h200_480x832_40heads" / "cards.json"
 RULES = ROOT / "rules" / "default.yaml"
 
 # Every command that writes a file, as argv without its output path.
@@ -86,7 +86,11 @@ def test_symlink_is_followed_and_kept(command: str, tmp_path: Path) -> None:
         (["summary", str(CARDS), "--csv"], CARDS, "is also an input"),
         (["classify", str(SMOKE / "dit.ncu-rep.xz")], SMOKE / "vae.ncu-rep.xz", "report"),
         (["classify", str(SMOKE / "dit.ncu-rep.xz")], SMOKE / "manifest.json", "manifest"),
-        (["schema"], ROOT / "fixtures" / "workload_h200_480x832" / "manifest.json", "manifest"),
+        (
+            ["schema"],
+            ROOT / "fixtures" / "workload_h200_480x832_40heads" / "manifest.json",
+            "manifest",
+        ),
         (["classify", str(SMOKE / "dit.ncu-rep.xz")], SMOKE, "is a folder"),
     ],
 )

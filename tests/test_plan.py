@@ -25,7 +25,7 @@ from ncu_classify.plan import (
 )
 from ncu_classify.shapes import load_shapes
 
-WORKLOAD = ROOT / "fixtures" / "shapes" / "workload_480x832.yaml"
+WORKLOAD = ROOT / "fixtures" / "shapes" / "workload_480x832_40heads.yaml"
 SMOKE_SHAPES = ROOT / "fixtures" / "shapes" / "smoke.yaml"
 
 

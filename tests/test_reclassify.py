@@ -18,7 +18,7 @@ from ncu_classify.rules import LoadedRules
 from ncu_classify.schema import SCHEMA_FILE
 
 AT = "2026-12-01T00:00:00+00:00"
-WORKLOAD = ROOT / "fixtures" / "workload_h200_480x832" / "cards.json"
+WORKLOAD = ROOT / "fixtures" / "workload_h200_480x832_40heads" / "cards.json"
 FAILED_GROUP = "attention:flash_attn:self_b1_h40_d128_q4680_k4680of29640:bf16"
 FAILED_ERROR = (
     "unsupported: backend flash_attn is not importable here: No module named 'flash_attn'"

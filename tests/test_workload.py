@@ -1,4 +1,5 @@
-"""The full 480x832 and 704x1280 workload captured on the H200 by `capture` (issue 3)."""
+"""The first full 480x832 and 704x1280 workload capture on the H200 by `capture` (issue 3): 40
+attention heads, no roofline counters; kept as `*_40heads` beside the corrected capture."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from ncu_classify.classify import classify
 from ncu_classify.rules import LoadedRules
 from ncu_classify.shapes import load_shapes
 
+SHAPES = ROOT / "fixtures" / "shapes"
+
 
 @pytest.mark.parametrize(
     ("resolution", "shapes", "kernels"), [("480x832", 34, 78), ("704x1280", 33, 77)]
@@ -18,11 +21,10 @@ from ncu_classify.shapes import load_shapes
 def test_every_shape_of_the_workload_has_its_card(
     rules: LoadedRules, resolution: str, shapes: int, kernels: int
 ) -> None:
-    folder = ROOT / "fixtures" / f"workload_h200_{resolution}"
+    folder = ROOT / "fixtures" / f"workload_h200_{resolution}_40heads"
     cards = classify([folder], rules, jobs=2)
     expected = [
-        e.group
-        for e in load_shapes(ROOT / "fixtures" / "shapes" / f"workload_{resolution}.yaml").entries()
+        e.group for e in load_shapes(SHAPES / f"workload_{resolution}_40heads.yaml").entries()
     ]
     assert [c.group for c in cards.cards] == expected and len(expected) == shapes
     assert cards.input_errors == [] and all(c.error is None for c in cards.cards)
@@ -33,7 +35,7 @@ def test_every_shape_of_the_workload_has_its_card(
 
 
 def test_legacy_flash_attention_maps_to_the_backend_that_ran(rules: LoadedRules) -> None:
-    cards = classify([ROOT / "fixtures" / "workload_h200_704x1280"], rules, jobs=1).cards
+    cards = classify([ROOT / "fixtures" / "workload_h200_704x1280_40heads"], rules, jobs=1).cards
     attention = [c for c in cards if c.stage == "attention"]
     assert [(c.op, c.shape_parameters["backend_used"]) for c in attention] == [
         ("flash_attn_v2", "sdpa_flash"),
@@ -55,7 +57,7 @@ def test_committed_cards_are_what_classify_writes(
     from ncu_classify.cardfile import write_card_file
 
     monkeypatch.chdir(ROOT)
-    folder = f"fixtures/workload_h200_{resolution}"
+    folder = f"fixtures/workload_h200_{resolution}_40heads"
     fresh = tmp_path / "cards.json"
     write_card_file(fresh, classify([ROOT.joinpath(folder).relative_to(ROOT)], rules, jobs=2))
     committed = (ROOT / folder / "cards.json").read_text().splitlines()
