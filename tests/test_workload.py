@@ -49,7 +49,9 @@ def test_legacy_flash_attention_maps_to_the_backend_that_ran(rules: LoadedRules)
     ]
 
 
-@pytest.mark.parametrize("resolution", ["480x832", "704x1280"])
+@pytest.mark.parametrize(
+    "resolution", ["480x832_40heads", "704x1280_40heads", "480x832", "704x1280"]
+)
 def test_committed_cards_are_what_classify_writes(
     rules: LoadedRules, resolution: str, tmp_path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -57,7 +59,7 @@ def test_committed_cards_are_what_classify_writes(
     from ncu_classify.cardfile import write_card_file
 
     monkeypatch.chdir(ROOT)
-    folder = f"fixtures/workload_h200_{resolution}_40heads"
+    folder = f"fixtures/workload_h200_{resolution}"
     fresh = tmp_path / "cards.json"
     write_card_file(fresh, classify([ROOT.joinpath(folder).relative_to(ROOT)], rules, jobs=2))
     committed = (ROOT / folder / "cards.json").read_text().splitlines()
