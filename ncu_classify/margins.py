@@ -17,7 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .rules import OPERATORS, AllOf, AnyOf, Compare, RuleSet
+from .metrics import BOUNDED_BY
+from .rules import OPERATORS, AllOf, AnyOf, Compare, RuleSet, from_bound
 
 Distance = tuple[float, str] | None  # (how far, in the unit of which metric)
 
@@ -43,8 +44,12 @@ class _Node:
 def _node(cond: Compare | AnyOf | AllOf, values: Mapping[str, float | None]) -> _Node:
     if isinstance(cond, Compare):
         value = values.get(cond.metric)
-        if value is None or value != value:  # missing or NaN
-            return _Node(None, None)
+        if value is None or value != value:  # missing or NaN: maybe settled by its bound
+            settled = from_bound(cond, values)
+            bound = values.get(BOUNDED_BY.get(cond.metric, ""))
+            if settled is None or bound is None:
+                return _Node(None, None)
+            return _Node(settled, (abs(bound - cond.value), BOUNDED_BY[cond.metric]))
         return _Node(OPERATORS[cond.op](value, cond.value), (abs(value - cond.value), cond.metric))
     members = [_node(c, values) for c in (cond.any if isinstance(cond, AnyOf) else cond.all)]
     true = [m for m in members if m.holds is True]

@@ -285,6 +285,10 @@ DERIVED: tuple[DerivedMetric, ...] = (
 )
 DERIVED_BY_KEY = {d.key: d for d in DERIVED}
 
+# A metric that another one bounds from above, by definition: sm__throughput is the maximum
+# over the SM sub-units of its breakdown, the tensor pipe among them, so tensor_pct <= sm_pct.
+# A rule may then decide `tensor_pct < t` from sm_pct < t when tensor_pct was not measured.
+BOUNDED_BY = {"tensor_pct": "sm_pct"}
 # Every metric key a rule may test.
 RULE_METRICS = frozenset(SPECS) | frozenset(DERIVED_BY_KEY)
 # Legacy evidence block: the figures a verdict rests on.

@@ -30,7 +30,7 @@ from pydantic import (
 )
 
 from .errors import RulesError
-from .metrics import RULE_METRICS
+from .metrics import BOUNDED_BY, RULE_METRICS
 from .textio import read_text
 from .yamlio import validate_yaml
 
@@ -167,6 +167,9 @@ def _holds(
     if isinstance(cond, Compare):
         value = values.get(cond.metric)
         if value is None or math.isnan(value):
+            settled = from_bound(cond, values)
+            if settled is not None:
+                return settled
             if cond.metric not in unchecked:
                 unchecked.append(cond.metric)
             return None
@@ -180,6 +183,20 @@ def _holds(
             return decisive
         unknown = unknown or result is None
     return None if unknown else not decisive
+
+
+def from_bound(cond: Compare, values: Mapping[str, float | None]) -> bool | None:
+    """The comparison decided for a metric that was not measured, from a measured metric that
+    bounds it from above (BOUNDED_BY: tensor_pct <= sm_pct): `< t` holds and `>= t` fails when
+    the bound is below t; None when the bound does not settle it."""
+    bound = values.get(BOUNDED_BY.get(cond.metric, ""))
+    if bound is None or math.isnan(bound):
+        return None
+    if cond.op in ("<", "<=") and OPERATORS[cond.op](bound, cond.value):
+        return True
+    if cond.op in (">", ">=") and not OPERATORS[cond.op](bound, cond.value):
+        return False
+    return None
 
 
 def evaluate(rules: RuleSet, values: Mapping[str, float | None]) -> Verdict:
