@@ -234,3 +234,21 @@ def test_a_users_set_full_report_gets_a_roofline_too(rules: LoadedRules, tmp_pat
     assert roof.pct_of_roof == pytest.approx(gemm.metrics["tensor_pct"], rel=1e-4)
     assert roof.intensity["l2"] is None and "l2_bytes" in roof.missing  # not in --set full
     assert gemm.metrics["peak_ffma"] == 16896  # under its --set full name
+
+
+def test_unit_loads_and_hot_units_are_the_reports_own(cards: dict, raw: dict) -> None:
+    """The unit loads the refined rules read, and the hot units, as ncu_report gives them."""
+    card = cards[SKINNY]
+    kernel = _dominant(card)
+    m = raw[SKINNY]
+    suffix = ".avg.pct_of_peak_sustained_elapsed"
+    for key, counter in (
+        ("issue_pct", "sm__issue_active"),
+        ("fma_pipe_pct", "sm__pipe_fma_cycles_active"),
+        ("alu_pipe_pct", "sm__pipe_alu_cycles_active"),
+        ("l1_pipe_pct", "l1tex__data_pipe_lsu_wavefronts"),
+    ):
+        assert kernel.metrics[key] == pytest.approx(m[counter + suffix])
+    top = kernel.hot_units["sm"][0]
+    assert (top.label, top.kind) == ("instruction issue", "issue")
+    assert top.pct == pytest.approx(m[top.unit + suffix], rel=1e-5)
