@@ -137,8 +137,8 @@ def test_bad_inputs_among_good_ones_exit_4_and_the_rest_is_written(
         f"ncu-classify: error: {tmp_path / 'dangling.ncu-rep'}: no such file or folder",
         f"ncu-classify: error: {tmp_path / 'empty'}: folder holds no Nsight Compute report"
         " (searched recursively)",
-        f"ncu-classify: error: {cut}: truncated: block header at byte 104083 announces a"
-        " 16864-byte payload at byte 104134 but the file ends at byte 400000",
+        f"ncu-classify: error: {cut}: truncated: block header at byte 145 announces a"
+        " 2804554-byte payload at byte 197 but the file ends at byte 400000",
     ]
     doc = json.loads(out.read_text())
     assert [c["group"] for c in doc["cards"]] == [
