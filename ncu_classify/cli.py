@@ -4,11 +4,12 @@ Exit codes (also in the README):
   0   success
   1   internal error (a bug): one line, the traceback with NCU_CLASSIFY_DEBUG=1
   2   usage error (bad option or argument, an output that would destroy something)
-  3   an input file is invalid (shapes, rules, cards, manifest): nothing was written
+  3   an input file is invalid (shapes, rules, cards, noise, manifest): nothing was written
   4   some reports could not be read: the cards of the others were written
   5   some shapes failed to capture: the rest were captured and the manifest says why
   6   the environment lacks something capture needs (GPU, ncu, counter permission)
   7   an output could not be written (permission, full disk): nothing partial was left
+  8   `diff --fail-on`: a guarded condition holds (the comparison was still written)
   130 interrupted
 """
 
@@ -17,24 +18,26 @@ from __future__ import annotations
 import io
 import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal
 
 import typer
-from rich.console import Console
 
-from . import __version__
-from .errors import (
-    CaptureError,
-    EnvironmentProblem,
-    InputFileError,
-    NcuClassifyError,
-    OutputError,
-    ReportError,
-    UsageError,
+from . import cli_compare  # noqa: F401  (registers diff)
+from .cli_support import (
+    EXIT_CODES,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    OutputOption,
+    RulesOption,
+    app,
+    check_output,
+    errors,
+    exit_code_for,
+    human,
+    usage,
 )
+from .errors import CaptureError, OutputError, ReportError, UsageError
 from .interrupts import sigterm_as_interrupt
 from .options import parse_gpus, parse_shard, positive_float, positive_int
 from .printable import printable
@@ -53,90 +56,7 @@ from .terminal import (
     warning_line,
 )
 
-if TYPE_CHECKING:
-    from .outputs import Output
-
-EXIT_CODES: list[tuple[type[NcuClassifyError], int]] = [
-    (UsageError, 2),
-    (InputFileError, 3),
-    (ReportError, 4),
-    (CaptureError, 5),
-    (EnvironmentProblem, 6),
-    (OutputError, 7),
-]
-EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 130
-
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    help="What bounds each GPU kernel, from Nsight Compute hardware counters.",
-)
-
-
-def exit_code_for(exc: NcuClassifyError) -> int:
-    """The documented exit code of a library error."""
-    for cls, code in EXIT_CODES:
-        if isinstance(exc, cls):
-            return code
-    return EXIT_INTERNAL
-
-
-@contextmanager
-def _errors() -> Iterator[None]:
-    """Turn library errors into one line on stderr and their exit code; no traceback."""
-    try:
-        yield
-    except NcuClassifyError as exc:
-        error_line(str(exc))
-        raise typer.Exit(exit_code_for(exc)) from None
-    except KeyboardInterrupt:
-        err.print("ncu-classify: interrupted")
-        raise typer.Exit(EXIT_INTERRUPTED) from None
-
-
-def _version(value: bool) -> None:
-    if value:
-        out.print(f"ncu-classify {__version__}")
-        raise typer.Exit(0)
-
-
-@app.callback()
-def root(
-    version: Annotated[
-        bool,
-        typer.Option("--version", callback=_version, is_eager=True, help="print the version"),
-    ] = False,
-) -> None:
-    """What bounds each GPU kernel, from Nsight Compute hardware counters."""
-
-
-def _usage(exc: UsageError) -> typer.Exit:
-    error_line(str(exc))
-    return typer.Exit(2)
-
-
-OutputOption = Annotated[
-    str, typer.Option("-o", "--output", help="file to write; - for standard output")
-]
-RulesOption = Annotated[
-    Path | None, typer.Option("--rules", help="rules YAML (default: the packaged legacy-v1 rules)")
-]
-
-
-def _check_output(given: str, inputs: list[Path]) -> Output:
-    """The checked output, or exit 2 before any work."""
-    from .outputs import output_file
-
-    try:
-        return output_file(given, inputs)
-    except UsageError as exc:
-        raise _usage(exc) from None
-
-
-def _human(target: Output | None) -> Console:
-    """Where tables and notes go: stdout, unless the data itself goes there."""
-    return err if target is not None and target.is_stdout else out
+__all__ = ["EXIT_CODES", "app", "main", "run"]
 
 
 @app.command()
@@ -185,14 +105,14 @@ def capture(
         per_stage=per_stage,
         stop_grace_s=stop_grace,
     )
-    with _errors():
+    with errors():
         output_folder(output)
         plan = plan_capture(shapes, output, options)  # a bad file fails before any display
     if dry_run:
         print_plan(plan)
         return
     try:
-        with _errors(), capture_progress() as progress:
+        with errors(), capture_progress() as progress:
             manifest = run_capture(shapes, output, options, progress=progress)
     except typer.Exit as stopped:
         if stopped.exit_code == EXIT_INTERRUPTED:
@@ -201,7 +121,7 @@ def capture(
     print_manifest(manifest)
     failed = [s for s in manifest.shapes if s.status != "ok"]
     if failed:
-        with _errors():
+        with errors():
             raise CaptureError(
                 f"{len(failed)} of {len(manifest.shapes)} shapes failed;"
                 f" see {output / 'manifest.json'}"
@@ -231,10 +151,10 @@ def classify(
     from .rules import load_rules
 
     if "" in inputs:
-        raise _usage(UsageError("an input is the empty string; give a report or a folder"))
+        raise usage(UsageError("an input is the empty string; give a report or a folder"))
     paths = [Path(text) for text in inputs]
-    with _errors():
-        target = _check_output(output, [*input_files(paths), *([rules] if rules else [])])
+    with errors():
+        target = check_output(output, [*input_files(paths), *([rules] if rules else [])])
         loaded = load_rules(rules)
         with read_progress() as progress:
             cards = run_classify(paths, loaded, jobs=jobs, progress=progress)
@@ -247,9 +167,9 @@ def classify(
         if not cards.cards:  # each bad input has had its line
             raise typer.Exit(exit_code_for(ReportError("")))
         target.write_text(card_file_text(cards))
-    human = _human(target)
-    print_summary(cards, human)
-    human.print(f"wrote {len(cards.cards)} cards to {printable(str(target))}")
+    console = human(target)
+    print_summary(cards, console)
+    console.print(f"wrote {len(cards.cards)} cards to {printable(str(target))}")
     if cards.input_errors:
         raise typer.Exit(exit_code_for(ReportError("")))
 
@@ -265,14 +185,14 @@ def reclassify(
     from .reclassify import reclassify as run_reclassify
     from .rules import load_rules
 
-    with _errors():
-        target = _check_output(output, [cards_file, *([rules] if rules else [])])
+    with errors():
+        target = check_output(output, [cards_file, *([rules] if rules else [])])
         loaded = load_rules(rules)
         cards = run_reclassify(load_card_file(cards_file), loaded)
         target.write_text(card_file_text(cards))
-    human = _human(target)
-    print_summary(cards, human)
-    human.print(f"wrote {len(cards.cards)} cards to {printable(str(target))}")
+    console = human(target)
+    print_summary(cards, console)
+    console.print(f"wrote {len(cards.cards)} cards to {printable(str(target))}")
 
 
 @app.command()
@@ -292,10 +212,10 @@ def summary(
     from .summary import summarize, summary_csv
 
     if by not in ("stage", "shape"):
-        raise _usage(UsageError(f"--by {by!r}: expected stage or shape"))
+        raise usage(UsageError(f"--by {by!r}: expected stage or shape"))
     grouping: Literal["stage", "shape"] = "stage" if by == "stage" else "shape"
-    with _errors():
-        target = _check_output(output, [cards_file]) if output is not None else None
+    with errors():
+        target = check_output(output, [cards_file]) if output is not None else None
         cards = load_card_file(cards_file)
         if target is None and not csv:
             print_summary(cards, out, grouping)
@@ -311,12 +231,13 @@ def summary(
 @app.command()
 def schema(
     output: Annotated[str, typer.Option("-o", "--output", help="file to write")] = "-",
+    diff: Annotated[bool, typer.Option("--diff", help="schema of `diff --format json`")] = False,
 ) -> None:
-    """Print (or write) the JSON Schema of the cards file."""
-    from .schema import cards_schema_text
+    """Print (or write) the JSON Schema of the cards file (or of the diff JSON)."""
+    from .schema import cards_schema_text, diff_schema_text
 
-    with _errors():
-        _check_output(output, []).write_text(cards_schema_text())
+    with errors():
+        check_output(output, []).write_text(diff_schema_text() if diff else cards_schema_text())
 
 
 @app.command()

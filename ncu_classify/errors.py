@@ -28,6 +28,10 @@ class CardsError(InputFileError):
     """A cards file cannot be read or is not in a known card format."""
 
 
+class NoiseError(InputFileError):
+    """A noise file (diff's tolerances) is invalid; the message names the file, line and field."""
+
+
 class ManifestError(InputFileError):
     """A capture manifest cannot be read or does not validate."""
 
@@ -46,3 +50,7 @@ class EnvironmentProblem(NcuClassifyError):
 
 class OutputError(NcuClassifyError):
     """An output could not be written (permission, full disk); nothing partial was left."""
+
+
+class GateFailed(NcuClassifyError):
+    """A `diff --fail-on` condition holds: the candidate changed in a way the user guards."""

@@ -158,7 +158,7 @@ class Verdict:
     unchecked: list[str] = field(default_factory=list)
 
 
-def _holds(
+def holds(
     cond: Compare | AnyOf | AllOf, values: Mapping[str, float | None], unchecked: list[str]
 ) -> bool | None:
     """Three-valued: True, False, or None (unknown) when the answer depends on a metric that is
@@ -178,7 +178,7 @@ def _holds(
     decisive = isinstance(cond, AnyOf)  # the member value that settles the group
     unknown = False
     for member in members:
-        result = _holds(member, values, unchecked)
+        result = holds(member, values, unchecked)
         if result is decisive:
             return decisive
         unknown = unknown or result is None
@@ -207,7 +207,7 @@ def evaluate(rules: RuleSet, values: Mapping[str, float | None]) -> Verdict:
         if rule.when == "always":
             return Verdict(rule, unchecked)
         missing: list[str] = []
-        result = _holds(rule.when, values, missing)
+        result = holds(rule.when, values, missing)
         if result:
             return Verdict(rule, unchecked)
         if result is None:  # could not be decided: say which metrics it needed

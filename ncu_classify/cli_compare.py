@@ -1,0 +1,92 @@
+"""`ncu-classify diff`: compare two cards files (the CLI layer; the work is in `diff`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from .cli_support import app, check_output, errors, human
+from .errors import GateFailed, UsageError
+from .printable import printable
+from .terminal import out, warning_line
+
+Format = Literal["table", "md", "json", "csv"]
+
+
+@app.command()
+def diff(
+    baseline: Annotated[Path, typer.Argument(help="cards JSON (ours or the legacy format)")],
+    candidate: Annotated[Path, typer.Argument(help="cards JSON to compare against BASELINE")],
+    output: Annotated[
+        str | None, typer.Option("-o", "--output", help="write to this file; - for stdout")
+    ] = None,
+    fmt: Annotated[
+        str, typer.Option("--format", help="table (default), md, json or csv")
+    ] = "table",
+    reclassify: Annotated[
+        Path | None,
+        typer.Option("--reclassify", help="judge both sides under this rules YAML first"),
+    ] = None,
+    noise: Annotated[
+        Path | None,
+        typer.Option("--noise", help="noise tolerances YAML (default: measured on H200s)"),
+    ] = None,
+    stage: Annotated[
+        list[str] | None, typer.Option("--stage", help="compare only this stage (repeatable)")
+    ] = None,
+    fail_on: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fail-on", help="exit 8 if: flip, slower:PCT or any (repeatable; beyond noise)"
+        ),
+    ] = None,
+) -> None:
+    """Compare CANDIDATE with BASELINE shape by shape: flipped verdicts and the threshold each
+    crossed, changed kernels, time ratios, per-stage roll-up; noise is told apart."""
+    from .cardfile import load_card_file
+    from .diff import DiffOptions, diff_cards
+    from .diff_format import diff_renderable, diff_text
+    from .gate import failures, parse_condition
+    from .noise import load_noise
+    from .rules import load_rules
+
+    with errors():
+        if fmt not in ("table", "md", "json", "csv"):
+            raise UsageError(f"--format {fmt!r}: expected table, md, json or csv")
+        conditions = [parse_condition(text) for text in fail_on or []]
+        inputs = [baseline, candidate, *(p for p in (reclassify, noise) if p)]
+        target = check_output(output, inputs) if output is not None else None
+        sides = load_card_file(baseline), load_card_file(candidate)
+        stages = frozenset(stage or [])
+        _check_stages(stages, {c.stage for side in sides for c in side.cards})
+        options = DiffOptions(
+            noise=load_noise(noise)[0],
+            rules=load_rules(reclassify) if reclassify else None,
+            stages=stages,
+        )
+        result = diff_cards(*sides, (str(baseline), str(candidate)), options)
+        form: Format = fmt  # type: ignore[assignment]
+        if target is None and form == "table":
+            out.print(diff_renderable(result))
+        else:
+            for warning in result.warnings:
+                warning_line(warning)
+            text = diff_text(result, form)
+            if target is None:
+                out.print(printable(text, keep_newlines=True), end="")
+            else:
+                target.write_text(text)
+                human(target).print(f"wrote the comparison to {printable(str(target))}")
+        problems = failures(result, conditions)
+        if problems:
+            raise GateFailed("; ".join(problems))
+
+
+def _check_stages(asked: frozenset[str], present: set[str]) -> None:
+    missing = sorted(asked - present)
+    if missing:
+        raise UsageError(
+            f"--stage {missing[0]!r} is in neither file (stages: {', '.join(sorted(present))})"
+        )

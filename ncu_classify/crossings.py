@@ -1,0 +1,53 @@
+"""Why two kernels got different verdicts: the first rule whose truth differs between them, and
+the comparisons in it that changed sides of their threshold (each with both values)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from .diff_model import Crossing
+from .noise import Noise
+from .rules import AllOf, AnyOf, Compare, RuleSet, holds
+
+Values = Mapping[str, float | None]
+
+
+def crossings(rules: RuleSet, baseline: Values, candidate: Values, noise: Noise) -> list[Crossing]:
+    """The comparisons of the first rule (in order) that holds on one side and not on the other
+    (unknown counts as its own answer) whose own answers differ; [] if the rules give both
+    sides the same truth everywhere."""
+    for rule in rules.rules:
+        if rule.when == "always":
+            return []
+        if holds(rule.when, baseline, []) == holds(rule.when, candidate, []):
+            continue
+        return [
+            _crossing(rule.name, leaf, baseline, candidate, noise)
+            for leaf in _leaves(rule.when)
+            if holds(leaf, baseline, []) != holds(leaf, candidate, [])
+        ]
+    return []
+
+
+def _leaves(cond: Compare | AnyOf | AllOf) -> Iterator[Compare]:
+    if isinstance(cond, Compare):
+        yield cond
+        return
+    for member in cond.any if isinstance(cond, AnyOf) else cond.all:
+        yield from _leaves(member)
+
+
+def _crossing(rule: str, leaf: Compare, base: Values, cand: Values, noise: Noise) -> Crossing:
+    before, after = base.get(leaf.metric), cand.get(leaf.metric)
+    small = None
+    if before is not None and after is not None:
+        small = abs(after - before) <= noise.of(leaf.metric)
+    return Crossing(
+        rule=rule,
+        metric=leaf.metric,
+        op=leaf.op,
+        threshold=leaf.value,
+        baseline=before,
+        candidate=after,
+        within_noise=small,
+    )

@@ -1,0 +1,379 @@
+"""Compare two cards files shape by shape: which verdicts flipped and why, which kernels changed,
+how time moved, per stage and class; flips and slowdowns inside run-to-run noise are named so.
+
+Both sides are judged under one rules file when the user asks (`--reclassify`); otherwise the
+rules the sides were classified under must be the same file for a changed verdict to be pinned
+on a threshold, and a warning says when they are not. Percentages are each side's own: a
+percent of peak is of that side's GPU, so two GPUs compare fairly; a missing metric stays
+missing (None), never a change to or from 0.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import __version__
+from .cards import Card, CardFile, KernelCard, kernel_values
+from .crossings import crossings
+from .diff_model import (
+    SHOWN_METRICS,
+    Change,
+    DiffFile,
+    NoiseSeen,
+    ShapeDiff,
+    SideFigures,
+    SideHeader,
+    Speed,
+    StageRollup,
+)
+from .errors import RulesError
+from .matching import Pair, by_stage_order, pair_cards, same_kernel
+from .noise import Noise
+from .reclassify import reclassify
+from .rules import DEFAULT_RULES, LoadedRules, load_rules
+from .summary import by_stage
+
+DELTA_METRICS = ("dur_us", *SHOWN_METRICS)
+
+
+@dataclass(frozen=True)
+class DiffOptions:
+    """How to compare: one rules file for both sides (or None), noise, stages kept."""
+
+    noise: Noise
+    rules: LoadedRules | None = None
+    stages: frozenset[str] = field(default_factory=frozenset)
+
+
+def diff_cards(
+    baseline: CardFile,
+    candidate: CardFile,
+    paths: tuple[str, str],
+    options: DiffOptions,
+    *,
+    at: str | None = None,
+) -> DiffFile:
+    """The comparison of `candidate` against `baseline` (read from `paths`)."""
+    now = at or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    warnings: list[str] = []
+    rules = options.rules
+    if rules is not None:
+        baseline = reclassify(baseline, rules, at=now)
+        candidate = reclassify(candidate, rules, at=now)
+    else:
+        rules = _shared_rules(baseline, candidate, warnings)
+    kept = [_kept(side.cards, options.stages) for side in (baseline, candidate)]
+    pairs = by_stage_order(pair_cards(*kept))
+    headers = (_header(baseline, paths[0], kept[0]), _header(candidate, paths[1], kept[1]))
+    warnings += _gpu_warnings(*headers)
+    shapes = [_shape_diff(pair, rules, options.noise) for pair in pairs]
+    counts: dict[str, int] = {}
+    for shape in shapes:
+        counts[shape.change] = counts.get(shape.change, 0) + 1
+    return DiffFile(
+        generated_at=now,
+        tool_version=__version__,
+        baseline=headers[0],
+        candidate=headers[1],
+        rules=rules.rules.id if rules else None,
+        noise=options.noise.id,
+        stages=sorted(options.stages),
+        warnings=warnings,
+        counts=dict(sorted(counts.items())),
+        shapes=shapes,
+        rollup=_rollup(kept[0], kept[1], pairs),
+        noise_seen=_noise_seen(shapes),
+    )
+
+
+def _kept(cards: list[Card], stages: frozenset[str]) -> list[Card]:
+    return [c for c in cards if not stages or c.stage in stages]
+
+
+def _shared_rules(
+    baseline: CardFile, candidate: CardFile, warnings: list[str]
+) -> LoadedRules | None:
+    """The rules both sides were classified under, if they are one file this tool can load."""
+    ids = [(side.rules_id, side.rules_sha256) for side in (baseline, candidate)]
+    if ids[0] != ids[1]:
+        warnings.append(
+            f"the sides were classified under different rules (baseline {_rules_name(ids[0])},"
+            f" candidate {_rules_name(ids[1])}): a changed verdict may be the rules' doing;"
+            " --reclassify RULES judges both under one file"
+        )
+        return None
+    for path in (DEFAULT_RULES, Path(baseline.rules_file or "")):
+        if baseline.rules_file and path.is_file():
+            try:
+                loaded = load_rules(path)
+            except RulesError:  # an unreadable rules file only costs the crossings
+                continue
+            if loaded.sha256 == baseline.rules_sha256:
+                return loaded
+    if baseline.rules_id is not None:
+        warnings.append(
+            f"rules {baseline.rules_id} not found to name the thresholds a flip crossed;"
+            " --reclassify RULES gives them"
+        )
+    return None
+
+
+def _rules_name(ident: tuple[str | None, str | None]) -> str:
+    rules_id, sha = ident
+    if rules_id is None:
+        return "none recorded (legacy cards)"
+    return f"{rules_id} sha256 {str(sha)[:12]}"
+
+
+def _header(cards: CardFile, path: str, kept: list[Card]) -> SideHeader:
+    gpu: dict[str, object] = next((dict(c.gpu) for c in kept if c.gpu), {})
+    clocks = [c.gpu.get(k) for c in kept for k in ("sm_clock_ghz_min", "sm_clock_ghz_max")]
+    seen = [float(x) for x in clocks if isinstance(x, (int, float))]
+    if seen:
+        gpu["sm_clock_ghz_min"], gpu["sm_clock_ghz_max"] = round(min(seen), 4), round(max(seen), 4)
+    return SideHeader(
+        path=path,
+        source_format=cards.source_format,
+        generated_at=cards.generated_at,
+        tool_version=cards.tool_version,
+        rules_id=cards.rules_id,
+        rules_sha256=cards.rules_sha256,
+        cards=len(kept),
+        gpu=gpu,
+        peaks=_peaks(k for c in kept for k in c.kernels),
+    )
+
+
+def _peaks(kernels: Iterable[KernelCard]) -> dict[str, float]:
+    """Median ceilings over the kernels: TFLOP/s of each FLOP family used, TB/s of each level."""
+    seen: dict[str, list[float]] = {}
+    for kernel in kernels:
+        roof = kernel.roofline
+        if roof is None:
+            continue
+        if roof.family and roof.compute_ceiling_tflops is not None:
+            seen.setdefault(f"{roof.family}_tflops", []).append(roof.compute_ceiling_tflops)
+        for level, value in roof.bandwidth_tbps.items():
+            if value is not None:
+                seen.setdefault(f"{level}_tbps", []).append(value)
+    return {k: _r(statistics.median(v)) for k, v in sorted(seen.items())}
+
+
+def _gpu_warnings(baseline: SideHeader, candidate: SideHeader) -> list[str]:
+    names = [_gpu_name(side) for side in (baseline, candidate)]
+    sides = (("baseline", baseline), ("candidate", candidate))
+    out = [
+        f"{side} GPU is not recorded in its cards ({header.source_format} format)"
+        for (side, header), name in zip(sides, names, strict=True)
+        if name is None
+    ]
+    if None not in names and names[0] != names[1]:
+        out.append(
+            f"different GPUs: baseline {names[0]}, candidate {names[1]}; each percentage is of"
+            " its own GPU's peak, and durations compare the machines"
+        )
+    return out
+
+
+def _gpu_name(header: SideHeader) -> str | None:
+    gpu = header.gpu
+    if not gpu.get("name"):
+        return None
+    return f"{gpu['name']} ({gpu.get('sm_count', '?')} SMs)"
+
+
+def _shape_diff(pair: Pair, rules: LoadedRules | None, noise: Noise) -> ShapeDiff:
+    base, cand = pair.baseline, pair.candidate
+    card = base or cand
+    assert card is not None
+    sides = [_figures(c) if c else None for c in (base, cand)]
+    if base is None or cand is None:
+        change: Change = "repeat" if pair.repeat else ("added" if base is None else "removed")
+        return ShapeDiff(
+            stage=card.stage, op=card.op, change=change, matched_by=None, kernel_changed=None,
+            duration_ratio=None, speed=None, why=None, baseline=sides[0], candidate=sides[1],
+        )  # fmt: skip
+    values = (_values(base), _values(cand))
+    crossed = []
+    if rules and values[0] is not None and values[1] is not None:
+        crossed = crossings(rules.rules, values[0], values[1], noise)
+    change = _change(base, cand, crossed, sides)
+    ratio = _ratio(base.summed_kernel_us, cand.summed_kernel_us)
+    kernel_changed = None
+    if base.dominant_kernel and cand.dominant_kernel:
+        kernel_changed = not same_kernel(base.dominant_kernel, cand.dominant_kernel)
+    return ShapeDiff(
+        stage=card.stage,
+        op=card.op,
+        change=change,
+        matched_by=pair.matched_by,
+        kernel_changed=kernel_changed,
+        duration_ratio=ratio,
+        speed=_speed(ratio, noise),
+        crossings=crossed if change in ("flipped", "within_noise") else [],
+        why=_why(change, sides[0], sides[1], crossed if change != "same" else [], kernel_changed),
+        baseline=sides[0],
+        candidate=sides[1],
+        metric_deltas={k: _delta(values[0], values[1], k) for k in DELTA_METRICS},
+    )
+
+
+def _change(base: Card, cand: Card, crossed: list, sides: list[SideFigures | None]) -> Change:
+    """same, flipped, within_noise or unclassified (a side without a class)."""
+    if base.primary is None or cand.primary is None:
+        same = base.primary is None and cand.primary is None and base.status == cand.status
+        return "same" if same else "unclassified"
+    if base.primary == cand.primary:
+        return "same"
+    if crossed:
+        return "within_noise" if all(c.within_noise for c in crossed) else "flipped"
+    borderline = any(s is not None and s.borderline for s in sides)
+    return "within_noise" if borderline else "flipped"
+
+
+def _dominant(card: Card) -> KernelCard | None:
+    return next((k for k in card.kernels if k.kernel == card.dominant_kernel), None)
+
+
+def _values(card: Card) -> dict[str, float | None] | None:
+    top = _dominant(card)
+    return kernel_values(top.metrics, top.evidence) if top else None
+
+
+def _figures(card: Card) -> SideFigures:
+    top = _dominant(card)
+    values = _values(card) or {}
+    roof = top.roofline if top else None
+    margin = top.margin if top else None
+    units = top.hot_units.get("sm") if top else None
+    hot = units[0] if units else None
+    return SideFigures(
+        group=card.group,
+        primary=card.primary,
+        status=card.status,
+        dominant_kernel=card.dominant_kernel,
+        summed_kernel_us=card.summed_kernel_us,
+        dominant_us=values.get("dur_us"),
+        deciding_metric=margin.metric if margin else None,
+        deciding_distance=margin.distance if margin else None,
+        borderline=bool(margin and margin.borderline),
+        metrics={k: _r_or_none(values.get(k)) for k in SHOWN_METRICS},
+        pct_of_roof=roof.pct_of_roof if roof else None,
+        achieved_tflops=roof.achieved_tflops if roof else None,
+        intensity_dram=roof.intensity.get("dram") if roof else None,
+        binding=roof.binding if roof else None,
+        hot_unit=f"{hot.label} {hot.pct:.1f}%" if hot else None,
+        mfu_pct=card.roofline.mfu_pct if card.roofline else None,
+    )
+
+
+def _why(
+    change: Change,
+    base: SideFigures | None,
+    cand: SideFigures | None,
+    crossed: list,
+    kernel_changed: bool | None,
+) -> str | None:
+    """One sentence on what changed: classes, the thresholds crossed, the kernel."""
+    assert base is not None and cand is not None
+    parts: list[str] = []
+    if change in ("flipped", "within_noise", "unclassified"):
+        parts.append(f"{base.primary or base.status} -> {cand.primary or cand.status}")
+    for c in crossed:
+        noise = " (within noise)" if c.within_noise else ""
+        parts.append(
+            f"{c.metric} {_num(c.baseline)} -> {_num(c.candidate)} against {c.op} {c.threshold:g}"
+            f" of {c.rule}{noise}"
+        )
+    if change in ("flipped", "within_noise") and not crossed:
+        parts.append("thresholds unknown (rules differ or cannot be loaded)")
+    if kernel_changed:
+        parts.append(f"dominant kernel {base.dominant_kernel} -> {cand.dominant_kernel}")
+    return "; ".join(parts) or None
+
+
+def _num(value: float | None) -> str:
+    return "missing" if value is None else f"{value:.4g}"
+
+
+def _ratio(before: float | None, after: float | None) -> float | None:
+    if before is None or after is None or before <= 0:
+        return None
+    return _r(after / before)
+
+
+def _speed(ratio: float | None, noise: Noise) -> Speed | None:
+    if ratio is None:
+        return None
+    tolerance = noise.duration_pct / 100
+    if ratio > 1 + tolerance:
+        return "slower"
+    return "faster" if ratio < 1 - tolerance else "within_noise"
+
+
+def _delta(
+    before: dict[str, float | None] | None, after: dict[str, float | None] | None, key: str
+) -> float | None:
+    a, b = (before or {}).get(key), (after or {}).get(key)
+    return None if a is None or b is None else _r(b - a)
+
+
+def _rollup(baseline: list[Card], candidate: list[Card], pairs: list[Pair]) -> list[StageRollup]:
+    """Cards and summed time per (stage, class) on each side; stages in comparison order."""
+    cells: dict[tuple[str, str], list[float]] = {}
+    for index, cards in enumerate((baseline, candidate)):
+        for row in by_stage(cards):
+            cell = cells.setdefault((row.stage, row.primary), [0, 0, 0.0, 0.0])
+            cell[index] += row.cards
+            cell[2 + index] += row.kernel_us
+    order = list(dict.fromkeys((p.baseline or p.candidate).stage for p in pairs))  # type: ignore[union-attr]
+    rows = sorted(cells.items(), key=lambda kv: (order.index(kv[0][0]), -max(kv[1][2:]), kv[0][1]))
+    return [
+        StageRollup(
+            stage=stage,
+            primary=primary,
+            baseline_cards=int(b_cards),
+            candidate_cards=int(c_cards),
+            baseline_us=_r(b_us),
+            candidate_us=_r(c_us),
+            delta_us=_r(c_us - b_us),
+        )
+        for (stage, primary), (b_cards, c_cards, b_us, c_us) in rows
+    ]
+
+
+def _noise_seen(shapes: list[ShapeDiff]) -> list[NoiseSeen]:
+    """|change| per metric over shapes on both sides with the same dominant kernel (the noise,
+    when the sides are repeat captures); duration as % change of summed kernel time."""
+    same = [s for s in shapes if s.kernel_changed is False]
+    seen: dict[str, list[float]] = {"duration_pct": []}
+    for shape in same:
+        if shape.duration_ratio is not None:
+            seen["duration_pct"].append(abs(shape.duration_ratio - 1) * 100)
+        for key in SHOWN_METRICS:
+            value = shape.metric_deltas.get(key)
+            if value is not None:
+                seen.setdefault(key, []).append(abs(value))
+    return [
+        NoiseSeen(
+            metric=key,
+            shapes=len(values),
+            median=_r(statistics.median(values)),
+            p90=_r(sorted(values)[int(0.9 * (len(values) - 1))]),
+            max=_r(max(values)),
+        )
+        for key, values in seen.items()
+        if values
+    ]
+
+
+def _r(value: float) -> float:
+    return float(f"{value:.6g}")
+
+
+def _r_or_none(value: float | None) -> float | None:
+    return None if value is None else _r(value)

@@ -1,0 +1,288 @@
+"""A comparison as people and programs read it: a rich table for the terminal, Markdown for a
+pull request, CSV (one row per shape), JSON (the DiffFile itself).
+
+User text (groups, kernel names) stays text: escaped for the terminal, in code spans with pipes
+escaped for Markdown, quoted by the csv module.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable
+from typing import Literal
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from .diff_model import SHOWN_METRICS, Crossing, DiffFile, ShapeDiff, SideFigures, SideHeader
+from .printable import printable
+
+DiffFormat = Literal["table", "md", "json", "csv"]
+ARROW = "->"
+
+
+def diff_text(diff: DiffFile, fmt: DiffFormat) -> str:
+    """The comparison in `fmt`; every form is deterministic for a given DiffFile."""
+    render: dict[str, Callable[[DiffFile], str]] = {
+        "json": lambda d: (
+            json.dumps(d.model_dump(mode="json"), indent=1, ensure_ascii=False) + "\n"
+        ),
+        "csv": diff_csv,
+        "md": diff_markdown,
+        "table": table_text,
+    }
+    return render[fmt](diff)
+
+
+# --- shared pieces ---------------------------------------------------------------------------
+
+
+def shape_name(shape: ShapeDiff) -> str:
+    """The group id of the candidate (the baseline's if it has none, both if they differ)."""
+    base = shape.baseline.group if shape.baseline else None
+    cand = shape.candidate.group if shape.candidate else None
+    if base and cand and base != cand:
+        return f"{cand} (baseline {base})"
+    return cand or base or "?"
+
+
+def verdict(side: SideFigures | None) -> str:
+    if side is None:
+        return "-"
+    return side.primary or side.status
+
+
+def time_text(shape: ShapeDiff) -> str:
+    if shape.duration_ratio is None:
+        return "-"
+    speed = {"within_noise": "within noise"}.get(shape.speed or "", shape.speed or "")
+    return f"x{shape.duration_ratio:.3f} {speed}".strip()
+
+
+def classes_text(shape: ShapeDiff) -> str:
+    """`a -> b`, or `= a` when the class did not change."""
+    base, cand = verdict(shape.baseline), verdict(shape.candidate)
+    return f"= {base}" if base == cand else f"{base} {ARROW} {cand}"
+
+
+def _candidate_group(shape: ShapeDiff) -> str:
+    side = shape.candidate or shape.baseline
+    return side.group if side else "?"
+
+
+def crossing_text(crossing: Crossing) -> str:
+    values = f"{_num(crossing.baseline)} {ARROW} {_num(crossing.candidate)}"
+    return f"{crossing.metric} {values} ({crossing.op} {crossing.threshold:g})"
+
+
+def change_text(shape: ShapeDiff) -> str:
+    text = shape.change.replace("_", " ")
+    return f"{text}, kernel changed" if shape.kernel_changed else text
+
+
+def header_lines(diff: DiffFile) -> list[str]:
+    lines = [_side_line("baseline", diff.baseline), _side_line("candidate", diff.candidate)]
+    lines.append(
+        f"rules: {diff.rules or 'as classified'}; noise: {diff.noise}"
+        + (f"; stages: {', '.join(diff.stages)}" if diff.stages else "")
+    )
+    counts = (f"{n} {k.replace('_', ' ')}" for k, n in diff.counts.items())
+    lines.append("shapes: " + ", ".join(counts))
+    return lines
+
+
+def _side_line(name: str, side: SideHeader) -> str:
+    gpu = side.gpu
+    what = "GPU not recorded"
+    if gpu.get("name"):
+        what = f"{gpu['name']}, {gpu.get('sm_count', '?')} SMs"
+        if "sm_clock_ghz_min" in gpu:
+            what += f", SM clock {gpu['sm_clock_ghz_min']}-{gpu['sm_clock_ghz_max']} GHz"
+    shown = ("hgmma_bf16", "dram")
+    peaks = ", ".join(f"{k} {v:g}" for k, v in side.peaks.items() if k.startswith(shown))
+    rules = side.rules_id or "no rules recorded"
+    tool = side.tool_version or side.source_format
+    return (
+        f"{name}: {side.path} ({side.cards} cards; {what}"
+        + (f"; peaks {peaks}" if peaks else "")
+        + f"; rules {rules}; {tool}; {side.generated_at})"
+    )
+
+
+def _num(value: float | None) -> str:
+    return "missing" if value is None else f"{value:.4g}"
+
+
+# --- terminal --------------------------------------------------------------------------------
+
+
+def diff_renderable(diff: DiffFile) -> Group:
+    """Header, warnings, the per-shape table (a section per stage) and the per-stage roll-up."""
+    shapes = Table(title="per shape (stage, then file order)")
+    for name in ("shape", "change", "class", "time", "deciding"):
+        shapes.add_column(name, overflow="fold", justify="right" if name == "time" else "left")
+    stage = None
+    for shape in diff.shapes:
+        if shape.stage != stage:
+            stage = shape.stage
+            shapes.add_row(Text(printable(f"[{stage}]"), style="bold"))
+        cells = [
+            _candidate_group(shape),
+            change_text(shape),
+            classes_text(shape),
+            time_text(shape),
+            "; ".join(crossing_text(c) for c in shape.crossings),
+        ]
+        shapes.add_row(*(Text(printable(c)) for c in cells))
+    rollup = Table(title="per stage and class: cards and summed kernel time (us)")
+    for name in ("stage", "class", "cards", "baseline us", "candidate us", "change us"):
+        justify: Literal["left", "right"] = "left" if name in ("stage", "class") else "right"
+        rollup.add_column(name, overflow="fold", justify=justify)
+    for row in diff.rollup:
+        cells = [
+            row.stage,
+            row.primary,
+            f"{row.baseline_cards} {ARROW} {row.candidate_cards}",
+            f"{row.baseline_us:,.1f}",
+            f"{row.candidate_us:,.1f}",
+            f"{row.delta_us:+,.1f}",
+        ]
+        rollup.add_row(*(Text(printable(c)) for c in cells))
+    lines = [Text(printable(line)) for line in header_lines(diff)]
+    lines += [Text(printable(f"warning: {w}")) for w in diff.warnings]
+    return Group(*lines, shapes, rollup)
+
+
+def table_text(diff: DiffFile) -> str:
+    """The terminal form as plain text (for -o with the default format)."""
+    buffer = io.StringIO()
+    Console(file=buffer, width=200, color_system=None).print(diff_renderable(diff))
+    return buffer.getvalue()
+
+
+# --- Markdown --------------------------------------------------------------------------------
+
+
+def md_code(text: str) -> str:
+    """`text` as a Markdown code span inside a table cell: pipes escaped, never markup."""
+    clean = printable(text).replace("|", "\\|")
+    fence = "``" if "`" in clean else "`"
+    pad = " " if clean.startswith("`") or clean.endswith("`") else ""
+    return f"{fence}{pad}{clean}{pad}{fence}"
+
+
+def md_text(text: str) -> str:
+    """Plain text for a Markdown cell: pipes, angle brackets and markup characters escaped."""
+    out = printable(text).replace("\\", "\\\\")
+    for char in "|<>*_`[]#":
+        out = out.replace(char, "\\" + char)
+    return out
+
+
+def diff_markdown(diff: DiffFile) -> str:
+    """A Markdown summary for a pull request: header, changes first, roll-up, noise seen."""
+    lines = ["## ncu-classify diff", ""]
+    lines += [f"- {md_text(line)}" for line in header_lines(diff)]
+    lines += [f"- **warning**: {md_text(w)}" for w in diff.warnings]
+    lines += ["", "### Per shape", ""]
+    lines += [
+        "| stage | shape | change | baseline | candidate | time | why |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for shape in diff.shapes:
+        cells = [
+            md_text(shape.stage),
+            md_code(shape_name(shape)),
+            md_text(change_text(shape)),
+            md_text(verdict(shape.baseline)),
+            md_text(verdict(shape.candidate)),
+            md_text(time_text(shape)),
+            md_text(shape.why or ""),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "### Per stage and class", ""]
+    lines += [
+        "| stage | class | cards | baseline us | candidate us | change us |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for row in diff.rollup:
+        cards = f"{row.baseline_cards} {ARROW} {row.candidate_cards}"
+        lines.append(
+            f"| {md_text(row.stage)} | {md_text(row.primary)} | {md_text(cards)} |"
+            f" {row.baseline_us:,.1f} | {row.candidate_us:,.1f} | {row.delta_us:+,.1f} |"
+        )
+    lines += ["", "### Change seen per metric (shapes with the same dominant kernel)", ""]
+    lines += ["| metric | shapes | median | p90 | max |", "|---|---:|---:|---:|---:|"]
+    for seen in diff.noise_seen:
+        lines.append(
+            f"| {md_text(seen.metric)} | {seen.shapes} | {seen.median:g} | {seen.p90:g} |"
+            f" {seen.max:g} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+# --- CSV -------------------------------------------------------------------------------------
+
+SIDE_COLUMNS = (
+    "group",
+    "primary",
+    "dominant_kernel",
+    "summed_kernel_us",
+    "dominant_us",
+    "deciding_metric",
+    "borderline",
+    *SHOWN_METRICS,
+    "pct_of_roof",
+    "achieved_tflops",
+    "intensity_dram",
+    "binding",
+    "hot_unit",
+    "mfu_pct",
+)
+CSV_COLUMNS = (
+    "stage",
+    "op",
+    "change",
+    "matched_by",
+    "kernel_changed",
+    "duration_ratio",
+    "speed",
+    "crossed",
+    "why",
+    *(f"baseline_{c}" for c in SIDE_COLUMNS),
+    *(f"candidate_{c}" for c in SIDE_COLUMNS),
+)
+
+
+def diff_csv(diff: DiffFile) -> str:
+    """One row per shape; a missing value is an empty cell, never 0."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for shape in diff.shapes:
+        row: list[object] = [
+            shape.stage,
+            shape.op,
+            shape.change,
+            shape.matched_by,
+            shape.kernel_changed,
+            shape.duration_ratio,
+            shape.speed,
+            "; ".join(crossing_text(c) for c in shape.crossings),
+            shape.why,
+        ]
+        for side in (shape.baseline, shape.candidate):
+            row += [_side_value(side, c) for c in SIDE_COLUMNS]
+        writer.writerow(["" if v is None else v for v in row])
+    return buffer.getvalue()
+
+
+def _side_value(side: SideFigures | None, column: str) -> object:
+    if side is None:
+        return None
+    if column in SHOWN_METRICS:
+        return side.metrics.get(column)
+    return getattr(side, column)

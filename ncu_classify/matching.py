@@ -1,0 +1,163 @@
+"""Pair the cards of two files by shape, for `diff`.
+
+Three passes, each over the cards the earlier ones left: the same group id; then the same stage
+and op with compatible shape parameters (every shape-defining key both cards hold is equal, and
+they share at least one), so that legacy cards (`dit:aten.linear.default:{'M': ...}`), another
+naming and ours meet, and a bf16 card meets its fp32 twin when the settings differ between the
+files; last, cards of one stage and op that carry no shape at all (the legacy casts) in file
+order. Among compatible candidates the one that agrees on the most parameters wins, the first
+in file order on a tie. A card left over whose shape was already paired on its own side is a
+repeat (the legacy file lists one DiT linear twice), not a removal.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .cards import Card
+
+MatchedBy = Literal["group", "shape", "position"]
+# Parameters that choose how a shape runs, not which shape it is: they may differ between the
+# two sides of a comparison (bf16 against fp32, TF32 on and off, another attention backend).
+SETTINGS = frozenset(
+    {
+        "dtype",
+        "allow_tf32",
+        "memory_format",
+        "bias",
+        "backend",
+        "backend_used",
+        "substitutes_for",
+        "from",
+        "to",
+        "note",
+        "text",
+    }
+)
+# Derived from the others (conv output) or bookkeeping: never decides a match.
+IGNORED = frozenset({"output"})
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One row of a comparison: a card on each side, or on one side only."""
+
+    baseline: Card | None
+    candidate: Card | None
+    matched_by: MatchedBy | None = None
+    repeat: bool = False  # an extra card of a shape already paired on its side
+
+
+def shape_of(card: Card) -> dict[str, Any]:
+    """The shape-defining parameters of a card (settings and derived keys left out)."""
+    return {k: v for k, v in card.shape_parameters.items() if k not in SETTINGS | IGNORED}
+
+
+def _compatible(a: Card, b: Card) -> int | None:
+    """How many parameters two cards agree on, if they can be the same shape; None if not."""
+    if (a.stage, a.op) != (b.stage, b.op):
+        return None
+    shape_a, shape_b = shape_of(a), shape_of(b)
+    shared = set(shape_a) & set(shape_b)
+    if not shared or any(_canon(shape_a[k]) != _canon(shape_b[k]) for k in shared):
+        return None
+    params_a, params_b = a.shape_parameters, b.shape_parameters
+    return sum(_canon(params_a[k]) == _canon(params_b[k]) for k in set(params_a) & set(params_b))
+
+
+def _canon(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def pair_cards(baseline: list[Card], candidate: list[Card]) -> list[Pair]:
+    """Every card of both files in exactly one pair, baseline order first, then the
+    candidate's cards that found no partner, in their order."""
+    partner: dict[int, tuple[int, MatchedBy]] = {}
+    taken: set[int] = set()
+
+    def match(how: MatchedBy, score: Callable[[Card, Card], int | None]) -> None:
+        for i, card in enumerate(baseline):
+            if i in partner:
+                continue
+            best: tuple[int, int] | None = None
+            for j, other in enumerate(candidate):
+                if j in taken or (value := score(card, other)) is None:
+                    continue
+                if best is None or value > best[0]:
+                    best = (value, j)
+            if best is not None:
+                partner[i] = (best[1], how)
+                taken.add(best[1])
+
+    match("group", lambda a, b: 0 if a.group == b.group else None)
+    match("shape", _compatible)
+    match("position", _shapeless)
+    pairs = [
+        Pair(card, candidate[partner[i][0]], partner[i][1])
+        if i in partner
+        else Pair(card, None, repeat=_repeat(card, i, baseline, set(partner)))
+        for i, card in enumerate(baseline)
+    ]
+    pairs += [
+        Pair(None, card, repeat=_repeat(card, j, candidate, taken))
+        for j, card in enumerate(candidate)
+        if j not in taken
+    ]
+    return pairs
+
+
+def _shapeless(a: Card, b: Card) -> int | None:
+    """Cards of one stage and op pair in file order when one of them has no shape to compare
+    (the legacy casts carry `{}`)."""
+    same = (a.stage, a.op) == (b.stage, b.op)
+    return 0 if same and (not shape_of(a) or not shape_of(b)) else None
+
+
+def _repeat(card: Card, index: int, side: list[Card], paired: set[int]) -> bool:
+    """True if an already paired card of the same side has the same group and parameters."""
+    return any(j != index and _same_card(card, side[j]) for j in paired)
+
+
+def _same_card(a: Card, b: Card) -> bool:
+    return a.group == b.group and _params(a) == _params(b)
+
+
+def _params(card: Card) -> str:
+    return _canon(dict(sorted(card.shape_parameters.items())))
+
+
+def by_stage_order(pairs: list[Pair]) -> list[Pair]:
+    """Pairs grouped by stage (stages in first-seen order), file order within a stage."""
+    stages: dict[str, list[Pair]] = {}
+    for pair in pairs:
+        card = pair.baseline or pair.candidate
+        assert card is not None
+        stages.setdefault(card.stage, []).append(pair)
+    return [pair for group in stages.values() for pair in group]
+
+
+def same_kernel(a: str, b: str) -> bool:
+    """Whether two kernel names are one kernel, as far as both names tell: equal; or one cut
+    short of the other (the legacy pipeline truncated names); or the same unqualified function
+    when either name lost its template arguments (legacy `void cutlass::Kernel2(Params)`, or
+    `void device_kernel, cute::C<1>` where its template stripping ate the middle)."""
+    if a == b:
+        return True
+    shorter, longer = sorted((a, b), key=len)
+    if len(shorter) >= 40 and longer.startswith(shorter):
+        return True
+    (func_a, templated_a), (func_b, templated_b) = _function(a), _function(b)
+    return func_a == func_b and not (templated_a and templated_b)
+
+
+def _function(name: str) -> tuple[str, bool]:
+    """The unqualified function name (`at::native::foo<...>(...)` -> `foo`) and whether its
+    template arguments follow it."""
+    match = re.match(r"\s*(?:void\s+)?([A-Za-z_][\w:]*)", name)
+    if not match:
+        return name, False
+    return match.group(1).rsplit("::", 1)[-1], name[match.end() : match.end() + 1] == "<"
