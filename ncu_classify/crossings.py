@@ -15,7 +15,8 @@ Values = Mapping[str, float | None]
 def crossings(rules: RuleSet, baseline: Values, candidate: Values, noise: Noise) -> list[Crossing]:
     """The comparisons of the first rule (in order) that holds on one side and not on the other
     (unknown counts as its own answer) whose own answers differ; [] if the rules give both
-    sides the same truth everywhere."""
+    sides the same truth everywhere. A metric missing on both sides is left out: its answer
+    moved only with the measured metric that bounds it."""
     for rule in rules.rules:
         if rule.when == "always":
             return []
@@ -25,6 +26,7 @@ def crossings(rules: RuleSet, baseline: Values, candidate: Values, noise: Noise)
             _crossing(rule.name, leaf, baseline, candidate, noise)
             for leaf in _leaves(rule.when)
             if holds(leaf, baseline, []) != holds(leaf, candidate, [])
+            and (baseline.get(leaf.metric) is not None or candidate.get(leaf.metric) is not None)
         ]
     return []
 

@@ -15,9 +15,10 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import __version__
-from .cards import Card, CardFile, KernelCard, kernel_values
+from .cards import UNRESOLVED, Card, CardFile, KernelCard, card_class, kernel_values
 from .crossings import crossings
 from .diff_model import (
     SHOWN_METRICS,
@@ -35,7 +36,6 @@ from .matching import Pair, by_stage_order, pair_cards, same_kernel
 from .noise import Noise
 from .reclassify import reclassify
 from .rules import DEFAULT_RULES, LoadedRules, load_rules
-from .summary import by_stage
 
 DELTA_METRICS = ("dur_us", *SHOWN_METRICS)
 
@@ -224,15 +224,24 @@ def _shape_diff(pair: Pair, rules: LoadedRules | None, noise: Noise) -> ShapeDif
 
 def _change(base: Card, cand: Card, crossed: list, sides: list[SideFigures | None]) -> Change:
     """same, flipped, within_noise or unclassified (a side without a class)."""
-    if base.primary is None or cand.primary is None:
-        same = base.primary is None and cand.primary is None and base.status == cand.status
+    before, after = _verdict_key(base), _verdict_key(cand)
+    if before is None or after is None:
+        same = before is None and after is None and base.status == cand.status
         return "same" if same else "unclassified"
-    if base.primary == cand.primary:
+    if before == after:
         return "same"
     if crossed:
         return "within_noise" if all(c.within_noise for c in crossed) else "flipped"
     borderline = any(s is not None and s.borderline for s in sides)
     return "within_noise" if borderline else "flipped"
+
+
+def _verdict_key(card: Card) -> str | None:
+    """The card's class; an unresolved card without one (legacy cards leave primary empty)
+    is the unresolved class."""
+    if card.primary is None and card.status == "unresolved":
+        return UNRESOLVED
+    return card.primary
 
 
 def _dominant(card: Card) -> KernelCard | None:
@@ -323,27 +332,37 @@ def _delta(
 
 
 def _rollup(baseline: list[Card], candidate: list[Card], pairs: list[Pair]) -> list[StageRollup]:
-    """Cards and summed time per (stage, class) on each side; stages in comparison order."""
-    cells: dict[tuple[str, str], list[float]] = {}
+    """Cards and summed time per (stage, class) on each side; stages in comparison order. A
+    cell holding a card without a total has no total (None), never a partial sum."""
+    cells: dict[tuple[str, str], list[list[Any]]] = {}
     for index, cards in enumerate((baseline, candidate)):
-        for row in by_stage(cards):
-            cell = cells.setdefault((row.stage, row.primary), [0, 0, 0.0, 0.0])
-            cell[index] += row.cards
-            cell[2 + index] += row.kernel_us
+        for card in cards:
+            sides = cells.setdefault(card_class(card), [[0, 0.0], [0, 0.0]])
+            cell = sides[index]
+            cell[0] += 1
+            known = cell[1] is not None and card.summed_kernel_us is not None
+            cell[1] = cell[1] + card.summed_kernel_us if known else None
     order = list(dict.fromkeys((p.baseline or p.candidate).stage for p in pairs))  # type: ignore[union-attr]
-    rows = sorted(cells.items(), key=lambda kv: (order.index(kv[0][0]), -max(kv[1][2:]), kv[0][1]))
-    return [
-        StageRollup(
-            stage=stage,
-            primary=primary,
-            baseline_cards=int(b_cards),
-            candidate_cards=int(c_cards),
-            baseline_us=_r(b_us),
-            candidate_us=_r(c_us),
-            delta_us=_r(c_us - b_us),
+
+    def most_time(item: tuple[tuple[str, str], list[list[Any]]]) -> tuple[int, float, str]:
+        (stage, primary), sides = item
+        return order.index(stage), -max(side[1] or 0.0 for side in sides), primary
+
+    rows = []
+    for (stage, primary), (base, cand) in sorted(cells.items(), key=most_time):
+        before, after = _r_or_none(base[1]), _r_or_none(cand[1])
+        rows.append(
+            StageRollup(
+                stage=stage,
+                primary=primary,
+                baseline_cards=base[0],
+                candidate_cards=cand[0],
+                baseline_us=before,
+                candidate_us=after,
+                delta_us=_r(after - before) if before is not None and after is not None else None,
+            )
         )
-        for (stage, primary), (b_cards, c_cards, b_us, c_us) in rows
-    ]
+    return rows
 
 
 def _noise_seen(shapes: list[ShapeDiff]) -> list[NoiseSeen]:

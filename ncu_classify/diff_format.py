@@ -112,6 +112,13 @@ def _side_line(name: str, side: SideHeader) -> str:
     )
 
 
+def _us(value: float | None, sign: bool = False) -> str:
+    """Microseconds for people; a missing total is `missing`, never 0."""
+    if value is None:
+        return "missing"
+    return f"{value:+,.1f}" if sign else f"{value:,.1f}"
+
+
 def _num(value: float | None) -> str:
     return "missing" if value is None else f"{value:.4g}"
 
@@ -146,9 +153,9 @@ def diff_renderable(diff: DiffFile) -> Group:
             row.stage,
             row.primary,
             f"{row.baseline_cards} {ARROW} {row.candidate_cards}",
-            f"{row.baseline_us:,.1f}",
-            f"{row.candidate_us:,.1f}",
-            f"{row.delta_us:+,.1f}",
+            _us(row.baseline_us),
+            _us(row.candidate_us),
+            _us(row.delta_us, sign=True),
         ]
         rollup.add_row(*(Text(printable(c)) for c in cells))
     lines = [Text(printable(line)) for line in header_lines(diff)]
@@ -212,7 +219,7 @@ def diff_markdown(diff: DiffFile) -> str:
         cards = f"{row.baseline_cards} {ARROW} {row.candidate_cards}"
         lines.append(
             f"| {md_text(row.stage)} | {md_text(row.primary)} | {md_text(cards)} |"
-            f" {row.baseline_us:,.1f} | {row.candidate_us:,.1f} | {row.delta_us:+,.1f} |"
+            f" {_us(row.baseline_us)} | {_us(row.candidate_us)} | {_us(row.delta_us, sign=True)} |"
         )
     lines += ["", "### Change seen per metric (shapes with the same dominant kernel)", ""]
     lines += ["| metric | shapes | median | p90 | max |", "|---|---:|---:|---:|---:|"]

@@ -100,9 +100,9 @@ class StageRollup(Model):
     primary: str
     baseline_cards: int
     candidate_cards: int
-    baseline_us: float
-    candidate_us: float
-    delta_us: float
+    baseline_us: float | None = Field(description="None: a card of the cell has no total")
+    candidate_us: float | None
+    delta_us: float | None
 
 
 class NoiseSeen(Model):
