@@ -78,6 +78,18 @@ def crossing_text(crossing: Crossing) -> str:
     return f"{crossing.metric} {values} ({crossing.op} {crossing.threshold:g})"
 
 
+def roof_text(shape: ShapeDiff, hot: bool = False) -> str:
+    """% of roof (and hot unit) of each side: `57.1 -> 47.3`; `missing` where a side lacks it."""
+
+    def one(side: SideFigures | None) -> str:
+        if side is None:
+            return "-"
+        pct = "missing" if side.pct_of_roof is None else f"{side.pct_of_roof:.1f}%"
+        return f"{pct} {side.hot_unit}" if hot and side.hot_unit else pct
+
+    return f"{one(shape.baseline)} {ARROW} {one(shape.candidate)}"
+
+
 def change_text(shape: ShapeDiff) -> str:
     text = shape.change.replace("_", " ")
     return f"{text}, kernel changed" if shape.kernel_changed else text
@@ -129,7 +141,7 @@ def _num(value: float | None) -> str:
 def diff_renderable(diff: DiffFile) -> Group:
     """Header, warnings, the per-shape table (a section per stage) and the per-stage roll-up."""
     shapes = Table(title="per shape (stage, then file order)")
-    for name in ("shape", "change", "class", "time", "deciding"):
+    for name in ("shape", "change", "class", "time", "% of roof", "deciding"):
         shapes.add_column(name, overflow="fold", justify="right" if name == "time" else "left")
     stage = None
     for shape in diff.shapes:
@@ -141,6 +153,7 @@ def diff_renderable(diff: DiffFile) -> Group:
             change_text(shape),
             classes_text(shape),
             time_text(shape),
+            roof_text(shape),
             "; ".join(crossing_text(c) for c in shape.crossings),
         ]
         shapes.add_row(*(Text(printable(c)) for c in cells))
@@ -196,8 +209,8 @@ def diff_markdown(diff: DiffFile) -> str:
     lines += [f"- **warning**: {md_text(w)}" for w in diff.warnings]
     lines += ["", "### Per shape", ""]
     lines += [
-        "| stage | shape | change | baseline | candidate | time | why |",
-        "|---|---|---|---|---|---|---|",
+        "| stage | shape | change | baseline | candidate | time | % of roof, hot unit | why |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for shape in diff.shapes:
         cells = [
@@ -207,6 +220,7 @@ def diff_markdown(diff: DiffFile) -> str:
             md_text(verdict(shape.baseline)),
             md_text(verdict(shape.candidate)),
             md_text(time_text(shape)),
+            md_text(roof_text(shape, hot=True)),
             md_text(shape.why or ""),
         ]
         lines.append("| " + " | ".join(cells) + " |")

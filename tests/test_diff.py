@@ -272,7 +272,7 @@ def test_kernel_names_stay_text_in_markdown(tmp_path: Path) -> None:
     text = target.read_text()
     assert "void gemmSN\\_TN\\_kernel\\<float, (int)128" in text  # escaped, not an HTML tag
     rows = [line for line in text.splitlines() if line.startswith("| dit | `dit:linear")]
-    assert len(rows) == 11 and all(row.count(" | ") == 6 for row in rows)
+    assert len(rows) == 11 and all(row.count(" | ") == 7 for row in rows)
 
 
 # --- committed comparisons ------------------------------------------------------------------
