@@ -7,18 +7,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .metrics import EVIDENCE_KEYS
+
 DIFF_VERSION = "1.0"
 Change = Literal["same", "flipped", "within_noise", "unclassified", "added", "removed", "repeat"]
 Speed = Literal["faster", "slower", "within_noise"]
-SHOWN_METRICS = (
-    "sm_pct",
-    "tensor_pct",
-    "dram_pct",
-    "l2_pct",
-    "warps_active_pct",
-    "waves",
-    "sm_active_over_elapsed",
-)
+SHOWN_METRICS = EVIDENCE_KEYS  # the figures a verdict rests on
 
 
 class Model(BaseModel):
