@@ -1,3 +1,20 @@
-"""ncu-classify: what bounds each GPU kernel, from Nsight Compute hardware counters."""
+"""ncu-classify: what bounds each GPU kernel, from Nsight Compute hardware counters.
+
+`ncu_classify.load_cards(path, level="card"|"kernel")` gives a cards file as a pandas DataFrame
+(imported on first use, so the CLI starts without pandas).
+"""
+
+from __future__ import annotations
+
+from typing import Any
 
 __version__ = "0.1.0"
+__all__ = ["__version__", "load_cards"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "load_cards":
+        from .frames import load_cards
+
+        return load_cards
+    raise AttributeError(f"module 'ncu_classify' has no attribute {name!r}")

@@ -26,7 +26,7 @@ from .records import KernelRecord
 from .roofline import CardRoofline, Roofline, card_roofline, kernel_roofline
 from .rules import LoadedRules, evaluate
 
-SCHEMA_VERSION = "1.2"  # 1.2: tensor_pct over elapsed cycles; tensor_active_pct
+SCHEMA_VERSION = "1.3"  # 1.2: tensor_pct over elapsed cycles; 1.3: captures (environment)
 SCOPE = (
     "Isolated replays under Nsight Compute kernel replay (each kernel serialised, caches flushed"
     " between passes, clocks left unlocked with --clock-control none); classifications are per"
@@ -139,6 +139,11 @@ class CardFile(BaseModel):
     rules_file: str | None
     rules_sha256: str | None
     inputs: list[str]
+    captures: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="each capture folder read: when, shapes file, GPUs, driver, ncu, CUDA,"
+        " torch, cuDNN (from its manifest); empty for loose reports and legacy cards",
+    )
     input_errors: list[str] = Field(default_factory=list)
     input_warnings: list[str] = Field(
         default_factory=list, description="inputs read once though given twice, clashing ids"

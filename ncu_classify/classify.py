@@ -12,6 +12,7 @@ import datetime as dt
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from . import __version__
 from .cards import Card, CardFile, KernelCard, build_card, card_class, count_classes
@@ -157,12 +158,35 @@ def classify(
         rules_file=rules.path,
         rules_sha256=rules.sha256,
         inputs=[str(p) for p in paths],
+        captures=[capture_environment(s) for s in inputs.sources if s.manifest],
         input_errors=inputs.errors,
         input_warnings=inputs.warnings + duplicate_groups(cards),
         cards=cards,
         summary=summary,
         by_stage=by_stage,
     )
+
+
+def capture_environment(source: Source) -> dict[str, Any]:
+    """What a capture ran on, from its manifest: for report headers and cross-run diffs."""
+    manifest, path = source.manifest, source.manifest_path
+    assert manifest is not None and path is not None
+    host = manifest.host
+    gpus = host.get("gpus") or []
+    return {
+        "folder": str(path.parent),
+        "created_at": manifest.created_at,
+        "shapes_file": manifest.shapes_file,
+        "gpu": host.get("gpu_name"),
+        "sm_count": host.get("sm_count"),
+        "driver": next((g.get("driver") for g in gpus if g.get("driver")), None),
+        "ncu": host.get("ncu"),
+        "cuda_runtime": host.get("cuda_runtime"),
+        "torch": host.get("torch"),
+        "cudnn": host.get("cudnn"),
+        "python": host.get("python"),
+        "capture_tool_version": manifest.tool_version,
+    }
 
 
 def duplicate_groups(cards: list[Card]) -> list[str]:

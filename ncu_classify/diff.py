@@ -38,6 +38,7 @@ from .reclassify import reclassify
 from .rules import DEFAULT_RULES, LoadedRules, load_rules
 
 DELTA_METRICS = ("dur_us", *SHOWN_METRICS)
+SOFTWARE = ("driver", "ncu", "cuda_runtime", "torch", "cudnn")
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,7 @@ def _header(cards: CardFile, path: str, kept: list[Card]) -> SideHeader:
         cards=len(kept),
         gpu=gpu,
         peaks=_peaks(k for c in kept for k in c.kernels),
+        software={k: cards.captures[0].get(k) for k in SOFTWARE} if cards.captures else {},
     )
 
 
@@ -171,6 +173,15 @@ def _gpu_warnings(baseline: SideHeader, candidate: SideHeader) -> list[str]:
         for (side, header), name in zip(sides, names, strict=True)
         if name is None
     ]
+    changed = [
+        f"{key} {baseline.software.get(key)} -> {candidate.software.get(key)}"
+        for key in SOFTWARE
+        if baseline.software.get(key) != candidate.software.get(key)
+        and baseline.software
+        and candidate.software
+    ]
+    if changed:
+        out.append("different software: " + ", ".join(changed))
     if None not in names and names[0] != names[1]:
         out.append(
             f"different GPUs: baseline {names[0]}, candidate {names[1]}; each percentage is of"

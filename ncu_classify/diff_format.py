@@ -115,6 +115,8 @@ def _side_line(name: str, side: SideHeader) -> str:
             what += f", SM clock {gpu['sm_clock_ghz_min']}-{gpu['sm_clock_ghz_max']} GHz"
     shown = ("hgmma_bf16", "dram")
     peaks = ", ".join(f"{k} {v:g}" for k, v in side.peaks.items() if k.startswith(shown))
+    soft = ", ".join(f"{k} {v}" for k, v in side.software.items() if v is not None)
+    what += f"; {soft}" if soft else ""
     rules = side.rules_id or "no rules recorded"
     tool = side.tool_version or side.source_format
     return (

@@ -33,6 +33,9 @@ class SideHeader(Model):
     peaks: dict[str, float] = Field(
         description="median ceilings of its kernels: TFLOP/s per FLOP family, TB/s per level"
     )
+    software: dict[str, Any] = Field(
+        default_factory=dict, description="driver, ncu, CUDA, torch, cuDNN of its first capture"
+    )
 
 
 class SideFigures(Model):

@@ -56,20 +56,23 @@ def summarize(cards: CardFile, by: SummaryBy = "stage") -> list[SummaryRow] | li
 
 
 def by_stage(cards: Sequence[Card]) -> list[SummaryRow]:
-    """Cards and summed kernel time per (stage, class); a card without a class counts under
-    its status."""
-    cells: dict[str, dict[str, list[float]]] = {}
-    for card in cards:
-        stage, key = card_class(card)
-        cell = cells.setdefault(stage, {}).setdefault(key, [0, 0.0])
-        cell[0] += 1
-        cell[1] += card.summed_kernel_us or 0.0
+    """Cards and summed kernel time per (stage, class), computed with pandas; a card without a
+    class counts under its status. Stages in first-seen order, most time first within one."""
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        [(*card_class(card), card.summed_kernel_us or 0.0) for card in cards],
+        columns=["stage", "primary", "us"],
+    )
+    cells = frame.groupby(["stage", "primary"], sort=False)["us"].agg(["size", "sum"])
     rows: list[SummaryRow] = []
-    for stage, classes in cells.items():
-        total = sum(us for _, us in classes.values())
-        for primary, (count, us) in sorted(classes.items(), key=lambda kv: (-kv[1][1], kv[0])):
+    for stage in frame["stage"].unique():
+        classes = cells.loc[stage].reset_index()
+        classes = classes.assign(neg=-classes["sum"]).sort_values(["neg", "primary"], kind="stable")
+        total = float(classes["sum"].sum())
+        for primary, count, us in classes[["primary", "size", "sum"]].itertuples(index=False):
             share = us / total if total else None
-            rows.append(SummaryRow(stage, primary, int(count), round(us, 3), share))
+            rows.append(SummaryRow(stage, str(primary), int(count), round(float(us), 3), share))
     return rows
 
 

@@ -323,3 +323,16 @@ def test_committed_cards_come_from_the_raw_reports(
     assert run(argv) == 0
     committed = (CARDS / f"{name}.json").read_text()
     assert _unstamped(fresh.read_text()) == _unstamped(committed)
+
+
+def test_different_software_is_named(tmp_path: Path) -> None:
+    doc = json.loads(GPU1.read_text())
+    assert doc["captures"][0]["torch"] == "2.11.0+cu130"  # from the capture's manifest
+    doc["captures"][0]["torch"], doc["captures"][0]["cudnn"] = "2.12.0+cu130", 92000
+    other = tmp_path / "newer.json"
+    other.write_text(json.dumps(doc))
+    diff = compare(GPU0, other)
+    assert diff.warnings == [
+        "different software: torch 2.11.0+cu130 -> 2.12.0+cu130, cudnn 91900 -> 92000"
+    ]
+    assert diff.baseline.software["driver"] == "580.159.04"
