@@ -28,6 +28,9 @@ def load_card_file(path: Path) -> CardFile:
     """Read and validate a cards file, ours (any 1.x) or legacy; problems are one CardsError
     line naming the file and the field path."""
     doc = _read_json(path)
+    ours = sorted(k for k in ("source_format", "rules_id", "tool_version") if k in doc)
+    if is_legacy(doc) and ours:
+        raise CardsError(f"{path}: no schema_version, though it has {ours[0]!r} (not legacy)")
     try:
         if is_legacy(doc):
             return from_legacy(doc, str(path))

@@ -176,7 +176,9 @@ def classify(
 
 @app.command()
 def reclassify(
-    cards_file: Annotated[Path, typer.Argument(help="cards JSON (ours or the legacy format)")],
+    cards_file: Annotated[
+        Path, typer.Argument(help="cards JSON (ours or the legacy format)", readable=False)
+    ],
     output: OutputOption,
     rules: RulesOption = None,
 ) -> None:
@@ -197,7 +199,9 @@ def reclassify(
 
 @app.command()
 def summary(
-    cards_file: Annotated[Path, typer.Argument(help="cards JSON (ours or the legacy format)")],
+    cards_file: Annotated[
+        Path, typer.Argument(help="cards JSON (ours or the legacy format)", readable=False)
+    ],
     by: Annotated[
         str, typer.Option("--by", help="stage: classes per stage; shape: one row per card")
     ] = "stage",

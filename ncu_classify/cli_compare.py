@@ -17,8 +17,12 @@ Format = Literal["table", "md", "json", "csv"]
 
 @app.command()
 def diff(
-    baseline: Annotated[Path, typer.Argument(help="cards JSON (ours or the legacy format)")],
-    candidate: Annotated[Path, typer.Argument(help="cards JSON to compare against BASELINE")],
+    baseline: Annotated[
+        Path, typer.Argument(help="cards JSON (ours or the legacy format)", readable=False)
+    ],
+    candidate: Annotated[
+        Path, typer.Argument(help="cards JSON to compare against BASELINE", readable=False)
+    ],
     output: Annotated[
         str | None, typer.Option("-o", "--output", help="write to this file; - for stdout")
     ] = None,
@@ -27,11 +31,15 @@ def diff(
     ] = "table",
     reclassify: Annotated[
         Path | None,
-        typer.Option("--reclassify", help="judge both sides under this rules YAML first"),
+        typer.Option(
+            "--reclassify", help="judge both sides under this rules YAML first", readable=False
+        ),
     ] = None,
     noise: Annotated[
         Path | None,
-        typer.Option("--noise", help="noise tolerances YAML (default: measured on H200s)"),
+        typer.Option(
+            "--noise", help="noise tolerances YAML (default: measured on H200s)", readable=False
+        ),
     ] = None,
     stage: Annotated[
         list[str] | None, typer.Option("--stage", help="compare only this stage (repeatable)")
@@ -66,6 +74,9 @@ def diff(
             rules=load_rules(reclassify) if reclassify else None,
             stages=stages,
         )
+        rules_files = [Path(s.rules_file) for s in sides if s.rules_file]
+        if target is not None:  # the rules files the cards name may be read too
+            target = check_output(output or "-", [*inputs, *rules_files])
         result = diff_cards(*sides, (str(baseline), str(candidate)), options)
         form: Format = fmt  # type: ignore[assignment]
         if target is None and form == "table":
@@ -73,11 +84,9 @@ def diff(
         else:
             for warning in result.warnings:
                 warning_line(warning)
-            text = diff_text(result, form)
-            if target is None:
-                out.print(printable(text, keep_newlines=True), end="")
-            else:
-                target.write_text(text)
+            # data formats reach stdout byte for byte as they would reach a file
+            (target or check_output("-", [])).write_text(diff_text(result, form))
+            if target is not None and not target.is_stdout:
                 human(target).print(f"wrote the comparison to {printable(str(target))}")
         problems = failures(result, conditions)
         if problems:

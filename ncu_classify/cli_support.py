@@ -97,11 +97,14 @@ RulesOption = Annotated[
 
 
 def check_output(given: str, inputs: list[Path]) -> Output:
-    """The checked output, or exit 2 before any work."""
+    """The checked output, or exit 2 before any work. The packaged rules and noise files are
+    inputs of every command (read when no other is given), so no -o may replace them."""
+    from .noise import DEFAULT_NOISE
     from .outputs import output_file
+    from .rules import DEFAULT_RULES
 
     try:
-        return output_file(given, inputs)
+        return output_file(given, [*inputs, DEFAULT_RULES, DEFAULT_NOISE])
     except UsageError as exc:
         raise usage(exc) from None
 

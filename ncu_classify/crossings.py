@@ -13,14 +13,15 @@ Values = Mapping[str, float | None]
 
 
 def crossings(rules: RuleSet, baseline: Values, candidate: Values, noise: Noise) -> list[Crossing]:
-    """The comparisons of the first rule (in order) that holds on one side and not on the other
-    (unknown counts as its own answer) whose own answers differ; [] if the rules give both
-    sides the same truth everywhere. A metric missing on both sides is left out: its answer
-    moved only with the measured metric that bounds it."""
+    """The comparisons of the first rule (in order) that holds on one side and not on the
+    other: the rule that decided the earlier of the two verdicts. Its comparisons whose answers
+    differ are returned; [] if no rule holds on one side only. A rule that is unknown on one
+    side and false on the other decided neither verdict and is passed over; a metric missing
+    on both sides is left out (its answer moved only with the metric that bounds it)."""
     for rule in rules.rules:
         if rule.when == "always":
             return []
-        if holds(rule.when, baseline, []) == holds(rule.when, candidate, []):
+        if (holds(rule.when, baseline, []) is True) == (holds(rule.when, candidate, []) is True):
             continue
         return [
             _crossing(rule.name, leaf, baseline, candidate, noise)

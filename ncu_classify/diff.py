@@ -23,6 +23,7 @@ from .crossings import crossings
 from .diff_model import (
     SHOWN_METRICS,
     Change,
+    Crossing,
     DiffFile,
     NoiseSeen,
     ShapeDiff,
@@ -86,7 +87,7 @@ def diff_cards(
         warnings=warnings,
         counts=dict(sorted(counts.items())),
         shapes=shapes,
-        rollup=_rollup(kept[0], kept[1], pairs),
+        rollup=_rollup(pairs),
         noise_seen=_noise_seen(shapes),
     )
 
@@ -171,7 +172,7 @@ def _gpu_warnings(baseline: SideHeader, candidate: SideHeader) -> list[str]:
     out = [
         f"{side} GPU is not recorded in its cards ({header.source_format} format)"
         for (side, header), name in zip(sides, names, strict=True)
-        if name is None
+        if name is None and header.cards
     ]
     changed = [
         f"{key} {baseline.software.get(key)} -> {candidate.software.get(key)}"
@@ -212,11 +213,11 @@ def _shape_diff(pair: Pair, rules: LoadedRules | None, noise: Noise) -> ShapeDif
     crossed = []
     if rules and values[0] is not None and values[1] is not None:
         crossed = crossings(rules.rules, values[0], values[1], noise)
-    change = _change(base, cand, crossed, sides)
-    ratio = _ratio(base.summed_kernel_us, cand.summed_kernel_us)
     kernel_changed = None
     if base.dominant_kernel and cand.dominant_kernel:
         kernel_changed = not same_kernel(base.dominant_kernel, cand.dominant_kernel)
+    change = _change(base, cand, crossed, sides, bool(kernel_changed))
+    ratio = _ratio(base.summed_kernel_us, cand.summed_kernel_us)
     return ShapeDiff(
         stage=card.stage,
         op=card.op,
@@ -225,7 +226,7 @@ def _shape_diff(pair: Pair, rules: LoadedRules | None, noise: Noise) -> ShapeDif
         kernel_changed=kernel_changed,
         duration_ratio=ratio,
         speed=_speed(ratio, noise),
-        crossings=crossed if change in ("flipped", "within_noise") else [],
+        crossings=crossed if change in ("flipped", "within_noise", "missing_metric") else [],
         why=_why(change, sides[0], sides[1], crossed if change != "same" else [], kernel_changed),
         baseline=sides[0],
         candidate=sides[1],
@@ -233,8 +234,12 @@ def _shape_diff(pair: Pair, rules: LoadedRules | None, noise: Noise) -> ShapeDif
     )
 
 
-def _change(base: Card, cand: Card, crossed: list, sides: list[SideFigures | None]) -> Change:
-    """same, flipped, within_noise or unclassified (a side without a class)."""
+def _change(
+    base: Card, cand: Card, crossed: list[Crossing], sides: list[SideFigures | None], kernel: bool
+) -> Change:
+    """same; flipped; within_noise (every threshold crossed by less than noise, same kernel);
+    missing_metric (the deciding rule needs a metric one side lacks); unclassified (a side
+    without a class)."""
     before, after = _verdict_key(base), _verdict_key(cand)
     if before is None or after is None:
         same = before is None and after is None and base.status == cand.status
@@ -242,9 +247,14 @@ def _change(base: Card, cand: Card, crossed: list, sides: list[SideFigures | Non
     if before == after:
         return "same"
     if crossed:
-        return "within_noise" if all(c.within_noise for c in crossed) else "flipped"
+        if any(c.within_noise is None for c in crossed) and not any(
+            c.within_noise is False for c in crossed
+        ):
+            return "missing_metric"
+        small = all(c.within_noise for c in crossed)
+        return "within_noise" if small and not kernel else "flipped"
     borderline = any(s is not None and s.borderline for s in sides)
-    return "within_noise" if borderline else "flipped"
+    return "within_noise" if borderline and not kernel else "flipped"
 
 
 def _verdict_key(card: Card) -> str | None:
@@ -301,7 +311,7 @@ def _why(
     """One sentence on what changed: classes, the thresholds crossed, the kernel."""
     assert base is not None and cand is not None
     parts: list[str] = []
-    if change in ("flipped", "within_noise", "unclassified"):
+    if change in ("flipped", "within_noise", "missing_metric", "unclassified"):
         parts.append(f"{base.primary or base.status} -> {cand.primary or cand.status}")
     for c in crossed:
         noise = " (within noise)" if c.within_noise else ""
@@ -321,7 +331,8 @@ def _num(value: float | None) -> str:
 
 
 def _ratio(before: float | None, after: float | None) -> float | None:
-    if before is None or after is None or before <= 0:
+    """after / before; None when either is missing or 0 (a card with no time has no ratio)."""
+    if before is None or after is None or before <= 0 or after <= 0:
         return None
     return _r(after / before)
 
@@ -342,14 +353,15 @@ def _delta(
     return None if a is None or b is None else _r(b - a)
 
 
-def _rollup(baseline: list[Card], candidate: list[Card], pairs: list[Pair]) -> list[StageRollup]:
-    """Cards and summed time per (stage, class) on each side; stages in comparison order. A
-    cell holding a card without a total has no total (None), never a partial sum."""
+def _rollup(pairs: list[Pair]) -> list[StageRollup]:
+    """Cards and summed time per (stage, class) on each side, repeats left out (a file listing
+    one shape twice would count its time twice); stages in comparison order. A cell holding a
+    card without a total has no total (None), never a partial sum."""
     cells: dict[tuple[str, str], list[list[Any]]] = {}
-    for index, cards in enumerate((baseline, candidate)):
-        for card in cards:
-            sides = cells.setdefault(card_class(card), [[0, 0.0], [0, 0.0]])
-            cell = sides[index]
+    for index in (0, 1):
+        sides = [p.candidate if index else p.baseline for p in pairs if not p.repeat]
+        for card in (c for c in sides if c is not None):
+            cell = cells.setdefault(card_class(card), [[0, 0.0], [0, 0.0]])[index]
             cell[0] += 1
             known = cell[1] is not None and card.summed_kernel_us is not None
             cell[1] = cell[1] + card.summed_kernel_us if known else None

@@ -7,9 +7,9 @@ escaped for Markdown, quoted by the csv module.
 
 from __future__ import annotations
 
-import csv
 import io
 import json
+import re
 from collections.abc import Callable
 from typing import Literal
 
@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .diff_model import SHOWN_METRICS, Crossing, DiffFile, ShapeDiff, SideFigures, SideHeader
-from .printable import printable
+from .printable import csv_text, printable
 
 DiffFormat = Literal["table", "md", "json", "csv"]
 ARROW = "->"
@@ -101,8 +101,8 @@ def header_lines(diff: DiffFile) -> list[str]:
         f"rules: {diff.rules or 'as classified'}; noise: {diff.noise}"
         + (f"; stages: {', '.join(diff.stages)}" if diff.stages else "")
     )
-    counts = (f"{n} {k.replace('_', ' ')}" for k, n in diff.counts.items())
-    lines.append("shapes: " + ", ".join(counts))
+    counts = [f"{n} {k.replace('_', ' ')}" for k, n in diff.counts.items()]
+    lines.append("shapes: " + (", ".join(counts) or "none"))
     return lines
 
 
@@ -189,9 +189,11 @@ def table_text(diff: DiffFile) -> str:
 
 
 def md_code(text: str) -> str:
-    """`text` as a Markdown code span inside a table cell: pipes escaped, never markup."""
+    """`text` as a Markdown code span inside a table cell, never markup: the fence is longer
+    than any run of backticks in it (so the text cannot close the span), pipes are escaped."""
     clean = printable(text).replace("|", "\\|")
-    fence = "``" if "`" in clean else "`"
+    longest = max((len(run) for run in re.findall(r"`+", clean)), default=0)
+    fence = "`" * (longest + 1)
     pad = " " if clean.startswith("`") or clean.endswith("`") else ""
     return f"{fence}{pad}{clean}{pad}{fence}"
 
@@ -282,9 +284,7 @@ CSV_COLUMNS = (
 
 def diff_csv(diff: DiffFile) -> str:
     """One row per shape; a missing value is an empty cell, never 0."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
+    rows: list[list[object]] = []
     for shape in diff.shapes:
         row: list[object] = [
             shape.stage,
@@ -299,8 +299,8 @@ def diff_csv(diff: DiffFile) -> str:
         ]
         for side in (shape.baseline, shape.candidate):
             row += [_side_value(side, c) for c in SIDE_COLUMNS]
-        writer.writerow(["" if v is None else v for v in row])
-    return buffer.getvalue()
+        rows.append(row)
+    return csv_text(CSV_COLUMNS, rows)
 
 
 def _side_value(side: SideFigures | None, column: str) -> object:

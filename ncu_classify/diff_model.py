@@ -10,7 +10,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from .metrics import EVIDENCE_KEYS
 
 DIFF_VERSION = "1.0"
-Change = Literal["same", "flipped", "within_noise", "unclassified", "added", "removed", "repeat"]
+Change = Literal[
+    "same",
+    "flipped",
+    "within_noise",
+    "missing_metric",
+    "unclassified",
+    "added",
+    "removed",
+    "repeat",
+]
 Speed = Literal["faster", "slower", "within_noise"]
 SHOWN_METRICS = EVIDENCE_KEYS  # the figures a verdict rests on
 

@@ -2,8 +2,8 @@
 
 `flip`: a verdict flipped beyond noise. `slower:PCT`: a shape's summed kernel time grew by more
 than PCT percent and by more than run-to-run noise. `any`: anything beyond noise changed (a
-flip, a shape that lost or gained a class, a shape added or removed, another dominant kernel, a
-time change either way).
+flip, a verdict changed by a metric one side lacks, a shape that lost or gained a class, a shape
+added or removed, another dominant kernel, a time change either way).
 """
 
 from __future__ import annotations
@@ -45,9 +45,8 @@ def _holds(condition: Condition, shape: ShapeDiff) -> bool:
     if condition.kind == "slower":
         return slower and shape.duration_ratio > 1 + condition.percent / 100  # type: ignore[operator]
     moved = shape.speed in ("slower", "faster")
-    return shape.change in ("flipped", "unclassified", "added", "removed") or bool(
-        shape.kernel_changed or moved
-    )
+    changed = ("flipped", "missing_metric", "unclassified", "added", "removed")
+    return shape.change in changed or bool(shape.kernel_changed or moved)
 
 
 def failures(diff: DiffFile, conditions: list[Condition]) -> list[str]:
@@ -57,7 +56,8 @@ def failures(diff: DiffFile, conditions: list[Condition]) -> list[str]:
         hits = [s for s in diff.shapes if _holds(condition, s)]
         if hits:
             names = ", ".join(_name(s) for s in hits[:3]) + (", ..." if len(hits) > 3 else "")
-            out.append(f"--fail-on {condition}: {len(hits)} shapes ({names})")
+            count = f"{len(hits)} shape{'s' if len(hits) > 1 else ''}"
+            out.append(f"--fail-on {condition}: {count} ({names})")
     return out
 
 

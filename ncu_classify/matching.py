@@ -75,17 +75,24 @@ def _canon(value: Any) -> str:
 
 def pair_cards(baseline: list[Card], candidate: list[Card]) -> list[Pair]:
     """Every card of both files in exactly one pair, baseline order first, then the
-    candidate's cards that found no partner, in their order."""
+    candidate's cards that found no partner, in their order. Candidates are looked up in
+    buckets (group; exact shape; stage and op), so large files pair in near-linear time."""
     partner: dict[int, tuple[int, MatchedBy]] = {}
     taken: set[int] = set()
 
-    def match(how: MatchedBy, score: Callable[[Card, Card], int | None]) -> None:
+    def match(
+        how: MatchedBy, key: Callable[[Card], Any], score: Callable[[Card, Card], int | None]
+    ) -> None:
+        buckets: dict[Any, list[int]] = {}
+        for j, other in enumerate(candidate):
+            if j not in taken:
+                buckets.setdefault(key(other), []).append(j)
         for i, card in enumerate(baseline):
             if i in partner:
                 continue
             best: tuple[int, int] | None = None
-            for j, other in enumerate(candidate):
-                if j in taken or (value := score(card, other)) is None:
+            for j in buckets.get(key(card), ()):
+                if j in taken or (value := score(card, candidate[j])) is None:
                     continue
                 if best is None or value > best[0]:
                     best = (value, j)
@@ -93,17 +100,20 @@ def pair_cards(baseline: list[Card], candidate: list[Card]) -> list[Pair]:
                 partner[i] = (best[1], how)
                 taken.add(best[1])
 
-    match("group", lambda a, b: 0 if a.group == b.group else None)
-    match("shape", _compatible)
-    match("position", _shapeless)
+    match("group", lambda c: c.group, lambda a, b: 0)
+    match("shape", lambda c: (c.stage, c.op, _canon(shape_of(c))), _compatible)
+    match("shape", lambda c: (c.stage, c.op), _compatible)
+    match("position", lambda c: (c.stage, c.op), _shapeless)
+    paired_base = {_identity(baseline[i]) for i in partner}
+    paired_cand = {_identity(candidate[j]) for j in taken}
     pairs = [
         Pair(card, candidate[partner[i][0]], partner[i][1])
         if i in partner
-        else Pair(card, None, repeat=_repeat(card, i, baseline, set(partner)))
+        else Pair(card, None, repeat=_identity(card) in paired_base)
         for i, card in enumerate(baseline)
     ]
     pairs += [
-        Pair(None, card, repeat=_repeat(card, j, candidate, taken))
+        Pair(None, card, repeat=_identity(card) in paired_cand)
         for j, card in enumerate(candidate)
         if j not in taken
     ]
@@ -117,17 +127,9 @@ def _shapeless(a: Card, b: Card) -> int | None:
     return 0 if same and (not shape_of(a) or not shape_of(b)) else None
 
 
-def _repeat(card: Card, index: int, side: list[Card], paired: set[int]) -> bool:
-    """True if an already paired card of the same side has the same group and parameters."""
-    return any(j != index and _same_card(card, side[j]) for j in paired)
-
-
-def _same_card(a: Card, b: Card) -> bool:
-    return a.group == b.group and _params(a) == _params(b)
-
-
-def _params(card: Card) -> str:
-    return _canon(dict(sorted(card.shape_parameters.items())))
+def _identity(card: Card) -> tuple[str, str]:
+    """A card's group and parameters: two cards alike in both are copies of one shape."""
+    return card.group, _canon(card.shape_parameters)
 
 
 def by_stage_order(pairs: list[Pair]) -> list[Pair]:

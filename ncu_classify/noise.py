@@ -42,6 +42,8 @@ class Noise(BaseModel):
         unknown = sorted(set(metrics) - RULE_METRICS)
         if unknown:
             raise ValueError(f"unknown metric {unknown[0]!r}")
+        if "dur_us" in metrics:
+            raise ValueError("durations take a relative tolerance: use duration_pct, not dur_us")
         return metrics
 
     def of(self, metric: str) -> float:

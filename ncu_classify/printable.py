@@ -7,6 +7,10 @@ control characters are shown escaped (`\\x1b`, `\\n`) instead.
 
 from __future__ import annotations
 
+import csv
+import io
+from collections.abc import Iterable, Sequence
+
 # C0 and C1 controls, DEL, line/paragraph separators, and the bidirectional marks, embeddings,
 # overrides and isolates, which reorder what a terminal shows (a "Trojan Source" name).
 _CONTROL = [
@@ -33,3 +37,27 @@ def printable(text: str, keep_newlines: bool = False) -> str:
 def one_line(text: str) -> str:
     """`text` as one printable line: newlines and other control characters escaped."""
     return printable(text)
+
+
+# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> object:
+    """A CSV cell: None is empty, text is printable and cannot start a formula (a leading `'`
+    is added, as spreadsheets show it); numbers and booleans are kept."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        text = printable(value)
+        return "'" + text if text.startswith(_FORMULA_START) else text
+    return value
+
+
+def csv_text(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """CSV text (header first, `\\n` line ends) with every cell made safe by `csv_cell`."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows([csv_cell(v) for v in row] for row in rows)
+    return buffer.getvalue()

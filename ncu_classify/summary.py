@@ -3,13 +3,12 @@ shape (one row per card, with why a failed or incomplete card has no class)."""
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Literal, overload
 
 from .cards import Card, CardFile, card_class
+from .printable import csv_text
 
 SummaryBy = Literal["stage", "shape"]
 
@@ -105,11 +104,7 @@ def summary_cells(
 def summary_csv(rows: list[SummaryRow] | list[ShapeRow], by: SummaryBy = "stage") -> str:
     """CSV text, header line first, of `summarize(cards, by)` rows; commas are quoted."""
     names, cells = summary_cells(rows, by)
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(names)
-    writer.writerows(cells)
-    return buffer.getvalue()
+    return csv_text(names, cells)
 
 
 def _display(value: object, name: str) -> str:
