@@ -99,3 +99,33 @@ def _check_stages(asked: frozenset[str], present: set[str]) -> None:
         raise UsageError(
             f"--stage {missing[0]!r} is in neither file (stages: {', '.join(sorted(present))})"
         )
+
+
+@app.command()
+def report(
+    cards_files: Annotated[
+        list[Path],
+        typer.Argument(help="cards JSON files (ours or legacy), overlaid", readable=False),
+    ],
+    output: Annotated[str, typer.Option("-o", "--output", help="file to write; - for stdout")],
+    fmt: Annotated[str, typer.Option("--format", help="html (default) or md")] = "html",
+    title: Annotated[str, typer.Option("--title", help="title of the report")] = "",
+) -> None:
+    """Write a self-contained HTML report (roofline chart, per-stage time, sortable cards,
+    kernels of each card) or a Markdown summary of one or more cards files."""
+    from .cardfile import load_card_file
+    from .report_render import labels_for, report_html, report_markdown
+
+    with errors():
+        if fmt not in ("html", "md"):
+            raise UsageError(f"--format {fmt!r}: expected html or md")
+        target = check_output(output, list(cards_files))
+        files = [
+            (label, load_card_file(path))
+            for label, path in zip(labels_for(cards_files), cards_files, strict=True)
+        ]
+        name = title or "ncu-classify report: " + ", ".join(label for label, _ in files)
+        render = report_html if fmt == "html" else report_markdown
+        target.write_text(render(files, name))
+    if not target.is_stdout:
+        human(target).print(f"wrote the report to {printable(str(target))}")

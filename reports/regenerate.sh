@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Regenerate everything under reports/ (and the committed workload cards) from fixtures/.
-# Run from the repository root with ncu-classify installed: bash reports/regenerate.sh
+# Regenerate everything under reports/ (and the committed workload cards) from fixtures/:
+# cards, summaries, the comparisons of reports/diff and the HTML/Markdown reports of
+# reports/html (the commands in reports/html/make.txt). Tests fail when any of it is stale.
+# Run from anywhere with ncu-classify installed: bash reports/regenerate.sh
+# (The screenshot reports/html/workload_h200_480x832.png is made by reports/html/screenshot.sh.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ncu-classify classify fixtures/smoke_h200 fixtures/user_set_full -o reports/smoke_h200_cards.json \
@@ -14,3 +17,7 @@ for resolution in 480x832 704x1280 480x832_40heads 704x1280_40heads; do
   ncu-classify summary "$folder/cards.json" --by shape --csv \
     -o "reports/workload_h200_${resolution}_shapes.csv"
 done
+bash reports/diff/make.sh
+while IFS= read -r command; do
+  eval "$command" >/dev/null
+done < reports/html/make.txt

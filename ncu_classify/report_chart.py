@@ -1,0 +1,132 @@
+"""The log-log roofline chart as SVG geometry: axes with decade ticks, each file's roofs (DRAM
+and L2 bandwidth slopes, one flat roof per FLOP family its kernels used, from the cards' own
+peak figures) and a marker per kernel. Pure numbers and shapes; the template draws them."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .report_data import Ceiling, Point
+
+WIDTH, HEIGHT = 960, 600
+LEFT, RIGHT, TOP, BOTTOM = 80, 760, 30, 540
+DASHES = ("", "6 4", "2 3", "10 3 2 3")
+LEVEL_NAMES = {"dram": "DRAM", "l2": "L2"}
+
+
+@dataclass(frozen=True)
+class Line:
+    x1: float
+    y1: float
+    x2: float
+    y2: float
+    colour: str
+    dash: str
+    label: str
+    label_x: float
+    label_y: float
+
+
+@dataclass(frozen=True)
+class Marker:
+    path: str
+    colour: str
+    tooltip: str
+    anchor: str
+
+
+@dataclass(frozen=True)
+class Chart:
+    width: int
+    height: int
+    box: tuple[int, int, int, int]
+    x_ticks: list[tuple[float, str]]
+    y_ticks: list[tuple[float, str]]
+    lines: list[Line]
+    markers: list[Marker]
+
+
+class _Scale:
+    """Decades of data mapped onto pixels, log10 on both axes."""
+
+    def __init__(self, xs: list[float], ys: list[float]) -> None:
+        self.x0, self.x1 = _decades(xs)
+        self.y0, self.y1 = _decades(ys)
+
+    def px(self, x: float) -> float:
+        return LEFT + (math.log10(x) - self.x0) / (self.x1 - self.x0) * (RIGHT - LEFT)
+
+    def py(self, y: float) -> float:
+        return BOTTOM - (math.log10(y) - self.y0) / (self.y1 - self.y0) * (BOTTOM - TOP)
+
+
+def _decades(values: list[float]) -> tuple[int, int]:
+    low = math.floor(math.log10(min(values)))
+    high = math.ceil(math.log10(max(values)))
+    return low, max(high, low + 1)
+
+
+def build_chart(points: list[Point], ceilings: list[Ceiling]) -> Chart | None:
+    """The chart, or None when no kernel has both FLOPs and DRAM bytes."""
+    if not points:
+        return None
+    compute = [c for c in ceilings if c.kind == "compute"]
+    bandwidth = [c for c in ceilings if c.kind == "bandwidth"]
+    ridges = [c.value / b.value for c in compute for b in bandwidth if b.file == c.file]
+    xs = [p.x for p in points] + ridges
+    ys = [p.y for p in points] + [c.value for c in compute]
+    scale = _Scale(xs, ys)
+    ticks_x = [(scale.px(10.0**d), _power(d)) for d in range(scale.x0, scale.x1 + 1)]
+    ticks_y = [(scale.py(10.0**d), _power(d)) for d in range(scale.y0, scale.y1 + 1)]
+    lines = [line for c in ceilings if (line := _roof(c, ceilings, scale)) is not None]
+    markers = [Marker(_shape(p.marker, scale.px(p.x), scale.py(p.y)), p.colour, p.tooltip, p.anchor)
+               for p in points]  # fmt: skip
+    return Chart(WIDTH, HEIGHT, (LEFT, TOP, RIGHT, BOTTOM), ticks_x, ticks_y, lines, markers)
+
+
+def _roof(ceiling: Ceiling, ceilings: list[Ceiling], scale: _Scale) -> Line | None:
+    """A flat compute roof from its DRAM ridge to the right edge, or a bandwidth slope from the
+    left edge up to the file's highest compute roof (clipped to the plot)."""
+    dash = DASHES[ceiling.file % len(DASHES)]
+    mine = [c for c in ceilings if c.file == ceiling.file]
+    top = max((c.value for c in mine if c.kind == "compute"), default=10.0**scale.y1)
+    x_left, x_right = 10.0**scale.x0, 10.0**scale.x1
+    if ceiling.kind == "compute":
+        dram = next((c.value for c in mine if c.kind == "bandwidth" and c.name == "dram"), None)
+        start = max(x_left, ceiling.value / dram) if dram else x_left
+        y = scale.py(ceiling.value)
+        label = f"{ceiling.name} {ceiling.value:.0f} TFLOP/s"
+        return Line(scale.px(start), y, RIGHT, y, "#444", dash, label, RIGHT + 6, y + 4)
+    y_start = ceiling.value * x_left
+    end = min(x_right, top / ceiling.value)
+    if y_start <= 0:
+        return None
+    x1, y1 = scale.px(x_left), scale.py(y_start)
+    if y1 > BOTTOM:  # enters the plot above its bottom edge
+        x_enter = 10.0**scale.y0 / ceiling.value
+        x1, y1 = scale.px(x_enter), float(BOTTOM)
+    x2, y2 = scale.px(end), scale.py(ceiling.value * end)
+    name = f"{LEVEL_NAMES.get(ceiling.name, ceiling.name)} {ceiling.value:.2f} TB/s"
+    colour = "#1f77b4" if ceiling.name == "dram" else "#17becf"
+    return Line(x1, y1, x2, y2, colour, dash, name, x1 + 4, y1 - 6)
+
+
+def _shape(marker: str, x: float, y: float, size: float = 5.0) -> str:
+    """SVG path data of a marker centred on (x, y)."""
+    s = size
+    if marker == "square":
+        return f"M{x - s:.1f},{y - s:.1f}h{2 * s:.1f}v{2 * s:.1f}h{-2 * s:.1f}z"
+    if marker == "triangle":
+        corners = [(x, y - s * 1.2), (x + s, y + s * 0.8), (x - s, y + s * 0.8)]
+    elif marker == "diamond":
+        corners = [(x, y - s * 1.3), (x + s, y), (x, y + s * 1.3), (x - s, y)]
+    else:
+        corners = []
+    if corners:
+        return "M" + "L".join(f"{cx:.1f},{cy:.1f}" for cx, cy in corners) + "z"
+    return f"M{x - s:.1f},{y:.1f}a{s},{s} 0 1,0 {2 * s:.1f},0a{s},{s} 0 1,0 {-2 * s:.1f},0"
+
+
+def _power(decade: int) -> str:
+    return f"{10.0**decade:g}" if -3 <= decade <= 4 else f"1e{decade}"

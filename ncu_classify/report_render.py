@@ -1,0 +1,114 @@
+"""`ncu-classify report`: one self-contained HTML page (jinja2 with autoescape; inline CSS, SVG
+and a few lines of JavaScript, nothing fetched, so it opens offline for years) or a Markdown
+summary for a pull request, from one or more cards files overlaid."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from . import __version__
+from .cards import SCOPE, CardFile
+from .diff_format import md_code, md_text
+from .report_chart import DASHES, build_chart
+from .report_data import ReportView, build_view
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+MARKER_NAMES = {"circle": "\u25cf", "square": "\u25a0", "triangle": "\u25b2", "diamond": "\u25c6"}
+TOP_CONSUMERS = 10
+
+
+def labels_for(paths: list[Path]) -> list[str]:
+    """A short label per cards file: its name, with its folder when two names clash or the
+    name says nothing (`cards.json`)."""
+    names = [p.name for p in paths]
+    generic = [names.count(p.name) > 1 or p.name == "cards.json" for p in paths]
+    return [
+        f"{p.parent.name}/{p.name}" if g else p.name for p, g in zip(paths, generic, strict=True)
+    ]
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else spec.format(value)
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None else repr(float(value))
+
+
+def report_html(files: list[tuple[str, CardFile]], title: str) -> str:
+    """The HTML report of `files` ((label, cards) pairs)."""
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=False,
+        keep_trailing_newline=True,
+    )
+    view = build_view(files, title)
+    context: dict[str, Any] = {
+        "view": view,
+        "chart": build_chart(view.points, view.ceilings),
+        "colours": dict(view.classes),
+        "marker_names": MARKER_NAMES,
+        "dashes": DASHES,
+        "version": __version__,
+        "scope": SCOPE,
+        "fmt": _fmt,
+        "num": _num,
+    }
+    return environment.get_template("report.html.j2").render(context)
+
+
+def report_markdown(files: list[tuple[str, CardFile]], title: str) -> str:
+    """A Markdown summary: inputs, time per stage and class, the top time consumers."""
+    view = build_view(files, title)
+    lines = [f"## {md_text(title)}", ""]
+    for f in view.files:
+        header = dict(f.header)
+        lines.append(
+            f"- {MARKER_NAMES[f.marker]} {md_code(f.label)}: "
+            + md_text(
+                f"{header['GPU']}; driver {header['driver']}, ncu {header['Nsight Compute']},"
+                f" torch {header['torch']}, cuDNN {header['cuDNN']}; rules {header['rules']};"
+                f" captured {header['captured']}; {header['cards']} cards"
+            )
+        )
+        lines += [f"  - **warning**: {md_text(w)}" for w in f.warnings]
+    lines += ["", "### Time per stage and class", ""]
+    lines += ["| file | stage | class | cards | kernel us | share of stage |"]
+    lines += ["|---|---|---|---:|---:|---:|"]
+    for f in view.files:
+        for row in f.stages:
+            share = "-" if row.share_of_stage is None else f"{100 * row.share_of_stage:.1f} %"
+            lines.append(
+                f"| {MARKER_NAMES[f.marker]} | {md_text(row.stage)} | {md_text(row.primary)} |"
+                f" {row.cards} | {row.kernel_us:,.1f} | {share} |"
+            )
+    lines += ["", f"### Top {TOP_CONSUMERS} time consumers per file", ""]
+    lines += ["| file | shape | class | us | % of stage | % of roof | roof | hot unit |"]
+    lines += ["|---|---|---|---:|---:|---:|---|---|"]
+    lines += _top_rows(view)
+    return "\n".join(lines) + "\n"
+
+
+def _top_rows(view: ReportView) -> list[str]:
+    rows = []
+    for f in view.files:
+        cards = [c for c in view.cards if c.file == f.index]
+        cards.sort(key=lambda c: -(c.card.summed_kernel_us or 0.0))
+        for c in cards[:TOP_CONSUMERS]:
+            roof = c.dominant.roofline if c.dominant else None
+            units = c.dominant.hot_units.get("sm") if c.dominant else None
+            hot = f"{units[0].label} {units[0].pct:.1f} %" if units else "-"
+            rows.append(
+                f"| {MARKER_NAMES[f.marker]} | {md_code(c.card.group)} |"
+                f" {md_text(c.card.primary or c.card.status)} |"
+                f" {_fmt(c.card.summed_kernel_us, '{:,.1f}')} |"
+                f" {_fmt(c.share_of_stage, '{:.1%}')} |"
+                f" {_fmt(roof.pct_of_roof if roof else None, '{:.1f}')} |"
+                f" {md_text(roof.binding or '-') if roof else '-'} | {md_text(hot)} |"
+            )
+    return rows
