@@ -19,7 +19,7 @@ import io
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -55,6 +55,10 @@ from .terminal import (
     table_text,
     warning_line,
 )
+
+if TYPE_CHECKING:
+    from .cards import CardFile
+    from .outputs import Output
 
 __all__ = ["EXIT_CODES", "app", "main", "run"]
 
@@ -143,6 +147,13 @@ def classify(
         int | None,
         typer.Option(help="parallel report readers (default: one per core)", callback=positive_int),
     ] = None,
+    table: Annotated[
+        str | None,
+        typer.Option("--table", help="also write the cards as a table: FILE.csv or FILE.parquet"),
+    ] = None,
+    table_level: Annotated[
+        str, typer.Option("--table-level", help="card (one row per card) or kernel")
+    ] = "card",
 ) -> None:
     """Read reports, classify every kernel, write capability cards and print the summary."""
     from .cardfile import card_file_text
@@ -153,8 +164,12 @@ def classify(
     if "" in inputs:
         raise usage(UsageError("an input is the empty string; give a report or a folder"))
     paths = [Path(text) for text in inputs]
+    if table_level not in ("card", "kernel"):
+        raise usage(UsageError(f"--table-level {table_level!r}: expected card or kernel"))
     with errors():
-        target = check_output(output, [*input_files(paths), *([rules] if rules else [])])
+        read = [*input_files(paths), *([rules] if rules else [])]
+        target = check_output(output, read)
+        table_target = check_output(table, [*read, *_path_of(target)]) if table else None
         loaded = load_rules(rules)
         with read_progress() as progress:
             cards = run_classify(paths, loaded, jobs=jobs, progress=progress)
@@ -167,11 +182,25 @@ def classify(
         if not cards.cards:  # each bad input has had its line
             raise typer.Exit(exit_code_for(ReportError("")))
         target.write_text(card_file_text(cards))
+        if table_target is not None and table:
+            _write_table(table_target, table, cards, table_level)
     console = human(target)
     print_summary(cards, console)
     console.print(f"wrote {len(cards.cards)} cards to {printable(str(target))}")
     if cards.input_errors:
         raise typer.Exit(exit_code_for(ReportError("")))
+
+
+def _path_of(target: Output) -> list[Path]:
+    return [target.path] if target.path is not None else []
+
+
+def _write_table(target: Output, given: str, cards: CardFile, level: str) -> None:
+    """The cards as a table (frames.cards_frame) in the format the file name asks for."""
+    from .frames import cards_frame, frame_bytes, table_format
+
+    frame = cards_frame(cards, "kernel" if level == "kernel" else "card")
+    target.write_bytes(frame_bytes(frame, table_format(given)))
 
 
 @app.command()
@@ -207,13 +236,15 @@ def summary(
     ] = "stage",
     csv: Annotated[bool, typer.Option("--csv", help="CSV instead of a table")] = False,
     output: Annotated[
-        str | None, typer.Option("-o", "--output", help="write to this file instead")
+        str | None,
+        typer.Option("-o", "--output", help="write to this file instead (.parquet: Parquet)"),
     ] = None,
 ) -> None:
     """Per-stage counts of primary classes and their share of summed kernel time, or per-shape
     verdicts with the reason of every failed shape."""
     from .cardfile import load_card_file
-    from .summary import summarize, summary_csv
+    from .frames import table_format
+    from .summary import summarize, summary_csv, summary_parquet
 
     if by not in ("stage", "shape"):
         raise usage(UsageError(f"--by {by!r}: expected stage or shape"))
@@ -225,6 +256,9 @@ def summary(
             print_summary(cards, out, grouping)
             return
         rows = summarize(cards, grouping)
+        if target is not None and output and table_format(output) == "parquet":
+            target.write_bytes(summary_parquet(rows, grouping))
+            return
         text = summary_csv(rows, grouping) if csv else table_text(cards, grouping)
         if target is None:
             out.print(printable(text, keep_newlines=True), end="")

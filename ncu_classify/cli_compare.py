@@ -12,7 +12,7 @@ from .errors import GateFailed, UsageError
 from .printable import printable
 from .terminal import out, warning_line
 
-Format = Literal["table", "md", "json", "csv"]
+Format = Literal["table", "md", "json", "csv", "parquet"]
 
 
 @app.command()
@@ -27,7 +27,7 @@ def diff(
         str | None, typer.Option("-o", "--output", help="write to this file; - for stdout")
     ] = None,
     fmt: Annotated[
-        str, typer.Option("--format", help="table (default), md, json or csv")
+        str, typer.Option("--format", help="table (default), md, json, csv or parquet (-o file)")
     ] = "table",
     reclassify: Annotated[
         Path | None,
@@ -55,14 +55,16 @@ def diff(
     crossed, changed kernels, time ratios, per-stage roll-up; noise is told apart."""
     from .cardfile import load_card_file
     from .diff import DiffOptions, diff_cards
-    from .diff_format import diff_renderable, diff_text
+    from .diff_format import diff_parquet, diff_renderable, diff_text
     from .gate import failures, parse_condition
     from .noise import load_noise
     from .rules import load_rules
 
     with errors():
-        if fmt not in ("table", "md", "json", "csv"):
-            raise UsageError(f"--format {fmt!r}: expected table, md, json or csv")
+        if fmt not in ("table", "md", "json", "csv", "parquet"):
+            raise UsageError(f"--format {fmt!r}: expected table, md, json, csv or parquet")
+        if fmt == "parquet" and output in (None, "-"):
+            raise UsageError("--format parquet writes a binary file: give it with -o FILE")
         conditions = [parse_condition(text) for text in fail_on or []]
         inputs = [baseline, candidate, *(p for p in (reclassify, noise) if p)]
         target = check_output(output, inputs) if output is not None else None
@@ -85,7 +87,11 @@ def diff(
             for warning in result.warnings:
                 warning_line(warning)
             # data formats reach stdout byte for byte as they would reach a file
-            (target or check_output("-", [])).write_text(diff_text(result, form))
+            sink = target or check_output("-", [])
+            if form == "parquet":
+                sink.write_bytes(diff_parquet(result))
+            else:
+                sink.write_text(diff_text(result, form))
             if target is not None and not target.is_stdout:
                 human(target).print(f"wrote the comparison to {printable(str(target))}")
         problems = failures(result, conditions)

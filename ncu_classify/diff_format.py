@@ -20,16 +20,15 @@ from rich.text import Text
 from .diff_model import SHOWN_METRICS, Crossing, DiffFile, ShapeDiff, SideFigures, SideHeader
 from .printable import csv_text, printable
 
-DiffFormat = Literal["table", "md", "json", "csv"]
+DiffFormat = Literal["table", "md", "json", "csv", "parquet"]
 ARROW = "->"
 
 
 def diff_text(diff: DiffFile, fmt: DiffFormat) -> str:
     """The comparison in `fmt`; every form is deterministic for a given DiffFile."""
     render: dict[str, Callable[[DiffFile], str]] = {
-        "json": lambda d: (
-            json.dumps(d.model_dump(mode="json"), indent=1, ensure_ascii=False) + "\n"
-        ),
+        # ASCII only: no control, bidi or other character a reader's terminal could act on
+        "json": lambda d: json.dumps(d.model_dump(mode="json"), indent=1) + "\n",
         "csv": diff_csv,
         "md": diff_markdown,
         "table": table_text,
@@ -284,6 +283,21 @@ CSV_COLUMNS = (
 
 def diff_csv(diff: DiffFile) -> str:
     """One row per shape; a missing value is an empty cell, never 0."""
+    return csv_text(CSV_COLUMNS, diff_rows(diff))
+
+
+def diff_parquet(diff: DiffFile) -> bytes:
+    """The CSV's rows and columns as Parquet (needs pyarrow)."""
+    import pandas as pd
+
+    from .frames import frame_bytes
+
+    frame = pd.DataFrame(diff_rows(diff), columns=list(CSV_COLUMNS))
+    return frame_bytes(frame, "parquet")
+
+
+def diff_rows(diff: DiffFile) -> list[list[object]]:
+    """The per-shape rows of the CSV and Parquet forms."""
     rows: list[list[object]] = []
     for shape in diff.shapes:
         row: list[object] = [
@@ -300,7 +314,7 @@ def diff_csv(diff: DiffFile) -> str:
         for side in (shape.baseline, shape.candidate):
             row += [_side_value(side, c) for c in SIDE_COLUMNS]
         rows.append(row)
-    return csv_text(CSV_COLUMNS, rows)
+    return rows
 
 
 def _side_value(side: SideFigures | None, column: str) -> object:

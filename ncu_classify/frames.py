@@ -21,6 +21,7 @@ import pandas as pd
 from .cards import Card, CardFile, KernelCard
 from .errors import OutputError
 from .metrics import CATALOG
+from .printable import csv_text
 
 Level = Literal["card", "kernel"]
 # unit -> the suffix a column name gets unless the key already says it
@@ -76,7 +77,7 @@ def cards_frame(cards: CardFile, level: Level = "card") -> pd.DataFrame:
         rows = [_kernel_row(card, kernel) for card in cards.cards for kernel in card.kernels]
     else:
         rows = [_card_row(card) for card in cards.cards]
-    columns = _columns(level)
+    columns = _columns()
     return pd.DataFrame(rows, columns=columns).astype(_dtypes(columns))
 
 
@@ -169,7 +170,7 @@ _ROOF = [
 ]
 
 
-def _columns(level: Level) -> list[str]:
+def _columns() -> list[str]:
     card = list(_card_fields_names())
     kernel = [
         "kernel",
@@ -221,10 +222,16 @@ def _dtypes(columns: list[str]) -> dict[str, Any]:
     return out
 
 
+def table_format(path: str) -> Literal["csv", "parquet"]:
+    """The table format a path asks for by its suffix: .parquet, else CSV."""
+    return "parquet" if path.lower().endswith((".parquet", ".pq")) else "csv"
+
+
 def frame_bytes(frame: pd.DataFrame, fmt: Literal["csv", "parquet"]) -> bytes:
-    """The DataFrame as CSV (missing = empty cell) or Parquet (needs pyarrow)."""
+    """The DataFrame as CSV (missing = empty cell; text cells made safe as every CSV of the
+    tool) or Parquet (needs pyarrow; values as they are)."""
     if fmt == "csv":
-        return frame.to_csv(index=False, lineterminator="\n").encode("utf-8")
+        return csv_text(list(frame.columns), _csv_rows(frame)).encode("utf-8")
     try:
         import pyarrow  # noqa: F401
     except ImportError:
@@ -234,3 +241,16 @@ def frame_bytes(frame: pd.DataFrame, fmt: Literal["csv", "parquet"]) -> bytes:
     buffer = io.BytesIO()
     frame.to_parquet(buffer, index=False)
     return buffer.getvalue()
+
+
+def _csv_rows(frame: pd.DataFrame) -> list[list[object]]:
+    """Rows with NaN/NA as None (an empty cell) and floats in their shortest repr."""
+    rows = []
+    for record in frame.itertuples(index=False):
+        rows.append([None if _missing(v) else v for v in record])
+    return rows
+
+
+def _missing(value: object) -> bool:
+    """None, NaN or pandas' NA (a missing number or flag)."""
+    return value is None or value is pd.NA or (isinstance(value, float) and value != value)

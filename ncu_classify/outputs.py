@@ -42,7 +42,10 @@ class Output:
 
     def write_text(self, text: str) -> None:
         """Write `text` (UTF-8); OutputError if the system refuses."""
-        data = text.encode("utf-8")
+        self.write_bytes(text.encode("utf-8"))
+
+    def write_bytes(self, data: bytes) -> None:
+        """Write `data`; OutputError if the system refuses."""
         try:
             if self.path is None:
                 if STDOUT_CLOSED:

@@ -123,3 +123,13 @@ def _text(value: object, name: str) -> str:
     if name == "share_of_stage" and isinstance(value, float):
         return f"{value:.4f}"
     return str(value)
+
+
+def summary_parquet(rows: list[SummaryRow] | list[ShapeRow], by: SummaryBy = "stage") -> bytes:
+    """The rows as Parquet (needs pyarrow), columns as in the CSV, values typed."""
+    import pandas as pd
+
+    from .frames import frame_bytes
+
+    frame = pd.DataFrame([[getattr(r, n) for n in COLUMNS[by]] for r in rows], columns=COLUMNS[by])
+    return frame_bytes(frame, "parquet")
