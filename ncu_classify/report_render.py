@@ -83,9 +83,10 @@ def report_markdown(files: list[tuple[str, CardFile]], title: str) -> str:
     for f in view.files:
         for row in f.stages:
             share = "-" if row.share_of_stage is None else f"{100 * row.share_of_stage:.1f} %"
+            untimed = f" ({row.untimed} without time)" if row.untimed else ""
             lines.append(
                 f"| {MARKER_NAMES[f.marker]} | {md_text(row.stage)} | {md_text(row.primary)} |"
-                f" {row.cards} | {row.kernel_us:,.1f} | {share} |"
+                f" {row.cards} | {row.kernel_us:,.1f}{untimed} | {share} |"
             )
     lines += ["", f"### Top {TOP_CONSUMERS} time consumers per file", ""]
     lines += ["| file | shape | class | us | % of stage | % of roof | roof | hot unit |"]

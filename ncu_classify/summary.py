@@ -20,8 +20,9 @@ class SummaryRow:
     stage: str
     primary: str
     cards: int
-    kernel_us: float
+    kernel_us: float  # of the cards that have a total
     share_of_stage: float | None  # of the stage's summed kernel time; None if no time known
+    untimed: int = 0  # cards without a total (failed, or a kernel without a duration)
 
 
 @dataclass(frozen=True)
@@ -60,18 +61,27 @@ def by_stage(cards: Sequence[Card]) -> list[SummaryRow]:
     import pandas as pd
 
     frame = pd.DataFrame(
-        [(*card_class(card), card.summed_kernel_us or 0.0) for card in cards],
+        [(*card_class(card), card.summed_kernel_us) for card in cards],
         columns=["stage", "primary", "us"],
+    ).astype({"us": "float64"})
+    frame["untimed"] = frame["us"].isna().astype("int64")
+    cells = frame.groupby(["stage", "primary"], sort=False).agg(
+        size=("us", "size"), sum=("us", "sum"), untimed=("untimed", "sum")
     )
-    cells = frame.groupby(["stage", "primary"], sort=False)["us"].agg(["size", "sum"])
     rows: list[SummaryRow] = []
     for stage in frame["stage"].unique():
         classes = cells.loc[stage].reset_index()
         classes = classes.assign(neg=-classes["sum"]).sort_values(["neg", "primary"], kind="stable")
         total = float(classes["sum"].sum())
-        for primary, count, us in classes[["primary", "size", "sum"]].itertuples(index=False):
+        for primary, count, us, untimed in classes[
+            ["primary", "size", "sum", "untimed"]
+        ].itertuples(index=False):
             share = us / total if total else None
-            rows.append(SummaryRow(stage, str(primary), int(count), round(float(us), 3), share))
+            rows.append(
+                SummaryRow(
+                    stage, str(primary), int(count), round(float(us), 3), share, int(untimed)
+                )
+            )
     return rows
 
 

@@ -138,7 +138,7 @@ def summary_table(cards: CardFile, by: Literal["stage", "shape"] = "stage") -> T
     )
     table = Table(title=title)
     for name in names:
-        numeric = name in ("cards", "kernel_us", "share_of_stage")
+        numeric = name in ("cards", "kernel_us", "share_of_stage", "untimed")
         table.add_column(
             name.replace("_", " "), justify="right" if numeric else "left", overflow="fold"
         )
