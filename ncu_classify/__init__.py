@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "load_cards"]
+__all__ = ["CardsError", "NcuClassifyError", "__version__", "load_cards"]
 
 
 def __getattr__(name: str) -> Any:
@@ -17,4 +17,8 @@ def __getattr__(name: str) -> Any:
         from .frames import load_cards
 
         return load_cards
+    if name in ("CardsError", "NcuClassifyError"):
+        from . import errors
+
+        return getattr(errors, name)
     raise AttributeError(f"module 'ncu_classify' has no attribute {name!r}")

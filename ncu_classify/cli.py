@@ -35,6 +35,7 @@ from .cli_support import (
     errors,
     exit_code_for,
     human,
+    same_target,
     usage,
 )
 from .errors import CaptureError, OutputError, ReportError, UsageError
@@ -169,7 +170,7 @@ def classify(
     with errors():
         read = [*input_files(paths), *([rules] if rules else [])]
         target = check_output(output, read)
-        table_target = check_output(table, [*read, *_path_of(target)]) if table else None
+        table_target = _check_table(table, read, target) if table is not None else None
         loaded = load_rules(rules)
         with read_progress() as progress:
             cards = run_classify(paths, loaded, jobs=jobs, progress=progress)
@@ -181,9 +182,12 @@ def classify(
             raise ReportError("no kernel among the inputs; nothing written")
         if not cards.cards:  # each bad input has had its line
             raise typer.Exit(exit_code_for(ReportError("")))
+        table_bytes = b""
+        if table_target is not None and table:  # made first: a table that fails writes nothing
+            table_bytes = _table_bytes(table, cards, table_level)
         target.write_text(card_file_text(cards))
-        if table_target is not None and table:
-            _write_table(table_target, table, cards, table_level)
+        if table_target is not None:
+            table_target.write_bytes(table_bytes)
     console = human(target)
     print_summary(cards, console)
     console.print(f"wrote {len(cards.cards)} cards to {printable(str(target))}")
@@ -191,16 +195,22 @@ def classify(
         raise typer.Exit(exit_code_for(ReportError("")))
 
 
-def _path_of(target: Output) -> list[Path]:
-    return [target.path] if target.path is not None else []
+def _check_table(given: str, inputs: list[Path], cards_target: Output) -> Output:
+    """The checked --table output: a .csv or .parquet file that is not the cards file."""
+    if not given.lower().endswith((".csv", ".parquet", ".pq")):
+        raise UsageError(f"--table {given!r}: expected FILE.csv or FILE.parquet")
+    checked = check_output(given, inputs, "--table")
+    if same_target(checked, cards_target):
+        raise UsageError(f"--table {given}: is the cards file of -o; give another file")
+    return checked
 
 
-def _write_table(target: Output, given: str, cards: CardFile, level: str) -> None:
+def _table_bytes(given: str, cards: CardFile, level: str) -> bytes:
     """The cards as a table (frames.cards_frame) in the format the file name asks for."""
     from .frames import cards_frame, frame_bytes, table_format
 
     frame = cards_frame(cards, "kernel" if level == "kernel" else "card")
-    target.write_bytes(frame_bytes(frame, table_format(given)))
+    return frame_bytes(frame, table_format(given))
 
 
 @app.command()
@@ -256,9 +266,13 @@ def summary(
             print_summary(cards, out, grouping)
             return
         rows = summarize(cards, grouping)
+        suffix = Path(output).suffix.lower() if output else ""
+        if suffix in (".parquet", ".pq") and csv:
+            raise UsageError(f"--csv but -o {output} names a Parquet file")
         if target is not None and output and table_format(output) == "parquet":
             target.write_bytes(summary_parquet(rows, grouping))
             return
+        csv = csv or suffix == ".csv"
         text = summary_csv(rows, grouping) if csv else table_text(cards, grouping)
         if target is None:
             out.print(printable(text, keep_newlines=True), end="")

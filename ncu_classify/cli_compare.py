@@ -27,8 +27,12 @@ def diff(
         str | None, typer.Option("-o", "--output", help="write to this file; - for stdout")
     ] = None,
     fmt: Annotated[
-        str, typer.Option("--format", help="table (default), md, json, csv or parquet (-o file)")
-    ] = "table",
+        str | None,
+        typer.Option(
+            "--format",
+            help="table, md, json, csv or parquet (default: from the -o suffix, else table)",
+        ),
+    ] = None,
     reclassify: Annotated[
         Path | None,
         typer.Option(
@@ -61,8 +65,7 @@ def diff(
     from .rules import load_rules
 
     with errors():
-        if fmt not in ("table", "md", "json", "csv", "parquet"):
-            raise UsageError(f"--format {fmt!r}: expected table, md, json, csv or parquet")
+        fmt = _format_for(fmt, output)
         if fmt == "parquet" and output in (None, "-"):
             raise UsageError("--format parquet writes a binary file: give it with -o FILE")
         conditions = [parse_condition(text) for text in fail_on or []]
@@ -99,6 +102,27 @@ def diff(
             raise GateFailed("; ".join(problems))
 
 
+SUFFIX_FORMATS = {
+    ".md": "md",
+    ".json": "json",
+    ".csv": "csv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+
+
+def _format_for(given: str | None, output: str | None) -> str:
+    """--format as given, else the one the -o suffix names, else the table; a format that
+    contradicts the suffix (CSV into x.parquet) is a usage error."""
+    formats = ("table", "md", "json", "csv", "parquet")
+    if given is not None and given not in formats:
+        raise UsageError(f"--format {given!r}: expected {', '.join(formats)}")
+    implied = SUFFIX_FORMATS.get(Path(output).suffix.lower()) if output else None
+    if given is not None and implied is not None and given != implied:
+        raise UsageError(f"--format {given} but -o {output} names a .{implied} file")
+    return given or implied or "table"
+
+
 def _check_stages(asked: frozenset[str], present: set[str]) -> None:
     missing = sorted(asked - present)
     if missing:
@@ -114,17 +138,25 @@ def report(
         typer.Argument(help="cards JSON files (ours or legacy), overlaid", readable=False),
     ],
     output: Annotated[str, typer.Option("-o", "--output", help="file to write; - for stdout")],
-    fmt: Annotated[str, typer.Option("--format", help="html (default) or md")] = "html",
+    fmt: Annotated[
+        str | None,
+        typer.Option("--format", help="html or md (default: from the -o suffix, else html)"),
+    ] = None,
     title: Annotated[str, typer.Option("--title", help="title of the report")] = "",
 ) -> None:
     """Write a self-contained HTML report (roofline chart, per-stage time, sortable cards,
     kernels of each card) or a Markdown summary of one or more cards files."""
     from .cardfile import load_card_file
-    from .report_render import labels_for, report_html, report_markdown
+    from .report_render import check_files, labels_for, report_html, report_markdown
 
     with errors():
-        if fmt not in ("html", "md"):
+        implied = {".md": "md", ".html": "html", ".htm": "html"}.get(Path(output).suffix.lower())
+        if fmt is not None and fmt not in ("html", "md"):
             raise UsageError(f"--format {fmt!r}: expected html or md")
+        if fmt is not None and implied is not None and fmt != implied:
+            raise UsageError(f"--format {fmt} but -o {output} names a .{implied} file")
+        fmt = fmt or implied or "html"
+        check_files(cards_files)
         target = check_output(output, list(cards_files))
         files = [
             (label, load_card_file(path))

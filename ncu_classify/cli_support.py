@@ -96,7 +96,7 @@ RulesOption = Annotated[
 ]
 
 
-def check_output(given: str, inputs: list[Path]) -> Output:
+def check_output(given: str, inputs: list[Path], option: str = "-o") -> Output:
     """The checked output, or exit 2 before any work. The packaged rules and noise files are
     inputs of every command (read when no other is given), so no -o may replace them."""
     from .noise import DEFAULT_NOISE
@@ -104,7 +104,7 @@ def check_output(given: str, inputs: list[Path]) -> Output:
     from .rules import DEFAULT_RULES
 
     try:
-        return output_file(given, [*inputs, DEFAULT_RULES, DEFAULT_NOISE])
+        return output_file(given, [*inputs, DEFAULT_RULES, DEFAULT_NOISE], option)
     except UsageError as exc:
         raise usage(exc) from None
 
@@ -112,3 +112,8 @@ def check_output(given: str, inputs: list[Path]) -> Output:
 def human(target: Output | None) -> Console:
     """Where tables and notes go: stdout, unless the data itself goes there."""
     return err if target is not None and target.is_stdout else out
+
+
+def same_target(first: Output, second: Output) -> bool:
+    """Two checked outputs that would write the same file (or both standard output)."""
+    return first.path == second.path

@@ -65,7 +65,8 @@ METRIC_COLUMNS = {spec.key: column_name(spec.key, spec.card_unit) for spec in CA
 
 def load_cards(path: str | Path, level: Level = "card") -> pd.DataFrame:
     """A cards file (ours or legacy) as a DataFrame: one row per card (its dominant kernel's
-    figures) or per kernel (with its card's stage, group and class)."""
+    figures) or per kernel (with its card's stage, group and class). A file that cannot be
+    read raises `ncu_classify.CardsError` (one line naming the file and field)."""
     from .cardfile import load_card_file
 
     return cards_frame(load_card_file(Path(path)), level)
@@ -73,6 +74,8 @@ def load_cards(path: str | Path, level: Level = "card") -> pd.DataFrame:
 
 def cards_frame(cards: CardFile, level: Level = "card") -> pd.DataFrame:
     """`load_cards` for a CardFile already in memory."""
+    if level not in ("card", "kernel"):
+        raise ValueError(f"level must be 'card' or 'kernel', not {level!r}")
     if level == "kernel":
         rows = [_kernel_row(card, kernel) for card in cards.cards for kernel in card.kernels]
     else:

@@ -62,31 +62,35 @@ class Output:
             raise OutputError(f"{self.given}: cannot write: {exc.strerror or exc}") from None
 
 
-def output_file(given: str | Path, inputs: Iterable[Path] = ()) -> Output:
-    """Check `-o given` for a command that reads `inputs`; UsageError if writing there would
-    destroy something or cannot be a file."""
+def output_file(given: str | Path, inputs: Iterable[Path] = (), option: str = "-o") -> Output:
+    """Check `option given` (-o, --table) for a command that reads `inputs`; UsageError if
+    writing there would destroy something or cannot be a file."""
     text = str(given)
     if text == STDOUT:
         return Output(text, None, True)
     if not text or text.endswith(os.sep):
-        raise UsageError(f"-o {text!r}: names a folder; give a file name (or - for stdout)")
+        raise UsageError(f"{option} {text!r}: names a folder; give a file name (or - for stdout)")
     if Path(text).name.endswith((*REPORT_SUFFIXES, ".ncu.log")):
-        raise UsageError(f"-o {text}: is named like a report or an ncu log; give another name")
+        raise UsageError(
+            f"{option} {text}: is named like a report or an ncu log; give another name"
+        )
     target = Path(os.path.realpath(text))  # follows symlinks: the link itself stays
     try:
         info = target.stat()
     except FileNotFoundError:
         if not target.parent.is_dir():
-            raise UsageError(f"-o {text}: folder {target.parent} does not exist") from None
+            raise UsageError(f"{option} {text}: folder {target.parent} does not exist") from None
         return Output(text, target, False)
     except OSError as exc:
-        raise UsageError(f"-o {text}: cannot use it: {exc.strerror or exc}") from None
+        raise UsageError(f"{option} {text}: cannot use it: {exc.strerror or exc}") from None
     kind = _kind(info.st_mode)
     if kind in ("character device", "FIFO"):
         return Output(text, target, True)
     if kind != "file":
-        raise UsageError(f"-o {text}: is a {kind}; give a file name (or - for standard output)")
-    _refuse_precious(text, target, info, inputs)
+        raise UsageError(
+            f"{option} {text}: is a {kind}; give a file name (or - for standard output)"
+        )
+    _refuse_precious(f"{option} {text}", target, info, inputs)
     return Output(text, target, False)
 
 
@@ -129,18 +133,19 @@ def _check_parent(given: str, target: Path) -> None:
 def _refuse_precious(
     given: str, target: Path, info: os.stat_result, inputs: Iterable[Path]
 ) -> None:
-    """Refuse to replace an input of this command, a capture manifest or a report."""
+    """Refuse to replace an input of this command, a capture manifest or a report; `given` is
+    the option and its value, as the user wrote them."""
     for item in inputs:
         try:
             other = item.stat()
         except OSError:
             continue
         if (other.st_dev, other.st_ino) == (info.st_dev, info.st_ino):
-            raise UsageError(f"-o {given}: is also an input ({item}); choose another output path")
+            raise UsageError(f"{given}: is also an input ({item}); choose another output path")
     if target.name.endswith((*REPORT_SUFFIXES, ".ncu.log")):  # reached through a symlink
-        raise UsageError(f"-o {given}: would overwrite an Nsight Compute report or log")
+        raise UsageError(f"{given}: would overwrite an Nsight Compute report or log")
     if _is_manifest(target):
-        raise UsageError(f"-o {given}: would overwrite a capture manifest")
+        raise UsageError(f"{given}: would overwrite a capture manifest")
 
 
 def _is_manifest(path: Path) -> bool:

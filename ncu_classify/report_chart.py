@@ -5,13 +5,14 @@ peak figures) and a marker per kernel. Pure numbers and shapes; the template dra
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .report_data import Ceiling, Point
 
 WIDTH, HEIGHT = 960, 600
 LEFT, RIGHT, TOP, BOTTOM = 80, 760, 30, 540
-DASHES = ("", "6 4", "2 3", "10 3 2 3")
+DASHES = ("", "6 4", "2 3", "10 3 2 3", "1 5", "12 4", "4 2 1 2", "8 2 8 6")
+LABEL_GAP = 13  # pixels between the labels of two compute roofs
 LEVEL_NAMES = {"dram": "DRAM", "l2": "L2"}
 
 
@@ -34,6 +35,7 @@ class Marker:
     colour: str
     tooltip: str
     anchor: str
+    hollow: bool
 
 
 @dataclass(frozen=True)
@@ -79,10 +81,24 @@ def build_chart(points: list[Point], ceilings: list[Ceiling]) -> Chart | None:
     scale = _Scale(xs, ys)
     ticks_x = [(scale.px(10.0**d), _power(d)) for d in range(scale.x0, scale.x1 + 1)]
     ticks_y = [(scale.py(10.0**d), _power(d)) for d in range(scale.y0, scale.y1 + 1)]
-    lines = [line for c in ceilings if (line := _roof(c, ceilings, scale)) is not None]
-    markers = [Marker(_shape(p.marker, scale.px(p.x), scale.py(p.y)), p.colour, p.tooltip, p.anchor)
-               for p in points]  # fmt: skip
+    lines = _spread([line for c in ceilings if (line := _roof(c, ceilings, scale)) is not None])
+    markers = [
+        Marker(_shape(p.marker, scale.px(p.x), scale.py(p.y)), p.colour, p.tooltip, p.anchor,
+               p.hollow)
+        for p in points
+    ]  # fmt: skip
     return Chart(WIDTH, HEIGHT, (LEFT, TOP, RIGHT, BOTTOM), ticks_x, ticks_y, lines, markers)
+
+
+def _spread(lines: list[Line]) -> list[Line]:
+    """Labels of flat roofs moved apart (top to bottom) so that none overlaps the next."""
+    flat = sorted((line for line in lines if line.y1 == line.y2), key=lambda line: line.label_y)
+    out, last = {}, -1e9
+    for line in flat:
+        y = max(line.label_y, last + LABEL_GAP)
+        out[id(line)] = replace(line, label_y=y)
+        last = y
+    return [out.get(id(line), line) for line in lines]
 
 
 def _roof(ceiling: Ceiling, ceilings: list[Ceiling], scale: _Scale) -> Line | None:
@@ -93,7 +109,7 @@ def _roof(ceiling: Ceiling, ceilings: list[Ceiling], scale: _Scale) -> Line | No
     top = max((c.value for c in mine if c.kind == "compute"), default=10.0**scale.y1)
     x_left, x_right = 10.0**scale.x0, 10.0**scale.x1
     if ceiling.kind == "compute":
-        dram = next((c.value for c in mine if c.kind == "bandwidth" and c.name == "dram"), None)
+        dram = next((c.value for c in mine if c.kind == "bandwidth"), None)
         start = max(x_left, ceiling.value / dram) if dram else x_left
         y = scale.py(ceiling.value)
         label = f"{ceiling.name} {ceiling.value:.0f} TFLOP/s"
@@ -113,19 +129,34 @@ def _roof(ceiling: Ceiling, ceilings: list[Ceiling], scale: _Scale) -> Line | No
 
 
 def _shape(marker: str, x: float, y: float, size: float = 5.0) -> str:
-    """SVG path data of a marker centred on (x, y)."""
+    """SVG path data of a marker centred on (x, y): one of eight shapes, one per file."""
     s = size
-    if marker == "square":
-        return f"M{x - s:.1f},{y - s:.1f}h{2 * s:.1f}v{2 * s:.1f}h{-2 * s:.1f}z"
-    if marker == "triangle":
-        corners = [(x, y - s * 1.2), (x + s, y + s * 0.8), (x - s, y + s * 0.8)]
-    elif marker == "diamond":
-        corners = [(x, y - s * 1.3), (x + s, y), (x, y + s * 1.3), (x - s, y)]
-    else:
-        corners = []
-    if corners:
-        return "M" + "L".join(f"{cx:.1f},{cy:.1f}" for cx, cy in corners) + "z"
-    return f"M{x - s:.1f},{y:.1f}a{s},{s} 0 1,0 {2 * s:.1f},0a{s},{s} 0 1,0 {-2 * s:.1f},0"
+    if marker == "circle":
+        return f"M{x - s:.1f},{y:.1f}a{s},{s} 0 1,0 {2 * s:.1f},0a{s},{s} 0 1,0 {-2 * s:.1f},0"
+    if marker == "plus":
+        w = s * 0.4
+        return (
+            f"M{x - w:.1f},{y - s:.1f}h{2 * w:.1f}v{s - w:.1f}h{s - w:.1f}v{2 * w:.1f}"
+            f"h{w - s:.1f}v{s - w:.1f}h{-2 * w:.1f}v{w - s:.1f}h{w - s:.1f}v{-2 * w:.1f}"
+            f"h{s - w:.1f}z"
+        )
+    corners = {
+        "square": [(x - s, y - s), (x + s, y - s), (x + s, y + s), (x - s, y + s)],
+        "triangle": [(x, y - s * 1.2), (x + s, y + s * 0.8), (x - s, y + s * 0.8)],
+        "diamond": [(x, y - s * 1.3), (x + s, y), (x, y + s * 1.3), (x - s, y)],
+        "down": [(x, y + s * 1.2), (x + s, y - s * 0.8), (x - s, y - s * 0.8)],
+        "hexagon": [(x + s * math.cos(a), y + s * math.sin(a)) for a in _angles(6, 0.0)],
+        "star": [
+            (x + r * math.cos(a), y + r * math.sin(a))
+            for i, a in enumerate(_angles(10, -math.pi / 2))
+            for r in [s * 1.3 if i % 2 == 0 else s * 0.55]
+        ],
+    }[marker]
+    return "M" + "L".join(f"{cx:.1f},{cy:.1f}" for cx, cy in corners) + "z"
+
+
+def _angles(count: int, start: float) -> list[float]:
+    return [start + 2 * math.pi * i / count for i in range(count)]
 
 
 def _power(decade: int) -> str:

@@ -16,7 +16,11 @@ from typing import Any
 from .cards import Card, CardFile, KernelCard
 from .summary import SummaryRow, by_stage
 
-MARKERS = ("circle", "square", "triangle", "diamond")
+MARKERS = ("circle", "square", "triangle", "diamond", "down", "plus", "star", "hexagon")
+# The chart's range: kernels outside it (a counter gone wrong) are listed, not drawn, so that
+# one absurd value cannot stretch the axes over hundreds of decades.
+X_RANGE = (1e-4, 1e6)  # FLOP per DRAM byte
+Y_RANGE = (1e-6, 1e5)  # TFLOP/s
 # Colour per class: the legacy and roofline rule names first, then a fixed cycle.
 CLASS_COLOURS = {
     "compute_bound": "#d62728",
@@ -70,6 +74,7 @@ class Point:
     marker: str
     tooltip: str
     anchor: str
+    hollow: bool = False  # compute-bound by a unit that is not a math pipe (verdict_note)
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,7 @@ class ReportView:
     ceilings: list[Ceiling]
     classes: list[tuple[str, str]]  # (class, colour) in legend order
     off_chart: int = 0  # kernels without FLOPs or bytes: not on a log-log chart
+    out_of_range: int = 0  # kernels whose figures fall outside X_RANGE / Y_RANGE
     notes: list[str] = field(default_factory=list)
 
 
@@ -100,7 +106,7 @@ def build_view(files: list[tuple[str, CardFile]], title: str) -> ReportView:
     """The report of `files` ((label, cards) pairs), in their order."""
     classes = _class_colours(c for _, cards in files for c in cards.cards)
     views, cards_out, points, ceilings = [], [], [], []
-    off_chart = 0
+    off_chart = out_of_range = 0
     for index, (label, cards) in enumerate(files):
         marker = MARKERS[index % len(MARKERS)]
         stages = by_stage(cards.cards)
@@ -115,12 +121,15 @@ def build_view(files: list[tuple[str, CardFile]], title: str) -> ReportView:
             colour = classes.get(_class(card), "#7f7f7f")
             top = next((k for k in card.kernels if k.kernel == card.dominant_kernel), None)
             total = totals.get(card.stage) or 0.0
-            share = (card.summed_kernel_us or 0.0) / total if total else None
+            timed = card.summed_kernel_us is not None
+            share = card.summed_kernel_us / total if timed and total else None  # type: ignore[operator]
             cards_out.append(CardView(anchor, index, card, top, share, colour))
             for kernel in card.kernels:
                 point = _point(card, kernel, index, marker, classes, anchor, label)
                 if point is None:
                     off_chart += 1
+                elif not _in_range(point):
+                    out_of_range += 1
                 else:
                     points.append(point)
         ceilings += _ceilings(index, cards)
@@ -132,7 +141,12 @@ def build_view(files: list[tuple[str, CardFile]], title: str) -> ReportView:
         ceilings=ceilings,
         classes=sorted(classes.items(), key=lambda kv: list(classes).index(kv[0])),
         off_chart=off_chart,
+        out_of_range=out_of_range,
     )
+
+
+def _in_range(point: Point) -> bool:
+    return X_RANGE[0] <= point.x <= X_RANGE[1] and Y_RANGE[0] <= point.y <= Y_RANGE[1]
 
 
 def _class(card: Card) -> str:
@@ -229,14 +243,18 @@ def _point(
             kernel.kernel,
             f"{klass}; {y:.4g} TFLOP/s at {x:.4g} FLOP/DRAM byte; {pct}",
             f"{kernel.metrics.get('dur_us')} us",
+            kernel.verdict_note or "",
         )
         if part
     )
-    return Point(x, y, index, classes.get(klass, "#7f7f7f"), marker, tooltip, anchor)
+    colour = classes.get(klass, "#7f7f7f")
+    hollow = kernel.verdict_note is not None
+    return Point(x, y, index, colour, marker, tooltip, anchor, hollow)
 
 
 def _ceilings(index: int, cards: CardFile) -> list[Ceiling]:
-    """Median ceilings the file's kernels measured: compute per FLOP family, DRAM and L2 TB/s."""
+    """Median ceilings the file's kernels measured: compute per FLOP family, DRAM TB/s (an L2
+    slope would need L2 intensity on the x axis)."""
     compute: dict[str, list[float]] = {}
     bandwidth: dict[str, list[float]] = {}
     for card in cards.cards:
@@ -246,10 +264,9 @@ def _ceilings(index: int, cards: CardFile) -> list[Ceiling]:
                 continue
             if roof.family and roof.compute_ceiling_tflops:
                 compute.setdefault(roof.family, []).append(roof.compute_ceiling_tflops)
-            for level in ("dram", "l2"):
-                value = roof.bandwidth_tbps.get(level)
-                if value:
-                    bandwidth.setdefault(level, []).append(value)
+            value = roof.bandwidth_tbps.get("dram")  # the x axis is FLOP per DRAM byte
+            if value:
+                bandwidth.setdefault("dram", []).append(value)
     out = [
         Ceiling(index, "compute", family, statistics.median(values))
         for family, values in sorted(compute.items())

@@ -4,6 +4,7 @@ summary for a pull request, from one or more cards files overlaid."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -12,40 +13,83 @@ import jinja2
 from . import __version__
 from .cards import SCOPE, CardFile
 from .diff_format import md_code, md_text
+from .errors import UsageError
+from .printable import printable
 from .report_chart import DASHES, build_chart
 from .report_data import ReportView, build_view
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-MARKER_NAMES = {"circle": "\u25cf", "square": "\u25a0", "triangle": "\u25b2", "diamond": "\u25c6"}
+MARKER_NAMES = {
+    "circle": "\u25cf",
+    "square": "\u25a0",
+    "triangle": "\u25b2",
+    "diamond": "\u25c6",
+    "down": "\u25bc",
+    "plus": "\u271a",
+    "star": "\u2605",
+    "hexagon": "\u2b22",
+}
 TOP_CONSUMERS = 10
 
 
+MAX_FILES = 8  # one marker shape and one dash pattern each
+
+
 def labels_for(paths: list[Path]) -> list[str]:
-    """A short label per cards file: its name, with its folder when two names clash or the
-    name says nothing (`cards.json`)."""
-    names = [p.name for p in paths]
-    generic = [names.count(p.name) > 1 or p.name == "cards.json" for p in paths]
-    return [
-        f"{p.parent.name}/{p.name}" if g else p.name for p, g in zip(paths, generic, strict=True)
-    ]
+    """A short, distinct label per cards file: its name, with as many folders in front as it
+    takes to tell files apart (and one for a name that says nothing, `cards.json`)."""
+    parts = [Path(os.path.abspath(p)).parts for p in paths]
+    depth = [2 if p.name == "cards.json" else 1 for p in paths]
+    while True:
+        labels = ["/".join(part[-d:]) for part, d in zip(parts, depth, strict=True)]
+        clashes = [i for i, label in enumerate(labels) if labels.count(label) > 1]
+        if not clashes or all(depth[i] >= len(parts[i]) for i in clashes):
+            return labels
+        for i in clashes:
+            depth[i] += 1
+
+
+def check_files(paths: list[Path]) -> None:
+    """At most MAX_FILES files (markers must tell them apart), none given twice."""
+    if len(paths) > MAX_FILES:
+        raise UsageError(
+            f"{len(paths)} cards files: a report overlays at most {MAX_FILES} (one marker each)"
+        )
+    seen: dict[str, Path] = {}
+    for path in paths:
+        real = os.path.realpath(path)
+        if real in seen:
+            raise UsageError(f"{path}: given twice (also as {seen[real]})")
+        seen[real] = path
 
 
 def _fmt(value: float | None, spec: str) -> str:
-    return "-" if value is None else spec.format(value)
+    """A number for people; `-` when missing, 4 significant digits when far out of range."""
+    if value is None:
+        return "-"
+    if abs(value) >= 1e12 or (value and abs(value) < 1e-4):
+        return f"{value:.4g}"
+    return spec.format(value)
 
 
 def _num(value: float | None) -> str:
     return "" if value is None else repr(float(value))
 
 
+def _visible(value: Any) -> Any:
+    """Control and bidi characters of user text shown as escapes (`\\u202e`), so that a name
+    cannot reorder the numbers around it nor drive a terminal that prints the file."""
+    return printable(value, keep_newlines=True) if isinstance(value, str) else value
+
+
 def report_html(files: list[tuple[str, CardFile]], title: str) -> str:
     """The HTML report of `files` ((label, cards) pairs)."""
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
-        autoescape=True,
+        autoescape=True,  # every string from a file is text, never markup
         undefined=jinja2.StrictUndefined,
-        trim_blocks=False,
         keep_trailing_newline=True,
+        finalize=_visible,
     )
     view = build_view(files, title)
     context: dict[str, Any] = {
@@ -85,8 +129,9 @@ def report_markdown(files: list[tuple[str, CardFile]], title: str) -> str:
             share = "-" if row.share_of_stage is None else f"{100 * row.share_of_stage:.1f} %"
             untimed = f" ({row.untimed} without time)" if row.untimed else ""
             lines.append(
-                f"| {MARKER_NAMES[f.marker]} | {md_text(row.stage)} | {md_text(row.primary)} |"
-                f" {row.cards} | {row.kernel_us:,.1f}{untimed} | {share} |"
+                f"| {MARKER_NAMES[f.marker]} {md_code(f.label)} | {md_text(row.stage)} |"
+                f" {md_text(row.primary)} | {row.cards} | {row.kernel_us:,.1f}{untimed} |"
+                f" {share} |"
             )
     lines += ["", f"### Top {TOP_CONSUMERS} time consumers per file", ""]
     lines += ["| file | shape | class | us | % of stage | % of roof | roof | hot unit |"]
@@ -105,7 +150,7 @@ def _top_rows(view: ReportView) -> list[str]:
             units = c.dominant.hot_units.get("sm") if c.dominant else None
             hot = f"{units[0].label} {units[0].pct:.1f} %" if units else "-"
             rows.append(
-                f"| {MARKER_NAMES[f.marker]} | {md_code(c.card.group)} |"
+                f"| {MARKER_NAMES[f.marker]} {md_code(f.label)} | {md_code(c.card.group)} |"
                 f" {md_text(c.card.primary or c.card.status)} |"
                 f" {_fmt(c.card.summed_kernel_us, '{:,.1f}')} |"
                 f" {_fmt(c.share_of_stage, '{:.1%}')} |"

@@ -100,3 +100,48 @@ def test_classify_summary_and_diff_write_csv_and_parquet(
     assert run(["diff", str(CARDS), str(cards), "--format", "parquet", "-o", str(compared)]) == 0
     assert set(pd.read_parquet(compared)["change"]) == {"same"}
     assert run(["diff", str(CARDS), str(cards), "--format", "parquet"]) == 2  # binary: needs -o
+
+
+def test_load_cards_refuses_an_unknown_level_and_names_bad_files(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="level must be 'card' or 'kernel'"):
+        ncu_classify.load_cards(CARDS, level="bogus")  # type: ignore[arg-type]
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"cards": 3')
+    with pytest.raises(ncu_classify.CardsError, match=r"broken\.json:1:12: invalid JSON"):
+        ncu_classify.load_cards(broken)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--table", "same"], "is the cards file of -o"),
+        (["--table", "t.txt"], "--table 't.txt': expected FILE.csv or FILE.parquet"),
+        (["--table", "-"], "--table '-': expected FILE.csv or FILE.parquet"),
+        (["--table", "nodir/t.csv"], "--table nodir/t.csv: folder"),
+    ],
+)
+def test_classify_table_usage_errors(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cards = tmp_path / "new.csv"  # a new file: the -o check alone cannot see the clash
+    table = [str(cards) if a == "same" else a for a in argv]
+    assert run(["classify", str(WORKLOAD), "-o", str(cards), *table]) == 2
+    assert message in capsys.readouterr().err
+    assert not cards.exists()
+
+
+def test_output_format_follows_or_must_agree_with_the_suffix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    md = tmp_path / "d.md"
+    assert run(["diff", str(CARDS), str(CARDS), "-o", str(md)]) == 0
+    assert md.read_text().startswith("## ncu-classify diff")
+    assert (
+        run(["diff", str(CARDS), str(CARDS), "--format", "csv", "-o", str(tmp_path / "x.parquet")])
+        == 2
+    )
+    assert "--format csv but -o" in capsys.readouterr().err
+    assert run(["summary", str(CARDS), "--csv", "-o", str(tmp_path / "s.parquet")]) == 2
+    plain = tmp_path / "s.csv"
+    assert run(["summary", str(CARDS), "-o", str(plain)]) == 0
+    assert plain.read_text().startswith("stage,primary,cards,kernel_us,share_of_stage,untimed\n")

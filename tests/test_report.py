@@ -195,10 +195,11 @@ def test_html_is_offline_and_overlays_files(tmp_path: Path) -> None:
 def test_markdown_summary_names_top_consumers(tmp_path: Path) -> None:
     text = write_report(tmp_path, WORKLOAD, fmt="md").read_text()
     cards = sorted(load_card_file(WORKLOAD).cards, key=lambda c: -(c.summed_kernel_us or 0))
-    top = [line for line in text.splitlines() if line.startswith("| \u25cf | `")]
+    label = "\u25cf `workload_h200_480x832/cards.json`"
+    top = [line for line in text.splitlines() if line.startswith(f"| {label} | `")]
     assert len(top) == 10
-    assert top[0].startswith(f"| \u25cf | `{cards[0].group}` |")
-    assert "| \u25cf | vae | l2\\_bandwidth\\_bound | 2 | 2,234.9 | 40.6 % |" in text
+    assert top[0].startswith(f"| {label} | `{cards[0].group}` |")
+    assert f"| {label} | vae | l2\\_bandwidth\\_bound | 2 | 2,234.9 | 40.6 % |" in text
 
 
 def test_committed_reports_are_current(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -212,3 +213,74 @@ def test_committed_reports_are_current(tmp_path: Path, monkeypatch: pytest.Monke
         args[args.index("-o") + 1] = str(tmp_path / Path(output).name)
         assert run(args[1:]) == 0, line
         assert (tmp_path / Path(output).name).read_bytes() == (ROOT / output).read_bytes(), line
+
+
+def test_control_and_bidi_characters_are_shown_not_obeyed(tmp_path: Path) -> None:
+    import json
+
+    doc = json.loads(WORKLOAD.read_text())
+    doc["cards"][0]["group"] = "dit:linear:\u202eM4680_N5120_K144"
+    doc["cards"][1]["group"] = "bell\x07esc\x1b[31mnul\x00"
+    evil = tmp_path / "evil.json"
+    evil.write_text(json.dumps(doc))
+    page = write_report(tmp_path, evil).read_text()
+    for raw in ("\u202e", "\x07", "\x1b", "\x00"):
+        assert raw not in page
+    assert "dit:linear:\\u202eM4680_N5120_K144" in page
+    assert "bell\\x07esc\\x1b[31mnul\\x00" in page
+
+
+def test_absurd_figures_are_left_off_the_chart(tmp_path: Path) -> None:
+    import json
+
+    doc = json.loads(WORKLOAD.read_text())
+    top = doc["cards"][2]["kernels"][0]
+    top["roofline"]["intensity"]["dram"] = 1e-300
+    doc["cards"][3]["summed_kernel_us"] = 1e308
+    odd = tmp_path / "odd.json"
+    odd.write_text(json.dumps(doc))
+    page = write_report(tmp_path, odd).read_text()
+    assert "1 with figures outside 1e-4..1e6 FLOP/byte" in page
+    assert "1e+308" in page and "100,000,000,000,000" not in page
+    assert page.count('class="point"') == 72  # 73 kernels on the chart, one left out
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--format", "md", "-o", "x.html"], "--format md but -o x.html names a .html file"),
+        (["-o", "x.html", str(WORKLOAD)], "given twice"),
+    ],
+)
+def test_report_usage_errors(
+    extra: list[str],
+    message: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert run(["report", str(WORKLOAD), *extra]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_at_most_eight_files_one_marker_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = []
+    for i in range(9):
+        files.append(tmp_path / f"run{i}.json")
+        files[-1].write_text(WORKLOAD.read_text())
+    assert run(["report", *map(str, files[:8]), "-o", str(tmp_path / "eight.html")]) == 0
+    page = (tmp_path / "eight.html").read_text()
+    assert len(set(page.split("<caption>")[1:9])) == 8  # eight distinct file captions
+    assert run(["report", *map(str, files), "-o", str(tmp_path / "nine.html")]) == 2
+    assert "9 cards files: a report overlays at most 8" in capsys.readouterr().err
+
+
+def test_labels_tell_same_named_files_apart() -> None:
+    from ncu_classify.report_render import labels_for
+
+    paths = [Path("x/run/cards.json"), Path("y/run/cards.json"), Path("z/other.json")]
+    assert labels_for(paths) == ["x/run/cards.json", "y/run/cards.json", "other.json"]
