@@ -26,7 +26,7 @@ from .records import KernelRecord
 from .roofline import CardRoofline, Roofline, card_roofline, kernel_roofline
 from .rules import LoadedRules, evaluate
 
-SCHEMA_VERSION = "1.3"  # 1.2: tensor_pct over elapsed cycles; 1.3: captures (environment)
+SCHEMA_VERSION = "1.3"  # 1.2: tensor_pct over elapsed cycles; 1.3: captures, calls, source
 SCOPE = (
     "Isolated replays under Nsight Compute kernel replay (each kernel serialised, caches flushed"
     " between passes, clocks left unlocked with --clock-control none); classifications are per"
@@ -98,6 +98,11 @@ class Card(BaseModel):
     ncu_output: str | None = None
     scheduler_note: str | None = None
     note: str | None = Field(default=None, description="provenance/assumptions of the shape")
+    calls: int = Field(default=1, ge=1, description="runs per inference: summaries weight by it")
+    source: str | None = Field(default=None, description="module paths a recording saw it in")
+    input_source: Literal["seeded", "recorded"] | None = Field(
+        default=None, description="replayed with seeded random inputs, or the recorded ones"
+    )
     nominal_mac_flops: int | None = None
     nominal_bytes: int | None = None
     summed_kernel_us: NonNegative | None

@@ -44,6 +44,9 @@ class ShapeRecord(BaseModel):
     nominal_mac_flops: int
     nominal_bytes: int
     note: str | None = None
+    calls: int = Field(default=1, ge=1, description="runs per inference (recorded shapes)")
+    source: str | None = Field(default=None, description="module paths a recording saw")
+    input_source: Literal["seeded", "recorded"] = "seeded"
     status: Literal["pending", "ok", "failed"] = "pending"
     error: str | None = None
     input_sha256: str | None = None

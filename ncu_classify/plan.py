@@ -145,7 +145,9 @@ def select_shard(entries: list[ShapeEntry], index: int, count: int) -> list[Shap
 
 def shape_record(entry: ShapeEntry) -> ShapeRecord:
     """Manifest record of a shape before it is replayed."""
-    params = entry.shape.model_dump(by_alias=True, exclude={"op", "name", "note"})
+    params = entry.shape.model_dump(
+        by_alias=True, exclude={"op", "name", "note", "calls", "source", "inputs_file"}
+    )
     if hasattr(entry.shape, "output"):
         params["output"] = entry.shape.output()
     return ShapeRecord(
@@ -156,6 +158,8 @@ def shape_record(entry: ShapeEntry) -> ShapeRecord:
         nominal_mac_flops=entry.shape.nominal_flops(),
         nominal_bytes=entry.shape.nominal_bytes(),
         note=entry.shape.note,
+        calls=entry.shape.calls,
+        source=entry.shape.source,
     )
 
 

@@ -149,7 +149,7 @@ _chosen: list[str | None] = [None]  # attention backend that ran the current sha
 def _attention_op(
     backend: str, s: AttentionShape, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
 ) -> Op:
-    if backend.startswith("sdpa_"):
+    if backend.startswith("sdpa"):
         return _sdpa(backend, s, q, k, v)
     module = _import_backend(BACKEND_MODULES[backend])
     # flash_attn takes (batch, seq, heads, dim); transpose views keep the padded key buffer.
@@ -165,9 +165,11 @@ def _sdpa(name: str, s: AttentionShape, q: torch.Tensor, k: torch.Tensor, v: tor
         "sdpa_flash": SDPBackend.FLASH_ATTENTION,
         "sdpa_efficient": SDPBackend.EFFICIENT_ATTENTION,
         "sdpa_cudnn": SDPBackend.CUDNN_ATTENTION,
-    }[name]
+    }.get(name)
 
     def run() -> Any:
+        if backend is None:  # `sdpa`: PyTorch picks, as in the recorded model
+            return F.scaled_dot_product_attention(q, k, v, is_causal=s.causal)
         with sdpa_kernel(backend):
             return F.scaled_dot_product_attention(q, k, v, is_causal=s.causal)
 

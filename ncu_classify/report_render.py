@@ -122,16 +122,16 @@ def report_markdown(files: list[tuple[str, CardFile]], title: str) -> str:
         )
         lines += [f"  - **warning**: {md_text(w)}" for w in f.warnings]
     lines += ["", "### Time per stage and class", ""]
-    lines += ["| file | stage | class | cards | kernel us | share of stage |"]
-    lines += ["|---|---|---|---:|---:|---:|"]
+    lines += ["| file | stage | class | cards | calls | kernel us per inference | share of stage |"]
+    lines += ["|---|---|---|---:|---:|---:|---:|"]
     for f in view.files:
         for row in f.stages:
             share = "-" if row.share_of_stage is None else f"{100 * row.share_of_stage:.1f} %"
             untimed = f" ({row.untimed} without time)" if row.untimed else ""
             lines.append(
                 f"| {MARKER_NAMES[f.marker]} {md_code(f.label)} | {md_text(row.stage)} |"
-                f" {md_text(row.primary)} | {row.cards} | {row.kernel_us:,.1f}{untimed} |"
-                f" {share} |"
+                f" {md_text(row.primary)} | {row.cards} | {row.calls} |"
+                f" {row.kernel_us:,.1f}{untimed} | {share} |"
             )
     lines += ["", f"### Top {TOP_CONSUMERS} time consumers per file", ""]
     lines += ["| file | shape | class | us | % of stage | % of roof | roof | hot unit |"]

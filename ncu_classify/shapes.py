@@ -32,6 +32,13 @@ class _Shape(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
     name: str | None = Field(default=None, pattern=GROUP_ID.pattern)
     note: str | None = None  # provenance or assumptions; copied into the card
+    # How often the recorded model runs this shape per inference (summaries weight by it).
+    calls: PositiveInt = 1
+    # Where a recorded shape came from: module paths, numbers of repeated blocks as `*`.
+    source: str | None = None
+    # The real inputs `record --save-inputs` kept (torch.save of a list of tensors), replayed
+    # instead of seeded random ones; relative to the shapes file's folder.
+    inputs_file: str | None = None
 
     def key(self) -> str:
         """The op-specific part of the group id."""
@@ -185,8 +192,15 @@ class Conv3dShape(_Shape):
         return out
 
 
+# `sdpa`: F.scaled_dot_product_attention left to pick its kernel, as a recorded model did.
 AttentionBackend = Literal[
-    "sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "flash_attn", "flash_attn_interface", "fa3_fwd"
+    "sdpa",
+    "sdpa_flash",
+    "sdpa_efficient",
+    "sdpa_cudnn",
+    "flash_attn",
+    "flash_attn_interface",
+    "fa3_fwd",
 ]
 
 
@@ -282,6 +296,18 @@ Shape = Annotated[LinearShape | Conv3dShape | AttentionShape | CastShape, Field(
 StageName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_]+$")]
 
 
+class Recorded(BaseModel):
+    """How a shapes file was recorded (`ncu-classify record`), and what it could not keep."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    command: str
+    tool_version: str
+    torch: str
+    device: str
+    # ops the model ran that the replay cannot: name -> calls (views and free ops not counted)
+    unreplayable: dict[str, PositiveInt] = Field(default_factory=dict)
+
+
 class ShapesFile(BaseModel):
     """A whole shapes file: replay settings and the shapes of each stage, in order."""
 
@@ -289,6 +315,7 @@ class ShapesFile(BaseModel):
     seed: Annotated[int, Field(ge=0, lt=2**63)] = 0  # torch.Generator takes a 64-bit seed
     warmup: Annotated[int, Field(ge=1, le=1000)] = 3
     cudnn_benchmark: bool = False
+    recorded: Recorded | None = None
     stages: Annotated[
         dict[StageName, Annotated[list[Shape], Field(min_length=1)]], Field(min_length=1)
     ]

@@ -20,8 +20,9 @@ class SummaryRow:
     stage: str
     primary: str
     cards: int
-    kernel_us: float  # of the cards that have a total
-    share_of_stage: float | None  # of the stage's summed kernel time; None if no time known
+    calls: int  # runs per inference of these cards' shapes (1 each unless recorded)
+    kernel_us: float  # summed kernel time x calls of the cards that have a total
+    share_of_stage: float | None  # of the stage's kernel time; None if no time known
     untimed: int = 0  # cards without a total (failed, or a kernel without a duration)
 
 
@@ -56,32 +57,30 @@ def summarize(cards: CardFile, by: SummaryBy = "stage") -> list[SummaryRow] | li
 
 
 def by_stage(cards: Sequence[Card]) -> list[SummaryRow]:
-    """Cards and summed kernel time per (stage, class), computed with pandas; a card without a
-    class counts under its status. Stages in first-seen order, most time first within one."""
+    """Cards and kernel time per inference (summed kernel time x calls) per (stage, class),
+    computed with pandas; a card without a class counts under its status. Stages in
+    first-seen order, most time first within one."""
     import pandas as pd
 
     frame = pd.DataFrame(
-        [(*card_class(card), card.summed_kernel_us) for card in cards],
-        columns=["stage", "primary", "us"],
-    ).astype({"us": "float64"})
+        [(*card_class(card), card.summed_kernel_us, card.calls) for card in cards],
+        columns=["stage", "primary", "us", "calls"],
+    ).astype({"us": "float64", "calls": "int64"})
     frame["untimed"] = frame["us"].isna().astype("int64")
+    frame["us"] = frame["us"] * frame["calls"]
     cells = frame.groupby(["stage", "primary"], sort=False).agg(
-        size=("us", "size"), sum=("us", "sum"), untimed=("untimed", "sum")
+        size=("us", "size"), sum=("us", "sum"), untimed=("untimed", "sum"), calls=("calls", "sum")
     )
     rows: list[SummaryRow] = []
     for stage in frame["stage"].unique():
         classes = cells.loc[stage].reset_index()
         classes = classes.assign(neg=-classes["sum"]).sort_values(["neg", "primary"], kind="stable")
         total = float(classes["sum"].sum())
-        for primary, count, us, untimed in classes[
-            ["primary", "size", "sum", "untimed"]
-        ].itertuples(index=False):
+        columns = ["primary", "size", "calls", "sum", "untimed"]
+        for primary, count, calls, us, untimed in classes[columns].itertuples(index=False):
             share = us / total if total else None
-            rows.append(
-                SummaryRow(
-                    stage, str(primary), int(count), round(float(us), 3), share, int(untimed)
-                )
-            )
+            cell = (int(count), int(calls), round(float(us), 3), share, int(untimed))
+            rows.append(SummaryRow(stage, str(primary), *cell))
     return rows
 
 

@@ -131,14 +131,23 @@ def summary_table(cards: CardFile, by: Literal["stage", "shape"] = "stage") -> T
     from .summary import summarize, summary_cells
 
     names, cells = summary_cells(summarize(cards, by), by, for_people=True)
+    if by == "stage":  # columns that say nothing here stay out of a narrow terminal
+        calls_are_cards = all(row[2] == row[3] for row in cells)
+        untimed = any(row[-1] != "0" for row in cells)
+        keep = [
+            i
+            for i, name in enumerate(names)
+            if not (name == "calls" and calls_are_cards) and not (name == "untimed" and not untimed)
+        ]
+        names, cells = [names[i] for i in keep], [[row[i] for i in keep] for row in cells]
     title = (
-        "primary class per stage (share of the stage's summed kernel time)"
+        "primary class per stage (share of the stage's kernel time per inference)"
         if by == "stage"
         else "verdict per shape"
     )
     table = Table(title=title)
     for name in names:
-        numeric = name in ("cards", "kernel_us", "share_of_stage", "untimed")
+        numeric = name in ("cards", "calls", "kernel_us", "share_of_stage", "untimed")
         table.add_column(
             name.replace("_", " "), justify="right" if numeric else "left", overflow="fold"
         )

@@ -73,10 +73,11 @@ def test_cards_not_utf8_or_with_raw_control_characters(
 
 
 def test_escape_sequences_and_markup_in_names_print_as_text(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A stage named `model[fp16]` shows as such (rich ate `[fp16]`), `[/b]` breaks nothing,
     and an ESC sequence from a file is shown escaped instead of driving the terminal."""
+    monkeypatch.setenv("COLUMNS", "160")  # wide enough that the escaped name is not folded
     doc = json.loads(CARDS.read_text())
     doc["cards"][0]["stage"] = "model[fp16]"
     doc["cards"][1]["stage"] = "[/b]"

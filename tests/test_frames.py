@@ -144,4 +144,6 @@ def test_output_format_follows_or_must_agree_with_the_suffix(
     assert run(["summary", str(CARDS), "--csv", "-o", str(tmp_path / "s.parquet")]) == 2
     plain = tmp_path / "s.csv"
     assert run(["summary", str(CARDS), "-o", str(plain)]) == 0
-    assert plain.read_text().startswith("stage,primary,cards,kernel_us,share_of_stage,untimed\n")
+    assert plain.read_text().startswith(
+        "stage,primary,cards,calls,kernel_us,share_of_stage,untimed\n"
+    )

@@ -199,7 +199,7 @@ def test_markdown_summary_names_top_consumers(tmp_path: Path) -> None:
     top = [line for line in text.splitlines() if line.startswith(f"| {label} | `")]
     assert len(top) == 10
     assert top[0].startswith(f"| {label} | `{cards[0].group}` |")
-    assert f"| {label} | vae | l2\\_bandwidth\\_bound | 2 | 2,234.9 | 40.6 % |" in text
+    assert f"| {label} | vae | l2\\_bandwidth\\_bound | 2 | 2 | 2,234.9 | 40.6 % |" in text
 
 
 def test_committed_reports_are_current(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

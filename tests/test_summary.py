@@ -18,16 +18,16 @@ FLASH_ERROR = "unsupported: backend flash_attn is not importable here: No module
 
 def test_by_stage_rows_of_the_smoke_capture(smoke_cards: CardFile) -> None:
     assert summary_csv(summarize(smoke_cards)).splitlines() == [
-        "stage,primary,cards,kernel_us,share_of_stage,untimed",
-        "dit,compute_bound,1,303.008,0.7464,0",
-        "dit,dram_bandwidth_bound,1,77.856,0.1918,0",
-        "dit,unresolved_no_dominant_limiter,1,25.088,0.0618,0",
-        "vae,compute_bound,2,889.312,0.9780,0",
-        "vae,unresolved_no_dominant_limiter,1,19.968,0.0220,0",
-        "attention,unresolved_no_dominant_limiter,2,1420.576,0.6503,0",
-        "attention,compute_bound,1,763.84,0.3497,0",
-        "attention,failed,1,0.0,0.0000,1",
-        "output,dram_bandwidth_bound,1,21.6,1.0000,0",
+        "stage,primary,cards,calls,kernel_us,share_of_stage,untimed",
+        "dit,compute_bound,1,1,303.008,0.7464,0",
+        "dit,dram_bandwidth_bound,1,1,77.856,0.1918,0",
+        "dit,unresolved_no_dominant_limiter,1,1,25.088,0.0618,0",
+        "vae,compute_bound,2,2,889.312,0.9780,0",
+        "vae,unresolved_no_dominant_limiter,1,1,19.968,0.0220,0",
+        "attention,unresolved_no_dominant_limiter,2,2,1420.576,0.6503,0",
+        "attention,compute_bound,1,1,763.84,0.3497,0",
+        "attention,failed,1,1,0.0,0.0000,1",
+        "output,dram_bandwidth_bound,1,1,21.6,1.0000,0",
     ]
 
 
