@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from . import cli_compare  # noqa: F401  (registers diff)
+from . import cli_compare, cli_record  # noqa: F401  (register diff, report, record)
 from .cli_support import (
     EXIT_CODES,
     EXIT_INTERNAL,

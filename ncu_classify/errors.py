@@ -54,3 +54,8 @@ class OutputError(NcuClassifyError):
 
 class GateFailed(NcuClassifyError):
     """A `diff --fail-on` condition holds: the candidate changed in a way the user guards."""
+
+
+class RecordError(CaptureError):
+    """The recorded program failed or ran no op the replay can take (what was recorded before
+    a failure is still written)."""

@@ -438,3 +438,72 @@ def recording(
     recorder = Recorder(stages, roots)
     with recorder:
         yield recorder
+
+
+def validated_document(recorder: Recorder, command: str, inputs_prefix: str = "") -> dict:
+    """The shapes document with every shape validated as the shapes file will be: a shape the
+    replay cannot take (a dimension it refuses) moves to `unreplayable`; shapes that come out
+    with one group id (a matmul and a linear of one size) merge, adding their calls."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from .shapes import Shape, group_id
+
+    document = recorder.shapes_document(command, inputs_prefix)
+    adapter: TypeAdapter[Any] = TypeAdapter(Shape)
+    unreplayable: dict[str, int] = document["recorded"]["unreplayable"]
+    stages: dict[str, dict[str, dict[str, Any]]] = {}
+    for stage, shapes in document["stages"].items():
+        for shape in shapes:
+            try:
+                gid = group_id(stage, adapter.validate_python(shape, strict=False))
+            except ValidationError as exc:
+                problem = exc.errors()[0]["msg"]
+                name = f"{shape['op']} (refused by the replay: {problem})"
+                unreplayable[name] = unreplayable.get(name, 0) + shape["calls"]
+                continue
+            kept = stages.setdefault(stage, {})
+            if gid in kept:
+                first = kept[gid]
+                first["calls"] += shape["calls"]
+                sources = first["source"].split(", ")
+                sources += [s for s in shape["source"].split(", ") if s not in sources]
+                first["source"] = ", ".join(sources)
+            else:
+                kept[gid] = shape
+    document["recorded"]["unreplayable"] = dict(sorted(unreplayable.items()))
+    document["stages"] = {stage: list(kept.values()) for stage, kept in stages.items()}
+    return document
+
+
+def shapes_yaml(document: dict[str, Any]) -> str:
+    """A recorded shapes document as YAML people can read and diff: one flow mapping per shape
+    (JSON scalars are YAML scalars), the ops it could not replay one per line."""
+    recorded = document["recorded"]
+    lines = [
+        f"# Recorded by ncu-classify {recorded['tool_version']}: {len(_flat(document))} distinct"
+        f" shapes, {sum(s['calls'] for s in _flat(document))} calls.",
+        "# Edit freely: a shape's `calls` weighs its time in the summaries.",
+        f"seed: {document['seed']}",
+        f"warmup: {document['warmup']}",
+        f"cudnn_benchmark: {json.dumps(document['cudnn_benchmark'])}",
+        "recorded:",
+        f"  command: {json.dumps(recorded['command'])}",
+        f"  tool_version: {json.dumps(recorded['tool_version'])}",
+        f"  torch: {json.dumps(recorded['torch'])}",
+        f"  device: {json.dumps(recorded['device'])}",
+    ]
+    unreplayable = recorded["unreplayable"]
+    lines.append("  unreplayable:" + ("" if unreplayable else " {}"))
+    lines += [f"    {json.dumps(name)}: {count}" for name, count in unreplayable.items()]
+    lines.append("stages:")
+    for stage, shapes in document["stages"].items():
+        lines.append(f"  {stage}:")
+        lines += [
+            "    - {" + ", ".join(f"{k}: {json.dumps(v)}" for k, v in shape.items()) + "}"
+            for shape in shapes
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _flat(document: dict[str, Any]) -> list[dict[str, Any]]:
+    return [shape for shapes in document["stages"].values() for shape in shapes]

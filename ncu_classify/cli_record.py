@@ -1,0 +1,143 @@
+"""`ncu-classify record -o shapes.yaml -- python my_infer.py [args]`: run the user's program
+in this process under the recorder and write what it ran as a shapes file."""
+
+from __future__ import annotations
+
+import os
+import re
+import runpy
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .cli_support import app, check_output, errors, human
+from .errors import RecordError, UsageError
+from .printable import printable
+
+STAGE = re.compile(r"^[A-Za-z0-9_]+$")
+
+
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+)
+def record(
+    ctx: typer.Context,
+    output: Annotated[str, typer.Option("-o", "--output", help="shapes YAML to write")],
+    stage: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--stage",
+            help="MODULE_PATTERN=STAGE, e.g. 'transformer.*=dit' (repeatable; first match wins;"
+            " default: the top module's name)",
+        ),
+    ] = None,
+    save_inputs: Annotated[
+        Path | None,
+        typer.Option("--save-inputs", help="keep the inputs of each distinct shape in this folder"),
+    ] = None,
+    inputs_budget_mb: Annotated[
+        float, typer.Option("--inputs-budget-mb", help="at most this many MB of saved inputs")
+    ] = 1024.0,
+) -> None:
+    """Run `-- python SCRIPT [ARGS]` (or `-- python -m MODULE [ARGS]`) here and record the
+    linear/matmul, conv3d, attention and cast shapes it runs, with call counts and module
+    paths, as a shapes file for `capture`."""
+    with errors():
+        command = list(ctx.args)
+        patterns = [_stage_pattern(text) for text in stage or []]
+        if not inputs_budget_mb >= 0:
+            raise UsageError(f"--inputs-budget-mb {inputs_budget_mb}: must be 0 or more")
+        script, argv = _program(command)
+        target = check_output(output, [p for p in (script,) if p is not None])
+        from .record import Recorder, shapes_yaml, validated_document
+
+        recorder = Recorder(patterns, None, save_inputs, int(inputs_budget_mb * 1e6))
+        failure = _run(recorder, script, argv)
+        prefix = _inputs_prefix(save_inputs, target.path)
+        document = validated_document(recorder, " ".join(command), prefix)
+        shapes = sum(len(s) for s in document["stages"].values())
+        if shapes == 0:
+            raise RecordError(
+                f"{' '.join(command)}: ran no linear, matmul, conv3d, attention or cast the"
+                " replay can take; nothing written" + (f" ({failure})" if failure else "")
+            )
+        target.write_text(shapes_yaml(document))
+        if failure:
+            raise RecordError(
+                f"{failure}; the {shapes} shapes recorded before it were written to {target}"
+            )
+    calls = sum(s["calls"] for st in document["stages"].values() for s in st)
+    human(target).print(
+        f"recorded {shapes} shapes ({calls} calls) in {len(document['stages'])} stages to"
+        f" {printable(str(target))}; {len(document['recorded']['unreplayable'])} other ops"
+        " counted under recorded.unreplayable"
+    )
+
+
+def _stage_pattern(text: str) -> tuple[str, str]:
+    """`PATTERN=STAGE`; an empty pattern names the calls made outside any module."""
+    pattern, sep, name = text.rpartition("=")
+    if not sep or not STAGE.match(name):
+        raise UsageError(f"--stage {text!r}: expected MODULE_PATTERN=STAGE, STAGE in [A-Za-z0-9_]")
+    return pattern, name
+
+
+def _program(command: list[str]) -> tuple[Path | None, list[str]]:
+    """(script, argv) of `python SCRIPT ARGS`, `python -m MODULE ARGS` or `SCRIPT ARGS`;
+    for a module the script is None and argv[0] the module name."""
+    if not command:
+        raise UsageError("give the program to record after --, e.g. -- python infer.py")
+    words = list(command)
+    if Path(words[0]).name.startswith("python"):
+        words = words[1:]
+    if words[:1] == ["-m"] and len(words) >= 2:
+        return None, words[1:]
+    if not words or words[0].startswith("-"):
+        raise UsageError(f"{' '.join(command)}: expected python SCRIPT or python -m MODULE")
+    script = Path(words[0])
+    if not script.is_file():
+        raise UsageError(f"{words[0]}: no such script")
+    return script, words
+
+
+def _run(recorder: object, script: Path | None, argv: list[str]) -> str | None:
+    """Run the program under the recorder; a failure is described, not raised (Ctrl-C is)."""
+    try:
+        with recorder, _as_main(script, argv):  # type: ignore[attr-defined]
+            if script is None:
+                runpy.run_module(argv[0], run_name="__main__", alter_sys=True)
+            else:
+                runpy.run_path(str(script), run_name="__main__")
+    except SystemExit as stop:
+        if stop.code not in (None, 0):
+            return f"{argv[0]} exited with {stop.code}"
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # the user's program failed: report it, keep what was recorded
+        text = " ".join(str(exc).split())[:200]
+        return f"{argv[0]} raised {type(exc).__name__}: {text}"
+    return None
+
+
+@contextmanager
+def _as_main(script: Path | None, argv: list[str]) -> Iterator[None]:
+    """sys.argv and sys.path[0] as `python SCRIPT ARGS` would set them, restored after."""
+    saved_argv, saved_path = list(sys.argv), list(sys.path)
+    sys.argv = [str(script) if script else argv[0], *argv[1:]]
+    sys.path.insert(0, str(script.parent.resolve()) if script else os.getcwd())
+    try:
+        yield
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+
+
+def _inputs_prefix(folder: Path | None, shapes_path: Path | None) -> str:
+    """Saved inputs are named relative to the shapes file's folder."""
+    if folder is None:
+        return ""
+    base = shapes_path.parent if shapes_path is not None else Path.cwd()
+    return os.path.relpath(folder.resolve(), base.resolve()) + "/"

@@ -1,0 +1,150 @@
+"""record: the shapes the Wan 2.1 DiT and VAE (diffusers, published configs, random weights)
+run on CPU at a small resolution, checked against what the architectures must produce; call
+counts flowing from a shapes file through capture (stand-in ncu, real H200 reports) into the
+cards and the weighted summaries."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, import_or_skip
+
+from ncu_classify.cli import run
+from ncu_classify.shapes import load_shapes
+
+SCRIPT = ROOT / "fixtures" / "models" / "record_wan.py"
+FAKEBIN = Path(__file__).parent / "fakebin"
+FAULTS = ROOT / "fixtures" / "fault_h200"
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The small Wan recording, as {stage: [shape mapping]} plus the `recorded` block."""
+    import_or_skip("torch")
+    import_or_skip("diffusers")
+    out = tmp_path_factory.mktemp("rec") / "wan.yaml"
+    argv = ["record", "-o", str(out), "--stage", "transformer*=dit", "--stage", "vae*=vae"]
+    argv += ["--stage", "=output", "--", "python", str(SCRIPT), "--layers", "2"]
+    assert run([*argv, "--text-tokens", "16", "--height", "64", "--width", "64"]) == 0
+    shapes = load_shapes(out)  # a normal shapes file
+    stages = {
+        stage: [s.model_dump(by_alias=True, exclude_defaults=False) for s in items]
+        for stage, items in shapes.stages.items()
+    }
+    assert shapes.recorded is not None
+    return {"stages": stages, "recorded": shapes.recorded, "text": out.read_text()}
+
+
+def _find(shapes: list[dict], **want: object) -> dict:
+    found = [s for s in shapes if all(s.get(k) == v for k, v in want.items())]
+    assert len(found) == 1, (want, [s for s in shapes if s["op"] == want.get("op")])
+    return found[0]
+
+
+def test_vae_causal_convs_after_their_temporal_padding(recorded: dict) -> None:
+    """Latent [1,16,2,8,8] (5 frames at 64x64): the decoder runs frame by frame, each causal
+    3x3x3 conv sees its frame plus 2 cached or zero-padded frames (T=3) and +1 spatial pad on
+    each side; the first up block's time_conv (3x1x1) sees 1 frame + 2 padded."""
+    vae = recorded["stages"]["vae"]
+    post = _find(vae, op="conv3d", weight=[16, 16, 1, 1, 1])
+    assert (post["input"], post["calls"]) == ([1, 16, 2, 8, 8], 1)  # once, on all frames
+    conv_in = _find(vae, op="conv3d", weight=[384, 16, 3, 3, 3])
+    assert (conv_in["input"], conv_in["calls"]) == ([1, 16, 3, 10, 10], 2)  # once per frame
+    assert conv_in["padding"] == [0, 0, 0] and conv_in["source"] == "vae.decoder.conv_in"
+    mid = _find(vae, op="conv3d", input=[1, 384, 3, 10, 10], weight=[384, 384, 3, 3, 3])
+    # mid block: 2 resnets x 2 convs, up block 0: 3 resnets x 2 convs, per latent frame
+    assert mid["calls"] == (4 + 6) * 2
+    out = _find(vae, op="conv3d", weight=[3, 96, 3, 3, 3], input=[1, 96, 3, 66, 66])
+    assert out["source"] == "vae.decoder.conv_out" and out["calls"] == 1
+    time_conv = _find(vae, op="conv3d", weight=[768, 384, 3, 1, 1], input=[1, 384, 3, 8, 8])
+    assert time_conv["calls"] == 1
+    assert all(s["dtype"] == "fp32" and s["allow_tf32"] for s in vae if s["op"] == "conv3d")
+
+
+def test_dit_attention_heads_head_dim_and_sequence(recorded: dict) -> None:
+    """1.3B config (12 heads x 128), 2 blocks: tokens = 2 frames x (8/2) x (8/2) = 32."""
+    dit = recorded["stages"]["dit"]
+    self_attention = _find(dit, op="attention", role="self")
+    assert (self_attention["heads"], self_attention["head_dim"]) == (12, 128)
+    assert (self_attention["q_len"], self_attention["valid_keys"]) == (32, 32)
+    assert self_attention["calls"] == 2 and self_attention["backend"] == "sdpa"
+    cross = _find(dit, op="attention", role="cross")
+    assert (cross["q_len"], cross["valid_keys"], cross["calls"]) == (32, 16, 2)
+    qkvo = _find(dit, op="linear", M=32, N=1536, K=1536)
+    assert qkvo["calls"] == 6 * 2 and qkvo["bias"]  # q, k, v, out, cross q, cross out
+    up = _find(dit, op="linear", M=32, N=8960, K=1536)
+    down = _find(dit, op="linear", M=32, N=1536, K=8960)
+    assert up["calls"] == down["calls"] == 2
+    patch = _find(dit, op="conv3d", weight=[1536, 16, 1, 2, 2])
+    assert patch["input"] == [1, 16, 2, 8, 8] and patch["stride"] == [1, 2, 2]
+
+
+def test_output_cast_and_what_could_not_be_replayed(recorded: dict) -> None:
+    cast = _find(recorded["stages"]["output"], op="cast")
+    assert (cast["shape"], cast["from"], cast["to"]) == ([1, 3, 5, 64, 64], "fp32", "uint8")
+    unreplayable = recorded["recorded"].unreplayable
+    assert unreplayable["torch.conv2d"] == 10  # the VAE's 2-D resample convs: listed
+    assert unreplayable["F.silu"] > 0 and "Tensor.view" not in unreplayable  # views are free
+    assert recorded["recorded"].command.endswith("--height 64 --width 64")
+    assert '    - {op: "linear", M: 32, N: 1536, K: 1536,' in recorded["text"]
+
+
+def test_record_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = str(tmp_path / "x.yaml")
+    assert run(["record", "-o", out]) == 2
+    assert run(["record", "-o", out, "--stage", "nothing", "--", "python", str(SCRIPT)]) == 2
+    assert run(["record", "-o", out, "--", "python", str(tmp_path / "missing.py")]) == 2
+    assert run(["record", "-o", str(SCRIPT), "--", "python", str(SCRIPT)]) == 2  # its input
+    err = capsys.readouterr().err
+    assert "give the program to record after --" in err
+    assert "--stage 'nothing': expected MODULE_PATTERN=STAGE" in err
+    assert "missing.py: no such script" in err and "is also an input" in err
+
+
+def test_a_failing_program_keeps_what_it_recorded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import_or_skip("torch")
+    script = tmp_path / "fails.py"
+    script.write_text(
+        "import torch\nx = torch.randn(8, 16)\nw = torch.randn(4, 16)\n"
+        "torch.nn.functional.linear(x, w)\nraise ValueError('model broke')\n"
+    )
+    out = tmp_path / "s.yaml"
+    assert run(["record", "-o", str(out), "--", "python", str(script)]) == 5
+    assert "fails.py raised ValueError: model broke; the 1 shapes recorded" in (
+        capsys.readouterr().err
+    )
+    [shape] = load_shapes(out).stages["main"]
+    assert (shape.op, shape.calls) == ("linear", 1)  # type: ignore[union-attr]
+
+
+def test_calls_weigh_the_cards_and_the_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A shapes file saying how often each shape runs: capture (stand-in ncu, real H200
+    reports) keeps the counts, cards carry them, the summary multiplies time by them."""
+    monkeypatch.setenv("PATH", f"{FAKEBIN}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_NCU_REPORTS", str(FAULTS))
+    for name in ("FAKE_NCU_MODE", "FAKE_SHAPE_SECONDS", "FAKE_NCU_LOG"):
+        monkeypatch.delenv(name, raising=False)
+    text = (FAULTS / "dit3.yaml").read_text()
+    text = text.replace("bias: true}", "bias: true, calls: 40, source: blocks.*.to_q}", 1)
+    shapes = tmp_path / "dit3.yaml"
+    shapes.write_text(text)
+    raw, cards = tmp_path / "raw", tmp_path / "cards.json"
+    assert run(["capture", "--shapes", str(shapes), "-o", str(raw)]) == 0
+    assert run(["classify", str(raw), "-o", str(cards), "--jobs", "1"]) == 0
+    from ncu_classify.cardfile import load_card_file
+
+    loaded = load_card_file(cards).cards
+    assert [(c.calls, c.source) for c in loaded] == [(40, "blocks.*.to_q"), (1, None), (1, None)]
+    capsys.readouterr()
+    assert run(["summary", str(cards), "--csv"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    big = loaded[0].summed_kernel_us
+    assert big is not None
+    compute = [r for r in rows if r.startswith("dit,compute_bound,")]
+    assert compute == [f"dit,compute_bound,1,40,{round(40 * big, 3)},{compute[0].split(',')[5]},0"]
