@@ -143,6 +143,22 @@ def select_shard(entries: list[ShapeEntry], index: int, count: int) -> list[Shap
     ]
 
 
+def recorded_inputs(shapes_path: Path, entries: list[ShapeEntry]) -> list[ShapeEntry]:
+    """Entries whose `inputs_file` (relative to the shapes file) is made absolute for the
+    replay; a file that is not there is an error naming the shape."""
+    out = []
+    for entry in entries:
+        given = entry.shape.inputs_file
+        if given:
+            path = (shapes_path.parent / given).resolve()
+            if not path.is_file():
+                raise ShapesError(f"{shapes_path}: {entry.group}: inputs_file {given} not found")
+            shape = entry.shape.model_copy(update={"inputs_file": str(path)})
+            entry = entry.model_copy(update={"shape": shape})
+        out.append(entry)
+    return out
+
+
 def shape_record(entry: ShapeEntry) -> ShapeRecord:
     """Manifest record of a shape before it is replayed."""
     params = entry.shape.model_dump(
@@ -160,6 +176,7 @@ def shape_record(entry: ShapeEntry) -> ShapeRecord:
         note=entry.shape.note,
         calls=entry.shape.calls,
         source=entry.shape.source,
+        input_source="recorded" if entry.shape.inputs_file else "seeded",
     )
 
 
@@ -199,7 +216,7 @@ def plan_capture(
     """Shapes of this shard, minus (on --resume) those already captured, as batches; every
     shape must fit in `gpu_bytes` (the smallest GPU used; unknown: the largest GPU made)."""
     shapes = load_shapes(shapes_path)
-    entries = select_shard(shapes.entries(), *options.shard)
+    entries = recorded_inputs(shapes_path, select_shard(shapes.entries(), *options.shard))
     check_fits(shapes_path, entries, gpu_bytes or LARGEST_GPU_BYTES)
     previous, kept = None, []
     taken = _names_in(out)  # never write over a report or log already there

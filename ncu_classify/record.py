@@ -136,9 +136,14 @@ class Recorder:
     # --- what a call was -------------------------------------------------------------------
 
     def observe(self, func: Callable[..., Any], args: tuple, kwargs: dict, result: Any) -> None:
-        """Record one call: a replayable shape, or one more call of an op the replay lacks."""
-        tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        if tensors and self.recording.device == "cpu":
+        """Record one call: a replayable shape, or one more call of an op the replay lacks.
+        Building the model is not inference: calls on a parameter (initialisers, the casts of
+        `model.to(dtype)`), inside `Module._apply` (buffers cast by `.to`) and factories
+        without tensor inputs are left out."""
+        tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+        if not tensors or isinstance(tensors[0], torch.nn.Parameter) or _in_module_setup():
+            return
+        if self.recording.device == "cpu":
             self.recording.device = str(tensors[0].device.type)
         shape, inputs = _shape_of(func, args, kwargs, result)
         if shape is not None:
@@ -399,6 +404,23 @@ def _cast(func: Any, args: tuple, kwargs: dict, result: Any) -> Any:
         "to": CAST_TARGETS[result.dtype],
     }
     return shape, [x]
+
+
+def _in_module_setup() -> bool:
+    """True inside `nn.Module._apply` (`model.to(...)`, `.half()`, `.cuda()`): setup, not
+    inference."""
+    frame = inspect.currentframe()
+    try:
+        for _ in range(12):
+            if frame is None:
+                return False
+            code = frame.f_code
+            if code.co_name == "_apply" and code.co_filename.endswith("module.py"):
+                return True
+            frame = frame.f_back
+        return False
+    finally:
+        del frame
 
 
 def _held_as(module: torch.nn.Module, depth: int = 0) -> str | None:

@@ -99,6 +99,30 @@ class Draws:
 _CACHE = InputCache()
 
 
+class RecordedInputs:
+    """The real inputs `record --save-inputs` kept for a shape, handed out in the order the
+    shape's builder asks for them; they must have the shape's dims and dtypes."""
+
+    def __init__(self, path: Path) -> None:
+        try:
+            tensors = torch.load(path, weights_only=True, map_location="cpu")
+        except (OSError, RuntimeError, EOFError) as exc:
+            raise Unsupported(f"recorded inputs {path} cannot be read: {exc}") from None
+        if not isinstance(tensors, list) or not all(isinstance(t, torch.Tensor) for t in tensors):
+            raise Unsupported(f"recorded inputs {path}: not a list of tensors")
+        self.tensors, self.path = tensors, path
+
+    def all(self, specs: list[InputSpec]) -> list[torch.Tensor]:
+        got = [(tuple(t.shape), t.dtype) for t in self.tensors]
+        want = [(tuple(dims), DTYPES[dtype]) for dims, dtype, _ in specs]
+        if got != want:
+            raise Unsupported(f"recorded inputs {self.path} are {got}, the shape needs {want}")
+        return self.tensors
+
+    def finish(self, tensors: list[torch.Tensor]) -> str:
+        return _hash(tensors)
+
+
 def _hash(tensors: list[torch.Tensor]) -> str:
     """sha256 over the CPU bytes of the inputs, in order, in their logical (contiguous) layout."""
     digest = hashlib.sha256()
@@ -210,8 +234,10 @@ def nvtx_range(name: str) -> Iterator[None]:
 
 
 def replay_one(entry: ShapeEntry, seed: int, warmup: int) -> dict[str, Any]:
-    """Build inputs, warm up outside any range, run once inside the shape's range."""
-    draws = _CACHE.start(seed)
+    """Build inputs (seeded, or the recorded ones), warm up outside any range, run once inside
+    the shape's range."""
+    given = entry.shape.inputs_file
+    draws: Any = RecordedInputs(Path(given)) if given else _CACHE.start(seed)
     _chosen[0] = None
     cpu, op = BUILDERS[type(entry.shape)](entry.shape, draws)
     sha = draws.finish(cpu)

@@ -121,8 +121,8 @@ def build_view(files: list[tuple[str, CardFile]], title: str) -> ReportView:
             colour = classes.get(_class(card), "#7f7f7f")
             top = next((k for k in card.kernels if k.kernel == card.dominant_kernel), None)
             total = totals.get(card.stage) or 0.0
-            timed = card.summed_kernel_us is not None
-            share = card.summed_kernel_us / total if timed and total else None  # type: ignore[operator]
+            per_inference = _per_inference(card)
+            share = per_inference / total if per_inference is not None and total else None
             cards_out.append(CardView(anchor, index, card, top, share, colour))
             for kernel in card.kernels:
                 point = _point(card, kernel, index, marker, classes, anchor, label)
@@ -147,6 +147,11 @@ def build_view(files: list[tuple[str, CardFile]], title: str) -> ReportView:
 
 def _in_range(point: Point) -> bool:
     return X_RANGE[0] <= point.x <= X_RANGE[1] and Y_RANGE[0] <= point.y <= Y_RANGE[1]
+
+
+def _per_inference(card: Card) -> float | None:
+    """Kernel time of a card per inference: its summed kernel time x its calls."""
+    return None if card.summed_kernel_us is None else card.summed_kernel_us * card.calls
 
 
 def _class(card: Card) -> str:

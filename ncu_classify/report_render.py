@@ -102,6 +102,7 @@ def report_html(files: list[tuple[str, CardFile]], title: str) -> str:
         "scope": SCOPE,
         "fmt": _fmt,
         "num": _num,
+        "inference_us": _inference_us,
     }
     return environment.get_template("report.html.j2").render(context)
 
@@ -134,25 +135,33 @@ def report_markdown(files: list[tuple[str, CardFile]], title: str) -> str:
                 f" {row.kernel_us:,.1f}{untimed} | {share} |"
             )
     lines += ["", f"### Top {TOP_CONSUMERS} time consumers per file", ""]
-    lines += ["| file | shape | class | us | % of stage | % of roof | roof | hot unit |"]
-    lines += ["|---|---|---|---:|---:|---:|---|---|"]
+    lines += [
+        "| file | shape | class | calls | us per call | us per inference | % of stage"
+        " | % of roof | roof | hot unit |"
+    ]
+    lines += ["|---|---|---|---:|---:|---:|---:|---:|---|---|"]
     lines += _top_rows(view)
     return "\n".join(lines) + "\n"
+
+
+def _inference_us(card: Any) -> float | None:
+    return None if card.summed_kernel_us is None else card.summed_kernel_us * card.calls
 
 
 def _top_rows(view: ReportView) -> list[str]:
     rows = []
     for f in view.files:
         cards = [c for c in view.cards if c.file == f.index]
-        cards.sort(key=lambda c: -(c.card.summed_kernel_us or 0.0))
+        cards.sort(key=lambda c: -((c.card.summed_kernel_us or 0.0) * c.card.calls))
         for c in cards[:TOP_CONSUMERS]:
             roof = c.dominant.roofline if c.dominant else None
             units = c.dominant.hot_units.get("sm") if c.dominant else None
             hot = f"{units[0].label} {units[0].pct:.1f} %" if units else "-"
             rows.append(
                 f"| {MARKER_NAMES[f.marker]} {md_code(f.label)} | {md_code(c.card.group)} |"
-                f" {md_text(c.card.primary or c.card.status)} |"
+                f" {md_text(c.card.primary or c.card.status)} | {c.card.calls} |"
                 f" {_fmt(c.card.summed_kernel_us, '{:,.1f}')} |"
+                f" {_fmt(_inference_us(c.card), '{:,.1f}')} |"
                 f" {_fmt(c.share_of_stage, '{:.1%}')} |"
                 f" {_fmt(roof.pct_of_roof if roof else None, '{:.1f}')} |"
                 f" {md_text(roof.binding or '-') if roof else '-'} | {md_text(hot)} |"

@@ -17,6 +17,10 @@ for resolution in 480x832 704x1280 480x832_40heads 704x1280_40heads; do
   ncu-classify summary "$folder/cards.json" --by shape --csv \
     -o "reports/workload_h200_${resolution}_shapes.csv"
 done
+ncu-classify classify fixtures/record_h200 -o reports/record/cards_wan_480x832.json --jobs 2 >/dev/null
+ncu-classify summary reports/record/cards_wan_480x832.json --csv -o reports/record/summary_wan_480x832.csv
+ncu-classify summary reports/record/cards_wan_480x832.json --by shape --csv \
+  -o reports/record/shapes_wan_480x832.csv
 bash reports/diff/make.sh
 while IFS= read -r command; do
   eval "$command" >/dev/null

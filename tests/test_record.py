@@ -148,3 +148,63 @@ def test_calls_weigh_the_cards_and_the_summary(
     assert big is not None
     compute = [r for r in rows if r.startswith("dit,compute_bound,")]
     assert compute == [f"dit,compute_bound,1,40,{round(40 * big, 3)},{compute[0].split(',')[5]},0"]
+
+
+def test_building_the_model_is_not_recorded() -> None:
+    """Initialisers, `model.to(dtype)` of parameters and buffers, and factories are setup:
+    only what the model runs counts."""
+    torch = import_or_skip("torch")
+    from ncu_classify.record import Recorder
+
+    with Recorder(stages=[("", "output")]) as recorder:
+        model = torch.nn.Linear(16, 8)
+        model.register_buffer("freqs", torch.randn(4, 4))
+        model = model.to(torch.bfloat16)
+        x = torch.randn(3, 16).to(torch.bfloat16)
+        model(x).float()
+    document = recorder.shapes_document("test")
+    got = [
+        (stage, s["op"], s.get("shape") or [s.get("M"), s.get("N")], s["calls"])
+        for stage, shapes in document["stages"].items()
+        for s in shapes
+    ]
+    assert got == [
+        ("output", "cast", [3, 16], 1),
+        ("output", "cast", [3, 8], 1),
+        ("model", "linear", [3, 8], 1),
+    ]
+    assert document["recorded"]["unreplayable"] == {}
+
+
+RECORDED_CARDS = ROOT / "reports" / "record" / "cards_wan_480x832.json"
+
+
+def test_recorded_h200_capture_reproduces_and_weighs_by_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Wan 2.1 recording captured on the H200: the committed cards are what classify
+    writes from the raw report, every shape replayed its recorded inputs, and the summary's
+    time per inference is each card's summed kernel time x its calls."""
+    from ncu_classify.cardfile import load_card_file
+    from ncu_classify.summary import by_stage
+
+    monkeypatch.chdir(ROOT)
+    fresh = tmp_path / "cards.json"
+    assert run(["classify", "fixtures/record_h200", "-o", str(fresh), "--jobs", "2"]) == 0
+    stamp = '"generated_at"'
+    keep = [x for x in fresh.read_text().splitlines() if stamp not in x]
+    assert keep == [x for x in RECORDED_CARDS.read_text().splitlines() if stamp not in x]
+    cards = load_card_file(RECORDED_CARDS).cards
+    assert len(cards) == 35 and {c.input_source for c in cards} == {"recorded"}
+    qkvo = next(c for c in cards if c.group == "dit:linear:M4680_N5120_K5120:bf16:bias")
+    assert qkvo.calls == 240  # 40 blocks x (q, k, v, out of self-attention, q, out of cross)
+    attention = next(c for c in cards if c.group.startswith("dit:sdpa:self_b1_h40_d128_q4680"))
+    assert attention.calls == 40 and attention.source == "transformer.blocks.*.attn1"
+    rows = {(r.stage, r.primary): r for r in by_stage(cards)}
+    dit = rows["dit", "compute_bound"]
+    expected = sum(
+        (c.summed_kernel_us or 0) * c.calls
+        for c in cards
+        if (c.stage, c.primary) == ("dit", "compute_bound")
+    )
+    assert dit.kernel_us == round(expected, 3) and dit.calls == 443
