@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -100,6 +99,7 @@ def _card_fields(card: Card) -> dict[str, Any]:
         "card_achieved_tflops": card.achieved_tflops,
         "mfu_pct": roof.mfu_pct if roof else None,
         "useful_over_executed_ratio": roof.useful_over_executed if roof else None,
+        "calls": card.calls,
     }
 
 
@@ -144,22 +144,24 @@ def _kernel_row(card: Card, kernel: KernelCard) -> dict[str, Any]:
     return {**_card_fields(card), **_kernel_fields(kernel)}
 
 
-_TEXT = [
-    "stage",
-    "group",
-    "op",
-    "shape",
-    "status",
-    "primary",
-    "gpu",
-    "kernel",
-    "classification",
-    "margin_metric",
-    "hot_sm_unit",
-    "hot_memory_unit",
-    "flop_family",
-    "binding_roof",
-]
+_TEXT = frozenset(
+    [
+        "stage",
+        "group",
+        "op",
+        "shape",
+        "status",
+        "primary",
+        "gpu",
+        "kernel",
+        "classification",
+        "margin_metric",
+        "hot_sm_unit",
+        "hot_memory_unit",
+        "flop_family",
+        "binding_roof",
+    ]
+)
 _ROOF = [
     "flop_family",
     "executed_flop",
@@ -174,7 +176,7 @@ _ROOF = [
 
 
 def _columns() -> list[str]:
-    card = list(_card_fields_names())
+    card = list(CARD_COLUMNS)
     kernel = [
         "kernel",
         "classification",
@@ -191,22 +193,22 @@ def _columns() -> list[str]:
     return card + kernel
 
 
-def _card_fields_names() -> Iterable[str]:
-    return [
-        "stage",
-        "group",
-        "op",
-        "shape",
-        "status",
-        "primary",
-        "gpu",
-        "kernels",
-        "summed_kernel_us",
-        "nominal_mac_flop",
-        "card_achieved_tflops",
-        "mfu_pct",
-        "useful_over_executed_ratio",
-    ]
+CARD_COLUMNS = [
+    "stage",
+    "group",
+    "op",
+    "shape",
+    "status",
+    "primary",
+    "gpu",
+    "kernels",
+    "summed_kernel_us",
+    "nominal_mac_flop",
+    "card_achieved_tflops",
+    "mfu_pct",
+    "useful_over_executed_ratio",
+    "calls",
+]
 
 
 def _dtypes(columns: list[str]) -> dict[str, Any]:
@@ -218,7 +220,7 @@ def _dtypes(columns: list[str]) -> dict[str, Any]:
             out[name] = object
         elif name == "borderline":
             out[name] = "boolean"
-        elif name == "kernels":
+        elif name in ("kernels", "calls"):
             out[name] = "int64"
         else:
             out[name] = "float64"
