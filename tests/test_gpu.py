@@ -46,3 +46,43 @@ def test_capture_then_classify_on_the_gpu(tmp_path: Path) -> None:
     assert [c["primary"] for c in cards] == ["compute_bound", "dram_bandwidth_bound"]
     assert cards[0]["kernels"][0]["metrics"]["sm_pct"] >= 60
     assert cards[0]["kernels"][0]["missing_metrics"] == []
+
+
+def test_record_on_the_gpu_then_capture_replays_the_recorded_inputs(tmp_path: Path) -> None:
+    """A program run on the GPU under `record --save-inputs`; capture replays those tensors
+    (their sha256 is the card's) and says so."""
+    import torch
+
+    script = tmp_path / "infer.py"
+    script.write_text(
+        "import torch\n"
+        "torch.manual_seed(1)\n"
+        "layer = torch.nn.Linear(5120, 5120, device='cuda', dtype=torch.bfloat16)\n"
+        "x = torch.randn(4680, 5120, device='cuda', dtype=torch.bfloat16)\n"
+        "for _ in range(3):\n"
+        "    x = layer(x)\n"
+    )
+    shapes, inputs = tmp_path / "shapes.yaml", tmp_path / "inputs"
+    cli = [sys.executable, "-m", "ncu_classify.cli"]
+    argv = ["record", "-o", str(shapes), "--save-inputs", str(inputs), "--", "python", str(script)]
+    proc = subprocess.run([*cli, *argv], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "calls: 3" in shapes.read_text() and 'device: "cuda"' in shapes.read_text()
+    [saved] = list(inputs.glob("*.pt"))
+    tensors = torch.load(saved, weights_only=True)
+    raw = tmp_path / "raw"
+    proc = subprocess.run(
+        [*cli, "capture", "--shapes", str(shapes), "-o", str(raw)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    [shape] = json.loads((raw / "manifest.json").read_text())["shapes"]
+    assert (shape["status"], shape["input_source"], shape["calls"]) == ("ok", "recorded", 3)
+    import hashlib
+
+    digest = hashlib.sha256()
+    for t in tensors:
+        digest.update(t.contiguous().view(torch.uint8).numpy().tobytes())
+    assert shape["input_sha256"] == digest.hexdigest()
