@@ -262,7 +262,7 @@ def _shape_of(
     func: Any, args: tuple, kwargs: dict, result: Any
 ) -> tuple[dict[str, Any] | None, list[torch.Tensor]]:
     """The shapes-file mapping of a replayable call and its input tensors, else (None, [])."""
-    for handler in (_linear, _matmul, _conv3d, _attention, _cast):
+    for handler in (_linear, _matmul, _conv3d, _conv2d, _attention, _cast):
         found = handler(func, args, kwargs, result)
         if found is not None:
             return found
@@ -354,6 +354,47 @@ def _conv3d(func: Any, args: tuple, kwargs: dict, result: Any) -> Any:
         "dtype": DTYPE_NAMES[x.dtype],
         "allow_tf32": bool(torch.backends.cudnn.allow_tf32),
         "memory_format": "channels_last_3d" if last else "contiguous",
+        "bias": bias is not None,
+    }
+    return shape, [x, weight, *([bias] if bias is not None else [])]
+
+
+def _pair(value: Any) -> list[int] | None:
+    if isinstance(value, int):
+        return [value] * 2
+    if (
+        isinstance(value, (tuple, list))
+        and len(value) == 2
+        and all(isinstance(v, int) for v in value)
+    ):
+        return list(value)
+    return None
+
+
+def _conv2d(func: Any, args: tuple, kwargs: dict, result: Any) -> Any:
+    if func is not F.conv2d:
+        return None
+    x, weight = _arg(args, kwargs, 0, "input"), _arg(args, kwargs, 1, "weight")
+    bias = _arg(args, kwargs, 2, "bias")
+    stride = _pair(_arg(args, kwargs, 3, "stride", 1))
+    padding = _arg(args, kwargs, 4, "padding", 0)
+    padding = [0, 0] if padding == "valid" else _pair(padding)
+    dilation = _pair(_arg(args, kwargs, 5, "dilation", 1))
+    groups = _arg(args, kwargs, 6, "groups", 1)
+    if None in (stride, padding, dilation) or x.dim() != 4 or x.dtype not in DTYPE_NAMES:
+        return None  # padding="same" and unbatched inputs are counted as unreplayable
+    last = x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous()
+    shape: dict[str, Any] = {
+        "op": "conv2d",
+        "input": list(x.shape),
+        "weight": list(weight.shape),
+        "stride": stride,
+        "padding": padding,
+        "dilation": dilation,
+        "groups": groups,
+        "dtype": DTYPE_NAMES[x.dtype],
+        "allow_tf32": bool(torch.backends.cudnn.allow_tf32),
+        "memory_format": "channels_last" if last else "contiguous",
         "bias": bias is not None,
     }
     return shape, [x, weight, *([bias] if bias is not None else [])]

@@ -25,7 +25,15 @@ import torch.nn.functional as F
 
 from .protocol import read_batch
 from .protocol import run_batch as protocol_run_batch
-from .shapes import AttentionShape, CastShape, Conv3dShape, InputSpec, LinearShape, ShapeEntry
+from .shapes import (
+    AttentionShape,
+    CastShape,
+    Conv2dShape,
+    Conv3dShape,
+    InputSpec,
+    LinearShape,
+    ShapeEntry,
+)
 
 DTYPES = {
     "bf16": torch.bfloat16,
@@ -182,6 +190,16 @@ def _attention_op(
     return lambda: module.flash_attn_func(qt, kt, vt, causal=s.causal)
 
 
+def _conv2d(s: Conv2dShape, draw: Draws) -> tuple[list[torch.Tensor], Op]:
+    cpu = draw.all(s.inputs())
+    fmt = torch.channels_last if s.memory_format == "channels_last" else torch.contiguous_format
+    x, w, *b = (t.cuda().contiguous(memory_format=fmt) if t.dim() == 4 else t.cuda() for t in cpu)
+    torch.backends.cudnn.allow_tf32 = s.allow_tf32
+    return cpu, lambda: F.conv2d(
+        x, w, b[0] if b else None, s.stride, s.padding, s.dilation, s.groups
+    )
+
+
 def _sdpa(name: str, s: AttentionShape, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Op:
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -216,6 +234,7 @@ def _cast(s: CastShape, draw: Draws) -> tuple[list[torch.Tensor], Op]:
 BUILDERS: dict[type, Callable[[Any, Draws], tuple[list[torch.Tensor], Op]]] = {
     LinearShape: _linear,
     Conv3dShape: _conv3d,
+    Conv2dShape: _conv2d,
     AttentionShape: _attention,
     CastShape: _cast,
 }

@@ -22,6 +22,9 @@ PositiveInt = Annotated[int, Field(gt=0, lt=2**40)]
 Triple = Annotated[list[PositiveInt], Field(min_length=3, max_length=3)]
 NonNegTriple = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=3, max_length=3)]
 Dims5 = Annotated[list[PositiveInt], Field(min_length=5, max_length=5)]
+Dims4 = Annotated[list[PositiveInt], Field(min_length=4, max_length=4)]
+Pair = Annotated[list[PositiveInt], Field(min_length=2, max_length=2)]
+NonNegPair = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)]
 InputSpec = tuple[tuple[int, ...], str, float]  # dims, dtype, scale of one drawn input
 
 
@@ -193,6 +196,85 @@ class Conv3dShape(_Shape):
 
 
 # `sdpa`: F.scaled_dot_product_attention left to pick its kernel, as a recorded model did.
+class Conv2dShape(_Shape):
+    """`F.conv2d(input, weight, bias, stride, padding, dilation, groups)` in NCHW terms (the
+    Wan VAE's 2-D upsampling convs run per frame)."""
+
+    op: Literal["conv2d"]
+    input: Dims4
+    weight: Dims4
+    stride: Pair = [1, 1]
+    padding: NonNegPair = [0, 0]
+    dilation: Pair = [1, 1]
+    groups: PositiveInt = 1
+    dtype: Dtype = "fp32"
+    allow_tf32: bool = True
+    memory_format: Literal["contiguous", "channels_last"] = "contiguous"
+    bias: bool = False
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Conv2dShape:
+        if self.input[1] != self.weight[1] * self.groups:
+            raise ValueError(
+                f"input channels {self.input[1]} != weight in-channels {self.weight[1]}"
+                f" x groups {self.groups}"
+            )
+        if self.weight[0] % self.groups:
+            raise ValueError(f"out channels {self.weight[0]} not divisible by groups {self.groups}")
+        if any(d <= 0 for d in self.output()):
+            raise ValueError(f"kernel larger than padded input: output would be {self.output()}")
+        return self
+
+    def output(self) -> list[int]:
+        """Output shape [N, Cout, H, W] by the usual convolution arithmetic."""
+        spatial = [
+            (size + 2 * pad - dil * (k - 1) - 1) // st + 1
+            for size, k, st, pad, dil in zip(
+                self.input[2:], self.weight[2:], self.stride, self.padding, self.dilation,
+                strict=False,
+            )
+        ]  # fmt: skip
+        return [self.input[0], self.weight[0], *spatial]
+
+    def key(self) -> str:
+        dims = "x".join(map(str, self.input)) + "_w" + "x".join(map(str, self.weight))
+        parts = [f"in{dims}"]
+        parts += [f"s{'x'.join(map(str, self.stride))}", f"p{'x'.join(map(str, self.padding))}"]
+        if self.dilation != [1, 1]:
+            parts.append(f"d{'x'.join(map(str, self.dilation))}")
+        if self.groups != 1:
+            parts.append(f"g{self.groups}")
+        tags = [self.dtype] + (["tf32"] if self.dtype == "fp32" and self.allow_tf32 else [])
+        tags += ["cl"] if self.memory_format == "channels_last" else []
+        tags += ["bias"] if self.bias else []
+        return "conv2d:" + "_".join(parts) + ":" + ":".join(tags)
+
+    def aten_op(self) -> str:
+        return "aten.conv2d.default"
+
+    def nominal_flops(self) -> int:
+        kernel_area = self.weight[2] * self.weight[3]
+        return 2 * math.prod(self.output()) * (self.input[1] // self.groups) * kernel_area
+
+    def nominal_bytes(self) -> int:
+        elems = math.prod(self.input) + math.prod(self.weight) + math.prod(self.output())
+        return (elems + (self.weight[0] if self.bias else 0)) * DTYPE_BYTES[self.dtype]
+
+    def inputs(self) -> list[InputSpec]:
+        scale = (self.weight[1] * self.weight[2] * self.weight[3]) ** -0.5
+        specs: list[InputSpec] = [
+            (tuple(self.input), self.dtype, 1.0),
+            (tuple(self.weight), self.dtype, scale),
+        ]
+        return specs + ([((self.weight[0],), self.dtype, 1.0)] if self.bias else [])
+
+    def output_bytes(self) -> int:
+        out = math.prod(self.output()) * DTYPE_BYTES[self.dtype]
+        if self.memory_format == "contiguous":  # cuDNN may transpose input and output to NHWC
+            return 2 * out + math.prod(self.input) * DTYPE_BYTES[self.dtype]
+        return out
+
+
 AttentionBackend = Literal[
     "sdpa",
     "sdpa_flash",
@@ -292,7 +374,10 @@ class CastShape(_Shape):
         return math.prod(self.shape) * DTYPE_BYTES[self.to]
 
 
-Shape = Annotated[LinearShape | Conv3dShape | AttentionShape | CastShape, Field(discriminator="op")]
+Shape = Annotated[
+    LinearShape | Conv3dShape | Conv2dShape | AttentionShape | CastShape,
+    Field(discriminator="op"),
+]
 StageName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_]+$")]
 
 

@@ -63,6 +63,18 @@ def test_vae_causal_convs_after_their_temporal_padding(recorded: dict) -> None:
     assert all(s["dtype"] == "fp32" and s["allow_tf32"] for s in vae if s["op"] == "conv3d")
 
 
+def test_vae_2d_upsampling_convs_run_per_frame(recorded: dict) -> None:
+    """WanResample's 2-D 3x3 conv after each spatial upsampling takes the frames as its batch:
+    1 frame for the first latent frame, then 2 and 4 as the temporal upsampling doubles them."""
+    convs = [s for s in recorded["stages"]["vae"] if s["op"] == "conv2d"]
+    first = _find(convs, input=[1, 384, 16, 16], weight=[192, 384, 3, 3])
+    assert (first["padding"], first["calls"]) == ([1, 1], 1)
+    _find(convs, input=[2, 384, 16, 16], weight=[192, 384, 3, 3])
+    _find(convs, input=[4, 192, 64, 64], weight=[96, 192, 3, 3])
+    qkv = _find(convs, weight=[1152, 384, 1, 1])  # the mid-block attention's to_qkv
+    assert qkv["input"] == [1, 384, 8, 8] and qkv["calls"] == 2
+
+
 def test_dit_attention_heads_head_dim_and_sequence(recorded: dict) -> None:
     """1.3B config (12 heads x 128), 2 blocks: tokens = 2 frames x (8/2) x (8/2) = 32."""
     dit = recorded["stages"]["dit"]
@@ -85,7 +97,7 @@ def test_output_cast_and_what_could_not_be_replayed(recorded: dict) -> None:
     cast = _find(recorded["stages"]["output"], op="cast")
     assert (cast["shape"], cast["from"], cast["to"]) == ([1, 3, 5, 64, 64], "fp32", "uint8")
     unreplayable = recorded["recorded"].unreplayable
-    assert unreplayable["torch.conv2d"] == 10  # the VAE's 2-D resample convs: listed
+    assert "torch.conv2d" not in unreplayable  # the VAE's 2-D convs are shapes now
     assert unreplayable["F.silu"] > 0 and "Tensor.view" not in unreplayable  # views are free
     assert recorded["recorded"].command.endswith("--height 64 --width 64")
     assert '    - {op: "linear", M: 32, N: 1536, K: 1536,' in recorded["text"]
@@ -208,3 +220,18 @@ def test_recorded_h200_capture_reproduces_and_weighs_by_calls(
         if (c.stage, c.primary) == ("dit", "compute_bound")
     )
     assert dit.kernel_us == round(expected, 3) and dit.calls == 443
+
+
+def test_conv2d_shape_arithmetic() -> None:
+    from pydantic import ValidationError
+
+    from ncu_classify.shapes import Conv2dShape
+
+    shape = Conv2dShape(
+        op="conv2d", input=[4, 192, 64, 64], weight=[96, 192, 3, 3], padding=[1, 1], bias=True
+    )
+    assert shape.output() == [4, 96, 64, 64]
+    assert shape.nominal_flops() == 2 * 4 * 96 * 64 * 64 * 192 * 9
+    assert shape.key() == "conv2d:in4x192x64x64_w96x192x3x3_s1x1_p1x1:fp32:tf32:bias"
+    with pytest.raises(ValidationError, match="input channels 192 != weight in-channels 96"):
+        Conv2dShape(op="conv2d", input=[1, 192, 8, 8], weight=[96, 96, 3, 3])
