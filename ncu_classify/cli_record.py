@@ -3,9 +3,11 @@ in this process under the recorder and write what it ran as a shapes file."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import runpy
+import shlex
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,9 +23,8 @@ from .printable import printable
 STAGE = re.compile(r"^[A-Za-z0-9_]+$")
 
 
-@app.command(
-    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
-)
+# The program comes after `--`; without it, its options would be taken for record's.
+@app.command(context_settings={"allow_extra_args": True})
 def record(
     ctx: typer.Context,
     output: Annotated[str, typer.Option("-o", "--output", help="shapes YAML to write")],
@@ -49,16 +50,23 @@ def record(
     with errors():
         command = list(ctx.args)
         patterns = [_stage_pattern(text) for text in stage or []]
-        if not inputs_budget_mb >= 0:
-            raise UsageError(f"--inputs-budget-mb {inputs_budget_mb}: must be 0 or more")
+        if not 0 <= inputs_budget_mb < 1e9:  # also refuses nan and inf
+            raise UsageError(f"--inputs-budget-mb {inputs_budget_mb}: expected 0 to 1e9 MB")
+        if output == "-":
+            raise UsageError("-o -: the program prints to standard output too; give a file")
         script, argv = _program(command)
-        target = check_output(output, [p for p in (script,) if p is not None])
+        source = script if script is not None else _module_file(argv[0])
+        target = check_output(output, [p for p in (source,) if p is not None])
+        inputs_dir = _inputs_folder(save_inputs, target.path)
         from .record import Recorder, shapes_yaml, validated_document
 
-        recorder = Recorder(patterns, None, save_inputs, int(inputs_budget_mb * 1e6))
+        recorder = Recorder(patterns, None, inputs_dir, int(inputs_budget_mb * 1e6))
+        before = set(sys.modules)
         failure = _run(recorder, script, argv)
-        prefix = _inputs_prefix(save_inputs, target.path)
-        document = validated_document(recorder, " ".join(command), prefix)
+        # the program's own modules are inputs too: -o must not replace one of them
+        target = check_output(output, [*(p for p in (source,) if p), *_loaded_files(before)])
+        prefix = _inputs_prefix(inputs_dir, target.path)
+        document = validated_document(recorder, shlex.join(command), prefix)
         shapes = sum(len(s) for s in document["stages"].values())
         if shapes == 0:
             raise RecordError(
@@ -86,14 +94,20 @@ def _stage_pattern(text: str) -> tuple[str, str]:
     return pattern, name
 
 
+INTERPRETER = re.compile(r"^python[0-9.]*$")
+PYTHON_FLAGS = {"-u", "-B", "-O", "-OO", "-E", "-s", "-I", "-q"}  # harmless here
+
+
 def _program(command: list[str]) -> tuple[Path | None, list[str]]:
     """(script, argv) of `python SCRIPT ARGS`, `python -m MODULE ARGS` or `SCRIPT ARGS`;
     for a module the script is None and argv[0] the module name."""
     if not command:
         raise UsageError("give the program to record after --, e.g. -- python infer.py")
     words = list(command)
-    if Path(words[0]).name.startswith("python"):
+    if INTERPRETER.match(Path(words[0]).name):
         words = words[1:]
+        while words and words[0] in PYTHON_FLAGS:
+            words = words[1:]
     if words[:1] == ["-m"] and len(words) >= 2:
         return None, words[1:]
     if not words or words[0].startswith("-"):
@@ -104,8 +118,50 @@ def _program(command: list[str]) -> tuple[Path | None, list[str]]:
     return script, words
 
 
+def _module_file(name: str) -> Path | None:
+    """The file of `-m MODULE` (a usage error if there is none to run)."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError) as exc:
+        raise UsageError(f"-m {name}: {exc}") from None
+    if spec is None:
+        raise UsageError(f"-m {name}: no such module")
+    return Path(spec.origin) if spec.origin and spec.origin != "built-in" else None
+
+
+def _loaded_files(before: set[str]) -> list[Path]:
+    """Source files of the modules the program imported."""
+    files = []
+    for name in set(sys.modules) - before:
+        origin = getattr(sys.modules.get(name), "__file__", None)
+        if origin:
+            files.append(Path(origin))
+    return files
+
+
+def _inputs_folder(given: Path | None, shapes_path: Path | None) -> Path | None:
+    """--save-inputs as an absolute folder made now (the program may chdir), or a usage
+    error: not a folder, not writable, or the shapes file itself."""
+    if given is None:
+        return None
+    folder = given.resolve()
+    if shapes_path is not None and folder == shapes_path:
+        raise UsageError(f"--save-inputs {given}: is the -o file; give a folder")
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"--save-inputs {given}: is not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--save-inputs {given}: cannot make it: {exc.strerror or exc}") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"--save-inputs {given}: not writable")
+    return folder
+
+
 def _run(recorder: object, script: Path | None, argv: list[str]) -> str | None:
-    """Run the program under the recorder; a failure is described, not raised (Ctrl-C is)."""
+    """Run the program under the recorder; a failure is described, not raised (Ctrl-C is).
+    Standard output and error are restored after it, whatever it did to them."""
+    streams = sys.stdout, sys.stderr
     try:
         with recorder, _as_main(script, argv):  # type: ignore[attr-defined]
             if script is None:
@@ -117,9 +173,11 @@ def _run(recorder: object, script: Path | None, argv: list[str]) -> str | None:
             return f"{argv[0]} exited with {stop.code}"
     except KeyboardInterrupt:
         raise
-    except Exception as exc:  # the user's program failed: report it, keep what was recorded
-        text = " ".join(str(exc).split())[:200]
+    except BaseException as exc:  # the user's program failed: report it, keep what was recorded
+        text = " ".join(str(exc).split())[:300]
         return f"{argv[0]} raised {type(exc).__name__}: {text}"
+    finally:
+        sys.stdout, sys.stderr = streams
     return None
 
 
@@ -140,4 +198,4 @@ def _inputs_prefix(folder: Path | None, shapes_path: Path | None) -> str:
     if folder is None:
         return ""
     base = shapes_path.parent if shapes_path is not None else Path.cwd()
-    return os.path.relpath(folder.resolve(), base.resolve()) + "/"
+    return os.path.relpath(folder, base.resolve()) + "/"

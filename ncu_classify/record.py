@@ -19,6 +19,8 @@ import hashlib
 import inspect
 import json
 import re
+import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -65,8 +67,9 @@ class Recording:
 
 class Recorder:
     """`with Recorder(stages=[("transformer.*", "dit")]) as rec: model(...)`, then
-    `rec.shapes_yaml(command)`. `roots` names top modules (`{"vae": vae}`); otherwise a top
-    module is named after the variable or attribute that holds it in the caller."""
+    `rec.shapes_document(command)`. `roots` names top modules (`{"vae": vae}`); otherwise a
+    top module is named after the variable or attribute that holds it in the caller. Calls
+    made in other threads are not seen (torch function modes are per thread)."""
 
     def __init__(
         self,
@@ -76,10 +79,15 @@ class Recorder:
         inputs_budget_bytes: int = 0,
     ) -> None:
         self.stage_patterns = list(stages)
-        self.names: dict[int, str] = {id(m): n for n, m in (roots or {}).items()}
-        self.inputs_dir, self.budget = inputs_dir, inputs_budget_bytes
+        # weak keys: a module that is freed cannot lend its name to one born at its address
+        self.names: weakref.WeakKeyDictionary[torch.nn.Module, str] = weakref.WeakKeyDictionary(
+            {m: n for n, m in (roots or {}).items()}
+        )
+        self.inputs_dir = inputs_dir.resolve() if inputs_dir is not None else None
+        self.budget = inputs_budget_bytes
         self.recording = Recording()
-        self._stack: list[torch.nn.Module] = []
+        self._local = threading.local()  # each thread's stack of running modules
+        self._relative: dict[tuple[int, int], str | None] = {}
         self._handles: list[Any] = []
         self._mode = _Mode(self)
 
@@ -87,7 +95,7 @@ class Recorder:
         hooks = torch.nn.modules.module
         self._handles = [
             hooks.register_module_forward_pre_hook(self._enter),
-            hooks.register_module_forward_hook(self._leave),
+            hooks.register_module_forward_hook(self._leave, always_call=True),
         ]
         self._mode.__enter__()
         return self
@@ -100,30 +108,56 @@ class Recorder:
 
     # --- where a call comes from ---------------------------------------------------------------
 
+    @property
+    def _stack(self) -> list[torch.nn.Module]:
+        stack = getattr(self._local, "stack", None)
+        if stack is None:
+            stack = self._local.stack = []
+        return stack
+
     def _enter(self, module: torch.nn.Module, args: Any) -> None:
-        if id(module) not in self.names:  # name it and, once for all, everything below it
+        if module not in self.names:  # name it and, once for all, everything below it
             name = self._name(module)
             for below, child in module.named_modules():
-                self.names.setdefault(id(child), f"{name}.{below}" if below else name)
+                self.names.setdefault(child, f"{name}.{below}" if below else name)
         self._stack.append(module)
 
     def _leave(self, module: torch.nn.Module, args: Any, output: Any) -> None:
-        while self._stack:  # a forward that raised leaves its children on the stack
-            if self._stack.pop() is module:
+        stack = self._stack
+        while stack:  # (always called, also when the forward raised)
+            if stack.pop() is module:
                 break
 
     def _name(self, module: torch.nn.Module) -> str:
         """Dotted path of a module not yet named: below a running module, else the name the
         calling code holds it by, else its class."""
         for parent in reversed(self._stack):
-            for below, child in parent.named_modules():
-                if child is module:
-                    return f"{self.names.get(id(parent), 'model')}.{below}"
+            below = self._below(parent, module)
+            if below is not None:
+                return f"{self.names.get(parent, 'model')}.{below}"
         return _held_as(module) or type(module).__name__.lower()
 
+    def _below(self, parent: torch.nn.Module, module: torch.nn.Module) -> str | None:
+        """`module`'s path inside `parent` (cached), or None."""
+        key = (id(parent), id(module))
+        if key not in self._relative:
+            found = next((n for n, m in parent.named_modules() if m is module and n), None)
+            self._relative[key] = found
+        return self._relative[key]
+
     def path(self) -> str:
-        """Module path of the innermost module running now ('' outside any module)."""
-        return self.names.get(id(self._stack[-1]), "") if self._stack else ""
+        """Module path of the innermost module running now ('' outside any module), along the
+        modules actually running: a submodule shared by two parents is named under the one
+        that called it."""
+        stack = self._stack
+        if not stack:
+            return ""
+        path, previous = self.names.get(stack[0], ""), stack[0]
+        for module in stack[1:]:
+            below = self._below(previous, module)
+            path = f"{path}.{below}" if below is not None else self.names.get(module, path)
+            previous = module
+        return path
 
     def stage_of(self, path: str) -> str:
         """The first `--stage PATTERN=STAGE` the path matches, else its top module's name."""
@@ -141,7 +175,7 @@ class Recorder:
         `model.to(dtype)`), inside `Module._apply` (buffers cast by `.to`) and factories
         without tensor inputs are left out."""
         tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
-        if not tensors or isinstance(tensors[0], torch.nn.Parameter) or _in_module_setup():
+        if not tensors or _in_module_setup() or _sets_up_parameter(func, tensors[0]):
             return
         if self.recording.device == "cpu":
             self.recording.device = str(tensors[0].device.type)
@@ -160,8 +194,8 @@ class Recorder:
         key = json.dumps([stage, shape], sort_keys=True)
         entry = self.recording.entries.get(key)
         if entry is None:
-            entry = self.recording.entries[key] = Entry(stage, shape)
-            entry.inputs_file = self._save(key, inputs)
+            entry = Entry(stage, shape, inputs_file=self._save(key, inputs))
+            self.recording.entries[key] = entry
         entry.calls += 1
         source = re.sub(r"\.\d+(?=\.|$)", ".*", path) or "(no module)"
         if source not in entry.sources:
@@ -175,10 +209,12 @@ class Recorder:
         size = sum(t.numel() * t.element_size() for t in inputs)
         if size > self.budget:
             return None
-        self.budget -= size
-        self.inputs_dir.mkdir(parents=True, exist_ok=True)
         name = hashlib.sha256(key.encode()).hexdigest()[:16] + ".pt"
-        torch.save([t.detach().to("cpu").contiguous() for t in inputs], self.inputs_dir / name)
+        target = self.inputs_dir / name
+        partial = target.with_name(f".{name}.partial")
+        torch.save([t.detach().to("cpu").contiguous() for t in inputs], partial)
+        partial.replace(target)  # a reader sees the whole file or none
+        self.budget -= size
         return name
 
     # --- the shapes file ---------------------------------------------------------------------
@@ -242,20 +278,33 @@ def _name_of(func: Any) -> str:
 
 
 def _launches_kernel(name: str, inputs: list[torch.Tensor], result: Any) -> bool:
-    """A call that makes new data: an in-place op, or a tensor result that does not share
-    storage with an input (a view shares it)."""
+    """A call that makes new data: an in-place op (`add_`, `x[i] = y`, `out=`), or a result
+    (one tensor or several) that does not share storage with an input (a view shares it)."""
     short = name.rsplit(".", 1)[-1]
     if short in FREE:
         return False
-    if short.endswith("_") and not short.endswith("__"):
+    if short == "__setitem__" or (short.endswith("_") and not short.endswith("__")):
         return True
-    if not isinstance(result, torch.Tensor):
-        return False
+    results = [r for r in (result if isinstance(result, (tuple, list)) else [result])]
+    results = [r for r in results if isinstance(r, torch.Tensor)]
     try:
-        out = result.untyped_storage().data_ptr()
-        return all(t.untyped_storage().data_ptr() != out for t in inputs)
+        taken = {t.untyped_storage().data_ptr() for t in inputs}
+        return any(r.untyped_storage().data_ptr() not in taken for r in results)
     except (RuntimeError, NotImplementedError):  # meta or fake tensors
-        return True
+        return bool(results)
+
+
+_SETUP_CALLS = {"to", "type", "float", "half", "bfloat16", "double", "cuda", "cpu", "copy_"}
+
+
+def _sets_up_parameter(func: Any, first: torch.Tensor) -> bool:
+    """A cast, copy or in-place initialiser of a parameter (`weight.to(bf16)`, `normal_`):
+    loading or converting the model, not running it. A parameter used by an op (`addmm(bias,
+    x, weight)`) is inference and is recorded."""
+    if not isinstance(first, torch.nn.Parameter):
+        return False
+    name = getattr(func, "__name__", "")
+    return name in _SETUP_CALLS or (name.endswith("_") and not name.endswith("__"))
 
 
 def _shape_of(
@@ -300,9 +349,14 @@ def _matmul(func: Any, args: tuple, kwargs: dict, result: Any) -> Any:
     """A (..., M, K) @ (K, N) product (or addmm with its bias) as a linear: the replay runs
     x @ w.T, the same GEMM with the second operand transposed (noted on the shape)."""
     if func in (torch.addmm, torch.Tensor.addmm):
-        bias, a, b = args[0], args[1], args[2]
+        names = ("input", "mat1", "mat2")
+        bias, a, b = (_arg(args, kwargs, i, n) for i, n in enumerate(names))
+        if _arg(args, kwargs, 3, "beta", 1) != 1 or _arg(args, kwargs, 4, "alpha", 1) != 1:
+            return None  # scaled: not a plain linear
     elif func in _MATMULS:
-        bias, a, b = None, args[0], args[1]
+        bias, a, b = None, _arg(args, kwargs, 0, "input"), _arg(args, kwargs, 1, "other")
+        if b is None:
+            b = _arg(args, kwargs, 1, "mat2")
     else:
         return None
     if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
@@ -406,8 +460,9 @@ def _attention(func: Any, args: tuple, kwargs: dict, result: Any) -> Any:
     q, k, v = (_arg(args, kwargs, i, name) for i, name in enumerate(("query", "key", "value")))
     mask = _arg(args, kwargs, 3, "attn_mask")
     causal = bool(_arg(args, kwargs, 5, "is_causal", False))
-    if q.dim() != 4 or k.shape[1] != q.shape[1] or q.dtype not in DTYPE_NAMES:
-        return None  # grouped-query or unbatched attention: counted as unreplayable
+    same = q.dim() == k.dim() == v.dim() == 4 and k.shape[1] == q.shape[1] == v.shape[1]
+    if not same or v.shape[-1] != q.shape[-1] or q.dtype not in DTYPE_NAMES:
+        return None  # grouped-query, unbatched or another value width: counted as unreplayable
     batch, heads, q_len, head_dim = q.shape
     keys = k.shape[2]
     shape: dict[str, Any] = {
@@ -422,8 +477,13 @@ def _attention(func: Any, args: tuple, kwargs: dict, result: Any) -> Any:
         "causal": causal,
         "dtype": DTYPE_NAMES[q.dtype],
     }
+    notes = []
     if mask is not None:
-        shape["note"] = "the model passed an attention mask; the replay runs without one"
+        notes.append("the model passed an attention mask; the replay runs without one")
+    if _arg(args, kwargs, 4, "dropout_p", 0.0):
+        notes.append("the model used dropout; the replay runs without it")
+    if notes:
+        shape["note"] = "; ".join(notes)
     return shape, [q, k, v]
 
 
@@ -448,15 +508,19 @@ def _cast(func: Any, args: tuple, kwargs: dict, result: Any) -> Any:
 
 
 def _in_module_setup() -> bool:
-    """True inside `nn.Module._apply` (`model.to(...)`, `.half()`, `.cuda()`): setup, not
-    inference."""
+    """True inside `nn.Module._apply` (`model.to(...)`, `.half()`, `.cuda()`) or a module's
+    `__init__` (rotary tables, initialisers): building the model, not running it."""
     frame = inspect.currentframe()
     try:
-        for _ in range(12):
+        for _ in range(16):
             if frame is None:
                 return False
             code = frame.f_code
             if code.co_name == "_apply" and code.co_filename.endswith("module.py"):
+                return True
+            if code.co_name == "__init__" and isinstance(
+                frame.f_locals.get("self"), torch.nn.Module
+            ):
                 return True
             frame = frame.f_back
         return False
@@ -542,6 +606,7 @@ def shapes_yaml(document: dict[str, Any]) -> str:
     """A recorded shapes document as YAML people can read and diff: one flow mapping per shape
     (JSON scalars are YAML scalars), the ops it could not replay one per line."""
     recorded = document["recorded"]
+    dumps = _yaml_scalar
     lines = [
         f"# Recorded by ncu-classify {recorded['tool_version']}: {len(_flat(document))} distinct"
         f" shapes, {sum(s['calls'] for s in _flat(document))} calls.",
@@ -550,22 +615,36 @@ def shapes_yaml(document: dict[str, Any]) -> str:
         f"warmup: {document['warmup']}",
         f"cudnn_benchmark: {json.dumps(document['cudnn_benchmark'])}",
         "recorded:",
-        f"  command: {json.dumps(recorded['command'])}",
-        f"  tool_version: {json.dumps(recorded['tool_version'])}",
-        f"  torch: {json.dumps(recorded['torch'])}",
-        f"  device: {json.dumps(recorded['device'])}",
+        f"  command: {dumps(recorded['command'])}",
+        f"  tool_version: {dumps(recorded['tool_version'])}",
+        f"  torch: {dumps(recorded['torch'])}",
+        f"  device: {dumps(recorded['device'])}",
     ]
     unreplayable = recorded["unreplayable"]
     lines.append("  unreplayable:" + ("" if unreplayable else " {}"))
-    lines += [f"    {json.dumps(name)}: {count}" for name, count in unreplayable.items()]
+    lines += [f"    {dumps(name)}: {count}" for name, count in unreplayable.items()]
     lines.append("stages:")
     for stage, shapes in document["stages"].items():
-        lines.append(f"  {stage}:")
+        lines.append(f"  {dumps(stage)}:")  # quoted: a stage named `null` or `123` stays text
         lines += [
-            "    - {" + ", ".join(f"{k}: {json.dumps(v)}" for k, v in shape.items()) + "}"
+            "    - {" + ", ".join(f"{k}: {dumps(v)}" for k, v in shape.items()) + "}"
             for shape in shapes
         ]
     return "\n".join(lines) + "\n"
+
+
+# Characters a YAML double-quoted scalar must not hold raw (DEL, C1 controls, line and
+# paragraph separators, bidi controls): written as \\uXXXX escapes. C0 controls JSON escapes.
+_YAML_UNSAFE = re.compile(
+    "[\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]"
+)
+
+
+def _yaml_scalar(value: Any) -> str:
+    """A JSON scalar or list as YAML flow text; strings keep their non-ASCII characters (YAML
+    would read a JSON surrogate pair as two lone surrogates) but never a raw control."""
+    text = json.dumps(value, ensure_ascii=False)
+    return _YAML_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _flat(document: dict[str, Any]) -> list[dict[str, Any]]:

@@ -235,3 +235,80 @@ def test_conv2d_shape_arithmetic() -> None:
     assert shape.key() == "conv2d:in4x192x64x64_w96x192x3x3_s1x1_p1x1:fp32:tf32:bias"
     with pytest.raises(ValidationError, match="input channels 192 != weight in-channels 96"):
         Conv2dShape(op="conv2d", input=[1, 192, 8, 8], weight=[96, 96, 3, 3])
+
+
+def test_record_refuses_what_would_lose_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Checked before the program runs (or, for its imported modules, before anything is
+    written): nothing of the user's is replaced, no shapes file is left that capture refuses."""
+    import_or_skip("torch")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "helper.py").write_text("import torch\nF = torch.nn.functional\n")
+    (tmp_path / "main.py").write_text(
+        "import torch, helper\nhelper.F.linear(torch.randn(4, 8), torch.randn(2, 8))\n"
+    )
+    (tmp_path / "afile").write_text("x")
+    program = ["--", "python", "main.py"]
+    cases = [
+        (["-o", "-"], "-o -: the program prints to standard output too"),
+        (["-o", "s.yaml", "--save-inputs", "afile"], "--save-inputs afile: is not a folder"),
+        (["-o", "s.yaml", "--inputs-budget-mb", "inf"], "--inputs-budget-mb inf: expected"),
+        (["-o", "helper.py"], "-o helper.py: is also an input"),
+        # without `--` the program's options would be record's: refused, not swallowed
+        (["-o", "s.yaml", "python", "main.py", "--layers", "2"], "No such option: --layers"),
+    ]
+    for argv, message in cases:
+        extra = [] if "python" in argv else program
+        assert run(["record", *argv, *extra]) == 2, argv
+        assert message in capsys.readouterr().err, argv
+    assert (tmp_path / "helper.py").read_text().startswith("import torch")
+    assert not (tmp_path / "s.yaml").exists()
+
+
+def test_paths_follow_the_running_parents_and_parameters_in_ops_count() -> None:
+    """A submodule shared by two parents is named under the one that called it; addmm with a
+    parameter bias (GPT-2's Conv1D) is inference; sort's tuple result is counted."""
+    torch = import_or_skip("torch")
+    from ncu_classify.record import Recorder
+
+    class Conv1D(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.randn(8, 6))
+            self.bias = torch.nn.Parameter(torch.zeros(6))
+
+        def forward(self, x):  # type: ignore[no-untyped-def]
+            return torch.addmm(self.bias, x, self.weight)
+
+    class Net(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            shared = torch.nn.Linear(8, 8)
+            self.enc = torch.nn.Sequential(shared)
+            self.dec = torch.nn.Sequential(shared)
+            self.head = Conv1D()
+
+        def forward(self, x):  # type: ignore[no-untyped-def]
+            return self.head(self.dec(self.enc(x))).sort(dim=-1)
+
+    net = Net()
+    with Recorder(stages=[("net.dec.*", "decoder"), ("net.enc.*", "encoder")]) as recorder:
+        net(torch.randn(4, 8))
+    document = recorder.shapes_document("test")
+    linear = {stage: s[0]["source"] for stage, s in document["stages"].items()}
+    assert linear["encoder"] == "net.enc.*" and linear["decoder"] == "net.dec.*"
+    head = document["stages"]["net"][0]
+    assert (head["op"], head["M"], head["N"], head["K"], head["bias"]) == ("linear", 4, 6, 8, True)
+    assert document["recorded"]["unreplayable"] == {"Tensor.sort": 1}
+
+
+def test_stage_names_stay_text_in_yaml(tmp_path: Path) -> None:
+    import_or_skip("torch")
+    script = tmp_path / "p.py"
+    script.write_text(
+        "import torch\ntorch.nn.functional.linear(torch.randn(4, 8), torch.randn(2, 8))\n"
+    )
+    out = tmp_path / "s.yaml"
+    assert run(["record", "-o", str(out), "--stage", "=null", "--", "python", str(script)]) == 0
+    assert list(load_shapes(out).stages) == ["null"]

@@ -1,10 +1,10 @@
 # Record the Wan 2.1 14B DiT (one step, bf16) and the Wan VAE decode (fp32) at 480x832, 9
 # frames (3 latent frames: the 4,680-token chunk of the legacy workload), on the H200, then
-# capture the recorded shapes with their real inputs. Run from the repository root on the GPU
-# host with the wheels it lacks in .whl_rec (pydantic, ruamel.yaml, diffusers,
-# importlib_metadata).
+# capture the recorded shapes with their real inputs; then the GPU tests. Run from the
+# repository root on the GPU host with the wheels it lacks in .whl (pydantic, ruamel.yaml,
+# ncu-report) and .whl_rec2 (diffusers, importlib_metadata).
 set -u
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl_rec/*.whl || exit 1
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl .whl_rec2/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 python3 -c "import diffusers, torch; print('diffusers', diffusers.__version__, 'torch', torch.__version__)"
 mkdir -p /tmp/rec
@@ -23,3 +23,4 @@ python3 -c "
 import json,collections; m=json.load(open('/tmp/rec/cap/manifest.json')); print(collections.Counter((s['status'], s['input_source']) for s in m['shapes'])); print([ (s['group'], s['error']) for s in m['shapes'] if s['status']!='ok'])"
 (cd /tmp/rec && for f in cap/*.ncu-rep; do xz -9 -T8 "$f"; done; cp capture.log cap/; tar cf $OUT/record.tar wan_480x832.yaml cap)
 ls -la $OUT
+python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py 2>&1 | tail -5
