@@ -207,7 +207,7 @@ def test_recorded_h200_capture_reproduces_and_weighs_by_calls(
     keep = [x for x in fresh.read_text().splitlines() if stamp not in x]
     assert keep == [x for x in RECORDED_CARDS.read_text().splitlines() if stamp not in x]
     cards = load_card_file(RECORDED_CARDS).cards
-    assert len(cards) == 35 and {c.input_source for c in cards} == {"recorded"}
+    assert len(cards) == 43 and {c.input_source for c in cards} == {"recorded"}
     qkvo = next(c for c in cards if c.group == "dit:linear:M4680_N5120_K5120:bf16:bias")
     assert qkvo.calls == 240  # 40 blocks x (q, k, v, out of self-attention, q, out of cross)
     attention = next(c for c in cards if c.group.startswith("dit:sdpa:self_b1_h40_d128_q4680"))
