@@ -144,24 +144,25 @@ def _kernel_row(card: Card, kernel: KernelCard) -> dict[str, Any]:
     return {**_card_fields(card), **_kernel_fields(kernel)}
 
 
-_TEXT = frozenset(
-    [
-        "stage",
-        "group",
-        "op",
-        "shape",
-        "status",
-        "primary",
-        "gpu",
-        "kernel",
-        "classification",
-        "margin_metric",
-        "hot_sm_unit",
-        "hot_memory_unit",
-        "flop_family",
-        "binding_roof",
-    ]
-)
+CARD_COLUMNS = [
+    "stage",
+    "group",
+    "op",
+    "shape",
+    "status",
+    "primary",
+    "gpu",
+    "kernels",
+    "summed_kernel_us",
+    "nominal_mac_flop",
+    "card_achieved_tflops",
+    "mfu_pct",
+    "useful_over_executed_ratio",
+    "calls",
+]
+CARD_TEXT = CARD_COLUMNS[:7]  # stage .. gpu: the text columns of a card
+KERNEL_TEXT = ("kernel", "classification", "margin_metric", "hot_sm_unit", "hot_memory_unit")
+_TEXT = frozenset([*CARD_TEXT, *KERNEL_TEXT, "flop_family", "binding_roof"])
 _ROOF = [
     "flop_family",
     "executed_flop",
@@ -191,24 +192,6 @@ def _columns() -> list[str]:
         *METRIC_COLUMNS.values(),
     ]
     return card + kernel
-
-
-CARD_COLUMNS = [
-    "stage",
-    "group",
-    "op",
-    "shape",
-    "status",
-    "primary",
-    "gpu",
-    "kernels",
-    "summed_kernel_us",
-    "nominal_mac_flop",
-    "card_achieved_tflops",
-    "mfu_pct",
-    "useful_over_executed_ratio",
-    "calls",
-]
 
 
 def _dtypes(columns: list[str]) -> dict[str, Any]:

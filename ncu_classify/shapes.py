@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -112,23 +112,25 @@ class LinearShape(_Shape):
         return self.M * self.N * DTYPE_BYTES[self.dtype]
 
 
-class Conv3dShape(_Shape):
-    """`F.conv3d(input, weight, bias, stride, padding, dilation, groups)` in NCDHW terms."""
+class _Conv(_Shape):
+    """What conv2d and conv3d share: NC + spatial dims, the output arithmetic, the id, the
+    FLOPs and bytes. Subclasses fix the number of spatial dims by their field types."""
 
-    op: Literal["conv3d"]
-    input: Dims5
-    weight: Dims5
-    stride: Triple = [1, 1, 1]
-    padding: NonNegTriple = [0, 0, 0]
-    dilation: Triple = [1, 1, 1]
+    input: list[int]
+    weight: list[int]
+    stride: list[int]
+    padding: list[int]
+    dilation: list[int]
     groups: PositiveInt = 1
     dtype: Dtype = "fp32"
     allow_tf32: bool = True
-    memory_format: Literal["contiguous", "channels_last_3d"] = "contiguous"
+    memory_format: str = "contiguous"
     bias: bool = False
+    _name: ClassVar[str] = "conv"
+    _layout_tag: ClassVar[str] = "cl"
 
     @model_validator(mode="after")
-    def _consistent(self) -> Conv3dShape:
+    def _consistent(self) -> _Conv:
         if self.input[1] != self.weight[1] * self.groups:
             raise ValueError(
                 f"input channels {self.input[1]} != weight in-channels {self.weight[1]}"
@@ -141,92 +143,7 @@ class Conv3dShape(_Shape):
         return self
 
     def output(self) -> list[int]:
-        """Output shape [N, Cout, D, H, W] by the usual convolution arithmetic."""
-        spatial = [
-            (size + 2 * pad - dil * (k - 1) - 1) // st + 1
-            for size, k, st, pad, dil in zip(
-                self.input[2:],
-                self.weight[2:],
-                self.stride,
-                self.padding,
-                self.dilation,
-                strict=False,
-            )
-        ]
-        return [self.input[0], self.weight[0], *spatial]
-
-    def key(self) -> str:
-        dims = "x".join(map(str, self.input)) + "_w" + "x".join(map(str, self.weight))
-        parts = [f"in{dims}"]
-        parts += [f"s{'x'.join(map(str, self.stride))}", f"p{'x'.join(map(str, self.padding))}"]
-        if self.dilation != [1, 1, 1]:
-            parts.append(f"d{'x'.join(map(str, self.dilation))}")
-        if self.groups != 1:
-            parts.append(f"g{self.groups}")
-        tags = [self.dtype] + (["tf32"] if self.dtype == "fp32" and self.allow_tf32 else [])
-        tags += ["cl3d"] if self.memory_format == "channels_last_3d" else []
-        tags += ["bias"] if self.bias else []
-        return "conv3d:" + "_".join(parts) + ":" + ":".join(tags)
-
-    def aten_op(self) -> str:
-        return "aten.conv3d.default"
-
-    def nominal_flops(self) -> int:
-        kernel_volume = math.prod(self.weight[2:])
-        return 2 * math.prod(self.output()) * (self.input[1] // self.groups) * kernel_volume
-
-    def nominal_bytes(self) -> int:
-        elems = math.prod(self.input) + math.prod(self.weight) + math.prod(self.output())
-        return (elems + (self.weight[0] if self.bias else 0)) * DTYPE_BYTES[self.dtype]
-
-    def inputs(self) -> list[InputSpec]:
-        fan_in = self.weight[1] * self.weight[2] * self.weight[3] * self.weight[4]
-        scale = fan_in**-0.5
-        specs: list[InputSpec] = [
-            (tuple(self.input), self.dtype, 1.0),
-            (tuple(self.weight), self.dtype, scale),
-        ]
-        return specs + ([((self.weight[0],), self.dtype, 1.0)] if self.bias else [])
-
-    def output_bytes(self) -> int:
-        out = math.prod(self.output()) * DTYPE_BYTES[self.dtype]
-        if self.memory_format == "contiguous":  # cuDNN transposes input and output to NHWC
-            return 2 * out + math.prod(self.input) * DTYPE_BYTES[self.dtype]
-        return out
-
-
-# `sdpa`: F.scaled_dot_product_attention left to pick its kernel, as a recorded model did.
-class Conv2dShape(_Shape):
-    """`F.conv2d(input, weight, bias, stride, padding, dilation, groups)` in NCHW terms (the
-    Wan VAE's 2-D upsampling convs run per frame)."""
-
-    op: Literal["conv2d"]
-    input: Dims4
-    weight: Dims4
-    stride: Pair = [1, 1]
-    padding: NonNegPair = [0, 0]
-    dilation: Pair = [1, 1]
-    groups: PositiveInt = 1
-    dtype: Dtype = "fp32"
-    allow_tf32: bool = True
-    memory_format: Literal["contiguous", "channels_last"] = "contiguous"
-    bias: bool = False
-
-    @model_validator(mode="after")
-    def _consistent(self) -> Conv2dShape:
-        if self.input[1] != self.weight[1] * self.groups:
-            raise ValueError(
-                f"input channels {self.input[1]} != weight in-channels {self.weight[1]}"
-                f" x groups {self.groups}"
-            )
-        if self.weight[0] % self.groups:
-            raise ValueError(f"out channels {self.weight[0]} not divisible by groups {self.groups}")
-        if any(d <= 0 for d in self.output()):
-            raise ValueError(f"kernel larger than padded input: output would be {self.output()}")
-        return self
-
-    def output(self) -> list[int]:
-        """Output shape [N, Cout, H, W] by the usual convolution arithmetic."""
+        """Output shape [N, Cout, *spatial] by the usual convolution arithmetic."""
         spatial = [
             (size + 2 * pad - dil * (k - 1) - 1) // st + 1
             for size, k, st, pad, dil in zip(
@@ -240,28 +157,28 @@ class Conv2dShape(_Shape):
         dims = "x".join(map(str, self.input)) + "_w" + "x".join(map(str, self.weight))
         parts = [f"in{dims}"]
         parts += [f"s{'x'.join(map(str, self.stride))}", f"p{'x'.join(map(str, self.padding))}"]
-        if self.dilation != [1, 1]:
+        if any(d != 1 for d in self.dilation):
             parts.append(f"d{'x'.join(map(str, self.dilation))}")
         if self.groups != 1:
             parts.append(f"g{self.groups}")
         tags = [self.dtype] + (["tf32"] if self.dtype == "fp32" and self.allow_tf32 else [])
-        tags += ["cl"] if self.memory_format == "channels_last" else []
+        tags += [self._layout_tag] if self.memory_format != "contiguous" else []
         tags += ["bias"] if self.bias else []
-        return "conv2d:" + "_".join(parts) + ":" + ":".join(tags)
+        return f"{self._name}:" + "_".join(parts) + ":" + ":".join(tags)
 
     def aten_op(self) -> str:
-        return "aten.conv2d.default"
+        return f"aten.{self._name}.default"
 
     def nominal_flops(self) -> int:
-        kernel_area = self.weight[2] * self.weight[3]
-        return 2 * math.prod(self.output()) * (self.input[1] // self.groups) * kernel_area
+        kernel_volume = math.prod(self.weight[2:])
+        return 2 * math.prod(self.output()) * (self.input[1] // self.groups) * kernel_volume
 
     def nominal_bytes(self) -> int:
         elems = math.prod(self.input) + math.prod(self.weight) + math.prod(self.output())
         return (elems + (self.weight[0] if self.bias else 0)) * DTYPE_BYTES[self.dtype]
 
     def inputs(self) -> list[InputSpec]:
-        scale = (self.weight[1] * self.weight[2] * self.weight[3]) ** -0.5
+        scale = math.prod(self.weight[1:]) ** -0.5
         specs: list[InputSpec] = [
             (tuple(self.input), self.dtype, 1.0),
             (tuple(self.weight), self.dtype, scale),
@@ -270,11 +187,40 @@ class Conv2dShape(_Shape):
 
     def output_bytes(self) -> int:
         out = math.prod(self.output()) * DTYPE_BYTES[self.dtype]
-        if self.memory_format == "contiguous":  # cuDNN may transpose input and output to NHWC
+        if self.memory_format == "contiguous":  # cuDNN transposes input and output to NHWC
             return 2 * out + math.prod(self.input) * DTYPE_BYTES[self.dtype]
         return out
 
 
+class Conv3dShape(_Conv):
+    """`F.conv3d(input, weight, bias, stride, padding, dilation, groups)` in NCDHW terms."""
+
+    op: Literal["conv3d"]
+    input: Dims5
+    weight: Dims5
+    stride: Triple = [1, 1, 1]
+    padding: NonNegTriple = [0, 0, 0]
+    dilation: Triple = [1, 1, 1]
+    memory_format: Literal["contiguous", "channels_last_3d"] = "contiguous"
+    _name: ClassVar[str] = "conv3d"
+    _layout_tag: ClassVar[str] = "cl3d"
+
+
+class Conv2dShape(_Conv):
+    """`F.conv2d(...)` in NCHW terms (the Wan VAE's 2-D upsampling convs run per frame)."""
+
+    op: Literal["conv2d"]
+    input: Dims4
+    weight: Dims4
+    stride: Pair = [1, 1]
+    padding: NonNegPair = [0, 0]
+    dilation: Pair = [1, 1]
+    memory_format: Literal["contiguous", "channels_last"] = "contiguous"
+    _name: ClassVar[str] = "conv2d"
+    _layout_tag: ClassVar[str] = "cl"
+
+
+# `sdpa`: F.scaled_dot_product_attention left to pick its kernel, as a recorded model did.
 AttentionBackend = Literal[
     "sdpa",
     "sdpa_flash",

@@ -1,0 +1,303 @@
+"""The recorder: a torch function mode that hands each call to `calls`, and global module
+hooks that keep, per thread, the stack of modules running, so each call knows its module path
+and stage. Building the model is left out; identical shapes merge with their calls."""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import inspect
+import json
+import re
+import threading
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from .. import __version__
+from .calls import launches_kernel, name_of, sets_up_parameter, shape_of
+
+
+@dataclass
+class Entry:
+    """One distinct shape of one stage: the shapes-file mapping and how often it ran."""
+
+    stage: str
+    shape: dict[str, Any]
+    calls: int = 0
+    sources: list[str] = field(default_factory=list)
+    inputs_file: str | None = None
+
+
+@dataclass
+class Recording:
+    """What a recording holds: distinct shapes in first-seen order, and what it could not keep."""
+
+    entries: dict[str, Entry] = field(default_factory=dict)
+    unreplayable: dict[str, int] = field(default_factory=dict)
+    device: str = "cpu"
+
+
+class Recorder:
+    """`with Recorder(stages=[("transformer.*", "dit")]) as rec: model(...)`, then
+    `rec.shapes_document(command)`. `roots` names top modules (`{"vae": vae}`); otherwise a
+    top module is named after the variable or attribute that holds it in the caller. Calls
+    made in other threads are not seen (torch function modes are per thread)."""
+
+    def __init__(
+        self,
+        stages: Sequence[tuple[str, str]] = (),
+        roots: dict[str, torch.nn.Module] | None = None,
+        inputs_dir: Path | None = None,
+        inputs_budget_bytes: int = 0,
+    ) -> None:
+        self.stage_patterns = list(stages)
+        # weak keys: a module that is freed cannot lend its name to one born at its address
+        self.names: weakref.WeakKeyDictionary[torch.nn.Module, str] = weakref.WeakKeyDictionary(
+            {m: n for n, m in (roots or {}).items()}
+        )
+        self.inputs_dir = inputs_dir.resolve() if inputs_dir is not None else None
+        self.budget = inputs_budget_bytes
+        self.recording = Recording()
+        self._local = threading.local()  # each thread's stack of running modules
+        self._relative: dict[tuple[int, int], str | None] = {}
+        self._handles: list[Any] = []
+        self._mode = _Mode(self)
+
+    def __enter__(self) -> Recorder:
+        hooks = torch.nn.modules.module
+        self._handles = [
+            hooks.register_module_forward_pre_hook(self._enter),
+            hooks.register_module_forward_hook(self._leave, always_call=True),
+        ]
+        self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._mode.__exit__(*exc)
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+
+    # --- where a call comes from ---------------------------------------------------------------
+
+    @property
+    def _stack(self) -> list[torch.nn.Module]:
+        stack = getattr(self._local, "stack", None)
+        if stack is None:
+            stack = self._local.stack = []
+        return stack
+
+    def _enter(self, module: torch.nn.Module, args: Any) -> None:
+        if module not in self.names:  # name it and, once for all, everything below it
+            name = self._name(module)
+            for below, child in module.named_modules():
+                self.names.setdefault(child, f"{name}.{below}" if below else name)
+        self._stack.append(module)
+
+    def _leave(self, module: torch.nn.Module, args: Any, output: Any) -> None:
+        stack = self._stack
+        while stack:  # (always called, also when the forward raised)
+            if stack.pop() is module:
+                break
+
+    def _name(self, module: torch.nn.Module) -> str:
+        """Dotted path of a module not yet named: below a running module, else the name the
+        calling code holds it by, else its class."""
+        for parent in reversed(self._stack):
+            below = self._below(parent, module)
+            if below is not None:
+                return f"{self.names.get(parent, 'model')}.{below}"
+        return _held_as(module) or type(module).__name__.lower()
+
+    def _below(self, parent: torch.nn.Module, module: torch.nn.Module) -> str | None:
+        """`module`'s path inside `parent` (cached), or None."""
+        key = (id(parent), id(module))
+        if key not in self._relative:
+            found = next((n for n, m in parent.named_modules() if m is module and n), None)
+            self._relative[key] = found
+        return self._relative[key]
+
+    def path(self) -> str:
+        """Module path of the innermost module running now ('' outside any module), along the
+        modules actually running: a submodule shared by two parents is named under the one
+        that called it."""
+        stack = self._stack
+        if not stack:
+            return ""
+        path, previous = self.names.get(stack[0], ""), stack[0]
+        for module in stack[1:]:
+            below = self._below(previous, module)
+            path = f"{path}.{below}" if below is not None else self.names.get(module, path)
+            previous = module
+        return path
+
+    def stage_of(self, path: str) -> str:
+        """The first `--stage PATTERN=STAGE` the path matches, else its top module's name."""
+        for pattern, stage in self.stage_patterns:
+            if fnmatch.fnmatchcase(path, pattern):
+                return stage
+        top = path.split(".", 1)[0] if path else "main"
+        return re.sub(r"[^A-Za-z0-9_]", "_", top) or "main"
+
+    # --- what a call was -------------------------------------------------------------------
+
+    def observe(self, func: Callable[..., Any], args: tuple, kwargs: dict, result: Any) -> None:
+        """Record one call: a replayable shape, or one more call of an op the replay lacks.
+        Building the model is not inference: calls on a parameter (initialisers, the casts of
+        `model.to(dtype)`), inside `Module._apply` (buffers cast by `.to`) and factories
+        without tensor inputs are left out."""
+        tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+        if not tensors or _in_module_setup() or sets_up_parameter(func, tensors[0]):
+            return
+        if self.recording.device == "cpu":
+            self.recording.device = str(tensors[0].device.type)
+        shape, inputs = shape_of(func, args, kwargs, result)
+        if shape is not None:
+            self._add(shape, inputs)
+            return
+        name = name_of(func)
+        if name and launches_kernel(name, tensors, result):
+            counts = self.recording.unreplayable
+            counts[name] = counts.get(name, 0) + 1
+
+    def _add(self, shape: dict[str, Any], inputs: list[torch.Tensor]) -> None:
+        path = self.path()
+        stage = self.stage_of(path)
+        key = json.dumps([stage, shape], sort_keys=True)
+        entry = self.recording.entries.get(key)
+        if entry is None:
+            entry = Entry(stage, shape, inputs_file=self._save(key, inputs))
+            self.recording.entries[key] = entry
+        entry.calls += 1
+        source = re.sub(r"\.\d+(?=\.|$)", ".*", path) or "(no module)"
+        if source not in entry.sources:
+            entry.sources.append(source)
+
+    def _save(self, key: str, inputs: list[torch.Tensor]) -> str | None:
+        """Keep the inputs of a new shape when the budget allows; the file name is their key's
+        hash, so a second recording of the same model writes the same names."""
+        if self.inputs_dir is None or not inputs:
+            return None
+        size = sum(t.numel() * t.element_size() for t in inputs)
+        if size > self.budget:
+            return None
+        name = hashlib.sha256(key.encode()).hexdigest()[:16] + ".pt"
+        target = self.inputs_dir / name
+        partial = target.with_name(f".{name}.partial")
+        torch.save([t.detach().to("cpu").contiguous() for t in inputs], partial)
+        partial.replace(target)  # a reader sees the whole file or none
+        self.budget -= size
+        return name
+
+    # --- the shapes file ---------------------------------------------------------------------
+
+    def shapes_document(self, command: str, inputs_prefix: str = "") -> dict[str, Any]:
+        """The recording as a shapes-file mapping (validated by `shapes.ShapesFile`)."""
+        stages: dict[str, list[dict[str, Any]]] = {}
+        for entry in self.recording.entries.values():
+            shape = {**entry.shape, "calls": entry.calls, "source": ", ".join(entry.sources)}
+            if entry.inputs_file:
+                shape["inputs_file"] = inputs_prefix + entry.inputs_file
+            stages.setdefault(entry.stage, []).append(shape)
+        return {
+            "seed": 0,
+            "warmup": 3,
+            "cudnn_benchmark": False,
+            "recorded": {
+                "command": command,
+                "tool_version": __version__,
+                "torch": torch.__version__,
+                "device": self.recording.device,
+                "unreplayable": dict(sorted(self.recording.unreplayable.items())),
+            },
+            "stages": stages,
+        }
+
+
+class _Mode(TorchFunctionMode):
+    """Hands every torch function call, after it ran, to the recorder."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        super().__init__()
+        self.recorder = recorder
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        result = func(*args, **kwargs)
+        try:
+            self.recorder.observe(func, args, kwargs, result)
+        except Exception as exc:  # recording must never break the user's model
+            name = f"(record failed: {name_of(func) or func}: {type(exc).__name__})"
+            counts = self.recorder.recording.unreplayable
+            counts[name] = counts.get(name, 0) + 1
+        return result
+
+
+# --- call -> shape ------------------------------------------------------------------------------
+
+
+def _in_module_setup() -> bool:
+    """True inside `nn.Module._apply` (`model.to(...)`, `.half()`, `.cuda()`) or a module's
+    `__init__` (rotary tables, initialisers): building the model, not running it."""
+    frame = inspect.currentframe()
+    try:
+        for _ in range(16):
+            if frame is None:
+                return False
+            code = frame.f_code
+            if code.co_name == "_apply" and code.co_filename.endswith("module.py"):
+                return True
+            if code.co_name == "__init__" and isinstance(
+                frame.f_locals.get("self"), torch.nn.Module
+            ):
+                return True
+            frame = frame.f_back
+        return False
+    finally:
+        del frame
+
+
+def _held_as(module: torch.nn.Module, depth: int = 0) -> str | None:
+    """The name a top module goes by in the code that runs it: the child name in the module
+    whose method called it (`vae.decode` runs `self.decoder`: `vae.decoder`), the attribute of a
+    non-module `self` (a pipeline's `self.transformer`), or a local variable holding it."""
+    frame = inspect.currentframe()
+    try:
+        while frame is not None and depth < 8:
+            code = frame.f_code.co_filename.replace("\\", "/")
+            if "torch/nn/modules" not in code and "ncu_classify/record/" not in code:
+                local = frame.f_locals
+                owner = local.get("self")
+                if isinstance(owner, torch.nn.Module) and owner is not module:
+                    for attr, child in owner.named_children():
+                        if child is module:
+                            parent = _held_as(owner, depth + 1) or type(owner).__name__.lower()
+                            return f"{parent}.{attr}"
+                elif owner is not None and hasattr(owner, "__dict__"):
+                    for attr, value in vars(owner).items():
+                        if value is module:
+                            return attr
+                for var, value in local.items():
+                    if value is module and var != "self":
+                        return var
+            frame = frame.f_back
+    finally:
+        del frame
+    return None
+
+
+@contextmanager
+def recording(
+    stages: Sequence[tuple[str, str]] = (), roots: dict[str, torch.nn.Module] | None = None
+) -> Iterator[Recorder]:
+    """`with recording(stages=[("vae.*", "vae")]) as rec:` around the user's own code."""
+    recorder = Recorder(stages, roots)
+    with recorder:
+        yield recorder
