@@ -10,7 +10,6 @@ shapes never started stay `pending` for --resume.
 
 from __future__ import annotations
 
-import datetime as dt
 import sys
 import threading
 import time
@@ -19,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from . import __version__
+from .clock import utc_now
 from .errors import ReportError
 from .folder import capture_lock, writing
 from .host import Host, counters_refused, probe
@@ -160,7 +160,7 @@ def _capture(
 def _new_manifest(shapes_path: Path, plan: Plan) -> Manifest:
     return Manifest(
         tool_version=__version__,
-        created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        created_at=utc_now(),
         shapes_file=str(shapes_path),
         shapes_sha256=shapes_sha256(shapes_path),
         seed=plan.shapes.seed,

@@ -8,7 +8,6 @@ process per report, and merged in input order so the output does not depend on t
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 from . import __version__
 from .cards import Card, CardFile, KernelCard, build_card, card_class, count_classes
+from .clock import utc_now
 from .manifest import ShapeRecord
 from .reading import Progress, read_all, reader_batches
 from .records import KernelRecord
@@ -154,7 +154,7 @@ def classify(
     ]
     summary, by_stage = count_classes(map(card_class, cards))
     return CardFile(
-        generated_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        generated_at=utc_now(),
         tool_version=__version__,
         rules=rules.rules.summary_text(),
         rules_id=rules.rules.id,

@@ -10,13 +10,13 @@ missing (None), never a change to or from 0.
 
 from __future__ import annotations
 
-import datetime as dt
 import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import __version__
 from .cards import UNRESOLVED, Card, CardFile, KernelCard, card_class, kernel_values
+from .clock import utc_now
 from .crossings import crossings
 from .diff_model import (
     SHOWN_METRICS,
@@ -56,7 +56,7 @@ def diff_cards(
     at: str | None = None,
 ) -> DiffFile:
     """The comparison of `candidate` against `baseline` (read from `paths`)."""
-    now = at or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    now = at or utc_now()
     warnings: list[str] = []
     rules = options.rules
     if rules is not None:

@@ -8,10 +8,9 @@ incomplete cards stay so. Legacy defects are handled on loading, by `legacy.from
 
 from __future__ import annotations
 
-import datetime as dt
-
 from . import __version__
 from .cards import SCHEMA_VERSION, CardFile, card_class, count_classes, judge
+from .clock import utc_now
 from .rules import LoadedRules
 
 
@@ -22,7 +21,7 @@ def reclassify(cards: CardFile, rules: LoadedRules, *, at: str | None = None) ->
     return cards.model_copy(
         update={
             "schema_version": SCHEMA_VERSION,
-            "reclassified_at": at or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "reclassified_at": at or utc_now(),
             "tool_version": __version__,
             "rules": rules.rules.summary_text(),
             "rules_id": rules.rules.id,

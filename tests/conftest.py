@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import importlib
+import itertools
 import json
 import os
+import re
 import shutil
 import signal
 from collections.abc import Callable, Iterator
@@ -12,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import ncu_classify.clock
 from ncu_classify.cards import CardFile
 from ncu_classify.classify import classify
 from ncu_classify.rules import LoadedRules, load_rules
@@ -21,6 +25,28 @@ SMOKE = ROOT / "fixtures" / "smoke_h200"
 USER_FULL = ROOT / "fixtures" / "user_set_full" / "linear_cast.ncu-rep.xz"
 LEGACY = ROOT / "fixtures" / "legacy" / "legacy_cards_480x832.json"
 SEED_SHAPES = ROOT / "fixtures" / "legacy" / "seed_shapes_all.json"
+
+
+@pytest.fixture(autouse=True)
+def ticking_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every stamp an output carries is a second later than the last one, so that a test that
+    compares outputs carrying a clock fails every time instead of once in a while."""
+    ticks = itertools.count()
+    start = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)
+    monkeypatch.setattr(
+        ncu_classify.clock, "_now", lambda: start + dt.timedelta(seconds=next(ticks))
+    )
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+
+
+STAMP_KEYS = ("generated_at", "created_at", "reclassified_at")
+_STAMP = re.compile('("(?:' + "|".join(STAMP_KEYS) + r')"\s*:\s*)(?:"[^"]*"|null)')
+
+
+def unstamped(text: str) -> str:
+    """`text` (JSON, or anything quoting JSON) with every clock stamp replaced by `<stamp>`:
+    outputs are compared without the clock, never with it."""
+    return _STAMP.sub(r'\1"<stamp>"', text)
 
 
 def copied_capture(tmp_path: Path, edit: Callable[[dict], None]) -> Path:

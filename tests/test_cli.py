@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ROOT, SMOKE, USER_FULL
+from conftest import ROOT, SMOKE, USER_FULL, unstamped
 from typer.testing import CliRunner
 
 from ncu_classify.cli import app
@@ -38,10 +38,9 @@ def test_classify_twice_is_byte_identical_but_the_timestamp(tmp_path: Path) -> N
     texts = []
     for name in ("a.json", "b.json"):
         assert _run("classify", SMOKE, "-o", tmp_path / name, "--jobs", "2").exit_code == 0
-        doc = json.loads((tmp_path / name).read_text())
-        doc.pop("generated_at")
-        texts.append(json.dumps(doc))
+        texts.append(unstamped((tmp_path / name).read_text()))
     assert texts[0] == texts[1]
+    assert texts[0] != (tmp_path / "a.json").read_text()  # the stamp was there, and replaced
 
 
 def test_classify_bad_inputs_exit_4_and_still_write(tmp_path: Path) -> None:

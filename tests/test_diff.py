@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import LEGACY, ROOT
+from conftest import LEGACY, ROOT, unstamped
 
 from ncu_classify.cardfile import load_card_file
 from ncu_classify.cards import Card
@@ -264,7 +264,7 @@ def test_outputs_are_deterministic_and_json_follows_the_schema(tmp_path: Path) -
             target = tmp_path / f"{fmt}{attempt}"
             assert run(["diff", str(LEGACY), str(GPU0), "--format", fmt, "-o", str(target)]) == 0
             texts[fmt, attempt] = target.read_text()
-        assert texts[fmt, 1] == texts[fmt, 2]
+        assert unstamped(texts[fmt, 1]) == unstamped(texts[fmt, 2])
     doc = json.loads(texts["json", 1])
     jsonschema.validate(doc, json.loads(DIFF_SCHEMA_FILE.read_text()))
     assert DiffFile.model_validate(doc).counts["same"] == 30
@@ -308,11 +308,7 @@ def test_committed_comparisons_are_current(tmp_path: Path, monkeypatch: pytest.M
             target = tmp_path / f"{name}.{fmt}"
             assert run(["diff", *args, "--format", fmt, "-o", str(target)]) == 0
             committed = (ROOT / "reports" / "diff" / f"{name}.{fmt}").read_text()
-            assert _unstamped(target.read_text()) == _unstamped(committed), (name, fmt)
-
-
-def _unstamped(text: str) -> list[str]:
-    return [line for line in text.splitlines() if '"generated_at"' not in line]
+            assert unstamped(target.read_text()) == unstamped(committed), (name, fmt)
 
 
 @pytest.mark.parametrize(
@@ -327,7 +323,7 @@ def test_committed_cards_come_from_the_raw_reports(
     argv = ["classify", f"fixtures/diff_h200/{name}", "-o", str(fresh), "--jobs", "2"]
     assert run(argv) == 0
     committed = (CARDS / f"{name}.json").read_text()
-    assert _unstamped(fresh.read_text()) == _unstamped(committed)
+    assert unstamped(fresh.read_text()) == unstamped(committed)
 
 
 def test_different_software_is_named(tmp_path: Path) -> None:
@@ -404,7 +400,7 @@ def test_json_on_stdout_is_the_file(
     printed = capsysbinary.readouterr().out
     target = tmp_path / "d.json"
     assert run(["diff", str(DIT_ON), str(evil), "--format", "json", "-o", str(target)]) == 0
-    assert _unstamped(printed.decode()) == _unstamped(target.read_text())
+    assert unstamped(printed.decode()) == unstamped(target.read_text())
     assert json.loads(printed)["shapes"][0]["candidate"]["group"] == "del\x7fnel\x85end"
 
 

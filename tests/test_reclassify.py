@@ -32,7 +32,7 @@ def validate(text: str) -> CardFile:
     return CardFile.model_validate_json(text, strict=True)
 
 
-def unstamped(text: str) -> list[str]:
+def _unstamped_lines(text: str) -> list[str]:
     """Lines of a cards file but the reclassified_at stamp."""
     return [line for line in text.splitlines() if '"reclassified_at"' not in line]
 
@@ -41,7 +41,7 @@ def test_own_workload_cards_reclassify_to_the_same_bytes(rules: LoadedRules) -> 
     original = WORKLOAD.read_text()
     redone = card_file_text(reclassify(load_card_file(WORKLOAD), rules, at=AT))
     assert f'  "reclassified_at": "{AT}",' in redone.splitlines()
-    assert unstamped(redone) == unstamped(original)
+    assert _unstamped_lines(redone) == _unstamped_lines(original)
     assert validate(redone).reclassified_at == AT
 
 
@@ -58,9 +58,11 @@ def test_a_failed_card_stays_failed_with_its_error(
     ]
     assert failed == [(FAILED_GROUP, FAILED_ERROR, None, [])]
     assert redone.by_stage["attention"]["failed"] == 1
-    assert unstamped(card_file_text(redone)) == unstamped(path.read_text())
+    assert _unstamped_lines(card_file_text(redone)) == _unstamped_lines(path.read_text())
     # Also straight from classify's model, without a file in between.
-    assert unstamped(card_file_text(reclassify(smoke_cards, rules))) == unstamped(path.read_text())
+    assert _unstamped_lines(card_file_text(reclassify(smoke_cards, rules))) == _unstamped_lines(
+        path.read_text()
+    )
 
 
 @pytest.mark.parametrize(
