@@ -39,9 +39,11 @@ from .cli_support import (
     usage,
 )
 from .errors import CaptureError, OutputError, ReportError, UsageError
+from .formats import TABLE_SUFFIXES, TEXT_SUFFIXES, output_format
 from .interrupts import sigterm_as_interrupt
 from .options import parse_gpus, parse_shard, positive_float, positive_int
 from .printable import printable
+from .readers_gone import forgiving_std_streams
 from .terminal import (
     capture_progress,
     err,
@@ -197,8 +199,7 @@ def classify(
 
 def _check_table(given: str, inputs: list[Path], cards_target: Output) -> Output:
     """The checked --table output: a .csv or .parquet file that is not the cards file."""
-    if not given.lower().endswith((".csv", ".parquet", ".pq")):
-        raise UsageError(f"--table {given!r}: expected FILE.csv or FILE.parquet")
+    output_format(None, given, TABLE_SUFFIXES, None, option="--table")
     checked = check_output(given, inputs, "--table")
     if same_target(checked, cards_target):
         raise UsageError(f"--table {given}: is the cards file of -o; give another file")
@@ -207,10 +208,11 @@ def _check_table(given: str, inputs: list[Path], cards_target: Output) -> Output
 
 def _table_bytes(given: str, cards: CardFile, level: str) -> bytes:
     """The cards as a table (frames.cards_frame) in the format the file name asks for."""
-    from .frames import cards_frame, frame_bytes, table_format
+    from .frames import cards_frame, frame_bytes
 
     frame = cards_frame(cards, "kernel" if level == "kernel" else "card")
-    return frame_bytes(frame, table_format(given))
+    fmt = output_format(None, given, TABLE_SUFFIXES, None, option="--table")
+    return frame_bytes(frame, "parquet" if fmt == "parquet" else "csv")
 
 
 @app.command()
@@ -253,7 +255,6 @@ def summary(
     """Per-stage counts of primary classes and their share of summed kernel time, or per-shape
     verdicts with the reason of every failed shape."""
     from .cardfile import load_card_file
-    from .frames import table_format
     from .summary import summarize, summary_csv, summary_parquet
 
     if by not in ("stage", "shape"):
@@ -261,19 +262,19 @@ def summary(
     grouping: Literal["stage", "shape"] = "stage" if by == "stage" else "shape"
     with errors():
         target = check_output(output, [cards_file]) if output is not None else None
+        given = "csv" if csv else None
+        fmt = output_format(given, output, TABLE_SUFFIXES, "table", neutral=TEXT_SUFFIXES)
         cards = load_card_file(cards_file)
-        if target is None and not csv:
+        if target is None and fmt == "table":
             print_summary(cards, out, grouping)
             return
         rows = summarize(cards, grouping)
-        suffix = Path(output).suffix.lower() if output else ""
-        if suffix in (".parquet", ".pq") and csv:
-            raise UsageError(f"--csv but -o {output} names a Parquet file")
-        if target is not None and output and table_format(output) == "parquet":
+        if fmt == "parquet":
+            if target is None or target.is_stdout:
+                raise UsageError("Parquet is a binary file: give it with -o FILE.parquet")
             target.write_bytes(summary_parquet(rows, grouping))
             return
-        csv = csv or suffix == ".csv"
-        text = summary_csv(rows, grouping) if csv else table_text(cards, grouping)
+        text = summary_csv(rows, grouping) if fmt == "csv" else table_text(cards, grouping)
         if target is None:
             out.print(printable(text, keep_newlines=True), end="")
         else:
@@ -319,19 +320,19 @@ def main() -> None:
 
 def run(argv: list[str]) -> int:
     """Run the CLI with `argv` and return its exit code. Every way out is one line on stderr
-    and a documented code: usage errors (2), library errors, Ctrl-C (130), a closed pipe, and
-    any bug (1; NCU_CLASSIFY_DEBUG=1 shows its traceback)."""
+    and a documented code: usage errors (2), library errors, Ctrl-C (130), a full or closed
+    stdout (7; a reader that leaves the pipe is no error), and any bug (1;
+    NCU_CLASSIFY_DEBUG=1 shows its traceback)."""
     if sys.stdout is None:  # started with stdout closed: print nowhere, fail only `-o -`
         from . import outputs
 
         outputs.STDOUT_CLOSED = True
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115
     try:
-        with sigterm_as_interrupt():  # SIGTERM unwinds like Ctrl-C in every command: exit 130
+        # SIGTERM unwinds like Ctrl-C in every command (exit 130); a reader that leaves the
+        # pipe (`| head`) leaves the command its own exit code
+        with sigterm_as_interrupt(), forgiving_std_streams():
             result = app(argv, standalone_mode=False, prog_name="ncu-classify")
-    except BrokenPipeError:  # `ncu-classify ... | head`: the reader is gone, say nothing
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_INTERNAL
     except KeyboardInterrupt:
         err.print("ncu-classify: interrupted")
         return EXIT_INTERRUPTED
@@ -339,6 +340,9 @@ def run(argv: list[str]) -> int:
         error_line(f"cannot write to standard output or error: {exc.strerror or exc}")
         return exit_code_for(OutputError(""))
     except Exception as exc:
+        if _is_click_error(exc) and type(exc).__name__ == "NoArgsIsHelpError":
+            out.print(exc.ctx.get_help())  # type: ignore[attr-defined]  # no command: the help
+            return int(exc.exit_code)  # type: ignore[attr-defined]
         if _is_click_error(exc):
             error_line(f"{exc.format_message()} (see --help)")  # type: ignore[attr-defined]
             return int(exc.exit_code)  # type: ignore[attr-defined]

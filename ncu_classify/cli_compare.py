@@ -9,6 +9,7 @@ import typer
 
 from .cli_support import app, check_output, errors, human
 from .errors import GateFailed, UsageError
+from .formats import TABLE_SUFFIXES, TEXT_SUFFIXES, output_format
 from .printable import printable
 from .terminal import out, warning_line
 
@@ -65,12 +66,12 @@ def diff(
     from .rules import load_rules
 
     with errors():
-        fmt = _format_for(fmt, output)
-        if fmt == "parquet" and output in (None, "-"):
-            raise UsageError("--format parquet writes a binary file: give it with -o FILE")
         conditions = [parse_condition(text) for text in fail_on or []]
         inputs = [baseline, candidate, *(p for p in (reclassify, noise) if p)]
         target = check_output(output, inputs) if output is not None else None
+        fmt = output_format(fmt, output, DIFF_SUFFIXES, "table", neutral=TEXT_SUFFIXES)
+        if fmt == "parquet" and output in (None, "-"):
+            raise UsageError("--format parquet writes a binary file: give it with -o FILE")
         sides = load_card_file(baseline), load_card_file(candidate)
         stages = frozenset(stage or [])
         _check_stages(stages, {c.stage for side in sides for c in side.cards})
@@ -102,25 +103,8 @@ def diff(
             raise GateFailed("; ".join(problems))
 
 
-SUFFIX_FORMATS = {
-    ".md": "md",
-    ".json": "json",
-    ".csv": "csv",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-}
-
-
-def _format_for(given: str | None, output: str | None) -> str:
-    """--format as given, else the one the -o suffix names, else the table; a format that
-    contradicts the suffix (CSV into x.parquet) is a usage error."""
-    formats = ("table", "md", "json", "csv", "parquet")
-    if given is not None and given not in formats:
-        raise UsageError(f"--format {given!r}: expected {', '.join(formats)}")
-    implied = SUFFIX_FORMATS.get(Path(output).suffix.lower()) if output else None
-    if given is not None and implied is not None and given != implied:
-        raise UsageError(f"--format {given} but -o {output} names a .{implied} file")
-    return given or implied or "table"
+DIFF_SUFFIXES = {".md": "md", ".json": "json", **TABLE_SUFFIXES}
+REPORT_SUFFIXES = {".html": "html", ".htm": "html", ".md": "md"}
 
 
 def _check_stages(asked: frozenset[str], present: set[str]) -> None:
@@ -150,14 +134,9 @@ def report(
     from .report_render import check_files, labels_for, report_html, report_markdown
 
     with errors():
-        implied = {".md": "md", ".html": "html", ".htm": "html"}.get(Path(output).suffix.lower())
-        if fmt is not None and fmt not in ("html", "md"):
-            raise UsageError(f"--format {fmt!r}: expected html or md")
-        if fmt is not None and implied is not None and fmt != implied:
-            raise UsageError(f"--format {fmt} but -o {output} names a .{implied} file")
-        fmt = fmt or implied or "html"
         check_files(cards_files)
         target = check_output(output, list(cards_files))
+        fmt = output_format(fmt, output, REPORT_SUFFIXES, "html")
         files = [
             (label, load_card_file(path))
             for label, path in zip(labels_for(cards_files), cards_files, strict=True)

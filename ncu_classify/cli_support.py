@@ -42,6 +42,8 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # click's plain help: flags without a `<bool>` value, text rewrapped
+    context_settings={"help_option_names": ["-h", "--help"]},
     help="What bounds each GPU kernel, from Nsight Compute hardware counters.",
 )
 

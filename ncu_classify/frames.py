@@ -18,7 +18,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from .cards import Card, CardFile, KernelCard
-from .errors import OutputError
+from .formats import require_parquet
 from .metrics import CATALOG
 from .printable import csv_text
 
@@ -210,22 +210,12 @@ def _dtypes(columns: list[str]) -> dict[str, Any]:
     return out
 
 
-def table_format(path: str) -> Literal["csv", "parquet"]:
-    """The table format a path asks for by its suffix: .parquet, else CSV."""
-    return "parquet" if path.lower().endswith((".parquet", ".pq")) else "csv"
-
-
 def frame_bytes(frame: pd.DataFrame, fmt: Literal["csv", "parquet"]) -> bytes:
     """The DataFrame as CSV (missing = empty cell; text cells made safe as every CSV of the
     tool) or Parquet (needs pyarrow; values as they are)."""
     if fmt == "csv":
         return csv_text(list(frame.columns), _csv_rows(frame)).encode("utf-8")
-    try:
-        import pyarrow  # noqa: F401
-    except ImportError:
-        raise OutputError(
-            "Parquet needs pyarrow: pip install 'ncu-classify[parquet]' (or pyarrow)"
-        ) from None
+    require_parquet()
     buffer = io.BytesIO()
     frame.to_parquet(buffer, index=False)
     return buffer.getvalue()

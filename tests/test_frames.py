@@ -115,8 +115,8 @@ def test_load_cards_refuses_an_unknown_level_and_names_bad_files(tmp_path: Path)
     ("argv", "message"),
     [
         (["--table", "same"], "is the cards file of -o"),
-        (["--table", "t.txt"], "--table 't.txt': expected FILE.csv or FILE.parquet"),
-        (["--table", "-"], "--table '-': expected FILE.csv or FILE.parquet"),
+        (["--table", "t.txt"], "--table t.txt: expected a file ending in .csv, .parquet, .pq"),
+        (["--table", "-"], "--table -: expected a file ending in .csv, .parquet, .pq"),
         (["--table", "nodir/t.csv"], "--table nodir/t.csv: folder"),
     ],
 )
