@@ -3,11 +3,13 @@
 Exit codes (also in the README):
   0   success
   1   internal error (a bug): one line, the traceback with NCU_CLASSIFY_DEBUG=1
-  2   usage error (bad option or argument, an output that would destroy something)
+  2   usage error (no command, a bad option or argument, an output that would destroy
+      something or whose suffix names a format the command does not write)
   3   an input file is invalid (shapes, rules, cards, noise, manifest): nothing was written
   4   some reports could not be read: the cards of the others were written
   5   some shapes failed to capture: the rest were captured and the manifest says why
-  6   the environment lacks something capture needs (GPU, ncu, counter permission)
+  6   the environment lacks something the command needs (GPU, ncu, counter permission;
+      pyarrow for Parquet)
   7   an output could not be written (permission, full disk): nothing partial was left
   8   `diff --fail-on`: a guarded condition holds (the comparison was still written)
   130 interrupted
