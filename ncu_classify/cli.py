@@ -41,7 +41,7 @@ from .cli_support import (
     usage,
 )
 from .errors import CaptureError, OutputError, ReportError, UsageError
-from .formats import TABLE_SUFFIXES, TEXT_SUFFIXES, output_format
+from .formats import TABLE_SUFFIXES, TEXT_SUFFIXES, check_kind, output_format
 from .interrupts import sigterm_as_interrupt
 from .options import parse_gpus, parse_shard, positive_float, positive_int
 from .printable import printable
@@ -174,6 +174,7 @@ def classify(
     with errors():
         read = [*input_files(paths), *([rules] if rules else [])]
         target = check_output(output, read)
+        check_kind(output, "JSON")
         table_target = _check_table(table, read, target) if table is not None else None
         loaded = load_rules(rules)
         with read_progress() as progress:
@@ -232,6 +233,7 @@ def reclassify(
 
     with errors():
         target = check_output(output, [cards_file, *([rules] if rules else [])])
+        check_kind(output, "JSON")
         loaded = load_rules(rules)
         cards = run_reclassify(load_card_file(cards_file), loaded)
         target.write_text(card_file_text(cards))
@@ -292,7 +294,9 @@ def schema(
     from .schema import cards_schema_text, diff_schema_text
 
     with errors():
-        check_output(output, []).write_text(diff_schema_text() if diff else cards_schema_text())
+        target = check_output(output, [])
+        check_kind(output, "JSON")
+        target.write_text(diff_schema_text() if diff else cards_schema_text())
 
 
 @app.command()

@@ -18,6 +18,7 @@ import typer
 
 from .cli_support import app, check_output, errors, human
 from .errors import RecordError, UsageError
+from .formats import check_kind
 from .printable import printable
 
 STAGE = re.compile(r"^[A-Za-z0-9_]+$")
@@ -57,6 +58,7 @@ def record(
         script, argv = _program(command)
         source = script if script is not None else _module_file(argv[0])
         target = check_output(output, [p for p in (source,) if p is not None])
+        check_kind(output, "YAML")
         inputs_dir = _inputs_folder(save_inputs, target.path)
         from .record import Recorder, shapes_yaml, validated_document
 

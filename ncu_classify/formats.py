@@ -46,6 +46,33 @@ def output_format(
     return chosen
 
 
+# What each of the tool's files is, by suffix: a file of one kind is never written under the
+# name of another (cards JSON into x.csv, a shapes YAML into x.json).
+KNOWN_SUFFIXES = {
+    ".json": "JSON",
+    ".yaml": "YAML",
+    ".yml": "YAML",
+    ".csv": "CSV",
+    ".parquet": "Parquet",
+    ".pq": "Parquet",
+    ".html": "HTML",
+    ".htm": "HTML",
+    ".md": "Markdown",
+}
+
+
+def check_kind(output: str, kind: str, option: str = "-o") -> None:
+    """Refuse an `output` whose suffix names another of the tool's file kinds than `kind`
+    (`classify -o cards.csv`); other suffixes and none are the user's choice."""
+    suffix = Path(output).suffix.lower() if output != "-" else ""
+    named = KNOWN_SUFFIXES.get(suffix)
+    if named is not None and named != kind:
+        raise UsageError(
+            f"{option} {output}: this command writes {kind}, but {suffix} names {named};"
+            " give another file name"
+        )
+
+
 def require_parquet() -> None:
     """Parquet needs pyarrow: say so before any work is done or anything is written."""
     try:

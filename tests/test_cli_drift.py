@@ -147,3 +147,26 @@ def test_a_reader_that_leaves_the_pipe_leaves_the_command_its_own_exit_code(
 def test_the_readme_names_the_schema_the_files_carry() -> None:
     named = set(re.findall(r"^Schema (\d+\.\d+) \(one typed model", README, re.M))
     assert named == {SCHEMA_VERSION}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["classify", str(SMOKE), "-o", "cards.csv"], "writes JSON, but .csv names CSV"),
+        (["reclassify", str(CARDS), "-o", "cards.HTML"], "writes JSON, but .html names HTML"),
+        (["schema", "-o", "schema.md"], "writes JSON, but .md names Markdown"),
+        (["record", "-o", "shapes.json", "--", "python", "x.py"], "writes YAML, but .json"),
+    ],
+)
+def test_a_file_is_never_written_under_another_kinds_name(
+    argv: list[str],
+    message: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x.py").write_text("print('ran')\n")
+    assert run(argv) == 2
+    assert message in _out_err(capsys)[1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.py"]
