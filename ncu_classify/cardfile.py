@@ -95,6 +95,8 @@ def _read_json(path: Path) -> dict[str, Any]:
     doc = read_json(path, CardsError, MAX_CARDS_BYTES)
     if not isinstance(doc, dict) or not isinstance(doc.get("cards"), list):
         raise CardsError(f"{path}: not a cards file (no top-level `cards` list)")
+    if is_legacy(doc):  # read as it comes: the adapter keeps what it can and names the rest
+        return doc
     for index, card in enumerate(doc["cards"]):
         if not isinstance(card, dict) or not isinstance(card.get("kernels", []), list):
             raise CardsError(f"{path}: cards[{index}] is not a card object with a kernels list")
@@ -112,7 +114,7 @@ def card_file_text(cards: CardFile) -> str:
                 f"    {card.model_dump_json(exclude_unset=True)}" for card in cards.cards
             )
             parts.append(f'  "cards": [\n{lines}\n  ]' if lines else '  "cards": []')
-        else:
+        elif key != "legacy_fields" or head[key]:  # kept legacy fields only where there are
             parts.append(f"  {json.dumps(key)}: {_compact(head[key])}")
     return "{\n" + ",\n".join(parts) + "\n}\n"
 

@@ -83,6 +83,11 @@ class KernelCard(BaseModel):
     verdict_note: str | None = Field(
         default=None, description="what the class alone does not say (a non-math hot unit)"
     )
+    legacy_fields: dict[str, Any] = Field(
+        default_factory=dict,
+        description="legacy fields kept as they were: fields this format lacks, and values it"
+        " cannot hold (a note stored as a list, 250 % of a peak); see the file's input_warnings",
+    )
 
 
 class Card(BaseModel):
@@ -126,6 +131,11 @@ class Card(BaseModel):
     roofline: CardRoofline | None = Field(
         default=None, description="useful over executed FLOPs and MFU of the whole card"
     )
+    legacy_fields: dict[str, Any] = Field(
+        default_factory=dict,
+        description="legacy fields kept as they were: fields this format lacks, and values it"
+        " cannot hold (a note stored as a list, 250 % of a peak); see the file's input_warnings",
+    )
 
 
 class CardFile(BaseModel):
@@ -136,7 +146,7 @@ class CardFile(BaseModel):
     source_format: SourceFormat = Field(
         default="ncu-classify", description="who made the cards: this tool, or the legacy pipeline"
     )
-    generated_at: str
+    generated_at: str | None = Field(description="when the cards were made; null if not recorded")
     reclassified_at: str | None = Field(default=None, description="when rules were last reapplied")
     tool_version: str | None = Field(description="null: legacy cards not yet reclassified")
     rules: str
@@ -156,12 +166,17 @@ class CardFile(BaseModel):
     cards: list[Card]
     summary: dict[str, int]
     by_stage: dict[str, dict[str, int]]
-    scope: str = SCOPE
+    scope: str | None = SCOPE
+    legacy_fields: dict[str, Any] = Field(
+        default_factory=dict,
+        description="legacy fields kept as they were: fields this format lacks, and values it"
+        " cannot hold (a note stored as a list, 250 % of a peak); see the file's input_warnings",
+    )
 
 
 # classify writes every field except those that only converted legacy cards use.
-CLASSIFY_KERNEL_FIELDS = frozenset(KernelCard.model_fields) - {"metric_repairs"}
-CLASSIFY_FIELDS = frozenset(Card.model_fields) - {"notes"}
+CLASSIFY_KERNEL_FIELDS = frozenset(KernelCard.model_fields) - {"metric_repairs", "legacy_fields"}
+CLASSIFY_FIELDS = frozenset(Card.model_fields) - {"notes", "legacy_fields"}
 
 
 def kernel_values(

@@ -37,6 +37,7 @@ from .cli_support import (
     errors,
     exit_code_for,
     human,
+    read_cards,
     same_target,
     usage,
 )
@@ -227,7 +228,7 @@ def reclassify(
     rules: RulesOption = None,
 ) -> None:
     """Re-apply rules to an existing cards file, keeping card and kernel order."""
-    from .cardfile import card_file_text, load_card_file
+    from .cardfile import card_file_text
     from .reclassify import reclassify as run_reclassify
     from .rules import load_rules
 
@@ -235,7 +236,7 @@ def reclassify(
         target = check_output(output, [cards_file, *([rules] if rules else [])])
         check_kind(output, "JSON")
         loaded = load_rules(rules)
-        cards = run_reclassify(load_card_file(cards_file), loaded)
+        cards = run_reclassify(read_cards(cards_file), loaded)
         target.write_text(card_file_text(cards))
     console = human(target)
     print_summary(cards, console)
@@ -258,7 +259,6 @@ def summary(
 ) -> None:
     """Per-stage counts of primary classes and their share of summed kernel time, or per-shape
     verdicts with the reason of every failed shape."""
-    from .cardfile import load_card_file
     from .summary import summarize, summary_csv, summary_parquet
 
     if by not in ("stage", "shape"):
@@ -268,7 +268,7 @@ def summary(
         target = check_output(output, [cards_file]) if output is not None else None
         given = "csv" if csv else None
         fmt = output_format(given, output, TABLE_SUFFIXES, "table", neutral=TEXT_SUFFIXES)
-        cards = load_card_file(cards_file)
+        cards = read_cards(cards_file)
         if target is None and fmt == "table":
             print_summary(cards, out, grouping)
             return

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from .cli_support import app, check_output, errors, human
+from .cli_support import app, check_output, errors, human, read_cards
 from .errors import GateFailed, UsageError
 from .formats import TABLE_SUFFIXES, TEXT_SUFFIXES, output_format
 from .printable import printable
@@ -58,7 +58,6 @@ def diff(
 ) -> None:
     """Compare CANDIDATE with BASELINE shape by shape: flipped verdicts and the threshold each
     crossed, changed kernels, time ratios, per-stage roll-up; noise is told apart."""
-    from .cardfile import load_card_file
     from .diff import DiffOptions, diff_cards
     from .diff_format import diff_parquet, diff_renderable, diff_text
     from .gate import failures, parse_condition
@@ -72,7 +71,7 @@ def diff(
         fmt = output_format(fmt, output, DIFF_SUFFIXES, "table", neutral=TEXT_SUFFIXES)
         if fmt == "parquet" and output in (None, "-"):
             raise UsageError("--format parquet writes a binary file: give it with -o FILE")
-        sides = load_card_file(baseline), load_card_file(candidate)
+        sides = read_cards(baseline), read_cards(candidate)
         stages = frozenset(stage or [])
         _check_stages(stages, {c.stage for side in sides for c in side.cards})
         options = DiffOptions(
@@ -130,7 +129,6 @@ def report(
 ) -> None:
     """Write a self-contained HTML report (roofline chart, per-stage time, sortable cards,
     kernels of each card) or a Markdown summary of one or more cards files."""
-    from .cardfile import load_card_file
     from .report_render import check_files, labels_for, report_html, report_markdown
 
     with errors():
@@ -138,7 +136,7 @@ def report(
         target = check_output(output, list(cards_files))
         fmt = output_format(fmt, output, REPORT_SUFFIXES, "html")
         files = [
-            (label, load_card_file(path))
+            (label, read_cards(path))
             for label, path in zip(labels_for(cards_files), cards_files, strict=True)
         ]
         name = title or "ncu-classify report: " + ", ".join(label for label, _ in files)

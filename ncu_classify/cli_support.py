@@ -22,9 +22,10 @@ from .errors import (
     ReportError,
     UsageError,
 )
-from .terminal import err, error_line, out
+from .terminal import err, error_line, out, warning_line
 
 if TYPE_CHECKING:
+    from .cards import CardFile
     from .outputs import Output
 
 EXIT_CODES: list[tuple[type[NcuClassifyError], int]] = [
@@ -46,6 +47,18 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
     help="What bounds each GPU kernel, from Nsight Compute hardware counters.",
 )
+
+
+def read_cards(path: Path) -> CardFile:
+    """A cards file for a command, ours or legacy; what reading a legacy file could not use
+    (odd fields kept aside, impossible values, repeated shapes) is said as warnings."""
+    from .cardfile import load_card_file
+
+    cards = load_card_file(path)
+    if cards.source_format == "legacy":
+        for warning in cards.input_warnings:
+            warning_line(warning)
+    return cards
 
 
 def exit_code_for(exc: NcuClassifyError) -> int:

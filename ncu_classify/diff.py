@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import Any
 
 from . import __version__
-from .cards import UNRESOLVED, Card, CardFile, KernelCard, card_class, kernel_values
+from .cards import UNRESOLVED, Card, CardFile, KernelCard, kernel_values
 from .clock import utc_now
 from .crossings import crossings
 from .diff_model import (
@@ -34,6 +33,7 @@ from .matching import Pair, by_stage_order, pair_cards, same_kernel
 from .noise import Noise
 from .reclassify import reclassify
 from .rules import LoadedRules
+from .summary import SummaryRow, by_stage
 
 DELTA_METRICS = ("dur_us", *SHOWN_METRICS)
 
@@ -248,38 +248,46 @@ def _delta(
 
 
 def _rollup(pairs: list[Pair]) -> list[StageRollup]:
-    """Cards and summed time per (stage, class) on each side, repeats left out (a file listing
-    one shape twice would count its time twice); stages in comparison order. A cell holding a
-    card without a total has no total (None), never a partial sum."""
-    cells: dict[tuple[str, str], list[list[Any]]] = {}
-    for index in (0, 1):
-        sides = [p.candidate if index else p.baseline for p in pairs if not p.repeat]
-        for card in (c for c in sides if c is not None):
-            cell = cells.setdefault(card_class(card), [[0, 0.0], [0, 0.0]])[index]
-            cell[0] += 1
-            known = cell[1] is not None and card.summed_kernel_us is not None
-            cell[1] = cell[1] + card.summed_kernel_us if known else None
+    """Cards and kernel time per inference per (stage, class) on each side, as `summary`
+    computes them for each file (`summary.by_stage`: time x calls, untimed cards counted
+    apart; a shape listed twice counts twice, as the file lists it), so the totals of a diff
+    and of the summaries of its two files agree. Stages in comparison order."""
+    sides = [[p.baseline for p in pairs if p.baseline], [p.candidate for p in pairs if p.candidate]]
+    cells: dict[tuple[str, str], list[SummaryRow | None]] = {}
+    for index, cards in enumerate(sides):
+        for row in by_stage(cards):
+            cells.setdefault((row.stage, row.primary), [None, None])[index] = row
     order = list(dict.fromkeys((p.baseline or p.candidate).stage for p in pairs))  # type: ignore[union-attr]
 
-    def most_time(item: tuple[tuple[str, str], list[list[Any]]]) -> tuple[int, float, str]:
-        (stage, primary), sides = item
-        return order.index(stage), -max(side[1] or 0.0 for side in sides), primary
+    def most_time(item: tuple[tuple[str, str], list[SummaryRow | None]]) -> tuple[int, float, str]:
+        (stage, primary), rows = item
+        return order.index(stage), -max(row.kernel_us if row else 0.0 for row in rows), primary
 
-    rows = []
-    for (stage, primary), (base, cand) in sorted(cells.items(), key=most_time):
-        before, after = _r_or_none(base[1]), _r_or_none(cand[1])
-        rows.append(
-            StageRollup(
-                stage=stage,
-                primary=primary,
-                baseline_cards=base[0],
-                candidate_cards=cand[0],
-                baseline_us=before,
-                candidate_us=after,
-                delta_us=_r(after - before) if before is not None and after is not None else None,
-            )
-        )
-    return rows
+    return [
+        _rollup_row(stage, primary, *rows)
+        for (stage, primary), rows in sorted(cells.items(), key=most_time)
+    ]
+
+
+def _rollup_row(
+    stage: str, primary: str, base: SummaryRow | None, cand: SummaryRow | None
+) -> StageRollup:
+    """One roll-up cell from the summary rows of both sides; no change without both totals
+    whole (an untimed card on either side)."""
+    before, after = (row.kernel_us if row else None for row in (base, cand))
+    untimed = [row.untimed if row else 0 for row in (base, cand)]
+    whole = before is not None and after is not None and not any(untimed)
+    return StageRollup(
+        stage=stage,
+        primary=primary,
+        baseline_cards=base.cards if base else 0,
+        candidate_cards=cand.cards if cand else 0,
+        baseline_us=before,
+        candidate_us=after,
+        baseline_untimed=untimed[0],
+        candidate_untimed=untimed[1],
+        delta_us=_r(after - before) if whole else None,  # type: ignore[operator]
+    )
 
 
 def _noise_seen(shapes: list[ShapeDiff]) -> list[NoiseSeen]:

@@ -132,6 +132,12 @@ def _us(value: float | None, sign: bool = False) -> str:
     return f"{value:+,.1f}" if sign else f"{value:,.1f}"
 
 
+def _us_untimed(value: float | None, untimed: int) -> str:
+    """A cell's time, saying how many of its cards have none (left out of it)."""
+    text = "-" if value is None and not untimed else _us(value)
+    return f"{text} (+{untimed} untimed)" if untimed else text
+
+
 def _num(value: float | None) -> str:
     return "missing" if value is None else f"{value:.4g}"
 
@@ -167,8 +173,8 @@ def diff_renderable(diff: DiffFile) -> Group:
             row.stage,
             row.primary,
             f"{row.baseline_cards} {ARROW} {row.candidate_cards}",
-            _us(row.baseline_us),
-            _us(row.candidate_us),
+            _us_untimed(row.baseline_us, row.baseline_untimed),
+            _us_untimed(row.candidate_us, row.candidate_untimed),
             _us(row.delta_us, sign=True),
         ]
         rollup.add_row(*(Text(printable(c)) for c in cells))
@@ -236,7 +242,9 @@ def diff_markdown(diff: DiffFile) -> str:
         cards = f"{row.baseline_cards} {ARROW} {row.candidate_cards}"
         lines.append(
             f"| {md_text(row.stage)} | {md_text(row.primary)} | {md_text(cards)} |"
-            f" {_us(row.baseline_us)} | {_us(row.candidate_us)} | {_us(row.delta_us, sign=True)} |"
+            f" {_us_untimed(row.baseline_us, row.baseline_untimed)}"
+            f" | {_us_untimed(row.candidate_us, row.candidate_untimed)}"
+            f" | {_us(row.delta_us, sign=True)} |"
         )
     lines += ["", "### Change seen per metric (shapes with the same dominant kernel)", ""]
     lines += ["| metric | shapes | median | p90 | max |", "|---|---:|---:|---:|---:|"]

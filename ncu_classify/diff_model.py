@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .metrics import EVIDENCE_KEYS
 
-DIFF_VERSION = "1.0"
+DIFF_VERSION = "1.1"  # 1.1: roll-up as summary computes it (x calls, untimed apart)
 Change = Literal[
     "same",
     "flipped",
@@ -33,7 +33,7 @@ class SideHeader(Model):
 
     path: str
     source_format: str
-    generated_at: str
+    generated_at: str | None
     tool_version: str | None
     rules_id: str | None
     rules_sha256: str | None
@@ -106,9 +106,14 @@ class StageRollup(Model):
     primary: str
     baseline_cards: int
     candidate_cards: int
-    baseline_us: float | None = Field(description="None: a card of the cell has no total")
+    baseline_us: float | None = Field(
+        description="kernel time per inference (summed kernel time x calls) of the cell's timed"
+        " cards, as `summary` gives it; None: the side has no card in the cell"
+    )
     candidate_us: float | None
-    delta_us: float | None
+    baseline_untimed: int = Field(default=0, description="cards of the cell without a total")
+    candidate_untimed: int = 0
+    delta_us: float | None = Field(description="None: a side lacks the cell or has untimed cards")
 
 
 class NoiseSeen(Model):

@@ -17,10 +17,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, get_args
 
-from .cards import SCHEMA_VERSION, VERDICT_FIELDS, CardFile
+from .cards import (
+    SCHEMA_VERSION,
+    VERDICT_FIELDS,
+    Card,
+    CardFile,
+    CardStatus,
+    KernelCard,
+    count_classes,
+)
+from .errors import CardsError
+from .legacy_fit import Fitter
 from .metrics import CATALOG
+
+CARD_STATUSES = get_args(CardStatus)
 
 # A kernel's implied SM clock, elapsed cycles / duration, must be a real clock (MHz).
 PLAUSIBLE_MHZ = (300.0, 3000.0)
@@ -32,8 +44,20 @@ def is_legacy(doc: Mapping[str, Any]) -> bool:
 
 
 def from_legacy(doc: Mapping[str, Any], source: str) -> CardFile:
-    """Our CardFile from a legacy document (raises pydantic's ValidationError if malformed);
-    `source` is where it was read from. Rules identity stays null until reclassified."""
+    """Our CardFile from a legacy document, read as it comes (`legacy_fit`): odd fields are
+    coerced or kept under `legacy_fields` and named in `input_warnings`; a card that cannot be
+    built (no group) is left out with a warning. CardsError only when no card can be built.
+    Rules identity stays null until reclassified."""
+    fitter = Fitter()
+    cards = []
+    for index, raw in enumerate(doc.get("cards") or []):
+        card = _card(raw, f"cards[{index}].", fitter)
+        if card is not None:
+            cards.append(card)
+    if not cards:
+        why = fitter.warnings("")[0].removeprefix(": ") if fitter.problems else "no cards"
+        raise CardsError(f"{source}: legacy cards file with no card that can be read ({why})")
+    top = fitter.fit(CardFile, {k: v for k, v in doc.items() if k != "cards"}, "", skip=())
     converted: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "source_format": "legacy",
@@ -42,26 +66,80 @@ def from_legacy(doc: Mapping[str, Any], source: str) -> CardFile:
         "rules_file": None,
         "rules_sha256": None,
         "inputs": [source],
+        "rules": "",
+        "generated_at": None,
+        **top,
+        "cards": cards,
     }
-    converted.update((k, v) for k, v in doc.items() if k != "cards")
-    converted["cards"] = [_card(card) for card in doc["cards"]]
+    _counts(converted)
+    converted["input_warnings"] = [
+        *converted.get("input_warnings", []),
+        *fitter.warnings(source),
+        *_repeats(cards, source),
+    ]
     return CardFile.model_validate(converted, strict=True)
 
 
-def _card(card: Mapping[str, Any]) -> dict[str, Any]:
-    """One legacy card in our shape: kernels converted, defects repaired or flagged."""
-    out = {**dict.fromkeys(("summed_kernel_us", *VERDICT_FIELDS)), **card}  # required by Card
-    kernels = [_kernel(k) for k in card.get("kernels") or []]
-    out["kernels"] = kernels
+def _repeats(cards: list[dict[str, Any]], source: str) -> list[str]:
+    """A warning per card that repeats an earlier card's group and shape parameters (the real
+    file lists one DiT linear twice); cards without parameters (the casts) are not compared."""
+    first: dict[tuple[str, str], int] = {}
+    lines = []
+    for index, card in enumerate(cards):
+        if not card.get("shape_parameters"):
+            continue
+        key = (card["group"], json.dumps(card["shape_parameters"], sort_keys=True, default=str))
+        if key in first:
+            lines.append(
+                f"{source}: cards[{index}] repeats cards[{first[key]}] (group"
+                f" {card['group']!r}, same shape parameters): both count in summaries and"
+                " diffs, as the file lists them; the diff shows the second as a repeat"
+            )
+        first.setdefault(key, index)
+    return lines
+
+
+def _counts(converted: dict[str, Any]) -> None:
+    """The legacy class counts, recounted from the cards when the file's are missing or set
+    aside (`summary` as a list)."""
+    if "summary" in converted and "by_stage" in converted:
+        return
+    cards = converted["cards"]
+    summary, stages = count_classes((c["stage"], c.get("primary") or c["status"]) for c in cards)
+    converted.setdefault("summary", summary)
+    converted.setdefault("by_stage", stages)
+
+
+def _card(raw: Any, where: str, fitter: Fitter) -> dict[str, Any] | None:
+    """One legacy card in our shape: fields fitted, kernels converted, defects repaired or
+    flagged; None (with a warning) when it has no group to be known by."""
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("group"), str):
+        fitter.problems[where.rstrip("."), "no group id: the card is left out"] += 1
+        return None
     notes: list[str] = []
-    if isinstance(card.get("shape_parameters"), str):
-        out["shape_parameters"], note = _parse_shape(card["shape_parameters"])
-        notes.append(note)
-    truncated = _truncation(card, kernels)
+    if isinstance(raw.get("shape_parameters"), str):  # attention cards: JSON text
+        shape, note = _parse_shape(raw["shape_parameters"])
+        raw, notes = {**raw, "shape_parameters": shape}, [note]
+    card = fitter.fit(Card, raw, where, skip=("kernels",))
+    prefix = raw["group"].split(":")
+    for key, part in (("stage", 0), ("op", 1)):  # certain from the legacy group grammar
+        if not isinstance(card.get(key), str):
+            card[key] = prefix[part] if len(prefix) > part else raw["group"]
+    out = {**dict.fromkeys(("summed_kernel_us", *VERDICT_FIELDS)), **card}  # required by Card
+    listed = raw.get("kernels")
+    if not isinstance(listed, list):
+        fitter.problems[where + "kernels", "not a list: read as no kernels"] += 1
+        listed = []
+    kernels = [k for i, x in enumerate(listed) if (k := _kernel(x, f"{where}kernels[{i}]", fitter))]
+    out["kernels"] = kernels
+    notes = [*(out.get("notes") or []), *notes]
+    truncated = _truncation(out, kernels)
     if truncated:
         notes.append(truncated)
         out.update(dict.fromkeys(VERDICT_FIELDS[1:]), status="incomplete")
-    out["summed_kernel_us"], summed_note = _summed(card, kernels, complete=not truncated)
+    elif out.get("status") not in CARD_STATUSES:
+        out["status"] = "classified" if out.get("primary") else "unresolved"
+    out["summed_kernel_us"], summed_note = _summed(out, kernels, complete=not truncated)
     notes += [summed_note] if summed_note else []
     out["missing_metrics"] = sorted({m for k in kernels for m in _missing(k)})
     if notes:
@@ -69,19 +147,33 @@ def _card(card: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _kernel(kernel: Any) -> Any:
-    """One legacy kernel in our shape; anything that is not an object is left to validation."""
-    if not isinstance(kernel, Mapping):
-        return kernel
-    out = {"metrics": {}, "classification": None, "rule": None, "evidence": {}, **kernel}
-    metrics = out["metrics"]
-    if isinstance(metrics, Mapping):
-        metrics = out["metrics"] = dict(metrics)
-        note = repair_duration(metrics)
-        if note:
-            out["metric_repairs"] = [*out.get("metric_repairs", []), note]
-        out["missing_metrics"] = [s.key for s in CATALOG if _number(metrics.get(s.key)) is None]
+def _kernel(raw: Any, where: str, fitter: Fitter) -> dict[str, Any] | None:
+    """One legacy kernel in our shape; impossible metric values read as missing and kept."""
+    if not isinstance(raw, Mapping):
+        fitter.problems[where, "not a kernel object: left out"] += 1
+        return None
+    kernel = fitter.fit(KernelCard, raw, where + ".", skip=("metrics", "evidence"))
+    if not isinstance(kernel.get("kernel"), str):
+        kernel["kernel"] = "(unnamed)"
+    aside: dict[str, Any] = {}
+    metrics = fitter.numbers(raw.get("metrics"), where + ".metrics", aside)
+    evidence = fitter.numbers(raw.get("evidence"), where + ".evidence", {})
+    out = {"classification": None, "rule": None, **kernel, "metrics": metrics, "evidence": evidence}
+    repairs = [*out.get("metric_repairs", [])]
+    if aside:
+        out.setdefault("legacy_fields", {})["metrics"] = aside
+        repairs.append(f"not measurements, read as missing: {_listing(aside)}")
+    note = repair_duration(metrics)
+    if note:
+        repairs.append(note)
+    if repairs:
+        out["metric_repairs"] = repairs
+    out["missing_metrics"] = [s.key for s in CATALOG if metrics.get(s.key) is None]
     return out
+
+
+def _listing(values: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k} {json.dumps(v)}" for k, v in values.items())
 
 
 def repair_duration(metrics: dict[str, Any]) -> str | None:
@@ -140,7 +232,7 @@ def _parse_shape(text: str) -> tuple[dict[str, Any], str]:
     """Legacy attention cards store shape_parameters as JSON text; parse it when it is an object."""
     try:
         value = json.loads(text)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # not JSON, or nested past Python's recursion limit
         value = None
     if isinstance(value, dict):
         return value, "shape_parameters was stored as JSON text; parsed"

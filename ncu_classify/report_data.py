@@ -204,7 +204,7 @@ def _header(label: str, cards: CardFile) -> list[tuple[str, str]]:
         lines.append((name, "not recorded" if value is None else str(value)))
     lines += [
         ("rules", _rules(cards)),
-        ("classified", cards.generated_at),
+        ("classified", cards.generated_at or "not recorded"),
         ("tool", f"ncu-classify {cards.tool_version or '(legacy cards)'}"),
         ("cards", str(len(cards.cards))),
     ]

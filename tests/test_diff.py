@@ -17,6 +17,7 @@ from ncu_classify.cli import run
 from ncu_classify.diff import DiffOptions, diff_cards
 from ncu_classify.diff_model import DiffFile, ShapeDiff
 from ncu_classify.noise import load_noise
+from ncu_classify.reclassify import reclassify
 from ncu_classify.rules import load_rules
 from ncu_classify.schema import DIFF_SCHEMA_FILE, diff_schema_text
 
@@ -356,20 +357,26 @@ def test_roofline_rules_tell_missing_legacy_metrics_from_flips() -> None:
     assert (fa3.change, crossed.metric, crossed.baseline) == ("missing_metric", "tensor_pct", None)
 
 
-def test_repeats_stay_out_of_the_roll_up() -> None:
+def test_repeats_count_in_the_roll_up_as_in_the_summary() -> None:
+    """The legacy file lists one DiT linear twice: the diff shows the second as a repeat, and
+    its roll-up counts both, as `summary` of that file does, so their totals agree."""
+    from ncu_classify.summary import by_stage
+
     diff = compare(LEGACY, GPU0, rules=ROOT / "rules" / "default.yaml")
     [dit] = [r for r in diff.rollup if (r.stage, r.primary) == ("dit", "compute_bound")]
-    once = [
+    listed = [
         s.baseline.summed_kernel_us
         for s in diff.shapes
-        if s.change != "repeat" and s.baseline and s.baseline.primary == "compute_bound"
-        if s.stage == "dit"
+        if s.baseline and s.baseline.primary == "compute_bound" and s.stage == "dit"
     ]
     [repeat] = [s.baseline for s in diff.shapes if s.change == "repeat"]
-    assert (dit.baseline_cards, dit.candidate_cards) == (6, 6)
-    assert dit.baseline_us == pytest.approx(sum(once), rel=1e-5)  # type: ignore[arg-type]
-    assert repeat is not None and repeat.primary == "compute_bound"  # left out
-    assert dit.delta_us is not None and dit.delta_us > 0
+    assert (dit.baseline_cards, dit.candidate_cards) == (7, 6)
+    assert dit.baseline_us == pytest.approx(sum(listed), rel=1e-5)  # type: ignore[arg-type]
+    assert repeat is not None and repeat.primary == "compute_bound"
+    legacy = reclassify(load_card_file(LEGACY), load_rules(ROOT / "rules" / "default.yaml"))
+    [cell] = [r for r in by_stage(legacy.cards) if (r.stage, r.primary) == ("dit", "compute_bound")]
+    assert (cell.cards, cell.kernel_us) == (dit.baseline_cards, dit.baseline_us)
+    assert (dit.baseline_us, dit.candidate_us, dit.delta_us) == (1249.728, 1208.096, -41.632)
 
 
 def test_markdown_code_spans_cannot_be_closed_by_a_name(tmp_path: Path) -> None:

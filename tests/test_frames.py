@@ -114,7 +114,7 @@ def test_load_cards_refuses_an_unknown_level_and_names_bad_files(tmp_path: Path)
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--table", "same"], "is the cards file of -o"),
+        (["--table", "same"], "this command writes JSON, but .csv names CSV"),
         (["--table", "t.txt"], "--table t.txt: expected a file ending in .csv, .parquet, .pq"),
         (["--table", "-"], "--table -: expected a file ending in .csv, .parquet, .pq"),
         (["--table", "nodir/t.csv"], "--table nodir/t.csv: folder"),
@@ -123,7 +123,8 @@ def test_load_cards_refuses_an_unknown_level_and_names_bad_files(tmp_path: Path)
 def test_classify_table_usage_errors(
     argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    cards = tmp_path / "new.csv"  # a new file: the -o check alone cannot see the clash
+    # a new file, so that the -o check alone cannot see the clash; cards are never a .csv
+    cards = tmp_path / ("new.csv" if "same" in argv else "new.json")
     table = [str(cards) if a == "same" else a for a in argv]
     assert run(["classify", str(WORKLOAD), "-o", str(cards), *table]) == 2
     assert message in capsys.readouterr().err

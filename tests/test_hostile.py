@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import LEGACY, ROOT, SMOKE, copied_capture
+from conftest import ROOT, SMOKE, copied_capture
 
 from ncu_classify import report_reader
 from ncu_classify.cli import run
@@ -183,13 +183,10 @@ def test_interrupted_classify_leaves_no_scratch_and_exits_130(tmp_path: Path) ->
 @pytest.mark.parametrize(
     ("source", "edit", "message"),
     [
-        (LEGACY, lambda d: d["cards"][0].update(dominant_kernel=["a"]), "cards file this tool"),
         (CARDS, lambda d: d["cards"][0].update(dominant_kernel={}), "dominant_kernel: Input"),
         (CARDS, lambda d: d["cards"][0].update(summed_kernel_us=-5), "greater than or equal to 0"),
         (CARDS, lambda d: d["cards"][0].update(summed_kernel_us=True), "a valid number"),
         (CARDS, lambda d: d["cards"][0].update(summed_kernel_us="12"), "a valid number"),
-        (LEGACY, lambda d: d["cards"][0].update(shape_parameters="[" * 5000), "cards file"),
-        (LEGACY, lambda d: d["cards"][0].update(status=True), "status: Input should be"),
     ],
 )
 def test_odd_values_in_cards_are_exit_3(
