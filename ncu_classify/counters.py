@@ -10,6 +10,7 @@ same `<counter>.sum.peak_sustained x <unit clock>`), so the same code is right o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 # (family, input type) -> the ncu counter of dense tensor FLOPs it executed. hgmma is Hopper's
@@ -92,3 +93,58 @@ def roofline_counters() -> list[Counter]:
             Counter(f"{level}_clock_ghz", clock, "rate", "GHz", 1e9, f"{unit} clock"),
         ]  # fmt: skip
     return out
+
+
+SECTOR_BYTES = 32  # an L2 sector; ncu defines lts__t_bytes as lts__t_sectors x 32
+LTS_SLICES = "lts__cycles_elapsed.sum / lts__cycles_elapsed.avg"  # LTS instances (slices)
+
+
+@dataclass(frozen=True)
+class Product:
+    """A card figure that a `--set full` report holds only under other counters: `scale` x the
+    product of `factors` / the product of `divisors`, written as `label` in metric_sources."""
+
+    key: str
+    factors: tuple[str, ...]
+    divisors: tuple[str, ...]
+    scale: float
+    label: str
+
+
+# What a `--set full` report (ncu 2025.3.1, H200) carries for the figures it lacks by name.
+# It has no l1tex__t_bytes.sum, no l1tex__t_sectors.sum and no L1 tag-stage peak: only sectors
+# split by pipe, memory space and operation, with no total, so l1_bytes and peak_l1_bytes stay
+# missing (derived__l1tex__lsu_writeback_bytes is LSU writeback, another figure).
+PRODUCTS = (
+    Product("l2_bytes", ("lts__t_sectors.sum",), (), SECTOR_BYTES, "lts__t_sectors.sum x 32"),
+    Product(
+        "peak_l2_bytes",
+        ("lts__t_sectors.avg.peak_sustained", "lts__cycles_elapsed.sum"),
+        ("lts__cycles_elapsed.avg",),
+        SECTOR_BYTES,
+        f"lts__t_sectors.avg.peak_sustained x 32 x {LTS_SLICES}",
+    ),
+)
+
+
+def fill_products(
+    lookup: Callable[[str], float | None],
+    values: dict[str, float | None],
+    sources: dict[str, str],
+) -> None:
+    """Fill each figure of PRODUCTS that `values` lacks from the counters `lookup` gives (base
+    units, None when absent), to 12 significant digits; a zero divisor leaves it missing."""
+    for product in PRODUCTS:
+        if values.get(product.key) is not None:
+            continue
+        factors = [lookup(name) for name in product.factors]
+        divisors = [lookup(name) for name in product.divisors]
+        if None in factors or None in divisors or 0 in divisors:
+            continue
+        value = product.scale
+        for factor in factors:
+            value *= factor  # type: ignore[operator]
+        for divisor in divisors:
+            value /= divisor  # type: ignore[operator]
+        values[product.key] = float(f"{value:.12g}")
+        sources[product.key] = product.label

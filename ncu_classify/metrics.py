@@ -12,7 +12,7 @@ import functools
 from dataclasses import dataclass
 from typing import Literal
 
-from .counters import BREAKDOWNS, roofline_counters
+from .counters import BREAKDOWNS, PRODUCTS, roofline_counters
 
 Dimension = Literal["time", "bytes", "rate", "percent", "count"]
 
@@ -329,10 +329,14 @@ def derive(values: dict[str, float | None]) -> dict[str, float | None]:
 
 def metric_rows() -> list[list[str]]:
     """One row per card metric for `ncu-classify metrics`: key, card unit, the ncu names tried
-    in order, and what it means; derived metrics name their inputs."""
+    in order (then what a `--set full` report gives instead, as a product of its counters), and
+    what it means; derived metrics name their inputs."""
+    products = {p.key: [p.label] for p in PRODUCTS}  # what a --set full report gives instead
     rows = [
-        [spec.key, spec.card_unit, " | ".join(spec.names), spec.description] for spec in CATALOG
-    ]
+        [spec.key, spec.card_unit, " | ".join([*spec.names, *products.get(spec.key, [])]),
+         spec.description]
+        for spec in CATALOG
+    ]  # fmt: skip
     rows += [
         [d.key, "ratio", f"{d.numerator} / {d.denominator} (derived)", d.description]
         for d in DERIVED

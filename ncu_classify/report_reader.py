@@ -26,7 +26,7 @@ from typing import Any
 
 import ncu_report
 
-from .counters import BREAKDOWNS
+from .counters import BREAKDOWNS, fill_products
 from .errors import ReportError
 from .metrics import CATALOG, DEVICE_METRICS, PASSES_METRIC, UnitError, complete
 from .records import KernelRecord, ReportRead
@@ -213,6 +213,7 @@ def read_kernel(
                 problems.append(f"{name}: {exc}")
             break
     _from_rates(action, values, sources)
+    fill_products(functools.partial(_number, action), values, sources)  # --set full names
     complete(values, sources)  # figures the other counters determine (tensor over elapsed)
     missing = [spec.key for spec in CATALOG if values[spec.key] is None]
     return KernelRecord.model_construct(  # trusted values: skip validation on the hot path

@@ -232,7 +232,8 @@ def test_a_users_set_full_report_gets_a_roofline_too(rules: LoadedRules, tmp_pat
     roof = gemm.roofline
     assert (roof.family, roof.binding) == ("hgmma_bf16", "compute")
     assert roof.pct_of_roof == pytest.approx(gemm.metrics["tensor_pct"], rel=1e-4)
-    assert roof.intensity["l2"] is None and "l2_bytes" in roof.missing  # not in --set full
+    assert roof.intensity["l1"] is None and "l1_bytes" in roof.missing  # not in --set full
+    assert gemm.metric_sources["l2_bytes"] == "lts__t_sectors.sum x 32"
     assert gemm.metrics["peak_ffma"] == 16896  # under its --set full name
 
 
