@@ -22,8 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from .hot_units import HotUnit, compute_note, name_units
 from .margins import Margin, verdict_margin
 from .metrics import CATALOG, EVIDENCE_KEYS, derive
-from .records import KernelRecord
-from .roofline import CardRoofline, Roofline, card_roofline, kernel_roofline
+from .records import KernelRecord, gpu_of
+from .roofline import CardRoofline, Roofline, card_roofline, compute_dtype, kernel_roofline
 from .rules import LoadedRules, evaluate
 
 SCHEMA_VERSION = "1.3"  # 1.2: tensor_pct over elapsed cycles; 1.3: captures, calls, source
@@ -213,19 +213,25 @@ def kernel_verdict(
     )
 
 
-def classify_kernel(kernel: KernelCard, rules: LoadedRules) -> KernelCard:
-    """The kernel classified again under `rules` (every other field kept)."""
+def classify_kernel(
+    kernel: KernelCard, rules: LoadedRules, device: Mapping[str, Any] | None = None
+) -> KernelCard:
+    """The kernel classified again under `rules` (every other field kept); `device` is its
+    card's `gpu` (maximum clocks)."""
     verdict = kernel_verdict(kernel.metrics, kernel.evidence, rules)
-    return kernel.model_copy(
-        update={**verdict, **_annotations(kernel.metrics, kernel.hot_units, verdict)}
-    )
+    notes = _annotations(kernel.metrics, kernel.hot_units, verdict, device)
+    return kernel.model_copy(update={**verdict, **notes})
 
 
 def _annotations(
-    metrics: Mapping[str, float | None], hot: dict[str, list[HotUnit]], verdict: dict[str, Any]
+    metrics: Mapping[str, float | None],
+    hot: dict[str, list[HotUnit]],
+    verdict: dict[str, Any],
+    device: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
-    """Roofline figures and the note on the verdict, from the kernel's own figures."""
-    roofline = kernel_roofline(metrics)
+    """Roofline figures and the note on the verdict, from the kernel's own figures and the
+    device's maximum clocks."""
+    roofline = kernel_roofline(metrics, device)
     return {
         "roofline": roofline,
         "verdict_note": compute_note(verdict["classification"], hot, roofline),
@@ -243,7 +249,7 @@ def kernel_card(record: KernelRecord, rules: LoadedRules) -> KernelCard:
         metrics=metrics,
         **verdict,
         hot_units=hot,
-        **_annotations(metrics, hot, verdict),
+        **_annotations(metrics, hot, verdict, record.device),
         mangled_name=record.mangled,
         demangled_name=record.demangled,
         function_name=record.function,
@@ -271,7 +277,7 @@ def judge(card: Card, rules: LoadedRules, *, kernels_classified: bool = False) -
     and the card's verdict: dominant kernel, primary, its rule texts and status."""
     kernels = card.kernels
     if not kernels_classified:
-        kernels = [classify_kernel(k, rules) for k in kernels]
+        kernels = [classify_kernel(k, rules, card.gpu) for k in kernels]
     return card.model_copy(update={"kernels": kernels, **_verdict(card, kernels, rules)})
 
 
@@ -318,6 +324,7 @@ def build_card(
     missing = sorted({m for k in kernels for m in k.missing_metrics})
     if any(d is None for d in durations):
         missing = sorted({*missing, "dur_us"})
+    gpu = gpu_of(records)
     card = Card.model_construct(  # trusted values; the file is validated in tests
         set(CLASSIFY_FIELDS),
         group=group,
@@ -329,38 +336,18 @@ def build_card(
         **dict.fromkeys(VERDICT_FIELDS),
         status="unresolved",  # the verdict fields are decided by judge
         notes=[],
-        gpu=gpu_of(records),
+        gpu=gpu,
         missing_metrics=missing,
         roofline=card_roofline(
             [(k.metrics, k.roofline) for k in kernels],
             flops,
             summed,
             compute_dtype(fields.get("shape_parameters") or {}),
+            gpu,
         ),
         **{"shape_parameters": {}, **fields},  # given: default factories are slow to construct
     )
     return judge(card, rules, kernels_classified=True)
-
-
-def compute_dtype(params: Mapping[str, Any]) -> str | None:
-    """The type an op computes in, for its MFU: bf16/fp16, tf32 for fp32 with TF32 allowed
-    (cuDNN's default for convs; off by default for matmuls), fp32; None if unknown."""
-    dtype = params.get("dtype")
-    if dtype == "fp32":
-        return "tf32" if params.get("allow_tf32") else "fp32"
-    return dtype if dtype in ("bf16", "fp16") else None
-
-
-def gpu_of(records: list[KernelRecord]) -> dict[str, Any]:
-    """Device facts of the first kernel, plus the range of SM clocks seen across kernels."""
-    if not records:
-        return {}
-    gpu: dict[str, Any] = dict(records[0].device)
-    clocks = [r.values.get("sm_clock_ghz") for r in records]
-    seen = [c for c in clocks if c is not None]
-    if seen:
-        gpu["sm_clock_ghz_min"], gpu["sm_clock_ghz_max"] = min(seen), max(seen)
-    return gpu
 
 
 def count_classes(

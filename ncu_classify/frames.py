@@ -98,6 +98,8 @@ def _card_fields(card: Card) -> dict[str, Any]:
         "nominal_mac_flop": card.nominal_mac_flops,
         "card_achieved_tflops": card.achieved_tflops,
         "mfu_pct": roof.mfu_pct if roof else None,
+        "mfu_clock_ghz": roof.peak_clock_ghz if roof else None,
+        "mfu_max_clock_pct": roof.mfu_max_clock_pct if roof else None,
         "useful_over_executed_ratio": roof.useful_over_executed if roof else None,
         "calls": card.calls,
     }
@@ -157,6 +159,8 @@ CARD_COLUMNS = [
     "nominal_mac_flop",
     "card_achieved_tflops",
     "mfu_pct",
+    "mfu_clock_ghz",
+    "mfu_max_clock_pct",
     "useful_over_executed_ratio",
     "calls",
 ]

@@ -303,12 +303,15 @@ EVIDENCE_KEYS = (
 )
 # Report attributes read beside the catalog (not card metrics).
 PASSES_METRIC = "profiler__replayer_passes"
-DEVICE_METRICS = {
+DEVICE_METRICS: dict[str, str | tuple[str, ...]] = {
     "name": "device__attribute_display_name",
     "sm_count": "device__attribute_multiprocessor_count",
     "l2_bytes": "device__attribute_l2_cache_size",
     "cc_major": "device__attribute_compute_capability_major",
     "cc_minor": "device__attribute_compute_capability_minor",
+    # the clocks that cap the roofline's ceilings, in kHz as the report gives them
+    "sm_clock_max_khz": ("device__attribute_max_gpu_frequency_khz", "device__attribute_clock_rate"),
+    "dram_clock_max_khz": "device__attribute_memory_clock_rate",
 }
 
 

@@ -147,10 +147,12 @@ def _nvtx_stack(action: Any) -> list[str]:
 
 
 def _device(action: Any) -> dict[str, str | int | None]:
-    """The GPU the report was taken on (name, SM count, L2 size, compute capability)."""
+    """The GPU the report was taken on (name, SM count, L2 size, compute capability, maximum
+    clocks), each from the first of its names that the report holds."""
     out: dict[str, str | int | None] = {}
-    for key, name in DEVICE_METRICS.items():
-        metric = action.metric_by_name(name)
+    for key, names in DEVICE_METRICS.items():
+        found = (action.metric_by_name(n) for n in ((names,) if isinstance(names, str) else names))
+        metric = next((m for m in found if m is not None), None)
         out[key] = None if metric is None else metric.value()
     return out
 

@@ -3,15 +3,19 @@ L1, the ceilings, the binding roof and how far the kernel is from it.
 
 Ceilings come from ncu's peak metrics x the clock measured during the kernel (no table of
 GPUs): compute = the family's FLOP/cycle x the SM clock, bandwidth = bytes/cycle x the unit's
-clock. The compute ceiling is that of the family the kernel actually used (an mma.sync kernel
-tops out at 2/3 of wgmma). The binding roof is the lowest of the compute ceiling and each
-bandwidth x the kernel's intensity there. A figure whose inputs a report lacks stays None and
-is listed in `missing`, never 0.
+clock. A measured clock is cycles over ncu's duration and reads above the device's maximum on
+short kernels (2.034 GHz on a 44 us cast of an H200 whose maximum is 1.98 GHz): a ceiling is
+never above the peak per cycle x the device's maximum clock (SM and L1, DRAM), and each clock
+capped is flagged on the kernel. The compute ceiling is that of the family the kernel actually
+used (an mma.sync kernel tops out at 2/3 of wgmma). The binding roof is the lowest of the
+compute ceiling and each bandwidth x the kernel's intensity there. A figure whose inputs a
+report lacks stays None and is listed in `missing`, never 0.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -39,6 +43,52 @@ class Roofline(BaseModel):
     roof_tflops: float | None
     pct_of_roof: float | None
     missing: list[str] = Field(default_factory=list, description="inputs the report lacked")
+    ceiling_sm_clock_ghz: float | None = Field(
+        default=None,
+        description="SM clock behind the compute (and L1) ceiling: the one measured during the"
+        " kernel, capped at the device's maximum",
+    )
+    clock_flags: list[str] = Field(
+        default_factory=list,
+        description="clocks measured above the device's maximum, and the clock the ceilings"
+        " used instead (SM and L1 against the maximum GPU clock, DRAM against the memory"
+        " clock; L2 has no device figure to check against)",
+    )
+
+
+# Clock key -> (the device's maximum in the card's `gpu`, kHz; what that maximum is).
+CLOCK_LIMITS = {
+    "sm_clock_ghz": ("sm_clock_max_khz", "the device's maximum SM clock"),
+    "l1_clock_ghz": ("sm_clock_max_khz", "the device's maximum SM clock (L1TEX runs on it)"),
+    "dram_clock_ghz": ("dram_clock_max_khz", "the device's memory clock"),
+}
+
+
+def device_max_ghz(device: Mapping[str, Any] | None, key: str) -> float | None:
+    """The device's maximum for a clock key in GHz (from kHz in `device`), None if unknown."""
+    value = (device or {}).get(CLOCK_LIMITS[key][0])
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
+        return None
+    return value / 1e6
+
+
+def capped_clocks(
+    metrics: Mapping[str, float | None], device: Mapping[str, Any] | None
+) -> tuple[dict[str, float | None], list[str]]:
+    """The clocks ceilings use, each measured clock capped at the device's maximum, and a flag
+    for each one capped."""
+    clocks: dict[str, float | None] = {}
+    flags: list[str] = []
+    for key, (_, what) in CLOCK_LIMITS.items():
+        measured, limit = metrics.get(key), device_max_ghz(device, key)
+        clocks[key] = measured
+        if measured is not None and limit is not None and measured > limit:
+            clocks[key] = limit
+            flags.append(
+                f"{key} {measured:.6g} GHz measured over {metrics.get('dur_us')} us is above"
+                f" {what} {limit:.6g} GHz: the ceilings use {limit:.6g} GHz"
+            )
+    return clocks, flags
 
 
 def _get(metrics: Mapping[str, float | None], key: str, missing: list[str]) -> float | None:
@@ -83,8 +133,13 @@ def _bandwidths(metrics: Mapping[str, float | None], missing: list[str]) -> dict
     return out
 
 
-def kernel_roofline(metrics: Mapping[str, float | None]) -> Roofline:
-    """The roofline figures of one kernel from its card metrics."""
+def kernel_roofline(
+    metrics: Mapping[str, float | None], device: Mapping[str, Any] | None = None
+) -> Roofline:
+    """The roofline figures of one kernel from its card metrics; `device` (the card's `gpu`)
+    gives the maximum clocks that cap the ceilings."""
+    clocks, flags = capped_clocks(metrics, device)
+    metrics = {**metrics, **clocks}
     missing: list[str] = []
     flops = _flops(metrics, missing)
     total = sum(flops.values()) if flops else None
@@ -125,6 +180,8 @@ def kernel_roofline(metrics: Mapping[str, float | None]) -> Roofline:
         roof_tflops=_t(roof),
         pct_of_roof=_round(pct),
         missing=sorted(missing),
+        ceiling_sm_clock_ghz=clocks["sm_clock_ghz"],
+        clock_flags=flags,
     )
 
 
@@ -141,7 +198,8 @@ DTYPE_PEAK = {"bf16": "peak_hgmma_bf16", "fp16": "peak_hgmma_fp16", "tf32": "pea
 
 
 class CardRoofline(BaseModel):
-    """The shape's work against what ran: useful FLOPs over executed ones, and MFU."""
+    """The shape's work against what ran: useful FLOPs over executed ones, and MFU on two bases:
+    the SM clock seen during the card's longest kernel, and the device's maximum clock."""
 
     model_config = ConfigDict(extra="forbid")
     executed_flops: float | None = Field(description="all kernels of the card, all families")
@@ -151,21 +209,55 @@ class CardRoofline(BaseModel):
     mfu_pct: float | None = Field(
         description="nominal FLOPs per second of summed kernel time, % of the device's dense"
         " peak for the op's dtype (wgmma bf16/fp16/tf32, or 2 x FFMA for fp32 without TF32)"
+        " at peak_clock_ghz, the clock seen during the kernel"
     )
-    peak_tflops: float | None = Field(description="that dense peak, at the measured SM clock")
+    peak_tflops: float | None = Field(description="that dense peak, at peak_clock_ghz")
+    peak_clock_ghz: float | None = Field(
+        default=None,
+        description="SM clock of peak_tflops and mfu_pct: measured during the card's longest"
+        " kernel, capped at the device's maximum",
+    )
+    mfu_max_clock_pct: float | None = Field(
+        default=None,
+        description="the same MFU against the dense peak at the device's maximum SM clock"
+        " (max_clock_ghz; the datasheet basis, to compare GPUs and runs like with like)",
+    )
+    peak_max_clock_tflops: float | None = Field(
+        default=None, description="the dense peak at max_clock_ghz"
+    )
+    max_clock_ghz: float | None = Field(
+        default=None,
+        description="the device's maximum SM clock (device__attribute_max_gpu_frequency_khz)",
+    )
+
+
+def compute_dtype(params: Mapping[str, Any]) -> str | None:
+    """The type an op computes in, for its MFU: bf16/fp16, tf32 for fp32 with TF32 allowed
+    (cuDNN's default for convs; off by default for matmuls), fp32; None if unknown."""
+    dtype = params.get("dtype")
+    if dtype == "fp32":
+        return "tf32" if params.get("allow_tf32") else "fp32"
+    return dtype if dtype in ("bf16", "fp16") else None
+
+
+Kernels = list[tuple[Mapping[str, float | None], Roofline | None]]
 
 
 def card_roofline(
-    kernels: list[tuple[Mapping[str, float | None], Roofline | None]],
+    kernels: Kernels,
     nominal_flops: int | None,
     summed_us: float | None,
     dtype: str | None,
+    device: Mapping[str, Any] | None = None,
 ) -> CardRoofline:
     """Card-level figures from its kernels' (metrics, roofline); `dtype` is the op's compute
-    type (bf16, fp16, tf32, fp32), None for a foreign card."""
+    type (bf16, fp16, tf32, fp32), None for a foreign card; `device` the card's `gpu`."""
     executed = [r.executed_flops for _, r in kernels if r is not None]
     total = sum(e for e in executed if e is not None) if executed and None not in executed else None
-    peak = _dtype_peak(kernels, dtype)
+    per_cycle, clock = _dtype_peak(kernels, dtype, device)
+    max_clock = device_max_ghz(device, "sm_clock_ghz")
+    peak = per_cycle * clock * 1e9 if per_cycle is not None and clock else None
+    peak_max = per_cycle * max_clock * 1e9 if per_cycle is not None and max_clock else None
     useful = nominal_flops / total if nominal_flops and total else None
     achieved = nominal_flops / (summed_us * 1e-6) if nominal_flops and summed_us else None
     return CardRoofline(
@@ -173,20 +265,25 @@ def card_roofline(
         useful_over_executed=_round(useful),
         mfu_pct=_round(100 * achieved / peak) if achieved is not None and peak else None,
         peak_tflops=_t(peak),
+        peak_clock_ghz=clock if peak else None,
+        mfu_max_clock_pct=_round(100 * achieved / peak_max) if achieved and peak_max else None,
+        peak_max_clock_tflops=_t(peak_max),
+        max_clock_ghz=max_clock,
     )
 
 
 def _dtype_peak(
-    kernels: list[tuple[Mapping[str, float | None], Roofline | None]], dtype: str | None
-) -> float | None:
-    """FLOP/s of the dense peak for `dtype` at the SM clock of the card's longest kernel."""
+    kernels: Kernels, dtype: str | None, device: Mapping[str, Any] | None
+) -> tuple[float | None, float | None]:
+    """Dense FLOP/cycle for `dtype` and the SM clock (capped at the device's maximum) of the
+    card's longest kernel."""
     if not kernels or dtype is None:
-        return None
+        return None, None
     metrics = max(kernels, key=lambda item: item[0].get("dur_us") or 0.0)[0]
-    clock = metrics.get("sm_clock_ghz")
+    clock = capped_clocks(metrics, device)[0]["sm_clock_ghz"]
     if dtype == "fp32":
         per_cycle = metrics.get("peak_ffma")
         per_cycle = 2 * per_cycle if per_cycle is not None else None
     else:
         per_cycle = metrics.get(DTYPE_PEAK.get(dtype, ""))
-    return per_cycle * clock * 1e9 if per_cycle is not None and clock else None
+    return per_cycle, clock
