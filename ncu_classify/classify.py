@@ -16,7 +16,9 @@ from typing import Any
 from . import __version__
 from .cards import Card, CardFile, KernelCard, build_card, card_class, count_classes
 from .clock import utc_now
+from .group_ids import parse_group_id, shape_record
 from .manifest import ShapeRecord
+from .printable import unicode_safe
 from .reading import Progress, read_all, reader_batches
 from .records import KernelRecord
 from .report_format import report_stem
@@ -40,6 +42,8 @@ def _shape_card(shape: ShapeRecord, pairs: list[Pair], rules: LoadedRules, reads
     path = next((p for p in reads.source.reports if report_stem(p) == stem), None)
     if shape.status == "ok" and path is not None and path in reads.failed:
         error = f"its report could not be read: {reads.failed[path]}"
+    elif shape.status == "ok" and path is None and stem in reads.source.problems:
+        error = f"its report could not be read: {reads.source.problems[stem]}"
     elif shape.status == "ok" and not records and shape.report:
         error = f"no kernel of range {shape.group!r} found in {shape.report}"
     elif shape.status == "ok" and shape.kernels is not None and len(records) != shape.kernels:
@@ -47,7 +51,7 @@ def _shape_card(shape: ShapeRecord, pairs: list[Pair], rules: LoadedRules, reads
             f"{len(records)} kernels of this range in the report, but capture counted"
             f" {shape.kernels}: report incomplete?"
         )
-    report = str(path) if path is not None else shape.report
+    report = unicode_safe(str(path)) if path is not None else shape.report
     return build_card(
         group=shape.group,
         stage=shape.stage,
@@ -72,28 +76,47 @@ def _shape_card(shape: ShapeRecord, pairs: list[Pair], rules: LoadedRules, reads
 
 
 def _foreign_cards(pairs: list[Pair], rules: LoadedRules, labels: dict[str, str]) -> list[Card]:
-    """Cards for kernels no manifest claims: per innermost NVTX range, else per kernel name;
-    the stage is the report's label (its stem, or more where stems clash)."""
+    """Cards for kernels no manifest claims: per innermost NVTX range that is one of our group
+    ids (a capture report read without its folder: the shape, stage and nominal FLOPs come back
+    from the id), else per NVTX range, else per kernel name; the stage of the last two is the
+    report's label (its stem, or more where stems clash)."""
     groups: dict[tuple[str, str, str], list[Pair]] = {}
     for rec, card in pairs:
         stem = labels.get(rec.report) or report_stem(rec.report)
-        if rec.nvtx_ranges:
+        if rec.nvtx_ranges and parse_group_id(rec.nvtx_ranges[-1]) is not None:
+            key = (stem, "group", rec.nvtx_ranges[-1])
+        elif rec.nvtx_ranges:
             key = (stem, "nvtx_range", "/".join(rec.nvtx_ranges))
         else:
             key = (stem, "kernel", rec.function)
         groups.setdefault(key, []).append((rec, card))
     return [
         build_card(
-            group=f"{stem}:{name}",
-            stage=stem,
-            op=kind,
             rules=rules,
             records=[p[0] for p in members],
             kernels=[p[1] for p in members],
             ncu_output=members[0][0].report,
+            **_identity(stem, kind, name),
         )
         for (stem, kind, name), members in groups.items()
     ]
+
+
+def _identity(stem: str, kind: str, name: str) -> dict[str, Any]:
+    """Group, stage, op (and for a group id its shape and nominal FLOPs and bytes, as capture
+    computes them) of a card no manifest describes."""
+    entry = parse_group_id(name) if kind == "group" else None
+    if entry is None:
+        return {"group": f"{stem}:{name}", "stage": stem, "op": kind}
+    record = shape_record(entry)
+    return {
+        "group": record.group,
+        "stage": record.stage,
+        "op": record.op,
+        "shape_parameters": record.shape_parameters,
+        "nominal_mac_flops": record.nominal_mac_flops,
+        "nominal_bytes": record.nominal_bytes,
+    }
 
 
 @dataclass
@@ -146,7 +169,7 @@ def classify(
             failed[path] = result
         else:
             ok[path] = result
-    labels = {str(p): label for p, label in inputs.labels.items()}
+    labels = {unicode_safe(str(p)): unicode_safe(label) for p, label in inputs.labels.items()}
     cards = [
         card
         for source in inputs.sources
@@ -160,10 +183,10 @@ def classify(
         rules_id=rules.rules.id,
         rules_file=rules.path,
         rules_sha256=rules.sha256,
-        inputs=[str(p) for p in paths],
+        inputs=[unicode_safe(str(p)) for p in paths],
         captures=[capture_environment(s) for s in inputs.sources if s.manifest],
-        input_errors=inputs.errors,
-        input_warnings=inputs.warnings + duplicate_groups(cards),
+        input_errors=[unicode_safe(e) for e in inputs.errors],
+        input_warnings=[unicode_safe(w) for w in inputs.warnings + duplicate_groups(cards)],
         cards=cards,
         summary=summary,
         by_stage=by_stage,
@@ -177,7 +200,7 @@ def capture_environment(source: Source) -> dict[str, Any]:
     host = manifest.host
     gpus = host.get("gpus") or []
     return {
-        "folder": str(path.parent),
+        "folder": unicode_safe(str(path.parent)),
         "created_at": manifest.created_at,
         "shapes_file": manifest.shapes_file,
         "gpu": host.get("gpu_name"),

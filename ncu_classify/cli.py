@@ -33,6 +33,7 @@ from .cli_support import (
     OutputOption,
     RulesOption,
     app,
+    check_inputs,
     check_output,
     errors,
     exit_code_for,
@@ -175,6 +176,7 @@ def classify(
     with errors():
         read = [*input_files(paths), *([rules] if rules else [])]
         target = check_output(output, read)
+        check_inputs([rules] if rules else [])
         check_kind(output, "JSON")
         table_target = _check_table(table, read, target) if table is not None else None
         loaded = load_rules(rules)
@@ -234,6 +236,7 @@ def reclassify(
 
     with errors():
         target = check_output(output, [cards_file, *([rules] if rules else [])])
+        check_inputs([cards_file, *([rules] if rules else [])])
         check_kind(output, "JSON")
         loaded = load_rules(rules)
         cards = run_reclassify(read_cards(cards_file), loaded)
@@ -266,6 +269,7 @@ def summary(
     grouping: Literal["stage", "shape"] = "stage" if by == "stage" else "shape"
     with errors():
         target = check_output(output, [cards_file]) if output is not None else None
+        check_inputs([cards_file])
         given = "csv" if csv else None
         fmt = output_format(given, output, TABLE_SUFFIXES, "table", neutral=TEXT_SUFFIXES)
         cards = read_cards(cards_file)

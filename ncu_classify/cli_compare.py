@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from .cli_support import app, check_output, errors, human, read_cards
+from .cli_support import app, check_inputs, check_output, errors, human, read_cards
 from .errors import GateFailed, UsageError
 from .formats import TABLE_SUFFIXES, TEXT_SUFFIXES, output_format
 from .printable import printable
@@ -68,6 +68,7 @@ def diff(
         conditions = [parse_condition(text) for text in fail_on or []]
         inputs = [baseline, candidate, *(p for p in (reclassify, noise) if p)]
         target = check_output(output, inputs) if output is not None else None
+        check_inputs(inputs)
         fmt = output_format(fmt, output, DIFF_SUFFIXES, "table", neutral=TEXT_SUFFIXES)
         if fmt == "parquet" and output in (None, "-"):
             raise UsageError("--format parquet writes a binary file: give it with -o FILE")
@@ -134,6 +135,7 @@ def report(
     with errors():
         check_files(cards_files)
         target = check_output(output, list(cards_files))
+        check_inputs(list(cards_files))
         fmt = output_format(fmt, output, REPORT_SUFFIXES, "html")
         files = [
             (label, read_cards(path))

@@ -124,6 +124,14 @@ def check_output(given: str, inputs: list[Path], option: str = "-o") -> Output:
         raise usage(exc) from None
 
 
+def check_inputs(paths: list[Path]) -> None:
+    """Refuse up front, exit 3, an input file that is not a readable regular file (a FIFO that
+    would hang the read, a device, a folder, a dangling link): before any other is read."""
+    from .textio import check_regular
+
+    check_regular(paths, InputFileError)
+
+
 def human(target: Output | None) -> Console:
     """Where tables and notes go: stdout, unless the data itself goes there."""
     return err if target is not None and target.is_stdout else out

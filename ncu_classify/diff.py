@@ -29,7 +29,7 @@ from .diff_model import (
     StageRollup,
 )
 from .diff_sides import gpu_warnings, shared_rules, side_header
-from .matching import Pair, by_stage_order, pair_cards, same_kernel
+from .matching import Pair, by_stage_order, compared_stage, pair_files, same_kernel, shortfall
 from .noise import Noise
 from .reclassify import reclassify
 from .rules import LoadedRules
@@ -65,10 +65,14 @@ def diff_cards(
     else:
         rules = shared_rules(baseline, candidate, warnings)
     kept = [_kept(side.cards, options.stages) for side in (baseline, candidate)]
-    pairs = by_stage_order(pair_cards(*kept))
+    pairing = pair_files(*kept)
+    pairs = by_stage_order(pairing.pairs, pairing.stages)
     headers = (side_header(baseline, paths[0], kept[0]), side_header(candidate, paths[1], kept[1]))
-    warnings += gpu_warnings(*headers)
-    shapes = [_shape_diff(pair, rules, options.noise) for pair in pairs]
+    warnings += gpu_warnings(*headers) + pairing.notes + shortfall(pairs)
+    shapes = [
+        _shape_diff(pair, compared_stage(pair, pairing.stages), rules, options.noise)
+        for pair in pairs
+    ]
     counts: dict[str, int] = {}
     for shape in shapes:
         counts[shape.change] = counts.get(shape.change, 0) + 1
@@ -83,7 +87,7 @@ def diff_cards(
         warnings=warnings,
         counts=dict(sorted(counts.items())),
         shapes=shapes,
-        rollup=_rollup(pairs),
+        rollup=_rollup(pairs, pairing.stages),
         noise_seen=_noise_seen(shapes),
     )
 
@@ -92,7 +96,7 @@ def _kept(cards: list[Card], stages: frozenset[str]) -> list[Card]:
     return [c for c in cards if not stages or c.stage in stages]
 
 
-def _shape_diff(pair: Pair, rules: LoadedRules | None, noise: Noise) -> ShapeDiff:
+def _shape_diff(pair: Pair, stage: str, rules: LoadedRules | None, noise: Noise) -> ShapeDiff:
     base, cand = pair.baseline, pair.candidate
     card = base or cand
     assert card is not None
@@ -100,7 +104,7 @@ def _shape_diff(pair: Pair, rules: LoadedRules | None, noise: Noise) -> ShapeDif
     if base is None or cand is None:
         change: Change = "repeat" if pair.repeat else ("added" if base is None else "removed")
         return ShapeDiff(
-            stage=card.stage, op=card.op, change=change, matched_by=None, kernel_changed=None,
+            stage=stage, op=card.op, change=change, matched_by=None, kernel_changed=None,
             duration_ratio=None, speed=None, why=None, baseline=sides[0], candidate=sides[1],
         )  # fmt: skip
     values = (_values(base), _values(cand))
@@ -113,7 +117,7 @@ def _shape_diff(pair: Pair, rules: LoadedRules | None, noise: Noise) -> ShapeDif
     change = _change(base, cand, crossed, sides, bool(kernel_changed))
     ratio = _ratio(base.summed_kernel_us, cand.summed_kernel_us)
     return ShapeDiff(
-        stage=card.stage,
+        stage=stage,
         op=card.op,
         change=change,
         matched_by=pair.matched_by,
@@ -247,17 +251,21 @@ def _delta(
     return None if a is None or b is None else _r(b - a)
 
 
-def _rollup(pairs: list[Pair]) -> list[StageRollup]:
+def _rollup(pairs: list[Pair], aliases: dict[str, str]) -> list[StageRollup]:
     """Cards and kernel time per inference per (stage, class) on each side, as `summary`
     computes them for each file (`summary.by_stage`: time x calls, untimed cards counted
     apart; a shape listed twice counts twice, as the file lists it), so the totals of a diff
-    and of the summaries of its two files agree. Stages in comparison order."""
-    sides = [[p.baseline for p in pairs if p.baseline], [p.candidate for p in pairs if p.candidate]]
+    and of the summaries of its two files agree. Stages in comparison order (a loose
+    candidate stage under the baseline stage it was compared with)."""
+    sides = [
+        [p.baseline for p in pairs if p.baseline],
+        [_aliased(p.candidate, aliases) for p in pairs if p.candidate],
+    ]
     cells: dict[tuple[str, str], list[SummaryRow | None]] = {}
     for index, cards in enumerate(sides):
         for row in by_stage(cards):
             cells.setdefault((row.stage, row.primary), [None, None])[index] = row
-    order = list(dict.fromkeys((p.baseline or p.candidate).stage for p in pairs))  # type: ignore[union-attr]
+    order = list(dict.fromkeys(compared_stage(p, aliases) for p in pairs))
 
     def most_time(item: tuple[tuple[str, str], list[SummaryRow | None]]) -> tuple[int, float, str]:
         (stage, primary), rows = item
@@ -267,6 +275,12 @@ def _rollup(pairs: list[Pair]) -> list[StageRollup]:
         _rollup_row(stage, primary, *rows)
         for (stage, primary), rows in sorted(cells.items(), key=most_time)
     ]
+
+
+def _aliased(card: Card, aliases: dict[str, str]) -> Card:
+    """A candidate card under the baseline stage its loose stage was compared with."""
+    stage = aliases.get(card.stage)
+    return card if stage is None else card.model_copy(update={"stage": stage})
 
 
 def _rollup_row(

@@ -86,7 +86,7 @@ class ShapeDiff(Model):
     stage: str
     op: str
     change: Change
-    matched_by: Literal["group", "shape", "position"] | None
+    matched_by: Literal["group", "shape", "nvtx_range", "kernel", "position"] | None
     kernel_changed: bool | None = Field(description="another dominant kernel: another algorithm")
     duration_ratio: float | None = Field(description="candidate / baseline summed kernel time")
     speed: Speed | None

@@ -15,12 +15,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .cards import Card
+from .matching_loose import loose_name, pair_loose
 
-MatchedBy = Literal["group", "shape", "position"]
+MatchedBy = Literal["group", "shape", "nvtx_range", "kernel", "position"]
 # Parameters that choose how a shape runs, not which shape it is: they may differ between the
 # two sides of a comparison (bf16 against fp32, TF32 on and off, another attention backend).
 SETTINGS = frozenset(
@@ -73,10 +74,26 @@ def _canon(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
+@dataclass
+class Pairing:
+    """The pairs of two files, the candidate stages compared with a baseline stage of another
+    name (loose reports of other names), and notes on how they were paired."""
+
+    pairs: list[Pair]
+    stages: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
 def pair_cards(baseline: list[Card], candidate: list[Card]) -> list[Pair]:
+    """The pairs of `pair_files`."""
+    return pair_files(baseline, candidate).pairs
+
+
+def pair_files(baseline: list[Card], candidate: list[Card]) -> Pairing:
     """Every card of both files in exactly one pair, baseline order first, then the
     candidate's cards that found no partner, in their order. Candidates are looked up in
-    buckets (group; exact shape; stage and op), so large files pair in near-linear time."""
+    buckets (group; exact shape; stage and op), so large files pair in near-linear time.
+    Cards of loose reports left over meet by content (`matching_loose`)."""
     partner: dict[int, tuple[int, MatchedBy]] = {}
     taken: set[int] = set()
 
@@ -103,6 +120,10 @@ def pair_cards(baseline: list[Card], candidate: list[Card]) -> list[Pair]:
     match("group", lambda c: c.group, lambda a, b: 0)
     match("shape", lambda c: (c.stage, c.op, _canon(shape_of(c))), _compatible)
     match("shape", lambda c: (c.stage, c.op), _compatible)
+    free = set(range(len(baseline))) - set(partner), set(range(len(candidate))) - taken
+    loose = pair_loose(baseline, candidate, free, shape_of)
+    partner.update(loose.partner)
+    taken.update(j for j, _ in loose.partner.values())
     match("position", lambda c: (c.stage, c.op), _shapeless)
     paired_base = {_identity(baseline[i]) for i in partner}
     paired_cand = {_identity(candidate[j]) for j in taken}
@@ -117,13 +138,13 @@ def pair_cards(baseline: list[Card], candidate: list[Card]) -> list[Pair]:
         for j, card in enumerate(candidate)
         if j not in taken
     ]
-    return pairs
+    return Pairing(pairs, loose.stages, loose.notes)
 
 
 def _shapeless(a: Card, b: Card) -> int | None:
     """Cards of one stage and op pair in file order when one of them has no shape to compare
     (the legacy casts carry `{}`)."""
-    same = (a.stage, a.op) == (b.stage, b.op)
+    same = (a.stage, a.op) == (b.stage, b.op) and not (loose_name(a) or loose_name(b))
     return 0 if same and (not shape_of(a) or not shape_of(b)) else None
 
 
@@ -132,14 +153,47 @@ def _identity(card: Card) -> tuple[str, str]:
     return card.group, _canon(card.shape_parameters)
 
 
-def by_stage_order(pairs: list[Pair]) -> list[Pair]:
+def compared_stage(pair: Pair, aliases: dict[str, str]) -> str:
+    """The stage a pair is shown under: the baseline's; a candidate-only card's own, or the
+    baseline stage its loose stage was compared with."""
+    if pair.baseline is not None:
+        return pair.baseline.stage
+    assert pair.candidate is not None
+    return aliases.get(pair.candidate.stage, pair.candidate.stage)
+
+
+def by_stage_order(pairs: list[Pair], aliases: dict[str, str] | None = None) -> list[Pair]:
     """Pairs grouped by stage (stages in first-seen order), file order within a stage."""
     stages: dict[str, list[Pair]] = {}
     for pair in pairs:
-        card = pair.baseline or pair.candidate
-        assert card is not None
-        stages.setdefault(card.stage, []).append(pair)
+        stages.setdefault(compared_stage(pair, aliases or {}), []).append(pair)
     return [pair for group in stages.values() for pair in group]
+
+
+def shortfall(pairs: list[Pair]) -> list[str]:
+    """A warning when nothing, or under half of the smaller file, paired, saying why."""
+    base = [p.baseline for p in pairs if p.baseline is not None and not p.repeat]
+    cand = [p.candidate for p in pairs if p.candidate is not None and not p.repeat]
+    paired = sum(p.baseline is not None and p.candidate is not None for p in pairs)
+    if not base or not cand or paired * 2 >= min(len(base), len(cand)):
+        return []
+    loose = [any(loose_name(c) for c in side) for side in (base, cand)]
+    if loose[0] != loose[1]:
+        why = (
+            f"the {'baseline' if loose[0] else 'candidate'}'s cards come from reports without a"
+            " capture manifest (stages named after the report files), the other's from a"
+            " capture (group ids): classify both sides from the same kind of input"
+        )
+    elif loose[0]:
+        why = "their NVTX ranges, kernel names and shapes differ"
+    else:
+        why = "no group id or shape is common to both sides"
+    stages = [", ".join(dict.fromkeys(c.stage for c in side)) for side in (base, cand)]
+    return [
+        f"{'nothing' if not paired else f'only {paired} of the shapes'} paired"
+        f" ({len(base)} baseline and {len(cand)} candidate cards; baseline stages {stages[0]},"
+        f" candidate stages {stages[1]}): {why}"
+    ]
 
 
 def same_kernel(a: str, b: str) -> bool:

@@ -26,12 +26,24 @@ _CONTROL = [
     *range(0x2066, 0x206A),
 ]
 _ESCAPES = {code: f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" for code in _CONTROL}
+# Bytes of a file name that are not UTF-8 reach Python as lone surrogates (U+DC80-U+DCFF,
+# PEP 383); they are shown as the byte they stand for (`\xff`).
+_ESCAPES.update({code: f"\\x{code - 0xDC00:02x}" for code in range(0xDC80, 0xDD00)})
 _KEEP_LINES = {code: text for code, text in _ESCAPES.items() if code != ord("\n")}
 
 
 def printable(text: str, keep_newlines: bool = False) -> str:
     """`text` with every control character shown as an escape (newlines kept if asked)."""
     return text.translate(_KEEP_LINES if keep_newlines else _ESCAPES)
+
+
+def unicode_safe(text: str) -> str:
+    """`text` that can be written as UTF-8 (JSON, files): a path's bytes that are not UTF-8
+    (held as surrogates) become `\\xff` escapes, other text is unchanged."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no file name gives
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def one_line(text: str) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .cards import KernelCard, kernel_card
 from .errors import ReportError
+from .printable import unicode_safe
 from .records import KernelRecord
 from .rules import LoadedRules
 from .workers import WorkerFailure, run_in_children
@@ -42,9 +43,9 @@ def _read(path: Path) -> list[Pair] | str:
 
     assert _rules is not None, "_use() first"
     try:
-        rows = read_report(path, scratch=_scratch).kernels
+        rows = read_report(path, label=unicode_safe(str(path)), scratch=_scratch).kernels
     except ReportError as exc:
-        return str(exc)
+        return unicode_safe(str(exc))
     return [(row, kernel_card(row, _rules)) for row in rows]
 
 

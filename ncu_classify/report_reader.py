@@ -37,6 +37,7 @@ from .report_format import (
     check_report,
     version_message,
 )
+from .textio import open_regular, os_reason
 
 _DECOMPRESSORS: dict[str, ModuleType] = {".xz": lzma, ".gz": gzip, ".bz2": bz2}
 # Roofline counts a `--set full` report carries only as rates (it has no `.sum` of them).
@@ -114,13 +115,26 @@ def _local_report(path: Path, scratch: Path | None) -> Iterator[tuple[Path, Repo
     (ncu_report picks zstd by the `.ncu-repz` suffix alone and reads a misnamed file as empty)."""
     with _plain_file(path, scratch) as plain:
         info = check_report(plain, label=path)
-        if plain.name.endswith(".ncu-repz") == (info.kind == ".ncu-repz"):
+        named_right = plain.name.endswith(".ncu-repz") == (info.kind == ".ncu-repz")
+        if named_right and _utf8(plain.resolve()):
             yield plain, info
             return
+        # a misnamed report, or a path ncu_report cannot take (it wants UTF-8: b"r\xff.ncu-rep"
+        # fails in SWIG): read through a link of a plain name
         with tempfile.TemporaryDirectory(prefix="ncu-classify-", dir=scratch) as tmp:
             renamed = Path(tmp) / f"report{info.kind}"
             renamed.symlink_to(plain.resolve())
             yield renamed, info
+
+
+def _utf8(path: Path) -> bool:
+    """Whether `path` is UTF-8 text (a file name may be any bytes; Python keeps the others as
+    surrogate escapes, which ncu_report's SWIG layer refuses)."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @functools.lru_cache(maxsize=1)
@@ -334,13 +348,15 @@ def read_report(path: Path, label: str | None = None, scratch: Path | None = Non
     """Every kernel of the report at `path`; `label` is the path written into the rows;
     compressed reports are inflated under `scratch` (default: the system's temporary folder)."""
     label = label or str(path)
-    if not path.is_file():
-        raise ReportError(f"{path}: no such report file")
-    with _local_report(path, scratch) as (plain, info):
-        try:
-            kernels = _kernels(plain, path, label, info)
-        except ReportError:
-            if info.format_version in (None, SUPPORTED_FORMAT):
-                raise
-            raise ReportError(version_message(path, info, installed_version())) from None
+    open_regular(path, ReportError).close()  # not a FIFO, device, folder or dangling link
+    try:
+        with _local_report(path, scratch) as (plain, info):
+            try:
+                kernels = _kernels(plain, path, label, info)
+            except ReportError:
+                if info.format_version in (None, SUPPORTED_FORMAT):
+                    raise
+                raise ReportError(version_message(path, info, installed_version())) from None
+    except OSError as exc:  # unreadable, or gone since it was listed
+        raise ReportError(f"{path}: cannot read: {os_reason(path, exc)}") from None
     return ReportRead.model_construct(path=label, kernels=kernels)

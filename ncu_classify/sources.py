@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .manifest import MANIFEST_NAME, Manifest, read_manifest
 from .report_format import REPORT_SUFFIXES, report_stem
+from .textio import not_regular, os_reason
 
 
 def is_report(path: Path) -> bool:
@@ -30,6 +31,9 @@ class Source:
     reports: list[Path]
     manifest_path: Path | None = None
     manifest: Manifest | None = None
+    # report stem -> the error line of a report named there that cannot be read (missing, a
+    # FIFO, a folder, a dangling link): the shapes of a capture that live in it say so
+    problems: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -75,7 +79,28 @@ def collect_inputs(paths: Iterable[Path]) -> Inputs:
     for source in inputs.sources:
         if source.manifest_path is not None:
             source.manifest = read_manifest(source.manifest_path)
+            inputs.errors += _missing_reports(source)
     return inputs
+
+
+def _missing_reports(source: Source) -> list[str]:
+    """An error line per report the manifest names for its captured shapes that the folder
+    does not hold (deleted, renamed), each recorded in `source.problems`."""
+    assert source.manifest is not None and source.manifest_path is not None
+    present = {report_stem(p) for p in source.reports} | set(source.problems)
+    counts: dict[str, int] = {}
+    for shape in source.manifest.shapes:
+        if shape.status == "ok" and shape.report and report_stem(shape.report) not in present:
+            counts[shape.report] = counts.get(shape.report, 0) + 1
+    lines = []
+    for name, count in counts.items():
+        line = (
+            f"{source.manifest_path.parent / name}: missing: the capture's manifest.json names it"
+            f" for {count} captured shape{'s' if count > 1 else ''}"
+        )
+        source.problems[report_stem(name)] = line
+        lines.append(line)
+    return lines
 
 
 def _sources_of(path: Path, errors: list[str]) -> Iterator[Source]:
@@ -89,6 +114,8 @@ def _sources_of(path: Path, errors: list[str]) -> Iterator[Source]:
     elif path.exists():
         kind = "not a regular file" if not path.is_file() else "not a report"
         errors.append(f"{path}: {kind} (expected {', '.join(REPORT_SUFFIXES)} or a folder)")
+    elif path.is_symlink():
+        errors.append(f"{path}: a symbolic link to a file or folder that does not exist")
     else:
         errors.append(f"{path}: no such file or folder")
 
@@ -101,13 +128,27 @@ def _walk(folder: Path, errors: list[str]) -> Iterator[Source]:
 
     for root, dirs, files in os.walk(folder, onerror=unlistable):
         here = Path(root)
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        reports = sorted(here / f for f in files if is_report(Path(f)) and (here / f).is_file())
+        named = sorted(here / n for n in [*files, *dirs] if is_report(Path(n)))
+        bad = {p: line for p in named if (line := _unreadable(p)) is not None}
+        errors.extend(bad.values())
+        problems = {report_stem(p): line for p, line in bad.items()}
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not is_report(Path(d)))
+        reports = [p for p in named if p not in bad]
         if MANIFEST_NAME in files:
             dirs[:] = []  # a capture folder is one source
-            yield Source(reports, here / MANIFEST_NAME)
+            yield Source(reports, here / MANIFEST_NAME, problems=problems)
         elif reports:
-            yield Source(reports)
+            yield Source(reports, problems=problems)
+
+
+def _unreadable(path: Path) -> str | None:
+    """The error line of a report name in a folder that is no regular file (a FIFO would hang
+    the reader, a folder or dangling link cannot be read), or None."""
+    try:
+        why = not_regular(path.stat().st_mode)
+    except OSError as exc:
+        why = os_reason(path, exc)
+    return None if why is None else f"{path}: cannot read: {why}"
 
 
 def _add_unique(source: Source, inputs: Inputs, seen: dict[tuple[int, int], Path]) -> None:

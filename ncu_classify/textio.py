@@ -10,18 +10,66 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from .errors import InputFileError
+from .errors import InputFileError, NcuClassifyError
 
 MIB = 1 << 20
+
+
+_KINDS = (
+    (stat.S_ISDIR, "Is a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe), not a regular file"),
+    (stat.S_ISSOCK, "a socket, not a regular file"),
+    (stat.S_ISCHR, "a character device, not a regular file"),
+    (stat.S_ISBLK, "a block device, not a regular file"),
+)
+
+
+def not_regular(mode: int) -> str | None:
+    """Why a file of `mode` is no input file (a folder, a FIFO, a device...), or None."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((why for test, why in _KINDS if test(mode)), "not a regular file")
+
+
+def open_regular(path: Path, error: type[NcuClassifyError]) -> BinaryIO:
+    """`path` opened for reading if it is a regular file (links followed), else `error`
+    naming it: a FIFO, socket or device is refused without blocking (opening a FIFO with no
+    writer would hang, a device can be endless), a folder, dangling link or unreadable file
+    with the reason. The one check of every input file this tool reads."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise error(f"{path}: cannot read: {os_reason(path, exc)}") from None
+    why = not_regular(os.fstat(fd).st_mode)
+    if why is not None:
+        os.close(fd)
+        raise error(f"{path}: cannot read: {why}")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def check_regular(paths: list[Path], error: type[NcuClassifyError]) -> None:
+    """Refuse, before any work, the first of `paths` that is not a readable regular file."""
+    for path in paths:
+        open_regular(path, error).close()
+
+
+def os_reason(path: Path, exc: OSError) -> str:
+    """The reason of an OSError, naming a dangling symbolic link as such."""
+    if isinstance(exc, FileNotFoundError) and path.is_symlink():
+        return "a symbolic link to a file that does not exist"
+    return exc.strerror or str(exc)
 
 
 def read_text(path: Path, error: type[InputFileError], max_bytes: int) -> str:
     """The UTF-8 text of `path` (a leading BOM dropped), or `error` saying why not in one line."""
     try:
-        with path.open("rb") as handle:
+        with open_regular(path, error) as handle:
             data = handle.read(max_bytes + 1)
     except OSError as exc:
         raise error(f"{path}: cannot read: {exc.strerror or exc}") from None

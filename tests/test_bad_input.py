@@ -160,12 +160,12 @@ def test_rules_value_true_is_not_one(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 
 @pytest.mark.parametrize("path", ["/dev/zero", "/dev/urandom"])
-def test_endless_inputs_are_read_with_a_cap(
+def test_endless_inputs_are_refused_as_devices(
     path: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert _classify_with_rules(Path(path), tmp_path) == 3
     assert _one_error(capsys) == (
-        f"ncu-classify: error: {path}: larger than 256 KiB; not a file this tool reads"
+        f"ncu-classify: error: {path}: cannot read: a character device, not a regular file"
     )
 
 
