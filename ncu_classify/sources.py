@@ -114,8 +114,8 @@ def _sources_of(path: Path, errors: list[str]) -> Iterator[Source]:
     elif path.exists():
         kind = "not a regular file" if not path.is_file() else "not a report"
         errors.append(f"{path}: {kind} (expected {', '.join(REPORT_SUFFIXES)} or a folder)")
-    elif path.is_symlink():
-        errors.append(f"{path}: a symbolic link to a file or folder that does not exist")
+    elif path.is_symlink():  # dangling, or a loop of links
+        errors.append(f"{path}: cannot read: {_stat_reason(path)}")
     else:
         errors.append(f"{path}: no such file or folder")
 
@@ -139,6 +139,15 @@ def _walk(folder: Path, errors: list[str]) -> Iterator[Source]:
             yield Source(reports, here / MANIFEST_NAME, problems=problems)
         elif reports:
             yield Source(reports, problems=problems)
+
+
+def _stat_reason(path: Path) -> str:
+    """Why `path` cannot be followed (a dangling link, a loop of links)."""
+    try:
+        path.stat()
+    except OSError as exc:
+        return os_reason(path, exc)
+    return "cannot be read"
 
 
 def _unreadable(path: Path) -> str | None:

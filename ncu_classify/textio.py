@@ -60,10 +60,15 @@ def check_regular(paths: list[Path], error: type[NcuClassifyError]) -> None:
 
 
 def os_reason(path: Path, exc: OSError) -> str:
-    """The reason of an OSError, naming a dangling symbolic link as such."""
+    """The reason of an OSError, naming a dangling symbolic link and a file that cannot be
+    opened for its kind (a socket gives ENXIO) as such."""
     if isinstance(exc, FileNotFoundError) and path.is_symlink():
-        return "a symbolic link to a file that does not exist"
-    return exc.strerror or str(exc)
+        return "a symbolic link to a file or folder that does not exist"
+    try:
+        kind = not_regular(os.stat(path).st_mode)
+    except OSError:
+        kind = None
+    return kind or exc.strerror or str(exc)
 
 
 def read_text(path: Path, error: type[InputFileError], max_bytes: int) -> str:

@@ -134,8 +134,8 @@ def test_bad_inputs_among_good_ones_exit_4_and_the_rest_is_written(
         " .ncu-rep.gz, .ncu-rep.bz2, .ncu-repz, .ncu-repz.xz, .ncu-repz.gz, .ncu-repz.bz2,"
         " .nsight-cuprof-report, .nsight-cuprof-report.xz, .nsight-cuprof-report.gz,"
         " .nsight-cuprof-report.bz2 or a folder)",
-        f"ncu-classify: error: {tmp_path / 'dangling.ncu-rep'}: a symbolic link to a file or"
-        " folder that does not exist",
+        f"ncu-classify: error: {tmp_path / 'dangling.ncu-rep'}: cannot read: a symbolic link to"
+        " a file or folder that does not exist",
         f"ncu-classify: error: {tmp_path / 'empty'}: folder holds no Nsight Compute report"
         " (searched recursively)",
         f"ncu-classify: error: {cut}: truncated: block header at byte 145 announces a"
