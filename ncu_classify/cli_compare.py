@@ -10,6 +10,7 @@ import typer
 from .cli_support import app, check_inputs, check_output, errors, human, read_cards
 from .errors import GateFailed, UsageError
 from .formats import TABLE_SUFFIXES, TEXT_SUFFIXES, output_format
+from .ordering import natural_key
 from .printable import printable
 from .terminal import out, warning_line
 
@@ -108,11 +109,10 @@ REPORT_SUFFIXES = {".html": "html", ".htm": "html", ".md": "md"}
 
 
 def _check_stages(asked: frozenset[str], present: set[str]) -> None:
-    missing = sorted(asked - present)
+    missing = sorted(asked - present, key=natural_key)
     if missing:
-        raise UsageError(
-            f"--stage {missing[0]!r} is in neither file (stages: {', '.join(sorted(present))})"
-        )
+        listed = ", ".join(sorted(present, key=natural_key))
+        raise UsageError(f"--stage {missing[0]!r} is in neither file (stages: {listed})")
 
 
 @app.command()

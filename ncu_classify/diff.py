@@ -31,6 +31,7 @@ from .diff_model import (
 from .diff_sides import gpu_warnings, shared_rules, side_header
 from .matching import Pair, by_stage_order, compared_stage, pair_files, same_kernel, shortfall
 from .noise import Noise
+from .ordering import natural_key, stage_order
 from .reclassify import reclassify
 from .rules import LoadedRules
 from .summary import SummaryRow, by_stage
@@ -83,7 +84,7 @@ def diff_cards(
         candidate=headers[1],
         rules=rules.rules.id if rules else None,
         noise=options.noise.id,
-        stages=sorted(options.stages),
+        stages=sorted(options.stages, key=natural_key),
         warnings=warnings,
         counts=dict(sorted(counts.items())),
         shapes=shapes,
@@ -265,11 +266,13 @@ def _rollup(pairs: list[Pair], aliases: dict[str, str]) -> list[StageRollup]:
     for index, cards in enumerate(sides):
         for row in by_stage(cards):
             cells.setdefault((row.stage, row.primary), [None, None])[index] = row
-    order = list(dict.fromkeys(compared_stage(p, aliases) for p in pairs))
+    order = {
+        stage: i for i, stage in enumerate(stage_order(compared_stage(p, aliases) for p in pairs))
+    }
 
     def most_time(item: tuple[tuple[str, str], list[SummaryRow | None]]) -> tuple[int, float, str]:
         (stage, primary), rows = item
-        return order.index(stage), -max(row.kernel_us if row else 0.0 for row in rows), primary
+        return order[stage], -max(row.kernel_us if row else 0.0 for row in rows), primary
 
     return [
         _rollup_row(stage, primary, *rows)

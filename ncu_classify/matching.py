@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from .cards import Card
 from .matching_loose import loose_name, pair_loose
+from .ordering import stage_order
 
 MatchedBy = Literal["group", "shape", "nvtx_range", "kernel", "position"]
 # Parameters that choose how a shape runs, not which shape it is: they may differ between the
@@ -163,11 +164,12 @@ def compared_stage(pair: Pair, aliases: dict[str, str]) -> str:
 
 
 def by_stage_order(pairs: list[Pair], aliases: dict[str, str] | None = None) -> list[Pair]:
-    """Pairs grouped by stage (stages in first-seen order), file order within a stage."""
+    """Pairs grouped by stage (stages in `stage_order`: first-seen, numbered ones in numeric
+    order), file order within a stage."""
     stages: dict[str, list[Pair]] = {}
     for pair in pairs:
         stages.setdefault(compared_stage(pair, aliases or {}), []).append(pair)
-    return [pair for group in stages.values() for pair in group]
+    return [pair for stage in stage_order(stages) for pair in stages[stage]]
 
 
 def shortfall(pairs: list[Pair]) -> list[str]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .manifest import MANIFEST_NAME, Manifest, read_manifest
+from .ordering import natural_key
 from .report_format import REPORT_SUFFIXES, report_stem
 from .textio import not_regular, os_reason
 
@@ -121,18 +122,24 @@ def _sources_of(path: Path, errors: list[str]) -> Iterator[Source]:
 
 
 def _walk(folder: Path, errors: list[str]) -> Iterator[Source]:
-    """One source per folder that holds reports or a manifest, in sorted order."""
+    """One source per folder that holds reports or a manifest, folders and reports in natural
+    order (n2 before n10)."""
 
     def unlistable(exc: OSError) -> None:
         errors.append(f"{exc.filename}: cannot list: {exc.strerror or exc}")
 
     for root, dirs, files in os.walk(folder, onerror=unlistable):
         here = Path(root)
-        named = sorted(here / n for n in [*files, *dirs] if is_report(Path(n)))
+        named = sorted(
+            (here / n for n in [*files, *dirs] if is_report(Path(n))),
+            key=lambda p: natural_key(p.name),
+        )
         bad = {p: line for p in named if (line := _unreadable(p)) is not None}
         errors.extend(bad.values())
         problems = {report_stem(p): line for p, line in bad.items()}
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not is_report(Path(d)))
+        dirs[:] = sorted(
+            (d for d in dirs if not d.startswith(".") and not is_report(Path(d))), key=natural_key
+        )
         reports = [p for p in named if p not in bad]
         if MANIFEST_NAME in files:
             dirs[:] = []  # a capture folder is one source

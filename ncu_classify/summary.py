@@ -8,6 +8,7 @@ from dataclasses import dataclass, fields
 from typing import Literal, overload
 
 from .cards import Card, CardFile, card_class
+from .ordering import stage_order
 from .printable import csv_text
 
 SummaryBy = Literal["stage", "shape"]
@@ -50,7 +51,8 @@ def summarize(cards: CardFile, by: Literal["stage"] = ...) -> list[SummaryRow]: 
 @overload
 def summarize(cards: CardFile, by: Literal["shape"]) -> list[ShapeRow]: ...
 def summarize(cards: CardFile, by: SummaryBy = "stage") -> list[SummaryRow] | list[ShapeRow]:
-    """Rows per stage and class (stages in first-seen order, most time first) or per card."""
+    """Rows per stage and class (stages in `stage_order`, most time first) or per card (in the
+    file's order)."""
     if by == "shape":
         return [shape_row(card) for card in cards.cards]
     return by_stage(cards.cards)
@@ -59,7 +61,8 @@ def summarize(cards: CardFile, by: SummaryBy = "stage") -> list[SummaryRow] | li
 def by_stage(cards: Sequence[Card]) -> list[SummaryRow]:
     """Cards and kernel time per inference (summed kernel time x calls) per (stage, class),
     computed with pandas; a card without a class counts under its status. Stages in
-    first-seen order, most time first within one."""
+    `stage_order` (first-seen, numbered ones in numeric order), most time first within one.
+    One groupby and one sort: linear in the cards, however many stages."""
     import pandas as pd
 
     frame = pd.DataFrame(
@@ -68,20 +71,36 @@ def by_stage(cards: Sequence[Card]) -> list[SummaryRow]:
     ).astype({"us": "float64", "calls": "int64"})
     frame["untimed"] = frame["us"].isna().astype("int64")
     frame["us"] = frame["us"] * frame["calls"]
-    cells = frame.groupby(["stage", "primary"], sort=False).agg(
-        size=("us", "size"), sum=("us", "sum"), untimed=("untimed", "sum"), calls=("calls", "sum")
+    cells = (
+        frame.groupby(["stage", "primary"], sort=False)
+        .agg(
+            size=("us", "size"),
+            sum=("us", "sum"),
+            untimed=("untimed", "sum"),
+            calls=("calls", "sum"),
+        )
+        .reset_index()
     )
-    rows: list[SummaryRow] = []
-    for stage in frame["stage"].unique():
-        classes = cells.loc[stage].reset_index()
-        classes = classes.assign(neg=-classes["sum"]).sort_values(["neg", "primary"], kind="stable")
-        total = float(classes["sum"].sum())
-        columns = ["primary", "size", "calls", "sum", "untimed"]
-        for primary, count, calls, us, untimed in classes[columns].itertuples(index=False):
-            share = us / total if total else None
-            cell = (int(count), int(calls), round(float(us), 3), share, int(untimed))
-            rows.append(SummaryRow(stage, str(primary), *cell))
-    return rows
+    position = {stage: i for i, stage in enumerate(stage_order(cells["stage"]))}
+    cells["position"] = cells["stage"].map(position)
+    cells["total"] = cells.groupby("stage", sort=False)["sum"].transform("sum")
+    cells["neg"] = -cells["sum"]
+    cells = cells.sort_values(["position", "neg", "primary"], kind="stable")
+    columns = ["stage", "primary", "size", "calls", "sum", "untimed", "total"]
+    return [
+        SummaryRow(
+            str(stage),
+            str(primary),
+            int(count),
+            int(calls),
+            round(float(us), 3),
+            us / total if total else None,
+            int(untimed),
+        )
+        for stage, primary, count, calls, us, untimed, total in cells[columns].itertuples(
+            index=False
+        )
+    ]
 
 
 def shape_row(card: Card) -> ShapeRow:

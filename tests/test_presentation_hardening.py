@@ -5,6 +5,8 @@ names whole in 80-column tables; stages in natural order; a per-stage roll-up th
 from __future__ import annotations
 
 import json
+import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,10 @@ from conftest import ROOT
 
 from ncu_classify import report_reader
 from ncu_classify.cardfile import load_card_file
+from ncu_classify.cli import run
 from ncu_classify.hot_units import KNOWN, describe, name_units
+from ncu_classify.ordering import stage_order
+from ncu_classify.summary import by_stage, summarize
 
 WORKLOAD = ROOT / "fixtures" / "workload_h200_480x832" / "cards.json"
 H200_REPORTS = sorted(
@@ -81,3 +86,88 @@ def test_cards_written_with_raw_counter_labels_are_shown_labelled(tmp_path: Path
     labels = {u.unit: u.label for u in units}
     assert labels[entry["unit"]] == "caches and DRAM (internal activity)"
     assert all(u.label != u.unit for u in units)
+
+
+# --- stage order and the roll-up's cost ------------------------------------------------------
+
+NUMBERED = ["n0", "n1", "n2", "n3", "n10", "n11"]
+
+
+def _lexical_cards(tmp_path: Path) -> Path:
+    """The first six real 480x832 cards under the stages n0..n11, written in lexical order
+    (n0, n1, n10, n11, n2, n3: what a sorted folder listing gave)."""
+    doc = json.loads(WORKLOAD.read_text())
+    doc["cards"] = doc["cards"][:6]
+    for card, stage in zip(doc["cards"], sorted(NUMBERED), strict=True):
+        card["stage"] = stage
+    path = tmp_path / "lexical.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_a_folder_of_numbered_reports_is_classified_in_natural_order(tmp_path: Path) -> None:
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for stage in NUMBERED:
+        shutil.copy(
+            ROOT / "fixtures" / "fault_h200" / "dit_1.ncu-rep.xz", folder / f"{stage}.ncu-rep.xz"
+        )
+    target = tmp_path / "cards.json"
+    assert run(["classify", str(folder), "-o", str(target)]) == 0
+    assert [c.stage for c in load_card_file(target).cards] == NUMBERED
+
+
+def test_summary_report_and_diff_show_numbered_stages_in_natural_order(tmp_path: Path) -> None:
+    path = _lexical_cards(tmp_path)
+    cards = load_card_file(path)
+    assert [c.stage for c in cards.cards] == sorted(NUMBERED)  # the file's own order
+    assert list(dict.fromkeys(r.stage for r in summarize(cards))) == NUMBERED
+    md = tmp_path / "report.md"
+    assert run(["report", str(path), "-o", str(md), "--format", "md"]) == 0
+    section = md.read_text().split("### Time per stage and class")[1].split("###")[0]
+    assert re.findall(r"\| (n\d+) \|", section) == NUMBERED
+    diff = tmp_path / "diff.json"
+    assert run(["diff", str(path), str(path), "--format", "json", "-o", str(diff)]) == 0
+    doc = json.loads(diff.read_text())
+    assert [r["stage"] for r in doc["rollup"]] == NUMBERED
+    assert [s["stage"] for s in doc["shapes"]] == NUMBERED
+
+
+def test_stage_order_keeps_a_pipeline_order_and_numbers_its_numbered_stages() -> None:
+    assert stage_order(["dit", "vae", "attention", "output", "dit"]) == [
+        "dit",
+        "vae",
+        "attention",
+        "output",
+    ]
+    assert stage_order(["n10", "x", "n2", "block_10", "block_9"]) == [
+        "n2",
+        "n10",
+        "x",
+        "block_9",
+        "block_10",
+    ]
+
+
+def test_the_stage_roll_up_sorts_once_however_many_stages(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`by_stage` is one groupby and one sort, not a pandas filter and sort per stage (400
+    one-report stages took 4.2 s that way: bench/summary_speed.py)."""
+    import pandas as pd
+
+    card = load_card_file(WORKLOAD).cards[0]
+    cards = [card.model_copy(update={"stage": f"s{i}"}) for i in range(50)]
+    calls = []
+    original = pd.DataFrame.sort_values
+
+    def counted(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(pd.DataFrame, "sort_values", counted)
+    rows = by_stage(cards)
+    assert [r.stage for r in rows] == [f"s{i}" for i in range(50)]
+    assert rows[0].kernel_us == round(card.summed_kernel_us or 0.0, 3)
+    assert rows[0].share_of_stage == 1.0
+    assert len(calls) == 1
