@@ -149,7 +149,10 @@ def diff_renderable(diff: DiffFile) -> Group:
     """Header, warnings, the per-shape table (a section per stage) and the per-stage roll-up."""
     shapes = Table(title="per shape (stage, then file order)")
     for name in ("shape", "change", "class", "time", "% of roof", "deciding"):
-        shapes.add_column(name, overflow="fold", justify="right" if name == "time" else "left")
+        # class names and change kinds stay whole (a change breaks at its arrow); the rest wrap
+        whole = name in ("change", "class")
+        justify: Literal["left", "right"] = "right" if name == "time" else "left"
+        shapes.add_column(name, overflow="fold", justify=justify, no_wrap=whole)
     stage = None
     for shape in diff.shapes:
         if shape.stage != stage:
@@ -163,11 +166,13 @@ def diff_renderable(diff: DiffFile) -> Group:
             roof_text(shape),
             "; ".join(crossing_text(c) for c in shape.crossings),
         ]
-        shapes.add_row(*(Text(printable(c)) for c in cells))
+        texts = [Text(printable(c)) for c in cells]
+        texts[2] = Text(f" {ARROW}\n".join(printable(p) for p in cells[2].split(f" {ARROW} ")))
+        shapes.add_row(*texts)
     rollup = Table(title="per stage and class: cards and summed kernel time (us)")
-    for name in ("stage", "class", "cards", "baseline us", "candidate us", "change us"):
-        justify: Literal["left", "right"] = "left" if name in ("stage", "class") else "right"
-        rollup.add_column(name, overflow="fold", justify=justify)
+    for name in ("stage", "class", "cards", "baseline\nus", "candidate\nus", "change\nus"):
+        justify = "left" if name in ("stage", "class") else "right"
+        rollup.add_column(name, overflow="fold", justify=justify, no_wrap=name != "stage")
     for row in diff.rollup:
         cells = [
             row.stage,

@@ -131,15 +131,8 @@ def summary_table(cards: CardFile, by: Literal["stage", "shape"] = "stage") -> T
     from .summary import summarize, summary_cells
 
     names, cells = summary_cells(summarize(cards, by), by, for_people=True)
-    if by == "stage":  # columns that say nothing here stay out of a narrow terminal
-        calls_are_cards = all(row[2] == row[3] for row in cells)
-        untimed = any(row[-1] != "0" for row in cells)
-        keep = [
-            i
-            for i, name in enumerate(names)
-            if not (name == "calls" and calls_are_cards) and not (name == "untimed" and not untimed)
-        ]
-        names, cells = [names[i] for i in keep], [[row[i] for i in keep] for row in cells]
+    keep = [i for i, name in enumerate(names) if not _says_nothing(name, i, names, cells)]
+    names, cells = [names[i] for i in keep], [[row[i] for i in keep] for row in cells]
     title = (
         "primary class per stage (share of the stage's kernel time per inference)"
         if by == "stage"
@@ -148,12 +141,32 @@ def summary_table(cards: CardFile, by: Literal["stage", "shape"] = "stage") -> T
     table = Table(title=title)
     for name in names:
         numeric = name in ("cards", "calls", "kernel_us", "share_of_stage", "untimed")
-        table.add_column(
-            name.replace("_", " "), justify="right" if numeric else "left", overflow="fold"
+        table.add_column(  # a class name is never cut; the other columns wrap
+            name.replace("_", " "),
+            justify="right" if numeric else "left",
+            overflow="fold",
+            no_wrap=name == "primary",
         )
     for texts in cells:
         table.add_row(*(Text(printable(t)) for t in texts))
     return table
+
+
+def _says_nothing(name: str, index: int, names: list[str], cells: list[list[str]]) -> bool:
+    """Whether a summary column says nothing its neighbours do not, so that it stays out of a
+    narrow terminal: calls equal to cards, no untimed card, a status the class implies (a
+    class is there: classified or unresolved; none: the class column shows the status), no
+    problem."""
+    column = [row[index] for row in cells]
+    if name == "calls":
+        return column == [row[names.index("cards")] for row in cells]
+    if name == "untimed":
+        return all(value == "0" for value in column)
+    if name == "status":
+        classes = [row[names.index("primary")] for row in cells]
+        implied = ("classified", "unresolved")
+        return all(s == c or s in implied for s, c in zip(column, classes, strict=True))
+    return name == "problem" and all(value == "-" for value in column)
 
 
 def print_summary(

@@ -5,8 +5,11 @@ names whole in 80-column tables; stages in natural order; a per-stage roll-up th
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,7 @@ from ncu_classify.cardfile import load_card_file
 from ncu_classify.cli import run
 from ncu_classify.hot_units import KNOWN, describe, name_units
 from ncu_classify.ordering import stage_order
+from ncu_classify.report_data import CLASS_COLOURS
 from ncu_classify.summary import by_stage, summarize
 
 WORKLOAD = ROOT / "fixtures" / "workload_h200_480x832" / "cards.json"
@@ -171,3 +175,68 @@ def test_the_stage_roll_up_sorts_once_however_many_stages(
     assert rows[0].kernel_us == round(card.summed_kernel_us or 0.0, 3)
     assert rows[0].share_of_stage == 1.0
     assert len(calls) == 1
+
+
+# --- 80-column terminal tables ---------------------------------------------------------------
+
+CLASS_NAMES = sorted({*CLASS_COLOURS, "incomplete", "failed", "no_kernels"})
+LEGACY_DIFF = [
+    "diff",
+    str(ROOT / "fixtures" / "legacy" / "legacy_cards_480x832.json"),
+    str(ROOT / "reports" / "diff" / "cards" / "w480_gpu0.json"),
+    "--reclassify",
+    str(ROOT / "rules" / "default.yaml"),
+]
+
+
+def _at_80_columns(*args: str) -> str:
+    """What a command prints on an 80-column terminal."""
+    env = {**os.environ, "COLUMNS": "80", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "ncu_classify.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode in (0, 1), done.stderr[-2000:]  # diff exits 1 when verdicts moved
+    return done.stdout
+
+
+def _fragments(text: str) -> list[str]:
+    """Words that are a piece of a class name but not the whole of one (a name cut by the
+    table: `unresolved_no_domina` / `nt_limiter`)."""
+    words = set(re.findall(r"[a-z0-9]+(?:_[a-z0-9]*)+|_[a-z0-9_]+", text))
+    return sorted(
+        w
+        for w in words - set(CLASS_NAMES)
+        if any(w != n and (n.startswith(w) or n.endswith(w)) for n in CLASS_NAMES)
+    )
+
+
+def _table_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line[:1] in "┏┃┡│└"]
+
+
+@pytest.mark.parametrize("by", ["stage", "shape"])
+def test_summary_keeps_class_names_whole_at_80_columns(by: str) -> None:
+    text = _at_80_columns("summary", str(WORKLOAD), "--by", by)
+    assert all(len(line) <= 80 for line in _table_lines(text))
+    assert _fragments(text) == []
+    rows = summarize(load_card_file(WORKLOAD), by=by)  # type: ignore[call-overload]
+    for name in {r.primary for r in rows}:
+        assert len(re.findall(rf"\b{name}\b", text)) == sum(r.primary == name for r in rows)
+
+
+def test_diff_keeps_class_names_whole_at_80_columns(tmp_path: Path) -> None:
+    text = _at_80_columns(*LEGACY_DIFF)
+    assert all(len(line) <= 80 for line in _table_lines(text))
+    assert _fragments(text) == []
+    target = tmp_path / "diff.json"
+    _at_80_columns(*LEGACY_DIFF, "--format", "json", "-o", str(target))
+    rollup = json.loads(target.read_text())["rollup"]
+    tables = "\n".join(_table_lines(text))
+    # each roll-up row names its class whole; the per-shape rows add theirs
+    for name in {r["primary"] for r in rollup}:
+        assert len(re.findall(rf"\b{name}\b", tables)) >= sum(r["primary"] == name for r in rollup)
+    assert "l2_bandwidth_bound ->" in text and "unresolved_no_dominant_limiter" in text
