@@ -4,6 +4,7 @@ names whole in 80-column tables; stages in natural order; a per-stage roll-up th
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -240,3 +241,57 @@ def test_diff_keeps_class_names_whole_at_80_columns(tmp_path: Path) -> None:
     for name in {r["primary"] for r in rollup}:
         assert len(re.findall(rf"\b{name}\b", tables)) >= sum(r["primary"] == name for r in rollup)
     assert "l2_bandwidth_bound ->" in text and "unresolved_no_dominant_limiter" in text
+
+
+# --- the HTML report at 1400 px ---------------------------------------------------------------
+
+BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_browser = pytest.mark.skipif(
+    BROWSER is None and not os.environ.get("NCU_CLASSIFY_REQUIRE_BROWSER"),
+    reason="needs headless Chromium (apt install chromium)",
+)
+MEASURE = """<script>
+(function () {
+  var table = document.getElementById("cards"), box = table.parentElement, widths = {};
+  Array.prototype.forEach.call(table.tHead.rows[0].cells, function (h) {
+    widths[h.dataset.key] = Math.round(h.getBoundingClientRect().width);
+  });
+  document.body.dataset.measured = JSON.stringify({columns: widths, box: box.clientWidth,
+    boxScroll: box.scrollWidth, page: document.documentElement.scrollWidth,
+    view: window.innerWidth});
+}());
+</script>
+</body>"""
+
+
+def _measured(page: Path, width: int) -> dict:  # type: ignore[type-arg]
+    """Rendered widths of the cards table's columns and boxes in headless Chromium."""
+    assert BROWSER is not None
+    probe = page.with_name("probe.html")
+    probe.write_text(page.read_text().replace("</body>", MEASURE))
+    argv = [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
+    argv += [f"--user-data-dir={page.parent / 'profile'}", f"--window-size={width},2300"]
+    done = subprocess.run(
+        [*argv, "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = re.search(r'data-measured="([^"]*)"', done.stdout)
+    assert found, "the probe script did not run"
+    return json.loads(html.unescape(found.group(1)))
+
+
+@needs_browser
+def test_cards_table_is_readable_at_1400_px(tmp_path: Path) -> None:
+    """At 1400 px the dominant-kernel column keeps a readable width (it was cut to 2-3
+    characters), no column is squeezed, and the table scrolls inside its box, not the page."""
+    page = tmp_path / "report.html"
+    assert run(["report", str(WORKLOAD), "-o", str(page)]) == 0
+    sizes = _measured(page, 1400)
+    columns = sizes["columns"]
+    assert columns["kernel"] >= 250, columns
+    assert min(columns.values()) >= 36, columns
+    assert sizes["page"] <= sizes["view"]  # the page itself does not scroll sideways
+    assert sizes["boxScroll"] >= sizes["box"]
+    text = page.read_text()
+    longest = max((c.dominant_kernel or "" for c in load_card_file(WORKLOAD).cards), key=len)
+    assert f'title="{html.escape(longest)}"' in text  # the whole name, where it is cut
