@@ -1,6 +1,11 @@
-"""The log-log roofline chart as SVG geometry: axes with decade ticks, each file's roofs (DRAM
-and L2 bandwidth slopes, one flat roof per FLOP family its kernels used, from the cards' own
-peak figures) and a marker per kernel. Pure numbers and shapes; the template draws them."""
+"""The log-log roofline chart as SVG geometry: axes with decade ticks, each file's roofs (the
+DRAM bandwidth slope and one flat roof per FLOP family its kernels used, from the cards' own
+peak figures) and a marker per kernel. Pure numbers and shapes; the template draws them.
+
+No L2 slope: the x axis is FLOP per DRAM byte, and a kernel's L2 roof depends on its own L2
+intensity, which is not that axis (a slope drawn there would sit at a different place for each
+kernel); each card's binding roof, L2 included, is in its tooltip and the cards table. With
+several files, every roof label starts with its file's marker and no two labels overlap."""
 
 from __future__ import annotations
 
@@ -12,7 +17,8 @@ from .report_data import Ceiling, Point
 WIDTH, HEIGHT = 960, 600
 LEFT, RIGHT, TOP, BOTTOM = 80, 760, 30, 540
 DASHES = ("", "6 4", "2 3", "10 3 2 3", "1 5", "12 4", "4 2 1 2", "8 2 8 6")
-LABEL_GAP = 13  # pixels between the labels of two compute roofs
+LABEL_GAP = 15  # pixels between the baselines of two labels (a 12 px text box is 14-15 high)
+LABEL_HEIGHT, CHAR_WIDTH = 15, 7.0  # a 12 px label's box: height, width per character (bound)
 LEVEL_NAMES = {"dram": "DRAM", "l2": "L2"}
 
 
@@ -27,6 +33,17 @@ class Line:
     label: str
     label_x: float
     label_y: float
+    file: str = ""  # the file the roof belongs to (the label's tooltip)
+
+
+def label_box(line: Line) -> tuple[float, float, float, float]:
+    """(left, top, right, bottom) that the label's text covers, at most (baseline at label_y)."""
+    width = CHAR_WIDTH * len(line.label)
+    return line.label_x, line.label_y - LABEL_HEIGHT + 4, line.label_x + width, line.label_y + 4
+
+
+def _overlap(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
 @dataclass(frozen=True)
@@ -69,8 +86,11 @@ def _decades(values: list[float]) -> tuple[int, int]:
     return low, max(high, low + 1)
 
 
-def build_chart(points: list[Point], ceilings: list[Ceiling]) -> Chart | None:
-    """The chart, or None when no kernel has both FLOPs and DRAM bytes."""
+def build_chart(
+    points: list[Point], ceilings: list[Ceiling], files: list[tuple[str, str]] | None = None
+) -> Chart | None:
+    """The chart, or None when no kernel has both FLOPs and DRAM bytes. `files`: (marker
+    symbol, label) per file; with more than one, each roof label says its file."""
     if not points:
         return None
     compute = [c for c in ceilings if c.kind == "compute"]
@@ -81,7 +101,10 @@ def build_chart(points: list[Point], ceilings: list[Ceiling]) -> Chart | None:
     scale = _Scale(xs, ys)
     ticks_x = [(scale.px(10.0**d), _power(d)) for d in range(scale.x0, scale.x1 + 1)]
     ticks_y = [(scale.py(10.0**d), _power(d)) for d in range(scale.y0, scale.y1 + 1)]
-    lines = _spread([line for c in ceilings if (line := _roof(c, ceilings, scale)) is not None])
+    drawn = [(c, line) for c in ceilings if (line := _roof(c, ceilings, scale)) is not None]
+    owned = files is not None and len(files) > 1
+    lines = [_owned(line, files[c.file]) if owned else line for c, line in drawn]  # type: ignore[index]
+    lines = _apart(_spread(lines))
     markers = [
         Marker(_shape(p.marker, scale.px(p.x), scale.py(p.y)), p.colour, p.tooltip, p.anchor,
                p.hollow)
@@ -99,6 +122,27 @@ def _spread(lines: list[Line]) -> list[Line]:
         out[id(line)] = replace(line, label_y=y)
         last = y
     return [out.get(id(line), line) for line in lines]
+
+
+def _owned(line: Line, file: tuple[str, str]) -> Line:
+    """The roof's label starting with its file's marker, the file named in its tooltip."""
+    marker, label = file
+    return replace(line, label=f"{marker} {line.label}", file=f"{marker} {label}")
+
+
+def _apart(lines: list[Line]) -> list[Line]:
+    """Labels moved down (then up) in steps of LABEL_GAP until none overlaps one placed before
+    it: two files' DRAM slopes of 4.80 and 4.81 TB/s start at the same pixel."""
+    placed: list[tuple[float, float, float, float]] = []
+    out = []
+    for line in lines:
+        for step in (0, 1, -1, 2, -2, 3, -3, 4, -4, 5, -5, 6, -6, 7, -7, 8, -8):
+            moved = replace(line, label_y=line.label_y + step * LABEL_GAP)
+            if not any(_overlap(label_box(moved), box) for box in placed):
+                break
+        placed.append(label_box(moved))
+        out.append(moved)
+    return out
 
 
 def _roof(ceiling: Ceiling, ceilings: list[Ceiling], scale: _Scale) -> Line | None:

@@ -94,7 +94,9 @@ def report_html(files: list[tuple[str, CardFile]], title: str) -> str:
     view = build_view(files, title)
     context: dict[str, Any] = {
         "view": view,
-        "chart": build_chart(view.points, view.ceilings),
+        "chart": build_chart(
+            view.points, view.ceilings, [(MARKER_NAMES[f.marker], f.label) for f in view.files]
+        ),
         "colours": dict(view.classes),
         "marker_names": MARKER_NAMES,
         "dashes": DASHES,

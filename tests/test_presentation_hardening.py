@@ -21,7 +21,8 @@ from ncu_classify.cardfile import load_card_file
 from ncu_classify.cli import run
 from ncu_classify.hot_units import KNOWN, describe, name_units
 from ncu_classify.ordering import stage_order
-from ncu_classify.report_data import CLASS_COLOURS
+from ncu_classify.report_chart import build_chart, label_box
+from ncu_classify.report_data import CLASS_COLOURS, build_view
 from ncu_classify.summary import by_stage, summarize
 
 WORKLOAD = ROOT / "fixtures" / "workload_h200_480x832" / "cards.json"
@@ -295,3 +296,75 @@ def test_cards_table_is_readable_at_1400_px(tmp_path: Path) -> None:
     text = page.read_text()
     longest = max((c.dominant_kernel or "" for c in load_card_file(WORKLOAD).cards), key=len)
     assert f'title="{html.escape(longest)}"' in text  # the whole name, where it is cut
+
+
+# --- roof labels ------------------------------------------------------------------------------
+
+GPU_PAIR = [ROOT / "reports" / "diff" / "cards" / f"w480_gpu{i}.json" for i in (0, 1)]
+LABELS = """<script>
+(function () {
+  var boxes = Array.prototype.map.call(document.querySelectorAll(".roofs text"), function (t) {
+    var b = t.getBBox();
+    return [t.lastChild.textContent, b.x, b.y, b.x + b.width, b.y + b.height];
+  });
+  document.body.dataset.labels = JSON.stringify(boxes);
+}());
+</script>
+</body>"""
+
+
+def _overlapping(boxes: list[list]) -> list[tuple[str, str]]:  # type: ignore[type-arg]
+    return [
+        (a[0], b[0])
+        for i, a in enumerate(boxes)
+        for b in boxes[i + 1 :]
+        if a[1] < b[3] and b[1] < a[3] and a[2] < b[4] and b[2] < a[4]
+    ]
+
+
+def test_two_files_roofs_are_labelled_with_their_file_and_apart() -> None:
+    view = build_view(
+        [("gpu0", load_card_file(GPU_PAIR[0])), ("gpu1", load_card_file(GPU_PAIR[1]))], "t"
+    )
+    chart = build_chart(view.points, view.ceilings, [("\u25cf", "gpu0"), ("\u25a0", "gpu1")])
+    assert chart is not None
+    labels = [line.label for line in chart.lines]
+    assert "\u25cf DRAM 4.81 TB/s" in labels and "\u25a0 DRAM 4.80 TB/s" in labels
+    assert all(label[0] in "\u25cf\u25a0" for label in labels)
+    assert {line.file for line in chart.lines} == {"\u25cf gpu0", "\u25a0 gpu1"}
+    boxes = [[line.label, *label_box(line)] for line in chart.lines]
+    assert _overlapping(boxes) == []
+    single = build_chart(view.points, [c for c in view.ceilings if c.file == 0], None)
+    assert single is not None and "DRAM 4.81 TB/s" in [line.label for line in single.lines]
+
+
+def test_the_chart_draws_no_l2_slope_and_says_so() -> None:
+    view = build_view([("w", load_card_file(WORKLOAD))], "t")
+    assert {c.name for c in view.ceilings if c.kind == "bandwidth"} == {"dram"}
+    readme = (ROOT / "README.md").read_text()
+    assert "the DRAM and L2 slopes" not in readme
+    assert "No L2 slope" in readme
+
+
+@needs_browser
+def test_roof_labels_do_not_overlap_in_a_browser(tmp_path: Path) -> None:
+    """The two-GPU report: the labels as Chromium lays them out (text boxes, not estimates)."""
+    page = tmp_path / "report.html"
+    assert run(["report", *map(str, GPU_PAIR), "-o", str(page)]) == 0
+    probe = page.with_name("labels.html")
+    probe.write_text(page.read_text().replace("</body>", LABELS))
+    assert BROWSER is not None
+    argv = [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
+    argv += [f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", probe.as_uri()]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    found = re.search(r'data-labels="([^"]*)"', done.stdout)
+    assert found, done.stderr[-2000:]
+    boxes = json.loads(html.unescape(found.group(1)))
+    assert len(boxes) == 12  # 5 compute roofs and a DRAM slope per file
+    assert _overlapping(boxes) == []
+    texts = [b[0] for b in boxes]
+    assert (
+        sum(t.startswith("\u25cf ") for t in texts)
+        == sum(t.startswith("\u25a0 ") for t in texts)
+        == 6
+    )
