@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from .atomic import write_text_atomic
 from .cards import SCHEMA_VERSION, CardFile
 from .errors import CardsError
+from .jsonpos import value_line_col
 from .legacy import from_legacy, is_legacy
 from .metrics import complete
 from .textio import MIB, read_json
@@ -41,10 +42,21 @@ def load_card_file(path: Path) -> CardFile:
             )
         return CardFile.model_validate(upgrade(doc), strict=True)
     except ValidationError as exc:
-        raise CardsError(f"{path}: {describe(exc)}") from None
+        raise CardsError(f"{_at(path, exc)}: {describe(exc)}") from None
     except (TypeError, ValueError, KeyError, AttributeError, OverflowError, RecursionError) as exc:
         # a legacy document whose fields have the wrong kind of value (a list as a name)
         raise CardsError(f"{path}: not a cards file this tool reads: {_one_line(exc)}") from None
+
+
+def _at(path: Path, exc: ValidationError) -> str:
+    """`file:line:col` of the value the first validation error is about; the position is
+    found only now, by reading the text again (a cards file reads normally without it)."""
+    loc = [part for part in exc.errors()[0]["loc"] if isinstance(part, (str, int))]
+    try:
+        line, col = value_line_col(path.read_text(encoding="utf-8", errors="replace"), loc)
+    except (OSError, ValueError, RecursionError):
+        return str(path)
+    return f"{path}:{line}:{col}"
 
 
 def _one_line(exc: BaseException) -> str:

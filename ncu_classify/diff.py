@@ -260,7 +260,7 @@ def _rollup(pairs: list[Pair], aliases: dict[str, str]) -> list[StageRollup]:
     candidate stage under the baseline stage it was compared with)."""
     sides = [
         [p.baseline for p in pairs if p.baseline],
-        [_aliased(p.candidate, aliases) for p in pairs if p.candidate],
+        [_restaged(p.candidate, compared_stage(p, aliases)) for p in pairs if p.candidate],
     ]
     cells: dict[tuple[str, str], list[SummaryRow | None]] = {}
     for index, cards in enumerate(sides):
@@ -280,10 +280,10 @@ def _rollup(pairs: list[Pair], aliases: dict[str, str]) -> list[StageRollup]:
     ]
 
 
-def _aliased(card: Card, aliases: dict[str, str]) -> Card:
-    """A candidate card under the baseline stage its loose stage was compared with."""
-    stage = aliases.get(card.stage)
-    return card if stage is None else card.model_copy(update={"stage": stage})
+def _restaged(card: Card, stage: str) -> Card:
+    """A candidate card under the stage its pair is compared in (the baseline's, or the
+    baseline stage its loose stage was compared with)."""
+    return card if card.stage == stage else card.model_copy(update={"stage": stage})
 
 
 def _rollup_row(

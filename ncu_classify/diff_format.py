@@ -132,10 +132,16 @@ def _us(value: float | None, sign: bool = False) -> str:
     return f"{value:+,.1f}" if sign else f"{value:,.1f}"
 
 
-def _us_untimed(value: float | None, untimed: int) -> str:
-    """A cell's time, saying how many of its cards have none (left out of it)."""
-    text = "-" if value is None and not untimed else _us(value)
-    return f"{text} (+{untimed} untimed)" if untimed else text
+def _us_untimed(value: float | None, untimed: int, cards: int, short: bool = False) -> str:
+    """A cell's time, saying how many of its cards have none (left out of it): `+N untimed`,
+    or a `*` on the terminal (explained under the table); `missing` if none has a time."""
+    if value is None:
+        return "-"
+    if untimed and untimed == cards:
+        return "missing"
+    if not untimed:
+        return _us(value)
+    return f"{_us(value)}*" if short else f"{_us(value)} (+{untimed} untimed)"
 
 
 def _num(value: float | None) -> str:
@@ -169,23 +175,35 @@ def diff_renderable(diff: DiffFile) -> Group:
         texts = [Text(printable(c)) for c in cells]
         texts[2] = Text(f" {ARROW}\n".join(printable(p) for p in cells[2].split(f" {ARROW} ")))
         shapes.add_row(*texts)
-    rollup = Table(title="per stage and class: cards and summed kernel time (us)")
-    for name in ("stage", "class", "cards", "baseline\nus", "candidate\nus", "change\nus"):
-        justify = "left" if name in ("stage", "class") else "right"
-        rollup.add_column(name, overflow="fold", justify=justify, no_wrap=name != "stage")
-    for row in diff.rollup:
-        cells = [
-            row.stage,
-            row.primary,
-            f"{row.baseline_cards} {ARROW} {row.candidate_cards}",
-            _us_untimed(row.baseline_us, row.baseline_untimed),
-            _us_untimed(row.candidate_us, row.candidate_untimed),
-            _us(row.delta_us, sign=True),
-        ]
-        rollup.add_row(*(Text(printable(c)) for c in cells))
+    rollup = _rollup_table(diff)
     lines = [Text(printable(line)) for line in header_lines(diff)]
     lines += [Text(printable(f"warning: {w}")) for w in diff.warnings]
     return Group(*lines, shapes, rollup)
+
+
+def _rollup_table(diff: DiffFile) -> Table:
+    """The roll-up for a terminal: a row per class under a row per stage (a stage column
+    would fold the stage names at 80 columns), class names whole."""
+    rollup = Table(title="per stage and class: cards and kernel time per inference (us)")
+    for name in ("class", "cards", "baseline\nus", "candidate\nus", "change\nus"):
+        justify: Literal["left", "right"] = "left" if name == "class" else "right"
+        rollup.add_column(name, overflow="fold", justify=justify, no_wrap=True)
+    stage, starred = None, False
+    for row in diff.rollup:
+        if row.stage != stage:
+            stage = row.stage
+            rollup.add_row(Text(printable(f"[{stage}]"), style="bold", overflow="fold"))
+        times = [
+            _us_untimed(row.baseline_us, row.baseline_untimed, row.baseline_cards, short=True),
+            _us_untimed(row.candidate_us, row.candidate_untimed, row.candidate_cards, short=True),
+        ]
+        starred = starred or any(t.endswith("*") for t in times)
+        cards = f"{row.baseline_cards} {ARROW} {row.candidate_cards}"
+        cells = [row.primary, cards, *times, _us(row.delta_us, sign=True)]
+        rollup.add_row(*(Text(printable(c)) for c in cells))
+    if starred:
+        rollup.caption = "* some cards of the cell have no time; their time is not in the sum"
+    return rollup
 
 
 def table_text(diff: DiffFile) -> str:
@@ -247,8 +265,8 @@ def diff_markdown(diff: DiffFile) -> str:
         cards = f"{row.baseline_cards} {ARROW} {row.candidate_cards}"
         lines.append(
             f"| {md_text(row.stage)} | {md_text(row.primary)} | {md_text(cards)} |"
-            f" {_us_untimed(row.baseline_us, row.baseline_untimed)}"
-            f" | {_us_untimed(row.candidate_us, row.candidate_untimed)}"
+            f" {_us_untimed(row.baseline_us, row.baseline_untimed, row.baseline_cards)}"
+            f" | {_us_untimed(row.candidate_us, row.candidate_untimed, row.candidate_cards)}"
             f" | {_us(row.delta_us, sign=True)} |"
         )
     lines += ["", "### Change seen per metric (shapes with the same dominant kernel)", ""]

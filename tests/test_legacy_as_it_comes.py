@@ -224,3 +224,20 @@ def test_summary_and_diff_totals_agree_with_a_duplicate_shape(tmp_path: Path) ->
     assert {k: v for k, v in rolled.items() if v[0]} == totals
     assert [s["change"] for s in diff["shapes"]].count("repeat") == 1
     assert any("cards[20] repeats cards[7]" in w for w in cards.input_warnings)
+
+
+def test_a_field_that_refuses_our_own_file_names_its_line_and_column(tmp_path: Path) -> None:
+    """Our format stays strict; the error points at the value, in an indented file too."""
+    ours = Path(__file__).resolve().parent.parent / "fixtures/workload_h200_480x832/cards.json"
+    doc = json.loads(ours.read_text())
+    doc["cards"][1]["kernels"][0]["metrics"]["dur_us"] = "slow"
+    path = tmp_path / "ours.json"
+    text = json.dumps(doc, indent=2)
+    path.write_text(text)
+    with pytest.raises(CardsError) as info:
+        load_card_file(path)
+    line = next(i for i, x in enumerate(text.splitlines(), 1) if '"dur_us": "slow"' in x)
+    column = text.splitlines()[line - 1].index('"slow"') + 1
+    assert str(info.value) == (
+        f"{path}:{line}:{column}: cards.1.kernels.0.metrics.dur_us: Input should be a valid number"
+    )

@@ -4,6 +4,7 @@ legacy adapter keeps every legacy field while repairing or flagging its known de
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import jsonschema
@@ -185,5 +186,6 @@ def test_load_errors_are_one_line_with_the_field_path(tmp_path: Path, legacy_pat
         path.write_text(json.dumps(doc))
         with pytest.raises(CardsError) as info:
             load_card_file(path)
-        assert str(info.value).startswith(f"{path}: {message}")
+        at = r"(:\d+:\d+)?" if "cards.2" in message else ""  # a field's value has a place
+        assert re.match(re.escape(f"{path}") + at + re.escape(f": {message}"), str(info.value))
         assert "\n" not in str(info.value)
