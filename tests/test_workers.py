@@ -35,11 +35,11 @@ def _misbehave(x: int) -> int:
 
 
 def test_no_hang_with_a_caught_sigterm_inherited() -> None:
-    """The condition that hung Pool.terminate: a Python SIGTERM handler in the parent. 100
-    rounds of short tasks (Pool hung within seconds this way) finish in bounded time."""
+    """The condition that hung Pool.terminate: a Python SIGTERM handler in the parent. 25
+    rounds of short tasks (Pool hung within seconds this way) each finish in bounded time."""
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
-        for _ in range(100):
+        for _ in range(25):
             began = time.monotonic()
             assert sorted(run_in_children(_double, [1, 2, 3, 4], 2)) == [
                 (0, 2), (1, 4), (2, 6), (3, 8),
