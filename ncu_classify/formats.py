@@ -58,6 +58,11 @@ KNOWN_SUFFIXES = {
     ".html": "HTML",
     ".htm": "HTML",
     ".md": "Markdown",
+    ".pdf": "PDF",
+    ".png": "PNG",
+    ".svg": "SVG",
+    ".xlsx": "Excel",
+    ".xls": "Excel",
 }
 
 

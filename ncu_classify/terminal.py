@@ -139,16 +139,23 @@ def summary_table(cards: CardFile, by: Literal["stage", "shape"] = "stage") -> T
         else "verdict per shape"
     )
     table = Table(title=title)
-    for name in names:
+    # per stage, a row names the stage and its classes follow: a stage column would fold the
+    # stage names at 80 columns; class names and figures are never cut
+    grouped = by == "stage" and names[0] == "stage"
+    for name in names[1:] if grouped else names:
         numeric = name in ("cards", "calls", "kernel_us", "share_of_stage", "untimed")
-        table.add_column(  # a class name is never cut; the other columns wrap
-            name.replace("_", " "),
+        table.add_column(  # headers a word a line, so that figures need not be cut
+            name.replace("_", "\n") if numeric else name.replace("_", " "),
             justify="right" if numeric else "left",
             overflow="fold",
-            no_wrap=name == "primary",
+            no_wrap=numeric or name == "primary",
         )
+    stage = None
     for texts in cells:
-        table.add_row(*(Text(printable(t)) for t in texts))
+        if grouped and texts[0] != stage:
+            stage = texts[0]
+            table.add_row(Text(printable(f"[{stage}]"), style="bold", overflow="fold"))
+        table.add_row(*(Text(printable(t)) for t in (texts[1:] if grouped else texts)))
     return table
 
 

@@ -86,7 +86,7 @@ def test_escape_sequences_and_markup_in_names_print_as_text(
     cards.write_text(json.dumps(doc))
     assert run(["summary", str(cards)]) == 0
     table = capsys.readouterr().out
-    assert "│ model[fp16] " in table and "│ [/b] " in table
+    assert "│ [model[fp16]] " in table and "│ [[/b]] " in table  # a row naming each stage
     assert run(["summary", str(cards), "--by", "shape", "--csv"]) == 0
     csv = capsys.readouterr().out
     assert "\x1b" not in table + csv

@@ -155,6 +155,7 @@ def test_the_readme_names_the_schema_the_files_carry() -> None:
         (["classify", str(SMOKE), "-o", "cards.csv"], "writes JSON, but .csv names CSV"),
         (["reclassify", str(CARDS), "-o", "cards.HTML"], "writes JSON, but .html names HTML"),
         (["schema", "-o", "schema.md"], "writes JSON, but .md names Markdown"),
+        (["reclassify", str(CARDS), "-o", "cards.pdf"], "writes JSON, but .pdf names PDF"),
         (["record", "-o", "shapes.json", "--", "python", "x.py"], "writes YAML, but .json"),
     ],
 )
