@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from capture_speed import metric_spread, print_differences, run_tool, verdicts
 
-from ncu_classify.manifest import read_manifest
-from ncu_classify.shapes import load_shapes
+from ncu_classify.capture.manifest import read_manifest
+from ncu_classify.capture.shapes import load_shapes
 
 
 def busy_seconds(folder: Path) -> dict[str, float]:

@@ -22,11 +22,11 @@ from typing import Any, NamedTuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ncu_classify.classify import classify  # noqa: E402
-from ncu_classify.ncu_cmd import nvtx_include  # noqa: E402
-from ncu_classify.protocol import BatchFile, write_batch  # noqa: E402
-from ncu_classify.rules import load_rules  # noqa: E402
-from ncu_classify.shapes import ShapeEntry, load_shapes  # noqa: E402
+from ncu_classify.capture.ncu_cmd import nvtx_include  # noqa: E402
+from ncu_classify.capture.protocol import BatchFile, write_batch  # noqa: E402
+from ncu_classify.capture.shapes import ShapeEntry, load_shapes  # noqa: E402
+from ncu_classify.verdicts.classify import classify  # noqa: E402
+from ncu_classify.verdicts.rules import load_rules  # noqa: E402
 
 
 def run_tool(shapes: Path, out: Path, extra: list[str]) -> float:
@@ -37,7 +37,7 @@ def run_tool(shapes: Path, out: Path, extra: list[str]) -> float:
         [
             sys.executable,
             "-m",
-            "ncu_classify.cli",
+            "ncu_classify",
             "capture",
             "--shapes",
             str(shapes),
@@ -107,7 +107,7 @@ def run_naive(shapes: Path, out: Path, budget: float) -> tuple[float, int]:
             "--force-overwrite",
             sys.executable,
             "-m",
-            "ncu_classify.replay",
+            "ncu_classify.capture.replay",
             str(batch),
             str(out / f"shape{index:03d}.status.jsonl"),
         ]

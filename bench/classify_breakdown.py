@@ -25,10 +25,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 def run_mode(mode: str, folder: Path) -> dict:
     from classify_speed import bare_read, cpu_seconds
 
-    from ncu_classify import classify as module
-    from ncu_classify import reading
-    from ncu_classify.cardfile import write_card_file
-    from ncu_classify.rules import load_rules
+    from ncu_classify.cards.files import write_card_file
+    from ncu_classify.read import parallel as reading
+    from ncu_classify.verdicts import classify as module
+    from ncu_classify.verdicts.rules import load_rules
 
     paths = sorted(folder.glob("*.ncu-rep"))
     cpu, start = cpu_seconds(), time.perf_counter()

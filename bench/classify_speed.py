@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SMOKE = ROOT / "fixtures" / "smoke_h200"
 sys.path.insert(0, str(ROOT))
 
-from ncu_classify.metrics import CATALOG  # noqa: E402
+from ncu_classify.core.metrics import CATALOG  # noqa: E402
 
 
 def make_folder(folder: Path, copies: int) -> list[Path]:
@@ -99,9 +99,9 @@ def child_bare(folder: Path, jobs: int) -> float:
 
 def child_tool(folder: Path, jobs: int) -> float:
     """In a fresh process: seconds for classify() plus writing the cards file."""
-    from ncu_classify.cardfile import write_card_file
-    from ncu_classify.classify import classify
-    from ncu_classify.rules import load_rules
+    from ncu_classify.cards.files import write_card_file
+    from ncu_classify.verdicts.classify import classify
+    from ncu_classify.verdicts.rules import load_rules
 
     cpu = cpu_seconds()
     start = time.perf_counter()

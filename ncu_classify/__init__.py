@@ -14,11 +14,11 @@ __all__ = ["CardsError", "NcuClassifyError", "__version__", "load_cards"]
 
 def __getattr__(name: str) -> Any:
     if name == "load_cards":
-        from .frames import load_cards
+        from .present.frames import load_cards
 
         return load_cards
     if name in ("CardsError", "NcuClassifyError"):
-        from . import errors
+        from .core import errors
 
         return getattr(errors, name)
     raise AttributeError(f"module 'ncu_classify' has no attribute {name!r}")

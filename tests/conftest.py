@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-import ncu_classify.clock
-from ncu_classify.cards import CardFile
-from ncu_classify.classify import classify
-from ncu_classify.rules import LoadedRules, load_rules
+import ncu_classify.core.clock
+from ncu_classify.cards.model import CardFile
+from ncu_classify.verdicts.classify import classify
+from ncu_classify.verdicts.rules import LoadedRules, load_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE = ROOT / "fixtures" / "smoke_h200"
@@ -34,7 +34,7 @@ def ticking_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     ticks = itertools.count()
     start = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)
     monkeypatch.setattr(
-        ncu_classify.clock, "_now", lambda: start + dt.timedelta(seconds=next(ticks))
+        ncu_classify.core.clock, "_now", lambda: start + dt.timedelta(seconds=next(ticks))
     )
     monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
 

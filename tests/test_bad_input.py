@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SMOKE
 
-from ncu_classify.cli import run
+from ncu_classify.cli.entry import run
 
 CARDS = ROOT / "fixtures" / "workload_h200_480x832_40heads" / "cards.json"
 RULES = (ROOT / "rules" / "default.yaml").read_text()
@@ -190,7 +190,7 @@ def test_newline_in_a_file_name_stays_on_one_line(
 def test_a_bug_is_one_line_and_exit_1(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from ncu_classify import schema
+    from ncu_classify.present import schema
 
     def broken() -> str:
         raise ZeroDivisionError("division by zero")

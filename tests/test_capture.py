@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from ncu_classify.capture import apply_status, capture
-from ncu_classify.classify import classify
-from ncu_classify.errors import EnvironmentProblem
-from ncu_classify.manifest import BatchRecord, read_manifest
-from ncu_classify.plan import CaptureOptions, plan_batches, plan_capture, shape_record
-from ncu_classify.protocol import ShapeLine
-from ncu_classify.rules import load_rules
-from ncu_classify.shapes import load_shapes
+from ncu_classify.capture.manifest import BatchRecord, read_manifest
+from ncu_classify.capture.plan import CaptureOptions, plan_batches, plan_capture, shape_record
+from ncu_classify.capture.protocol import ShapeLine
+from ncu_classify.capture.run import apply_status, capture
+from ncu_classify.capture.shapes import load_shapes
+from ncu_classify.core.errors import EnvironmentProblem
+from ncu_classify.verdicts.classify import classify
+from ncu_classify.verdicts.rules import load_rules
 
 FAKEBIN = Path(__file__).parent / "fakebin"
 FAULTS = ROOT / "fixtures" / "fault_h200"
@@ -238,7 +238,7 @@ def test_two_gpus_run_in_parallel_each_on_its_device(
 
 
 def _cli_capture(out: Path, *extra: str) -> subprocess.Popen[str]:
-    argv = [sys.executable, "-m", "ncu_classify.cli", "capture", "--shapes", str(SHAPES)]
+    argv = [sys.executable, "-m", "ncu_classify", "capture", "--shapes", str(SHAPES)]
     return subprocess.Popen(
         [*argv, "-o", str(out), *extra],
         stdout=subprocess.PIPE,
@@ -310,7 +310,7 @@ def test_capture_restores_the_sigterm_handler(
 ) -> None:
     """capture run in-process must leave no SIGTERM handler behind: forked children would
     inherit it (the suite once hung that way)."""
-    from ncu_classify.cli import run
+    from ncu_classify.cli.entry import run
 
     before = signal.getsignal(signal.SIGTERM)
     assert run(["capture", "--shapes", str(SHAPES), "-o", str(tmp_path / "raw")]) == 0
@@ -321,7 +321,7 @@ def test_capture_restores_the_sigterm_handler(
 
 
 def test_parallel_replays_split_the_cpu_threads(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ncu_classify.ncu_runner import replay_env
+    from ncu_classify.capture.ncu import replay_env
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 32)

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from conftest import SMOKE, USER_FULL
 
-from ncu_classify.cards import CardFile
-from ncu_classify.classify import classify
-from ncu_classify.counters import roofline_counters
-from ncu_classify.report_format import REPORT_SUFFIXES
-from ncu_classify.rules import LoadedRules
+from ncu_classify.cards.model import CardFile
+from ncu_classify.core.counters import roofline_counters
+from ncu_classify.read.framing import REPORT_SUFFIXES
+from ncu_classify.verdicts.classify import classify
+from ncu_classify.verdicts.rules import LoadedRules
 
 ROOFLINE_KEYS = [counter.key for counter in roofline_counters()]
 # Verdicts of the smoke capture (H200, ncu 2025.3.1), one per shape, in manifest order.
@@ -193,7 +193,7 @@ def test_kernel_count_mismatch_with_manifest_is_flagged(tmp_path: Path, rules: L
 def test_missing_metric_stays_null_and_is_listed(tmp_path: Path, rules: LoadedRules) -> None:
     """Drop the tensor pipe's names (both variants) from the catalog: the card shows null,
     never 0."""
-    from ncu_classify import metrics
+    from ncu_classify.core import metrics
 
     gone = ("tensor_pct", "tensor_active_pct")
     catalog = tuple(
@@ -202,7 +202,7 @@ def test_missing_metric_stays_null_and_is_listed(tmp_path: Path, rules: LoadedRu
         else s
         for s in metrics.CATALOG
     )
-    import ncu_classify.report_reader as reader
+    import ncu_classify.read.kernels as reader
 
     original = reader.CATALOG
     reader.CATALOG = catalog
@@ -223,7 +223,7 @@ def test_reader_batches_balance_bytes_and_bound_each_worker(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Largest reports first to the lightest worker; each worker's share cut under the caps."""
-    from ncu_classify import reading as module
+    from ncu_classify.read import parallel as module
 
     paths = []
     for i, size in enumerate([900, 100, 100, 100, 100, 100, 100, 100, 100, 100]):
@@ -241,7 +241,7 @@ def test_reader_batches_balance_bytes_and_bound_each_worker(
 
 
 def test_parallel_reads_come_back_in_input_order(rules: LoadedRules) -> None:
-    from ncu_classify.classify import read_all
+    from ncu_classify.verdicts.classify import read_all
 
     paths = sorted(SMOKE.glob("*.ncu-rep.xz")) * 2
     serial = [[row.report for row, _ in r] for r in read_all(paths, 1, rules)]
@@ -252,7 +252,7 @@ def test_parallel_reads_come_back_in_input_order(rules: LoadedRules) -> None:
 
 def test_written_cards_validate_against_the_models(tmp_path: Path, rules: LoadedRules) -> None:
     """Cards are built without re-validation on the hot path; the file must still validate."""
-    from ncu_classify.cardfile import write_card_file
+    from ncu_classify.cards.files import write_card_file
 
     cards = classify([SMOKE, USER_FULL], rules, jobs=2)
     out = tmp_path / "cards.json"

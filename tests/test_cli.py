@@ -10,7 +10,7 @@ from pathlib import Path
 from conftest import ROOT, SMOKE, USER_FULL, unstamped
 from typer.testing import CliRunner
 
-from ncu_classify.cli import app
+from ncu_classify.cli.entry import app
 
 runner = CliRunner()
 
@@ -137,7 +137,7 @@ def test_capture_bad_shapes_file_is_one_line_without_traceback(tmp_path: Path) -
         [
             sys.executable,
             "-m",
-            "ncu_classify.cli",
+            "ncu_classify",
             "capture",
             "--shapes",
             str(shapes),
@@ -169,7 +169,7 @@ def test_capture_without_ncu_exit_6(tmp_path: Path) -> None:
 
 
 def test_published_schema_is_current() -> None:
-    from ncu_classify.schema import SCHEMA_FILE, cards_schema_text
+    from ncu_classify.present.schema import SCHEMA_FILE, cards_schema_text
 
     assert SCHEMA_FILE.read_text() == cards_schema_text()
     schema = json.loads(SCHEMA_FILE.read_text())
@@ -178,7 +178,7 @@ def test_published_schema_is_current() -> None:
 
 def test_version_and_metrics(capsys) -> None:  # type: ignore[no-untyped-def]
     from ncu_classify import __version__
-    from ncu_classify.cli import run
+    from ncu_classify.cli.entry import run
 
     assert run(["--version"]) == 0
     assert capsys.readouterr().out == f"ncu-classify {__version__}\n"
@@ -192,13 +192,13 @@ def test_version_and_metrics(capsys) -> None:  # type: ignore[no-untyped-def]
     assert rows[4].startswith("tensor_active_pct,%,sm__pipe_tensor_op_hmma_cycles_active.avg.")
     assert rows[-1].startswith("sm_active_over_elapsed,ratio,sm_cycles_active / cycles_elapsed")
     # every metric a rules file may name is listed (rules/default.yaml points users here)
-    from ncu_classify.metrics import RULE_METRICS
+    from ncu_classify.core.metrics import RULE_METRICS
 
     assert {row.split(",")[0] for row in rows[1:]} == set(RULE_METRICS)
 
 
 def test_capture_with_failed_shapes_exits_5(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from ncu_classify.cli import run
+    from ncu_classify.cli.entry import run
 
     fakebin = Path(__file__).parent / "fakebin"
     monkeypatch.setenv("PATH", f"{fakebin}:{__import__('os').environ['PATH']}")

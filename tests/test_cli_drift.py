@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SMOKE
 
-from ncu_classify.cards import SCHEMA_VERSION
-from ncu_classify.cli import app, run
-from ncu_classify.report_render import MAX_FILES
+from ncu_classify.cards.model import SCHEMA_VERSION
+from ncu_classify.cli.entry import app, run
+from ncu_classify.present.page import MAX_FILES
 
 CARDS = ROOT / "fixtures" / "workload_h200_480x832" / "cards.json"
 COMMANDS = sorted(c.name or c.callback.__name__ for c in app.registered_commands)  # type: ignore[union-attr]
@@ -120,7 +120,7 @@ def _reader_leaves(argv: list[str]) -> subprocess.CompletedProcess[str]:
     os.close(read)
     try:
         return subprocess.run(
-            [sys.executable, "-m", "ncu_classify.cli", *argv],
+            [sys.executable, "-m", "ncu_classify", *argv],
             stdout=write, stderr=subprocess.PIPE, text=True, timeout=120, cwd=ROOT,
         )  # fmt: skip
     finally:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import SMOKE, unstamped
 
-from ncu_classify.cli import run
+from ncu_classify.cli.entry import run
 
 
 def _classify(target: Path) -> str:

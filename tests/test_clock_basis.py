@@ -15,12 +15,12 @@ from pathlib import Path
 import ncu_report
 import pytest
 
-from ncu_classify.cards import Card, CardFile, judge
-from ncu_classify.classify import classify
-from ncu_classify.frames import cards_frame
-from ncu_classify.report_render import report_html
-from ncu_classify.roofline import device_max_ghz, kernel_roofline
-from ncu_classify.rules import LoadedRules
+from ncu_classify.cards.model import Card, CardFile, judge
+from ncu_classify.present.frames import cards_frame
+from ncu_classify.present.page import report_html
+from ncu_classify.verdicts.classify import classify
+from ncu_classify.verdicts.roofline import device_max_ghz, kernel_roofline
+from ncu_classify.verdicts.rules import LoadedRules
 
 ROOT = Path(__file__).resolve().parent.parent
 USER_FULL = ROOT / "fixtures" / "user_set_full" / "linear_cast.ncu-rep.xz"

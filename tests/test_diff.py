@@ -11,15 +11,15 @@ import jsonschema
 import pytest
 from conftest import LEGACY, ROOT, unstamped
 
-from ncu_classify.cardfile import load_card_file
-from ncu_classify.cards import Card
-from ncu_classify.cli import run
-from ncu_classify.diff import DiffOptions, diff_cards
-from ncu_classify.diff_model import DiffFile, ShapeDiff
-from ncu_classify.noise import load_noise
-from ncu_classify.reclassify import reclassify
-from ncu_classify.rules import load_rules
-from ncu_classify.schema import DIFF_SCHEMA_FILE, diff_schema_text
+from ncu_classify.cards.files import load_card_file
+from ncu_classify.cards.model import Card
+from ncu_classify.cli.entry import run
+from ncu_classify.compare.diff import DiffOptions, diff_cards
+from ncu_classify.compare.model import DiffFile, ShapeDiff
+from ncu_classify.compare.noise import load_noise
+from ncu_classify.present.schema import DIFF_SCHEMA_FILE, diff_schema_text
+from ncu_classify.verdicts.reclassify import reclassify
+from ncu_classify.verdicts.rules import load_rules
 
 CARDS = ROOT / "reports" / "diff" / "cards"
 GPU0, GPU1 = CARDS / "w480_gpu0.json", CARDS / "w480_gpu1.json"
@@ -360,7 +360,7 @@ def test_roofline_rules_tell_missing_legacy_metrics_from_flips() -> None:
 def test_repeats_count_in_the_roll_up_as_in_the_summary() -> None:
     """The legacy file lists one DiT linear twice: the diff shows the second as a repeat, and
     its roll-up counts both, as `summary` of that file does, so their totals agree."""
-    from ncu_classify.summary import by_stage
+    from ncu_classify.present.summary import by_stage
 
     diff = compare(LEGACY, GPU0, rules=ROOT / "rules" / "default.yaml")
     [dit] = [r for r in diff.rollup if (r.stage, r.primary) == ("dit", "compute_bound")]
@@ -412,8 +412,8 @@ def test_json_on_stdout_is_the_file(
 
 
 def test_packaged_rules_and_noise_cannot_be_overwritten(capsys: pytest.CaptureFixture[str]) -> None:
-    from ncu_classify.noise import DEFAULT_NOISE
-    from ncu_classify.rules import DEFAULT_RULES
+    from ncu_classify.compare.noise import DEFAULT_NOISE
+    from ncu_classify.verdicts.rules import DEFAULT_RULES
 
     for packaged in (DEFAULT_NOISE, DEFAULT_RULES):
         before = packaged.read_bytes()

@@ -13,8 +13,8 @@ import pytest
 from conftest import LEGACY, ROOT
 
 import ncu_classify
-from ncu_classify.cli import run
-from ncu_classify.frames import METRIC_COLUMNS, column_name
+from ncu_classify.cli.entry import run
+from ncu_classify.present.frames import METRIC_COLUMNS, column_name
 
 WORKLOAD = ROOT / "fixtures" / "workload_h200_480x832"
 CARDS = WORKLOAD / "cards.json"

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SMOKE, copied_capture
 
-from ncu_classify import report_reader
-from ncu_classify.cli import run
-from ncu_classify.folder import capture_lock
-from ncu_classify.manifest import read_manifest
-from ncu_classify.printable import printable
+from ncu_classify.capture.folder import capture_lock
+from ncu_classify.capture.manifest import read_manifest
+from ncu_classify.cli.entry import run
+from ncu_classify.core.text import printable
+from ncu_classify.read import kernels as report_reader
 
 FAKEBIN = Path(__file__).parent / "fakebin"
 SHAPES = ROOT / "fixtures" / "fault_h200" / "dit3.yaml"
@@ -167,7 +167,7 @@ def test_interrupted_classify_leaves_no_scratch_and_exits_130(tmp_path: Path) ->
     scratch.mkdir()
     env = {**os.environ, "TMPDIR": str(scratch)}
     for sig in (signal.SIGINT, signal.SIGTERM):
-        argv = [sys.executable, "-m", "ncu_classify.cli", "classify", str(reports), "-o",
+        argv = [sys.executable, "-m", "ncu_classify", "classify", str(reports), "-o",
                 str(tmp_path / "c.json"), "--jobs", "2"]  # fmt: skip
         proc = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 60
@@ -292,7 +292,7 @@ def test_empty_input_path_and_one_line_for_one_bad_input(
 
 
 def test_closed_or_full_stdout_is_exit_7(tmp_path: Path) -> None:
-    base = [sys.executable, "-m", "ncu_classify.cli"]
+    base = [sys.executable, "-m", "ncu_classify"]
     closed = subprocess.run(
         [*base, "classify", str(SMOKE / "dit.ncu-rep.xz"), "-o", "-"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=120,
@@ -313,7 +313,7 @@ def test_compression_bomb_is_refused_before_the_disk_fills(
     monkeypatch.setattr(report_reader, "MIN_INFLATE_CAP", 1 << 20)
     bomb = tmp_path / "bomb.ncu-rep.xz"
     bomb.write_bytes(lzma.compress(b"NVR\x00" + b"\x00" * (64 << 20)))
-    from ncu_classify.errors import ReportError
+    from ncu_classify.core.errors import ReportError
 
     with pytest.raises(ReportError, match=r"inflates to more than [0-9,]+ bytes \(200x its size\)"):
         report_reader.read_report(bomb, scratch=tmp_path)

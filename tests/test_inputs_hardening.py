@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SMOKE, USER_FULL
 
-from ncu_classify import classify as classify_module
-from ncu_classify.cardfile import card_file_text
-from ncu_classify.classify import classify
-from ncu_classify.cli import run
-from ncu_classify.rules import LoadedRules
+from ncu_classify.cards.files import card_file_text
+from ncu_classify.cli.entry import run
+from ncu_classify.verdicts import classify as classify_module
+from ncu_classify.verdicts.classify import classify
+from ncu_classify.verdicts.rules import LoadedRules
 
 SET_FULL = ROOT / "fixtures" / "set_full_h200"
 RUN, RERUN = SET_FULL / "h200_run.ncu-rep.xz", SET_FULL / "h200_rerun_full.ncu-rep.xz"
@@ -157,7 +157,7 @@ def test_capture_report_alone_keeps_group_stage_and_nominal_flops(
 
 
 def test_every_captured_group_id_reads_back_to_its_shape() -> None:
-    from ncu_classify.group_ids import parse_group_id
+    from ncu_classify.capture.group_ids import parse_group_id
 
     seen = 0
     for manifest in sorted(ROOT.glob("fixtures/**/manifest.json")):
@@ -311,7 +311,7 @@ def test_a_fifo_is_refused_at_once_by_every_command(
     ).split()]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
-        [sys.executable, "-m", "ncu_classify.cli", *argv],
+        [sys.executable, "-m", "ncu_classify", *argv],
         capture_output=True, text=True, timeout=60, env=env, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert (done.returncode, done.stderr.splitlines()[-1:]) == (

@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from conftest import LEGACY
 
-from ncu_classify.cardfile import card_file_text, load_card_file
-from ncu_classify.cli import run
-from ncu_classify.errors import CardsError
-from ncu_classify.legacy import from_legacy
-from ncu_classify.reclassify import reclassify
-from ncu_classify.rules import load_rules
-from ncu_classify.summary import by_stage
+from ncu_classify.cards.files import card_file_text, load_card_file
+from ncu_classify.cards.legacy import from_legacy
+from ncu_classify.cli.entry import run
+from ncu_classify.core.errors import CardsError
+from ncu_classify.present.summary import by_stage
+from ncu_classify.verdicts.reclassify import reclassify
+from ncu_classify.verdicts.rules import load_rules
 
 REAL = json.loads(LEGACY.read_text())
 ODD_VALUES: list[Any] = [None, [], ["x"], {}, {"a": 1}, 3, 2.5, -1, 10**30, True, "text", ""]

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from conftest import QUIET_EVIDENCE, ROOT
 
-from ncu_classify.classify import classify
-from ncu_classify.errors import RulesError
-from ncu_classify.margins import verdict_margin
-from ncu_classify.rules import LoadedRules, load_rules
+from ncu_classify.core.errors import RulesError
+from ncu_classify.verdicts.classify import classify
+from ncu_classify.verdicts.margins import verdict_margin
+from ncu_classify.verdicts.rules import LoadedRules, load_rules
 
 FULL = QUIET_EVIDENCE
 

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from ncu_classify.cards import Card
-from ncu_classify.crossings import crossings
-from ncu_classify.matching import pair_cards, same_kernel
-from ncu_classify.noise import Noise
-from ncu_classify.rules import load_rules
+from ncu_classify.cards.model import Card
+from ncu_classify.compare.crossings import crossings
+from ncu_classify.compare.matching import pair_cards, same_kernel
+from ncu_classify.compare.noise import Noise
+from ncu_classify.verdicts.rules import load_rules
 
 
 def card(group: str, stage: str = "dit", op: str = "aten.linear.default", **params: Any) -> Card:

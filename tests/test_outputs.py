@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import LEGACY, ROOT, SMOKE
 
-from ncu_classify.cli import run
+from ncu_classify.cli.entry import run
 
 CARDS = ROOT / "fixtures" / "workload_h200_480x832_40heads" / "cards.json"
 RULES = ROOT / "rules" / "default.yaml"

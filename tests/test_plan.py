@@ -10,11 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from ncu_classify.cli import run
-from ncu_classify.errors import ShapesError, UsageError
-from ncu_classify.metrics import capture_metric_names
-from ncu_classify.ncu_cmd import ncu_argv
-from ncu_classify.plan import (
+from ncu_classify.capture.ncu_cmd import ncu_argv
+from ncu_classify.capture.plan import (
     CaptureOptions,
     input_units,
     plan_batches,
@@ -23,7 +20,10 @@ from ncu_classify.plan import (
     shape_record,
     unit_cost,
 )
-from ncu_classify.shapes import load_shapes
+from ncu_classify.capture.shapes import load_shapes
+from ncu_classify.cli.entry import run
+from ncu_classify.core.errors import ShapesError, UsageError
+from ncu_classify.core.metrics import capture_metric_names
 
 WORKLOAD = ROOT / "fixtures" / "shapes" / "workload_480x832_40heads.yaml"
 SMOKE_SHAPES = ROOT / "fixtures" / "shapes" / "smoke.yaml"
@@ -115,7 +115,7 @@ def test_max_batch_splits_stages_and_names_stay_unique() -> None:
 def test_dry_run_prints_the_command_lines(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from ncu_classify.cli import app
+    from ncu_classify.cli.entry import app
 
     result = CliRunner().invoke(
         app,
@@ -164,7 +164,7 @@ def test_one_process_for_all_stages_and_one_per_gpu() -> None:
 def test_one_process_reaches_the_plan_from_the_cli(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from ncu_classify.cli import app
+    from ncu_classify.cli.entry import app
 
     args = [
         "capture",

@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from ncu_classify import report_reader
-from ncu_classify.cardfile import load_card_file
-from ncu_classify.cli import run
-from ncu_classify.hot_units import KNOWN, describe, name_units
-from ncu_classify.ordering import stage_order
-from ncu_classify.report_chart import build_chart, label_box
-from ncu_classify.report_data import CLASS_COLOURS, build_view
-from ncu_classify.summary import by_stage, summarize
+from ncu_classify.cards.files import load_card_file
+from ncu_classify.cli.entry import run
+from ncu_classify.core.ordering import stage_order
+from ncu_classify.present.page_chart import build_chart, label_box
+from ncu_classify.present.page_view import CLASS_COLOURS, build_view
+from ncu_classify.present.summary import by_stage, summarize
+from ncu_classify.read import kernels as report_reader
+from ncu_classify.verdicts.hot_units import KNOWN, describe, name_units
 
 WORKLOAD = ROOT / "fixtures" / "workload_h200_480x832" / "cards.json"
 H200_REPORTS = sorted(
@@ -198,7 +198,7 @@ def _at_80_columns(*args: str) -> str:
     """What a command prints on an 80-column terminal."""
     env = {**os.environ, "COLUMNS": "80", "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
-        [sys.executable, "-m", "ncu_classify.cli", *args],
+        [sys.executable, "-m", "ncu_classify", *args],
         capture_output=True,
         text=True,
         env=env,

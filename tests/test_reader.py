@@ -12,11 +12,11 @@ import ncu_report
 import pytest
 from conftest import ROOT, SMOKE, USER_FULL
 
-from ncu_classify.counters import roofline_counters
-from ncu_classify.errors import ReportError
-from ncu_classify.metrics import CATALOG
-from ncu_classify.report_format import ReportInfo, check_report
-from ncu_classify.report_reader import _kernels, installed_version, read_report
+from ncu_classify.core.counters import roofline_counters
+from ncu_classify.core.errors import ReportError
+from ncu_classify.core.metrics import CATALOG
+from ncu_classify.read.framing import ReportInfo, check_report
+from ncu_classify.read.kernels import _kernels, installed_version, read_report
 
 PUBLIC = ROOT / "fixtures" / "public"
 

@@ -11,12 +11,12 @@ import jsonschema
 import pytest
 from conftest import ROOT
 
-from ncu_classify.cardfile import card_file_text, load_card_file, write_card_file
-from ncu_classify.cards import CardFile
-from ncu_classify.errors import CardsError
-from ncu_classify.reclassify import reclassify
-from ncu_classify.rules import LoadedRules
-from ncu_classify.schema import SCHEMA_FILE
+from ncu_classify.cards.files import card_file_text, load_card_file, write_card_file
+from ncu_classify.cards.model import CardFile
+from ncu_classify.core.errors import CardsError
+from ncu_classify.present.schema import SCHEMA_FILE
+from ncu_classify.verdicts.reclassify import reclassify
+from ncu_classify.verdicts.rules import LoadedRules
 
 AT = "2026-12-01T00:00:00+00:00"
 WORKLOAD = ROOT / "fixtures" / "workload_h200_480x832_40heads" / "cards.json"

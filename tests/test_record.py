@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, import_or_skip, unstamped
 
-from ncu_classify.cli import run
-from ncu_classify.shapes import load_shapes
+from ncu_classify.capture.shapes import load_shapes
+from ncu_classify.cli.entry import run
 
 SCRIPT = ROOT / "fixtures" / "models" / "record_wan.py"
 FAKEBIN = Path(__file__).parent / "fakebin"
@@ -149,7 +149,7 @@ def test_calls_weigh_the_cards_and_the_summary(
     raw, cards = tmp_path / "raw", tmp_path / "cards.json"
     assert run(["capture", "--shapes", str(shapes), "-o", str(raw)]) == 0
     assert run(["classify", str(raw), "-o", str(cards), "--jobs", "1"]) == 0
-    from ncu_classify.cardfile import load_card_file
+    from ncu_classify.cards.files import load_card_file
 
     loaded = load_card_file(cards).cards
     assert [(c.calls, c.source) for c in loaded] == [(40, "blocks.*.to_q"), (1, None), (1, None)]
@@ -197,8 +197,8 @@ def test_recorded_h200_capture_reproduces_and_weighs_by_calls(
     """The Wan 2.1 recording captured on the H200: the committed cards are what classify
     writes from the raw report, every shape replayed its recorded inputs, and the summary's
     time per inference is each card's summed kernel time x its calls."""
-    from ncu_classify.cardfile import load_card_file
-    from ncu_classify.summary import by_stage
+    from ncu_classify.cards.files import load_card_file
+    from ncu_classify.present.summary import by_stage
 
     monkeypatch.chdir(ROOT)
     fresh = tmp_path / "cards.json"
@@ -223,7 +223,7 @@ def test_recorded_h200_capture_reproduces_and_weighs_by_calls(
 def test_conv2d_shape_arithmetic() -> None:
     from pydantic import ValidationError
 
-    from ncu_classify.shapes import Conv2dShape
+    from ncu_classify.capture.shapes import Conv2dShape
 
     shape = Conv2dShape(
         op="conv2d", input=[4, 192, 64, 64], weight=[96, 192, 3, 3], padding=[1, 1], bias=True

@@ -16,9 +16,9 @@ import pytest
 from conftest import LEGACY, ROOT
 from pngread import colour_counts, read_png
 
-from ncu_classify.cardfile import load_card_file
-from ncu_classify.cli import run
-from ncu_classify.report_data import CLASS_COLOURS
+from ncu_classify.cards.files import load_card_file
+from ncu_classify.cli.entry import run
+from ncu_classify.present.page_view import CLASS_COLOURS
 
 WORKLOAD = ROOT / "fixtures" / "workload_h200_480x832" / "cards.json"
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -280,7 +280,7 @@ def test_at_most_eight_files_one_marker_each(
 
 
 def test_labels_tell_same_named_files_apart() -> None:
-    from ncu_classify.report_render import labels_for
+    from ncu_classify.present.page import labels_for
 
     paths = [Path("x/run/cards.json"), Path("y/run/cards.json"), Path("z/other.json")]
     assert labels_for(paths) == ["x/run/cards.json", "y/run/cards.json", "other.json"]

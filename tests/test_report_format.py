@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SMOKE, USER_FULL
 
-from ncu_classify.errors import ReportError
-from ncu_classify.report_format import (
+from ncu_classify.core.errors import ReportError
+from ncu_classify.read.framing import (
     NCU_PROVIDER,
     REPORT_SUFFIXES,
     ReportInfo,

@@ -10,10 +10,10 @@ import ncu_report
 import pytest
 from conftest import ROOT
 
-from ncu_classify.classify import classify
-from ncu_classify.hot_units import HotUnit, compute_note
-from ncu_classify.roofline import Roofline
-from ncu_classify.rules import LoadedRules
+from ncu_classify.verdicts.classify import classify
+from ncu_classify.verdicts.hot_units import HotUnit, compute_note
+from ncu_classify.verdicts.roofline import Roofline
+from ncu_classify.verdicts.rules import LoadedRules
 
 FOLDER = ROOT / "fixtures" / "roofline_h200"
 GEMM = "dit:linear:M4680_N5120_K5120:bf16:bias"
@@ -176,7 +176,7 @@ def test_card_level_useful_work_and_mfu(cards: dict, raw: dict) -> None:
 def test_refined_rules_name_the_unit(rules: LoadedRules) -> None:
     """rules/roofline.yaml on the same capture: compute-bound becomes tensor-pipe bound where
     the tensor pipe is the busy unit; the memory verdicts stay."""
-    from ncu_classify.rules import load_rules
+    from ncu_classify.verdicts.rules import load_rules
 
     refined = classify([FOLDER], load_rules(ROOT / "rules" / "roofline.yaml"), jobs=1).cards
     legacy = classify([FOLDER], rules, jobs=1).cards
@@ -205,7 +205,7 @@ def test_refined_rules_name_the_unit(rules: LoadedRules) -> None:
 def test_refined_rules_on_a_depthwise_conv_and_a_small_grid() -> None:
     """Figures of conv_depthwise3d_cuda_kernel measured on the H200 (reports/roofline/): SM
     throughput 78 % from instruction issue, tensor pipe idle; legacy: compute-bound."""
-    from ncu_classify.rules import evaluate, load_rules
+    from ncu_classify.verdicts.rules import evaluate, load_rules
 
     refined = load_rules(ROOT / "rules" / "roofline.yaml").rules
     depthwise = {"tensor_pct": 0.0, "fma_pipe_pct": 21.0, "issue_pct": 77.95, "sm_pct": 77.95,

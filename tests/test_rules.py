@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from conftest import QUIET_EVIDENCE, ROOT
 
-from ncu_classify.cardfile import load_card_file
-from ncu_classify.errors import RulesError
-from ncu_classify.reclassify import reclassify
-from ncu_classify.rules import DEFAULT_RULES, LoadedRules, evaluate, load_rules
+from ncu_classify.cards.files import load_card_file
+from ncu_classify.core.errors import RulesError
+from ncu_classify.verdicts.reclassify import reclassify
+from ncu_classify.verdicts.rules import DEFAULT_RULES, LoadedRules, evaluate, load_rules
 
 FULL = QUIET_EVIDENCE
 

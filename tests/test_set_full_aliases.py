@@ -14,10 +14,10 @@ from pathlib import Path
 import ncu_report
 import pytest
 
-from ncu_classify.cards import Card, KernelCard
-from ncu_classify.classify import classify
-from ncu_classify.metrics import metric_rows
-from ncu_classify.rules import LoadedRules
+from ncu_classify.cards.model import Card, KernelCard
+from ncu_classify.core.metrics import metric_rows
+from ncu_classify.verdicts.classify import classify
+from ncu_classify.verdicts.rules import LoadedRules
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / "fixtures" / "set_full_h200"

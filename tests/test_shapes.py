@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from ncu_classify.errors import ShapesError
-from ncu_classify.shapes import Conv3dShape, LinearShape, load_shapes
+from ncu_classify.capture.shapes import Conv3dShape, LinearShape, load_shapes
+from ncu_classify.core.errors import ShapesError
 
 
 def test_smoke_file_group_ids_are_stable() -> None:

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SMOKE, copied_capture
 
-from ncu_classify.classify import classify
-from ncu_classify.cli import run
-from ncu_classify.rules import LoadedRules
+from ncu_classify.cli.entry import run
+from ncu_classify.verdicts.classify import classify
+from ncu_classify.verdicts.rules import LoadedRules
 
 PUBLIC = ROOT / "fixtures" / "public"
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from ncu_classify.cardfile import load_card_file
-from ncu_classify.classify import classify
-from ncu_classify.reclassify import reclassify
-from ncu_classify.rules import LoadedRules
+from ncu_classify.cards.files import load_card_file
+from ncu_classify.verdicts.classify import classify
+from ncu_classify.verdicts.reclassify import reclassify
+from ncu_classify.verdicts.rules import LoadedRules
 
 WORKLOAD = ROOT / "fixtures" / "workload_h200_480x832_40heads"
 PARTIAL_WAVE_CONV = "vae:conv3d:in1x384x3x60x26_w768x384x3x1x1_s1x1x1_p0x0x0:fp32:tf32"

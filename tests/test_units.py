@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ncu_classify.metrics import SPECS, UnitError, derive, to_base
+from ncu_classify.core.metrics import SPECS, UnitError, derive, to_base
 
 
 @pytest.mark.parametrize(

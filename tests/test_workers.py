@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from conftest import SMOKE
 
-from ncu_classify import reading as classify_module
-from ncu_classify.rules import LoadedRules
-from ncu_classify.workers import WorkerFailure, run_in_children
+from ncu_classify.read import parallel as classify_module
+from ncu_classify.read.workers import WorkerFailure, run_in_children
+from ncu_classify.verdicts.rules import LoadedRules
 
 
 def _double(x: int) -> int:

@@ -8,9 +8,9 @@ import json
 import pytest
 from conftest import ROOT, unstamped
 
-from ncu_classify.classify import classify
-from ncu_classify.rules import LoadedRules
-from ncu_classify.shapes import load_shapes
+from ncu_classify.capture.shapes import load_shapes
+from ncu_classify.verdicts.classify import classify
+from ncu_classify.verdicts.rules import LoadedRules
 
 SHAPES = ROOT / "fixtures" / "shapes"
 
@@ -56,7 +56,7 @@ def test_committed_cards_are_what_classify_writes(
     rules: LoadedRules, resolution: str, tmp_path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The cards under fixtures/ are reproducible byte for byte, apart from generated_at."""
-    from ncu_classify.cardfile import write_card_file
+    from ncu_classify.cards.files import write_card_file
 
     monkeypatch.chdir(ROOT)
     folder = f"fixtures/workload_h200_{resolution}"

@@ -9,9 +9,9 @@ import json
 import pytest
 from conftest import LEGACY, ROOT
 
-from ncu_classify.classify import classify
-from ncu_classify.rules import LoadedRules
-from ncu_classify.shapes import load_shapes
+from ncu_classify.capture.shapes import load_shapes
+from ncu_classify.verdicts.classify import classify
+from ncu_classify.verdicts.rules import LoadedRules
 
 FIXTURES = ROOT / "fixtures"
 

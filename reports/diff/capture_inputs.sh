@@ -9,7 +9,7 @@ export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 python3 -c "from fa3_fwd_interface import flash_attn_func; print('fa3_fwd importable')" 2>&1 | tail -1
 V=fixtures/shapes/variants
 cap() {  # cap GPU SHAPES NAME
-  python3 -m ncu_classify.cli capture --shapes "$2" -o /tmp/cap/$3 --one-process --gpus "$1" > /tmp/cap/$3.out 2>&1
+  python3 -m ncu_classify capture --shapes "$2" -o /tmp/cap/$3 --one-process --gpus "$1" > /tmp/cap/$3.out 2>&1
   echo "$3 on GPU $1: rc=$? $(tail -1 /tmp/cap/$3.out)"
 }
 mkdir -p /tmp/cap

@@ -1,12 +1,12 @@
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-C="python3 -m ncu_classify.cli"
+C="python3 -m ncu_classify"
 echo "== SIGTERM after 25 s, --one-process --gpus 0,1, 480x832; a second capture into the same folder meanwhile"
 $C capture --shapes fixtures/shapes/workload_480x832.yaml -o /tmp/t1 --one-process --gpus 0,1 > /tmp/t1.out 2> /tmp/t1.err &
 P=$!; sleep 12; $C capture --shapes fixtures/shapes/workload_480x832.yaml -o /tmp/t1 --one-process --gpus 0,1 --resume; echo "second capture rc=$?"
 sleep 13; T0=$(date +%s%N); kill -TERM $P; wait $P; echo "rc=$? after $(( ($(date +%s%N) - T0) / 1000000 )) ms"
-cat /tmp/t1.err; echo "left running:"; ps -eo pid,cmd | grep -E "ncu |ncu_classify.replay" | grep -v grep
+cat /tmp/t1.err; echo "left running:"; ps -eo pid,cmd | grep -E "ncu |ncu_classify.capture.replay" | grep -v grep
 python3 - <<'PY'
 import json,collections
 m=json.load(open('/tmp/t1/manifest.json'))

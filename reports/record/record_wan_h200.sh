@@ -9,14 +9,14 @@ export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 python3 -c "import diffusers, torch; print('diffusers', diffusers.__version__, 'torch', torch.__version__)"
 mkdir -p /tmp/rec
 start=$(date +%s)
-python3 -m ncu_classify.cli record -o /tmp/rec/wan_480x832.yaml \
+python3 -m ncu_classify record -o /tmp/rec/wan_480x832.yaml \
   --stage 'transformer*=dit' --stage 'vae*=vae' --stage '=output' \
   --save-inputs /tmp/rec/inputs --inputs-budget-mb 20000 \
   -- python3 fixtures/models/record_wan.py --height 480 --width 832 --frames 9 \
      --dit wan2.1_t2v_14b_transformer.json --device cuda --dit-dtype bf16 2>&1 | tail -3
 echo "record rc=${PIPESTATUS[0]} $(( $(date +%s) - start )) s; inputs $(du -sh /tmp/rec/inputs | cut -f1)"
 start=$(date +%s)
-python3 -m ncu_classify.cli capture --shapes /tmp/rec/wan_480x832.yaml -o /tmp/rec/cap --one-process > /tmp/rec/capture.log 2>&1
+python3 -m ncu_classify capture --shapes /tmp/rec/wan_480x832.yaml -o /tmp/rec/cap --one-process > /tmp/rec/capture.log 2>&1
 echo "capture rc=$? $(( $(date +%s) - start )) s"; tail -3 /tmp/rec/capture.log
 grep -h "passes" /tmp/rec/cap/*.ncu.log | sed 's/.*- //' | sort | uniq -c
 python3 -c "

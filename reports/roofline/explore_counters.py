@@ -63,8 +63,8 @@ with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
 
 
 def main(out: Path) -> None:
-    from ncu_classify.metrics import capture_metric_names
-    from ncu_classify.ncu_cmd import ncu_argv
+    from ncu_classify.capture.ncu_cmd import ncu_argv
+    from ncu_classify.core.metrics import capture_metric_names
 
     out.mkdir(parents=True, exist_ok=True)
     for mode in ("base", "suffix"):

@@ -15,8 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from ncu_classify.classify import classify  # noqa: E402
-from ncu_classify.rules import load_rules  # noqa: E402
+from ncu_classify.verdicts.classify import classify  # noqa: E402
+from ncu_classify.verdicts.rules import load_rules  # noqa: E402
 
 
 def readings() -> dict[str, Path]:

@@ -1,0 +1,51 @@
+"""A capture folder owned by one capture at a time, and the OS errors of writing into it.
+
+Two captures writing into one folder (two `--resume` started together, two shards) would
+interleave status files and overwrite each other's reports and manifest: a lock file held for
+the whole capture refuses the second one. The lock is an flock on `.capture.lock`, so it goes
+away with the process however it ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..core.errors import OutputError, UsageError
+
+LOCK_NAME = ".capture.lock"
+
+
+@contextlib.contextmanager
+def capture_lock(out: Path) -> Iterator[None]:
+    """Hold `out`'s capture lock, or UsageError naming the process that holds it."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "another process"
+            raise UsageError(
+                f"{out}: another capture is writing into this folder (pid {holder}); wait for"
+                " it or choose another folder"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+@contextlib.contextmanager
+def writing(out: Path) -> Iterator[None]:
+    """OS errors while capturing into `out` (read-only or full disk) as one OutputError line."""
+    try:
+        yield
+    except OSError as exc:
+        where = exc.filename or out
+        raise OutputError(f"{where}: cannot write: {exc.strerror or exc}") from None

@@ -1,0 +1,119 @@
+"""The capture host: ncu and its version, the GPUs and their memory, counter permissions.
+
+Every problem is an EnvironmentProblem that says how to fix it (exit 6), found before any
+shape is replayed where it can be.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.errors import EnvironmentProblem
+
+MIN_NCU = (2023, 1)
+PERMISSION_MARK = "ERR_NVGPUCTRPERM"
+
+
+@dataclass(frozen=True)
+class Host:
+    """What capture found: ncu's path and version, and the GPUs nvidia-smi lists."""
+
+    ncu_path: str
+    ncu_version: str
+    gpus: list[dict[str, str]]
+
+    def memory_bytes(self, indices: tuple[int, ...]) -> int | None:
+        """Memory of the smallest GPU among `indices` (all GPUs if none); None if unknown."""
+        chosen = [g for g in self.gpus if not indices or int(g["index"]) in indices]
+        sizes = [int(g["memory_mib"]) * 2**20 for g in chosen if g.get("memory_mib", "").isdigit()]
+        return min(sizes) if sizes else None
+
+
+def find_ncu(ncu: str) -> str:
+    """Absolute path of ncu, or an EnvironmentProblem saying how to get it."""
+    found = shutil.which(ncu)
+    if found:
+        return found
+    if os.sep in ncu:
+        why = "no such file" if not os.path.exists(ncu) else "not an executable file"
+        raise EnvironmentProblem(f"--ncu {ncu}: {why}; give the path of Nsight Compute's ncu")
+    raise EnvironmentProblem(
+        f"ncu not found ({ncu!r} is not on PATH): install Nsight Compute or pass --ncu PATH"
+    )
+
+
+def ncu_version(ncu: str) -> str:
+    """The version ncu prints, e.g. '2025.3.1.0'."""
+    try:
+        out = subprocess.run(
+            [ncu, "--version"], capture_output=True, text=True, timeout=60, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise EnvironmentProblem(
+            f"--ncu {ncu}: cannot run it ({why}); give the path of Nsight Compute's ncu"
+        ) from None
+    match = re.search(r"Version\s+([\d.]+)", out)
+    return match.group(1) if match else out.strip().splitlines()[-1] if out.strip() else "unknown"
+
+
+def gpu_inventory() -> list[dict[str, str]]:
+    """GPUs as nvidia-smi lists them (index, name, driver, uuid, memory_mib); an
+    EnvironmentProblem if there is none."""
+    query = "--query-gpu=index,name,driver_version,uuid,memory.total"
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", query, "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise EnvironmentProblem(f"no NVIDIA GPU visible (nvidia-smi failed: {exc})") from None
+    rows = [[c.strip() for c in line.split(",")] for line in out.strip().splitlines() if line]
+    rows = [row for row in rows if row[0].isdigit() and len(row) >= 4]  # skip notices, garbage
+    if not rows:
+        raise EnvironmentProblem("no NVIDIA GPU visible: nvidia-smi lists none")
+    keys = ("index", "name", "driver", "uuid", "memory_mib")
+    return [dict(zip(keys, row, strict=False)) for row in rows]
+
+
+def probe(ncu: str, gpus: tuple[int, ...]) -> Host:
+    """ncu (found, new enough) and the GPUs (the ones asked for exist), or EnvironmentProblem."""
+    ncu_path = find_ncu(ncu)
+    version = ncu_version(ncu_path)
+    parts = tuple(int(x) for x in re.findall(r"\d+", version)[:2])
+    if len(parts) == 2 and parts < MIN_NCU:
+        raise EnvironmentProblem(
+            f"ncu {version} at {ncu_path} is too old: ncu-classify needs Nsight Compute"
+            f" {MIN_NCU[0]}.{MIN_NCU[1]} or newer (pass --ncu PATH to pick another)"
+        )
+    inventory = gpu_inventory()
+    indices = [int(g["index"]) for g in inventory if g["index"].isdigit()]
+    for wanted in gpus:
+        if wanted not in indices:
+            raise EnvironmentProblem(
+                f"GPU index {wanted} is out of range: this host has {len(inventory)} GPU(s),"
+                f" indices {', '.join(map(str, indices))}"
+            )
+    return Host(ncu_path, version, inventory)
+
+
+def counters_refused(log: Path) -> EnvironmentProblem | None:
+    """The problem to raise if ncu's log says the driver refused counters to this user."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return None
+    if PERMISSION_MARK not in text:
+        return None
+    return EnvironmentProblem(
+        "GPU performance counters are not permitted for this user (ERR_NVGPUCTRPERM): run as"
+        " root or set NVreg_RestrictProfilingToAdminUsers=0; see log " + str(log)
+    )

@@ -1,0 +1,109 @@
+"""The capture manifest: what was replayed, on which machine and software, and how it went."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+
+from ..core.atomic import write_text_atomic
+from ..core.errors import ManifestError
+from ..core.textio import MIB, read_json
+from ..read.framing import REPORT_SUFFIXES
+
+MANIFEST_NAME = "manifest.json"
+MANIFEST_VERSION = 1
+MAX_MANIFEST_BYTES = 256 * MIB
+
+
+def _plain_name(name: str, suffixes: tuple[str, ...]) -> str:
+    """A file name inside the capture folder: no folder part, not hidden, the right suffix."""
+    if "/" in name or "\\" in name or name.startswith(".") or not name.endswith(suffixes):
+        raise ValueError(f"{name!r} is not a file name in the capture folder ending {suffixes[0]}")
+    return name
+
+
+def _report_name(name: str | None) -> str | None:
+    return name if not name else _plain_name(name, REPORT_SUFFIXES)
+
+
+EndedBy = Literal["finished", "interrupted", "timeout", "refused"]  # how an ncu process ended
+ReportName = Annotated[str | None, AfterValidator(_report_name)]
+LogName = Annotated[str, AfterValidator(lambda name: _plain_name(name, (".ncu.log",)))]
+
+
+class ShapeRecord(BaseModel):
+    """One shape of a capture and what became of it."""
+
+    model_config = ConfigDict(extra="forbid")
+    group: str
+    stage: str
+    op: str
+    shape_parameters: dict[str, Any]
+    nominal_mac_flops: int
+    nominal_bytes: int
+    note: str | None = None
+    calls: int = Field(default=1, ge=1, description="runs per inference (recorded shapes)")
+    source: str | None = Field(default=None, description="module paths a recording saw")
+    input_source: Literal["seeded", "recorded"] = "seeded"
+    status: Literal["pending", "ok", "failed"] = "pending"
+    error: str | None = None
+    input_sha256: str | None = None
+    backend_used: str | None = None
+    replay_seconds: float | None = None
+    report: ReportName = None
+    kernels: int | None = None
+    replay_passes: list[int] = Field(default_factory=list)
+
+
+class BatchRecord(BaseModel):
+    """One ncu process: its command line and outcome."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    report: Annotated[str, AfterValidator(lambda name: _report_name(name) or "")]
+    argv: list[str]
+    exit_code: int | None = None
+    wall_seconds: float | None = None
+    log: LogName
+    groups: list[str]
+    gpu: int | None = None
+    ended_by: EndedBy | None = None
+
+
+class Manifest(BaseModel):
+    """Everything needed to read a capture folder without the machine that made it."""
+
+    model_config = ConfigDict(extra="forbid")
+    manifest_version: int = MANIFEST_VERSION
+    tool_version: str
+    created_at: str
+    shapes_file: str
+    shapes_sha256: str
+    seed: int
+    warmup: int
+    cudnn_benchmark: bool
+    shard: str = "1/1"
+    host: dict[str, Any] = Field(default_factory=dict)
+    metrics: list[str]
+    batches: list[BatchRecord] = Field(default_factory=list)
+    shapes: list[ShapeRecord]
+
+
+def write_manifest(folder: Path, manifest: Manifest) -> Path:
+    """Write `manifest.json` atomically into `folder`."""
+    path = folder / MANIFEST_NAME
+    write_text_atomic(path, manifest.model_dump_json(indent=2) + "\n")
+    return path
+
+
+def read_manifest(path: Path) -> Manifest:
+    """Read and validate a manifest; a bad one is an input error naming the file and field."""
+    doc = read_json(path, ManifestError, MAX_MANIFEST_BYTES)
+    try:
+        return Manifest.model_validate(doc)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(map(str, err["loc"])) or "(top level)"
+        raise ManifestError(f"{path}: manifest field {field}: {err['msg']}") from None

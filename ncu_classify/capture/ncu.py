@@ -1,0 +1,223 @@
+"""Run one ncu process over a batch: started in its own process group, logged to a file (never
+a pipe we could block on), watched through the replay status file, and stopped without losing
+what it has profiled.
+
+Stopping (Ctrl-C, SIGTERM, the deadline) is graceful first: the replay target gets SIGTERM and
+stops after the shape in hand, so ncu writes the report of every shape replayed so far; if the
+target does not end within the grace time it is killed, and if ncu does not end either, its
+whole process group is. A second interrupt kills at once. Reports are written under a
+temporary name and renamed when ncu has ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import EnvironmentProblem
+from .manifest import BatchRecord, EndedBy
+from .plan import Batch, CaptureOptions, Plan
+from .protocol import BatchFile, StatusTail, write_batch
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+POLL_S = 0.2
+KILL_WAIT_S = 30.0  # after killing the target: time for ncu to write its report
+
+
+@dataclass
+class Stop:
+    """Shared by the threads of one capture: `graceful` winds every batch down, `hard` kills."""
+
+    graceful: threading.Event = field(default_factory=threading.Event)
+    hard: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass
+class BatchRun:
+    """One ncu process's outcome: its record and the status lines its target wrote."""
+
+    record: BatchRecord
+    tail: StatusTail
+    ended_by: EndedBy
+
+
+def replay_env(gpu: int | None, parallel: int) -> dict[str, str]:
+    """Environment of one ncu process: this package importable, its GPU alone visible, and,
+    when `parallel` processes share the host, torch's CPU threads split between them (unless
+    OMP_NUM_THREADS is set) so that their input generation does not oversubscribe the cores."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            p for p in (str(PACKAGE_ROOT), os.environ.get("PYTHONPATH", "")) if p
+        ),
+    }
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = str(gpu)
+    if parallel > 1:
+        env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // parallel)))
+    return env
+
+
+def run_batch(
+    batch: Batch,
+    out: Path,
+    plan: Plan,
+    options: CaptureOptions,
+    gpu: int | None,
+    on_shape: Callable[[str, str], None],
+    stop: Stop,
+) -> BatchRun:
+    """Run one ncu process over `batch` until it ends, the deadline passes or `stop` is set."""
+    work = out / ".work"
+    work.mkdir(parents=True, exist_ok=True)
+    status_file = work / f"{batch.name}.status.jsonl"
+    status_file.unlink(missing_ok=True)
+    for stale in (".ncu-rep", ".ncu-repz"):  # a killed run's leftovers must not pass for ours
+        (work / f"{batch.name}.partial{stale}").unlink(missing_ok=True)
+    write_batch(
+        work / f"{batch.name}.batch.json",
+        BatchFile(
+            seed=plan.shapes.seed,
+            warmup=plan.shapes.warmup,
+            cudnn_benchmark=plan.shapes.cudnn_benchmark,
+            entries=batch.entries,
+            parent_pid=os.getpid(),
+        ),
+    )
+    argv = plan.argv[batch.name]
+    log = out / f"{batch.name}.ncu.log"
+    tail = StatusTail(status_file)
+    started = time.monotonic()
+    with log.open("wb") as log_handle:
+        proc = _start(argv, log_handle, replay_env(gpu, len(options.gpus)))
+        try:
+            ended_by = _supervise(proc, tail, on_shape, stop, started + options.timeout_s, options)
+        except BaseException:
+            _kill_group(proc)
+            raise
+        _signal_group(proc, signal.SIGKILL)  # ncu has ended: sweep anything left in its group
+    for line in tail.poll():
+        on_shape(line.group, line.status)
+    report = _move_report(out, work, batch.name)
+    record = BatchRecord(
+        name=batch.name,
+        report=report.name if report else "",
+        argv=argv,
+        exit_code=proc.returncode,
+        wall_seconds=round(time.monotonic() - started, 2),
+        log=log.name,
+        groups=[e.group for e in batch.entries],
+        gpu=gpu,
+        ended_by=ended_by,
+    )
+    return BatchRun(record, tail, ended_by)
+
+
+def _start(argv: list[str], log: Any, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """ncu in a new session (its own process group), output to the log file."""
+    try:
+        return subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
+
+
+def _supervise(
+    proc: subprocess.Popen[bytes],
+    tail: StatusTail,
+    on_shape: Callable[[str, str], None],
+    stop: Stop,
+    deadline: float,
+    options: CaptureOptions,
+) -> EndedBy:
+    """Wait for ncu, reporting shapes as they finish; wind down on a stop or the deadline."""
+    while proc.poll() is None:
+        for line in tail.poll():
+            on_shape(line.group, line.status)
+        if stop.hard.is_set():
+            _kill_group(proc)
+            return "interrupted"
+        if stop.graceful.is_set():
+            _wind_down(proc, tail, stop, options.stop_grace_s)
+            return "interrupted"
+        if time.monotonic() > deadline:
+            _wind_down(proc, tail, stop, min(options.stop_grace_s, 15.0))
+            return "timeout"
+        time.sleep(POLL_S)
+    return "finished"
+
+
+def _wind_down(proc: subprocess.Popen[bytes], tail: StatusTail, stop: Stop, grace: float) -> None:
+    """Ask the target to stop after its current shape; kill it, then ncu's group, if it does
+    not end in time (a second interrupt kills at once)."""
+    tail.poll()
+    target = tail.env.pid if tail.env else None
+    if target is None or not _in_group(target, proc.pid):
+        _signal_group(proc, signal.SIGTERM)  # no target yet: nothing replayed to keep
+    else:
+        _signal(target, signal.SIGTERM)
+        if _wait(proc, grace, stop):
+            return
+        _signal(target, signal.SIGKILL)
+    if not _wait(proc, KILL_WAIT_S, stop):
+        _kill_group(proc)
+
+
+def _wait(proc: subprocess.Popen[bytes], seconds: float, stop: Stop) -> bool:
+    """True if ncu ended within `seconds`; False at once on a hard stop."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and not stop.hard.is_set():
+        if proc.poll() is not None:
+            return True
+        time.sleep(POLL_S)
+    return proc.poll() is not None
+
+
+def _in_group(pid: int, group: int) -> bool:
+    """True if `pid` still runs in ncu's process group (so a reused PID is never signalled)."""
+    try:
+        return os.getpgid(pid) == group
+    except ProcessLookupError:
+        return False
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
+
+
+def _signal_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """Kill ncu and everything in its process group, and reap ncu."""
+    _signal_group(proc, signal.SIGKILL)
+    proc.wait()
+
+
+def _move_report(out: Path, work: Path, name: str) -> Path | None:
+    """Rename ncu's finished report into the capture folder; None if it wrote none. ncu
+    2026.3 and later write `.ncu-repz` by default, older ones `.ncu-rep`."""
+    for suffix in (".ncu-rep", ".ncu-repz"):
+        produced = work / f"{name}.partial{suffix}"
+        report = out / f"{name}{suffix}"
+        if produced.exists():
+            os.replace(produced, report)
+            return report
+    return None

@@ -1,0 +1,299 @@
+"""Capture planning: which shapes run, in which ncu process, with which command line.
+
+Pure functions over the shapes file and the options, so that `--dry-run` prints exactly what a
+capture would run and tests need no GPU. A shape whose tensors cannot fit the GPU is refused
+here, with the bytes it needs, before any process starts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.errors import ShapesError, UsageError
+from ..core.metrics import capture_metric_names
+from ..read.framing import is_report_name, report_stem
+from .manifest import MANIFEST_NAME, Manifest, ShapeRecord, read_manifest
+from .ncu_cmd import ncu_argv
+from .shapes import InputSpec, ShapeEntry, ShapesFile, load_shapes
+
+# No GPU made has more memory (B300: 288 GB): the bound when the GPU is not known (dry run).
+LARGEST_GPU_BYTES = 300 * 2**30
+
+
+@dataclass(frozen=True)
+class CaptureOptions:
+    """How to run a capture (everything but the shapes and the output folder)."""
+
+    ncu: str = "ncu"
+    python: str = sys.executable
+    timeout_s: float = 3600.0
+    gpus: tuple[int, ...] = ()  # CUDA device indices; empty: the default device only
+    shard: tuple[int, int] = (1, 1)  # K of N
+    max_batch: int = 0  # shapes per ncu process; 0: no limit
+    per_stage: bool = True  # one ncu process per stage; False: as few processes as possible
+    resume: bool = False
+    # On Ctrl-C/SIGTERM: time for the shape in hand to finish before its target is killed;
+    # under Slurm's default KillWait (30 s) ncu must have written its report by then.
+    stop_grace_s: float = 20.0
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The shapes one ncu process replays: a stage, all shapes, or one GPU's share."""
+
+    name: str
+    entries: list[ShapeEntry]
+    device: int | None = None  # the GPU it was planned for (one process per GPU), if any
+
+
+def plan_batches(
+    entries: list[ShapeEntry],
+    max_batch: int = 0,
+    taken: frozenset[str] = frozenset(),
+    per_stage: bool = True,
+) -> list[Batch]:
+    """One batch per stage in file order (or one for all, named `all`), cut into chunks of
+    `max_batch` shapes; names avoid `taken` (reports already in the folder, on --resume)."""
+    by_stage: dict[str, list[ShapeEntry]] = {}
+    for entry in entries:
+        by_stage.setdefault(entry.stage if per_stage else "all", []).append(entry)
+    batches = []
+    for stage, members in by_stage.items():
+        size = max_batch or len(members)
+        chunks = [members[i : i + size] for i in range(0, len(members), size)]
+        for number, chunk in enumerate(chunks, 1):
+            name = stage if len(chunks) == 1 else f"{stage}-{number}"
+            attempt = 1
+            while name in taken:
+                attempt += 1
+                name = f"{stage}-{number}.r{attempt}" if len(chunks) > 1 else f"{stage}.r{attempt}"
+            batches.append(Batch(name, chunk))
+    return batches
+
+
+def draw_cost(entry: ShapeEntry) -> float:
+    """Rough seconds to generate and hash a shape's inputs on the CPU (~80 M elements/s on
+    the H200 hosts, measured on the workload's attention buffers)."""
+    return sum(math.prod(dims) for dims, _, _ in entry.shape.inputs()) / 8e7
+
+
+def run_cost(entry: ShapeEntry) -> float:
+    """Rough seconds a shape adds besides its inputs: a fixed part and its kernels under 9
+    replay passes (~50 TFLOP/s)."""
+    return 0.5 + 9 * entry.shape.nominal_flops() / 5e14
+
+
+def input_units(entries: list[ShapeEntry]) -> list[list[tuple[int, ShapeEntry]]]:
+    """Shapes (with their file positions) grouped by the inputs they draw, in order of first
+    appearance: a unit goes to one GPU whole and replays back to back, so its shapes share one
+    draw (the FA2 and FA3 variants of an attention shape draw the same 1.4 GB)."""
+    units: dict[tuple[str, tuple[InputSpec, ...]], list[tuple[int, ShapeEntry]]] = {}
+    for index, entry in enumerate(entries):
+        key = (entry.shape.op, tuple(entry.shape.inputs()))
+        units.setdefault(key, []).append((index, entry))
+    return list(units.values())
+
+
+def gpu_batches(
+    entries: list[ShapeEntry],
+    gpus: tuple[int, ...],
+    max_batch: int = 0,
+    taken: frozenset[str] = frozenset(),
+) -> list[Batch]:
+    """One process per GPU, named after its device (`gpu0`, `gpu1`, ...): units of shapes that
+    draw the same inputs, dealt costliest first to the GPU with the least estimated work, in
+    file order within each GPU (a unit's shapes together, at its first one); cut by
+    `max_batch` if given."""
+    shares: list[list[list[tuple[int, ShapeEntry]]]] = [[] for _ in gpus]
+    loads = [0.0] * len(gpus)
+    costed = [(unit_cost(unit), unit) for unit in input_units(entries)]
+    for cost, unit in sorted(costed, key=lambda c: -c[0]):
+        lightest = loads.index(min(loads))
+        shares[lightest].append(unit)
+        loads[lightest] += cost
+    batches = []
+    for device, share in zip(gpus, shares, strict=True):
+        members = [entry for unit in sorted(share, key=lambda u: u[0][0]) for _, entry in unit]
+        for batch in plan_batches(members, max_batch, frozenset(), per_stage=False):
+            name = batch.name.replace("all", f"gpu{device}", 1)
+            while name in taken:
+                name += ".r"
+            batches.append(Batch(name, batch.entries, device))
+    return [b for b in batches if b.entries]
+
+
+def unit_cost(unit: list[tuple[int, ShapeEntry]]) -> float:
+    """Estimated seconds of a unit: its inputs are drawn once, then each shape runs."""
+    return draw_cost(unit[0][1]) + sum(run_cost(entry) for _, entry in unit)
+
+
+def select_shard(entries: list[ShapeEntry], index: int, count: int) -> list[ShapeEntry]:
+    """Shard `index` of `count` (1-based): shapes whose group id hashes to it. Stable when the
+    file grows or is reordered, so a job array can fan out over hosts."""
+    if not 1 <= index <= count:
+        raise UsageError(f"--shard {index}/{count}: K must be between 1 and N")
+    return [
+        e
+        for e in entries
+        if int(hashlib.sha256(e.group.encode()).hexdigest(), 16) % count == index - 1
+    ]
+
+
+def recorded_inputs(shapes_path: Path, entries: list[ShapeEntry]) -> list[ShapeEntry]:
+    """Entries whose `inputs_file` (relative to the shapes file) is made absolute for the
+    replay; a file that is not there is an error naming the shape."""
+    out = []
+    for entry in entries:
+        given = entry.shape.inputs_file
+        if given:
+            path = (shapes_path.parent / given).resolve()
+            if not path.is_file():
+                raise ShapesError(f"{shapes_path}: {entry.group}: inputs_file {given} not found")
+            shape = entry.shape.model_copy(update={"inputs_file": str(path)})
+            entry = entry.model_copy(update={"shape": shape})
+        out.append(entry)
+    return out
+
+
+def shape_record(entry: ShapeEntry) -> ShapeRecord:
+    """Manifest record of a shape before it is replayed."""
+    params = entry.shape.model_dump(
+        by_alias=True, exclude={"op", "name", "note", "calls", "source", "inputs_file"}
+    )
+    if hasattr(entry.shape, "output"):
+        params["output"] = entry.shape.output()
+    return ShapeRecord(
+        group=entry.group,
+        stage=entry.stage,
+        op=entry.shape.aten_op(),
+        shape_parameters=params,
+        nominal_mac_flops=entry.shape.nominal_flops(),
+        nominal_bytes=entry.shape.nominal_bytes(),
+        note=entry.shape.note,
+        calls=entry.shape.calls,
+        source=entry.shape.source,
+        input_source="recorded" if entry.shape.inputs_file else "seeded",
+    )
+
+
+@dataclass
+class Plan:
+    """What a capture will run: the batches, their command lines, and the shapes kept."""
+
+    shapes: ShapesFile
+    batches: list[Batch]
+    argv: dict[str, list[str]]
+    kept: list[ShapeRecord]
+    previous: Manifest | None
+
+
+def batch_argv(batch: Batch, out: Path, options: CaptureOptions) -> list[str]:
+    """The exact ncu command line of a batch."""
+    work = out / ".work"
+    target = [
+        options.python,
+        "-m",
+        "ncu_classify.capture.replay",
+        str(work / f"{batch.name}.batch.json"),
+        str(work / f"{batch.name}.status.jsonl"),
+    ]
+    return ncu_argv(
+        ncu=options.ncu,
+        report_stem=work / f"{batch.name}.partial",
+        metrics=capture_metric_names(),
+        groups=[e.group for e in batch.entries],
+        target=target,
+    )
+
+
+def plan_capture(
+    shapes_path: Path, out: Path, options: CaptureOptions, gpu_bytes: int | None = None
+) -> Plan:
+    """Shapes of this shard, minus (on --resume) those already captured, as batches; every
+    shape must fit in `gpu_bytes` (the smallest GPU used; unknown: the largest GPU made)."""
+    shapes = load_shapes(shapes_path)
+    entries = recorded_inputs(shapes_path, select_shard(shapes.entries(), *options.shard))
+    check_fits(shapes_path, entries, gpu_bytes or LARGEST_GPU_BYTES)
+    previous, kept = None, []
+    taken = _names_in(out)  # never write over a report or log already there
+    manifest_path = out / MANIFEST_NAME
+    if manifest_path.exists():
+        if not options.resume:
+            raise UsageError(
+                f"{out} already holds a capture: pass --resume to finish it,"
+                " or choose another output folder"
+            )
+        previous = read_manifest(manifest_path)
+        check_resumable(previous, shapes, shapes_sha256(shapes_path), options, out)
+        done = {
+            r.group: r
+            for r in previous.shapes
+            if r.status == "ok" and r.report and (out / r.report).exists()
+        }
+        kept = [done[e.group] for e in entries if e.group in done]
+        entries = [e for e in entries if e.group not in done]
+        taken |= frozenset(b.name for b in previous.batches)
+    if not options.per_stage and len(options.gpus) > 1:
+        batches = gpu_batches(entries, options.gpus, options.max_batch, taken)
+    else:
+        batches = plan_batches(entries, options.max_batch, taken, options.per_stage)
+    argv = {b.name: batch_argv(b, out, options) for b in batches}
+    return Plan(shapes, batches, argv, kept, previous)
+
+
+def _names_in(out: Path) -> frozenset[str]:
+    """Batch names whose report or log is already in `out`: a new batch never writes over
+    one, also in a folder that holds no capture yet."""
+    if not out.is_dir():
+        return frozenset()
+    names = set()
+    for path in out.iterdir():
+        if is_report_name(path):
+            names.add(report_stem(path))
+        elif path.name.endswith(".ncu.log"):
+            names.add(path.name.removesuffix(".ncu.log"))
+    return frozenset(names)
+
+
+def shapes_sha256(path: Path) -> str:
+    """sha256 of the shapes file, as the manifest records it."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def check_resumable(
+    previous: Manifest, shapes: ShapesFile, sha256: str, options: CaptureOptions, out: Path
+) -> None:
+    """UsageError unless --resume continues the same capture: the same shapes file, settings
+    and shard (otherwise kept and new shapes would not be comparable, or be forgotten)."""
+    wanted = {
+        "shapes file (sha256)": (previous.shapes_sha256, sha256),
+        "seed": (previous.seed, shapes.seed),
+        "warmup": (previous.warmup, shapes.warmup),
+        "cudnn_benchmark": (previous.cudnn_benchmark, shapes.cudnn_benchmark),
+        "--shard": (previous.shard, f"{options.shard[0]}/{options.shard[1]}"),
+    }
+    changed = [name for name, (old, new) in wanted.items() if old != new]
+    if changed:
+        raise UsageError(
+            f"{out} holds a capture made with another {', '.join(changed)}: --resume must"
+            " continue the same capture; capture into another folder"
+        )
+
+
+def check_fits(shapes_path: Path, entries: list[ShapeEntry], gpu_bytes: int) -> None:
+    """ShapesError for the first shape whose tensors alone exceed the GPU's memory."""
+    for entry in entries:
+        need = entry.shape.device_bytes()
+        if need > gpu_bytes:
+            raise ShapesError(
+                f"{shapes_path}: {entry.group}: its tensors need {_gb(need)} of GPU memory,"
+                f" more than the {_gb(gpu_bytes)} the GPU has"
+            )
+
+
+def _gb(count: int) -> str:
+    return f"{count / 1e9:,.1f} GB ({count:,} bytes)"

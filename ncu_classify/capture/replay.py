@@ -1,0 +1,305 @@
+"""Replay shapes on the GPU, each once inside its own NVTX range; run by capture under ncu.
+
+This is the only module that imports torch. For each shape it builds inputs from a fixed seed
+on the CPU (so that their sha256 is reproducible anywhere), warms the op up outside any NVTX
+range (cuDNN/cuBLAS heuristics and autotuning land there and are not profiled), then runs it
+once inside the range named by the shape's group id. One JSON line per shape goes to the
+status file, flushed at once, so that a crash loses nothing already replayed.
+
+    python -m ncu_classify.capture.replay BATCH.json STATUS.jsonl
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from .protocol import read_batch
+from .protocol import run_batch as protocol_run_batch
+from .shapes import (
+    AttentionShape,
+    CastShape,
+    Conv2dShape,
+    Conv3dShape,
+    InputSpec,
+    LinearShape,
+    ShapeEntry,
+)
+
+DTYPES = {
+    "bf16": torch.bfloat16,
+    "fp16": torch.float16,
+    "fp32": torch.float32,
+    "uint8": torch.uint8,
+}
+# Attention backends that are Python packages: the module that has `flash_attn_func`.
+# fa3_fwd is the `fa3-fwd` wheel: FlashAttention-3's forward kernels, built for Hopper.
+BACKEND_MODULES = {
+    "flash_attn": "flash_attn",
+    "flash_attn_interface": "flash_attn_interface",
+    "fa3_fwd": "fa3_fwd_interface",
+}
+Op = Callable[[], Any]
+
+
+class Unsupported(Exception):
+    """The shape asks for something this host cannot run (a backend that is not installed)."""
+
+
+class InputCache:
+    """The previous shape's CPU inputs, by the draws that made them: the next shape reuses every
+    tensor it would draw identically (the FA2 and FA3 variants of one attention shape draw the
+    same 1.4 GB), which saves generating and hashing them again."""
+
+    def __init__(self) -> None:
+        self.tensors: dict[tuple[int, tuple[InputSpec, ...]], torch.Tensor] = {}
+        self.shas: dict[tuple[int, tuple[InputSpec, ...]], str] = {}
+
+    def start(self, seed: int) -> Draws:
+        return Draws(self, seed)
+
+
+class Draws:
+    """Seeded draws for one shape: `draw(shape, dtype, scale)`, reproducible on any machine."""
+
+    def __init__(self, cache: InputCache, seed: int) -> None:
+        self.cache, self.seed = cache, seed
+        self.specs: list[InputSpec] = []
+        self.made: dict[tuple[int, tuple[InputSpec, ...]], torch.Tensor] = {}
+        self.gen: torch.Generator | None = None
+        self.consumed = 0  # draws the generator has advanced past
+
+    def __call__(self, shape: list[int], dtype: str, scale: float = 1.0) -> torch.Tensor:
+        self.specs.append((tuple(shape), dtype, scale))
+        key = (self.seed, tuple(self.specs))
+        tensor = self.cache.tensors.get(key)
+        if tensor is None:
+            if self.gen is None or self.consumed != len(self.specs) - 1:
+                self.gen = torch.Generator().manual_seed(self.seed)
+                for earlier, _, _ in self.specs[:-1]:  # fast-forward past reused draws
+                    torch.randn(earlier, generator=self.gen)
+            tensor = (torch.randn(shape, generator=self.gen) * scale).to(DTYPES[dtype])
+            self.consumed = len(self.specs)
+        self.made[key] = tensor
+        return tensor
+
+    def all(self, specs: list[InputSpec]) -> list[torch.Tensor]:
+        """Draw every input of a shape, in order."""
+        return [self(list(dims), dtype, scale) for dims, dtype, scale in specs]
+
+    def finish(self, tensors: list[torch.Tensor]) -> str:
+        """sha256 of this shape's inputs; keep them for the next shape."""
+        key = (self.seed, tuple(self.specs))
+        sha = self.cache.shas.get(key) or _hash(tensors)
+        self.cache.tensors, self.cache.shas = self.made, {key: sha}
+        return sha
+
+
+_CACHE = InputCache()
+
+
+class RecordedInputs:
+    """The real inputs `record --save-inputs` kept for a shape, handed out in the order the
+    shape's builder asks for them; they must have the shape's dims and dtypes."""
+
+    def __init__(self, path: Path) -> None:
+        try:
+            tensors = torch.load(path, weights_only=True, map_location="cpu")
+        except (OSError, RuntimeError, EOFError) as exc:
+            raise Unsupported(f"recorded inputs {path} cannot be read: {exc}") from None
+        if not isinstance(tensors, list) or not all(isinstance(t, torch.Tensor) for t in tensors):
+            raise Unsupported(f"recorded inputs {path}: not a list of tensors")
+        self.tensors, self.path = tensors, path
+
+    def all(self, specs: list[InputSpec]) -> list[torch.Tensor]:
+        got = [(tuple(t.shape), t.dtype) for t in self.tensors]
+        want = [(tuple(dims), DTYPES[dtype]) for dims, dtype, _ in specs]
+        if got != want:
+            raise Unsupported(f"recorded inputs {self.path} are {got}, the shape needs {want}")
+        return self.tensors
+
+    def finish(self, tensors: list[torch.Tensor]) -> str:
+        return _hash(tensors)
+
+
+def _hash(tensors: list[torch.Tensor]) -> str:
+    """sha256 over the CPU bytes of the inputs, in order, in their logical (contiguous) layout."""
+    digest = hashlib.sha256()
+    for t in tensors:
+        digest.update(t.contiguous().view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+def _linear(s: LinearShape, draw: Draws) -> tuple[list[torch.Tensor], Op]:
+    cpu = draw.all(s.inputs())
+    x, w, *b = (t.cuda() for t in cpu)
+    torch.backends.cuda.matmul.allow_tf32 = s.allow_tf32
+    return cpu, lambda: F.linear(x, w, b[0] if b else None)
+
+
+def _conv3d(s: Conv3dShape, draw: Draws) -> tuple[list[torch.Tensor], Op]:
+    cpu = draw.all(s.inputs())
+    fmt = (
+        torch.channels_last_3d if s.memory_format == "channels_last_3d" else torch.contiguous_format
+    )
+    x, w, *b = (t.cuda().contiguous(memory_format=fmt) if t.dim() == 5 else t.cuda() for t in cpu)
+    torch.backends.cudnn.allow_tf32 = s.allow_tf32
+    return cpu, lambda: F.conv3d(
+        x, w, b[0] if b else None, s.stride, s.padding, s.dilation, s.groups
+    )
+
+
+def _attention(s: AttentionShape, draw: Draws) -> tuple[list[torch.Tensor], Op]:
+    cpu = draw.all(s.inputs())
+    q, k, v = (t.cuda() for t in cpu)
+    k, v = k[:, :, : s.valid_keys], v[:, :, : s.valid_keys]  # padded buffer, valid prefix
+    problems = []
+    for backend in s.backends():
+        try:
+            op = _attention_op(backend, s, q, k, v)
+            op()  # a backend that cannot run this shape fails here, before the warm-up
+        except (Unsupported, RuntimeError) as exc:
+            problems.append(f"{backend}: {str(exc).splitlines()[0]}")
+            continue
+        _chosen[0] = backend
+        return cpu, op
+    raise Unsupported("; ".join(problems))
+
+
+_chosen: list[str | None] = [None]  # attention backend that ran the current shape
+
+
+def _attention_op(
+    backend: str, s: AttentionShape, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
+) -> Op:
+    if backend.startswith("sdpa"):
+        return _sdpa(backend, s, q, k, v)
+    module = _import_backend(BACKEND_MODULES[backend])
+    # flash_attn takes (batch, seq, heads, dim); transpose views keep the padded key buffer.
+    qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
+    qt = qt.contiguous()
+    return lambda: module.flash_attn_func(qt, kt, vt, causal=s.causal)
+
+
+def _conv2d(s: Conv2dShape, draw: Draws) -> tuple[list[torch.Tensor], Op]:
+    cpu = draw.all(s.inputs())
+    fmt = torch.channels_last if s.memory_format == "channels_last" else torch.contiguous_format
+    x, w, *b = (t.cuda().contiguous(memory_format=fmt) if t.dim() == 4 else t.cuda() for t in cpu)
+    torch.backends.cudnn.allow_tf32 = s.allow_tf32
+    return cpu, lambda: F.conv2d(
+        x, w, b[0] if b else None, s.stride, s.padding, s.dilation, s.groups
+    )
+
+
+def _sdpa(name: str, s: AttentionShape, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Op:
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    backend = {
+        "sdpa_flash": SDPBackend.FLASH_ATTENTION,
+        "sdpa_efficient": SDPBackend.EFFICIENT_ATTENTION,
+        "sdpa_cudnn": SDPBackend.CUDNN_ATTENTION,
+    }.get(name)
+
+    def run() -> Any:
+        if backend is None:  # `sdpa`: PyTorch picks, as in the recorded model
+            return F.scaled_dot_product_attention(q, k, v, is_causal=s.causal)
+        with sdpa_kernel(backend):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=s.causal)
+
+    return run
+
+
+def _import_backend(name: str) -> Any:
+    try:
+        return __import__(name)
+    except ImportError as exc:
+        raise Unsupported(f"backend {name} is not importable here: {exc}") from None
+
+
+def _cast(s: CastShape, draw: Draws) -> tuple[list[torch.Tensor], Op]:
+    cpu = draw.all(s.inputs())
+    x = cpu[0].cuda()
+    return cpu, lambda: x.to(DTYPES[s.to])
+
+
+BUILDERS: dict[type, Callable[[Any, Draws], tuple[list[torch.Tensor], Op]]] = {
+    LinearShape: _linear,
+    Conv3dShape: _conv3d,
+    Conv2dShape: _conv2d,
+    AttentionShape: _attention,
+    CastShape: _cast,
+}
+
+
+@contextlib.contextmanager
+def nvtx_range(name: str) -> Iterator[None]:
+    """Push/pop range `name`, synchronising on both sides so that no other work falls in."""
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_push(name)
+    try:
+        yield
+    finally:
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_pop()
+
+
+def replay_one(entry: ShapeEntry, seed: int, warmup: int) -> dict[str, Any]:
+    """Build inputs (seeded, or the recorded ones), warm up outside any range, run once inside
+    the shape's range."""
+    given = entry.shape.inputs_file
+    draws: Any = RecordedInputs(Path(given)) if given else _CACHE.start(seed)
+    _chosen[0] = None
+    cpu, op = BUILDERS[type(entry.shape)](entry.shape, draws)
+    sha = draws.finish(cpu)
+    del cpu
+    for _ in range(warmup):
+        op()
+    with nvtx_range(entry.group):
+        op()
+    return {"input_sha256": sha, "backend_used": _chosen[0]}
+
+
+def environment() -> dict[str, Any]:
+    """Facts about this process's GPU and libraries, for the manifest."""
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    return {
+        "gpu_name": props.name,
+        "sm_count": props.multi_processor_count,
+        "l2_bytes": getattr(props, "L2_cache_size", None),
+        "memory_bytes": props.total_memory,
+        "compute_capability": f"{props.major}.{props.minor}",
+        "torch": torch.__version__,
+        "cuda_runtime": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version(),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+    }
+
+
+def describe_failure(exc: Exception) -> str:
+    """One line for a shape that failed; after an OOM the allocator's cache is given back so
+    that the next shape gets the whole GPU."""
+    if isinstance(exc, Unsupported):
+        return f"unsupported: {exc}"
+    if isinstance(exc, torch.cuda.OutOfMemoryError):
+        torch.cuda.empty_cache()
+        return f"out of memory: {str(exc).splitlines()[0]}"
+    return traceback.format_exception_only(type(exc), exc)[-1].strip()
+
+
+def run_batch(batch_path: Path, status_path: Path) -> int:
+    """Replay a batch file under the shared protocol, with cuDNN benchmark mode as it asks."""
+    torch.backends.cudnn.benchmark = read_batch(batch_path).cudnn_benchmark
+    return protocol_run_batch(batch_path, status_path, replay_one, environment, describe_failure)
+
+
+if __name__ == "__main__":
+    sys.exit(run_batch(Path(sys.argv[1]), Path(sys.argv[2])))

@@ -1,0 +1,275 @@
+"""Capture: replay every shape under ncu and keep a manifest that says what really happened.
+
+Batches run one ncu process each (ncu_runner); with several GPUs, one queue per GPU runs in its
+own thread (ncu serialises profiling per GPU through a lock file named after the GPU's UUID, so
+one ncu per GPU is the most that helps), and the main thread only waits, so that Ctrl-C or
+SIGTERM reaches it and winds every queue down. The manifest is rewritten after every batch and
+after an interrupt: shapes whose kernels are in a report are `ok`, shapes that failed say why,
+shapes never started stay `pending` for --resume.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from .. import __version__
+from ..core.clock import utc_now
+from ..core.errors import ReportError
+from ..core.metrics import capture_metric_names
+from .folder import capture_lock, writing
+from .host import Host, counters_refused, probe
+from .manifest import BatchRecord, Manifest, ShapeRecord, write_manifest
+from .ncu import BatchRun, Stop, run_batch
+from .plan import (
+    Batch,
+    CaptureOptions,
+    Plan,
+    batch_argv,
+    plan_capture,
+    select_shard,
+    shape_record,
+    shapes_sha256,
+)
+from .protocol import ShapeLine
+
+Progress = Callable[[int, int, str, str], None]  # done, total, group, status
+
+__all__ = ["CaptureOptions", "Plan", "apply_status", "capture", "count_kernels", "plan_capture"]
+
+
+def apply_status(
+    records: dict[str, ShapeRecord], batch: BatchRecord, lines: list[ShapeLine], env: dict
+) -> dict:
+    """Fold a batch's status lines into the shape records; returns the replay environment.
+
+    A batch that ended by itself and left shapes without a line crashed on the first of them;
+    one that was interrupted leaves them `pending`, so that --resume replays them."""
+    seen: set[str] = set()
+    for line in lines:
+        rec = records[line.group]
+        seen.add(rec.group)
+        rec.status = line.status
+        rec.error = line.error
+        rec.input_sha256 = line.input_sha256
+        rec.backend_used = line.backend_used
+        rec.replay_seconds = line.seconds
+        rec.report = batch.report or None
+        if rec.status == "ok" and not batch.report:
+            rec.status = "failed"
+            rec.error = (
+                f"replayed, but ncu wrote no report (exit code {batch.exit_code};"
+                f" disk full? see {batch.log})"
+            )
+    missing = [g for g in batch.groups if g not in seen]
+    if batch.ended_by in ("interrupted", "refused"):
+        return env
+    for position, group in enumerate(missing):
+        rec = records[group]
+        rec.status = "failed"
+        if batch.ended_by == "timeout":
+            why = "still running at the --timeout deadline" if position == 0 else "not reached"
+        else:
+            why = "crashed or was killed during its replay" if position == 0 else "not reached"
+        rec.error = f"{why} (ncu exit code {batch.exit_code}; see {batch.log})"
+    return env
+
+
+def count_kernels(out: Path, records: dict[str, ShapeRecord], reports: list[str]) -> None:
+    """Count profiled kernels and replay passes per shape in this run's reports. An ok shape
+    with none has failed (its NVTX range matched nothing); so have the shapes of a report that
+    cannot be read (truncated: ncu was killed while writing it)."""
+    try:
+        from ..read.kernels import read_report
+    except ImportError:  # ncu_report not installed on the capture host: counts stay unknown
+        return
+    for report in reports:
+        try:
+            kernels = read_report(out / report).kernels
+        except ReportError as exc:
+            _fail_report(records, report, f"its report cannot be read: {exc}")
+            continue
+        for rec in records.values():
+            if rec.report == report:
+                rec.kernels, rec.replay_passes = 0, []
+        for kernel in kernels:
+            owner = records.get(kernel.nvtx_ranges[-1] if kernel.nvtx_ranges else "")
+            if owner is not None and owner.report == report:
+                owner.kernels = (owner.kernels or 0) + 1
+                if kernel.replay_passes is not None:
+                    owner.replay_passes.append(kernel.replay_passes)
+    for rec in records.values():
+        if rec.report in reports and rec.status == "ok" and not rec.kernels:
+            rec.status = "failed"
+            rec.error = "no kernel was profiled inside its NVTX range"
+
+
+def _fail_report(records: dict[str, ShapeRecord], report: str, why: str) -> None:
+    for rec in records.values():
+        if rec.report == report and rec.status == "ok":
+            rec.status, rec.error, rec.kernels = "failed", why, None
+
+
+def capture(
+    shapes_path: Path,
+    out: Path,
+    options: CaptureOptions | None = None,
+    progress: Progress | None = None,
+) -> Manifest:
+    """Replay the shapes of `shapes_path` under ncu into `out`; return the written manifest.
+    KeyboardInterrupt (Ctrl-C, or SIGTERM under the CLI) winds down, writes the manifest and
+    is raised again."""
+    options = options or CaptureOptions()
+    plan_capture(shapes_path, out, options)  # a bad file fails before the host is probed
+    host = probe(options.ncu, options.gpus)
+    options = replace(options, ncu=host.ncu_path)
+    with writing(out), capture_lock(out):
+        return _capture(shapes_path, out, options, host, progress)
+
+
+def _capture(
+    shapes_path: Path, out: Path, options: CaptureOptions, host: Host, progress: Progress | None
+) -> Manifest:
+    """capture() once the host is known and the folder is this process's alone."""
+    plan = plan_capture(shapes_path, out, options, host.memory_bytes(options.gpus))
+    plan.argv = {b.name: batch_argv(b, out, options) for b in plan.batches}
+    records = {r.group: r for r in plan.kept}
+    records.update({e.group: shape_record(e) for b in plan.batches for e in b.entries})
+    manifest = plan.previous or _new_manifest(shapes_path, plan)
+    order = [e.group for e in select_shard(plan.shapes.entries(), *options.shard)]
+    manifest.shapes = [records[g] for g in order if g in records]
+    manifest.shard = f"{options.shard[0]}/{options.shard[1]}"
+    manifest.host.update(
+        gpus=host.gpus, ncu=host.ncu_version, ncu_path=host.ncu_path, python=sys.version.split()[0]
+    )
+    write_manifest(out, manifest)
+    run = _Run(out, plan, options, records, manifest, progress)
+    try:
+        run.all_queues()
+    finally:
+        reports = sorted({b.report for b in manifest.batches if b.report and b.name in plan.argv})
+        count_kernels(out, records, reports)
+        write_manifest(out, manifest)
+    return manifest
+
+
+def _new_manifest(shapes_path: Path, plan: Plan) -> Manifest:
+    return Manifest(
+        tool_version=__version__,
+        created_at=utc_now(),
+        shapes_file=str(shapes_path),
+        shapes_sha256=shapes_sha256(shapes_path),
+        seed=plan.shapes.seed,
+        warmup=plan.shapes.warmup,
+        cudnn_benchmark=plan.shapes.cudnn_benchmark,
+        metrics=capture_metric_names(),
+        shapes=[],
+    )
+
+
+class _Run:
+    """One capture in progress: queues of batches per GPU, each in a thread, and the manifest
+    they update under one lock."""
+
+    def __init__(
+        self,
+        out: Path,
+        plan: Plan,
+        options: CaptureOptions,
+        records: dict[str, ShapeRecord],
+        manifest: Manifest,
+        progress: Progress | None,
+    ) -> None:
+        self.out, self.plan, self.options = out, plan, options
+        self.records, self.manifest = records, manifest
+        self.notify = progress or (lambda *_: None)
+        self.lock = threading.Lock()
+        self.stop = Stop()
+        self.total = sum(len(b.entries) for b in plan.batches)
+        self.done = 0
+        self.errors: list[BaseException] = []
+
+    def on_shape(self, group: str, status: str) -> None:
+        with self.lock:
+            self.done += 1
+            self.notify(self.done, self.total, group, status)
+
+    def queue(self, gpu: int | None, batches: list[Batch]) -> None:
+        """Run one GPU's batches in turn, until done or told to stop."""
+        try:
+            for batch in batches:
+                if self.stop.graceful.is_set():
+                    return
+                outcome = run_batch(
+                    batch, self.out, self.plan, self.options, gpu, self.on_shape, self.stop
+                )
+                refused = counters_refused(self.out / outcome.record.log)
+                if refused:  # nothing was replayed: the shapes stay pending
+                    outcome.record.ended_by = "refused"
+                self.record(outcome)
+                if refused:
+                    raise refused
+        except BaseException as exc:  # re-raised by the main thread
+            self.errors.append(exc)
+            self.stop.graceful.set()  # the others stop too: e.g. counters not permitted
+
+    def record(self, outcome: BatchRun) -> None:
+        with self.lock:
+            self.manifest.batches.append(outcome.record)
+            env = outcome.tail.env.model_dump(exclude={"kind", "pid"}) if outcome.tail.env else {}
+            self.manifest.host.update(
+                apply_status(self.records, outcome.record, outcome.tail.shapes, env)
+            )
+            write_manifest(self.out, self.manifest)
+
+    def all_queues(self) -> None:
+        """Start one thread per queue and wait; an interrupt winds them down (a second one
+        kills) before it is raised again."""
+        threads = [
+            threading.Thread(target=self.queue, args=item, name=f"capture-gpu-{item[0]}")
+            for item in _schedule(self.plan.batches, self.options.gpus).items()
+        ]
+        for thread in threads:
+            thread.start()
+        try:
+            _join(threads)
+        except KeyboardInterrupt:
+            self.stop.graceful.set()
+            try:
+                _join(threads)
+            except KeyboardInterrupt:
+                self.stop.hard.set()
+                _join(threads)
+            raise
+        if self.errors:
+            raise self.errors[0]
+
+
+def _join(threads: list[threading.Thread]) -> None:
+    """Wait for every thread by sleeping in slices, so that a signal reaches the main thread
+    at once. Not Thread.join(timeout): on CPython 3.11, a KeyboardInterrupt inside it marks
+    the still-running thread as stopped (bpo-45274's cleanup), and the interpreter then exits
+    without waiting for it, orphaning its ncu process."""
+    while any(thread.is_alive() for thread in threads):
+        time.sleep(0.2)
+    for thread in threads:
+        thread.join()
+
+
+def _schedule(batches: list[Batch], gpus: tuple[int, ...]) -> dict[int | None, list[Batch]]:
+    """Batches per GPU: those planned for a device on it, the others largest first to the GPU
+    with the fewest shapes queued."""
+    if not gpus:
+        return {None: list(batches)}
+    queues: dict[int | None, list[Batch]] = {g: [] for g in gpus}
+    for batch in sorted(batches, key=lambda b: -len(b.entries)):
+        if batch.device in queues:
+            queues[batch.device].append(batch)
+            continue
+        lightest = min(queues, key=lambda g: sum(len(b.entries) for b in queues[g]))
+        queues[lightest].append(batch)
+    return {gpu: queue for gpu, queue in queues.items() if queue}

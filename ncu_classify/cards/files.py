@@ -1,0 +1,140 @@
+"""Cards files on disk: read ours or the legacy format into a CardFile, turn one into text.
+
+`card_file_text` is the one serialiser: one card per line, so that files diff card by card, and
+each card and kernel with the fields it holds (see `cards`), so that a converted legacy card
+keeps its own fields in their order.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..core.atomic import write_text_atomic
+from ..core.errors import CardsError
+from ..core.jsonpos import value_line_col
+from ..core.metrics import complete
+from ..core.textio import MIB, read_json
+from .legacy import from_legacy, is_legacy
+from .model import SCHEMA_VERSION, CardFile
+
+READABLE_MAJOR = "1."
+MAX_CARDS_BYTES = 512 * MIB
+
+
+def load_card_file(path: Path) -> CardFile:
+    """Read and validate a cards file, ours (any 1.x) or legacy; problems are one CardsError
+    line naming the file and the field path."""
+    doc = _read_json(path)
+    ours = sorted(k for k in ("source_format", "rules_id", "tool_version") if k in doc)
+    if is_legacy(doc) and ours:
+        raise CardsError(f"{path}: no schema_version, though it has {ours[0]!r} (not legacy)")
+    try:
+        if is_legacy(doc):
+            return from_legacy(doc, str(path))
+        version = doc["schema_version"]
+        if not isinstance(version, str) or not version.startswith(READABLE_MAJOR):
+            raise CardsError(
+                f"{path}: schema_version {version!r} is not one this tool reads ({READABLE_MAJOR}x)"
+            )
+        return CardFile.model_validate(upgrade(doc), strict=True)
+    except ValidationError as exc:
+        raise CardsError(f"{_at(path, exc)}: {describe(exc)}") from None
+    except (TypeError, ValueError, KeyError, AttributeError, OverflowError, RecursionError) as exc:
+        # a legacy document whose fields have the wrong kind of value (a list as a name)
+        raise CardsError(f"{path}: not a cards file this tool reads: {_one_line(exc)}") from None
+
+
+def _at(path: Path, exc: ValidationError) -> str:
+    """`file:line:col` of the value the first validation error is about; the position is
+    found only now, by reading the text again (a cards file reads normally without it)."""
+    loc = [part for part in exc.errors()[0]["loc"] if isinstance(part, (str, int))]
+    try:
+        line, col = value_line_col(path.read_text(encoding="utf-8", errors="replace"), loc)
+    except (OSError, ValueError, RecursionError):
+        return str(path)
+    return f"{path}:{line}:{col}"
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:200]}"
+
+
+def upgrade(doc: dict[str, Any]) -> dict[str, Any]:
+    """A cards document of an earlier 1.x schema brought to this one. Before 1.2 `tensor_pct`
+    held the tensor pipe over *active* cycles: it moves to `tensor_active_pct` and `tensor_pct`
+    is recomputed over elapsed cycles from the kernel's own figures (`metrics.complete`)."""
+    if doc.get("schema_version") not in ("1.0", "1.1"):
+        return doc
+    for card in doc["cards"]:
+        for kernel in card.get("kernels") or []:
+            _upgrade_kernel(kernel)
+    doc["schema_version"] = SCHEMA_VERSION
+    return doc
+
+
+def _upgrade_kernel(kernel: dict[str, Any]) -> None:
+    metrics, sources = kernel.get("metrics"), kernel.get("metric_sources")
+    if not isinstance(metrics, dict) or not isinstance(sources, dict):
+        return
+    if "active" not in str(sources.get("tensor_pct", "")):
+        return
+    metrics["tensor_active_pct"] = metrics.get("tensor_pct")
+    sources["tensor_active_pct"] = sources.pop("tensor_pct")
+    metrics["tensor_pct"] = None
+    metrics.setdefault("sm_cycles_elapsed", None)
+    complete(metrics, sources)
+    if isinstance(kernel.get("evidence"), dict):
+        kernel["evidence"]["tensor_pct"] = metrics["tensor_pct"]
+    kernel["missing_metrics"] = sorted(k for k, v in metrics.items() if v is None)
+
+
+def describe(exc: ValidationError) -> str:
+    """The first validation problem as `field.path: message`, with how many others there are."""
+    errors = exc.errors()
+    first = errors[0]
+    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where}: {first['msg']}{more}"
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    """The JSON object of a cards file, which must hold a `cards` list of card objects."""
+    doc = read_json(path, CardsError, MAX_CARDS_BYTES)
+    if not isinstance(doc, dict) or not isinstance(doc.get("cards"), list):
+        raise CardsError(f"{path}: not a cards file (no top-level `cards` list)")
+    if is_legacy(doc):  # read as it comes: the adapter keeps what it can and names the rest
+        return doc
+    for index, card in enumerate(doc["cards"]):
+        if not isinstance(card, dict) or not isinstance(card.get("kernels", []), list):
+            raise CardsError(f"{path}: cards[{index}] is not a card object with a kernels list")
+    return doc
+
+
+def card_file_text(cards: CardFile) -> str:
+    """JSON text of a CardFile: every header field in model order, then one card per line,
+    each card and kernel with the fields it holds. Deterministic for a given CardFile."""
+    head = cards.model_dump(mode="json", exclude={"cards"})
+    parts = []
+    for key in CardFile.model_fields:
+        if key == "cards":
+            lines = ",\n".join(
+                f"    {card.model_dump_json(exclude_unset=True)}" for card in cards.cards
+            )
+            parts.append(f'  "cards": [\n{lines}\n  ]' if lines else '  "cards": []')
+        elif key != "legacy_fields" or head[key]:  # kept legacy fields only where there are
+            parts.append(f"  {json.dumps(key)}: {_compact(head[key])}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+def write_card_file(path: Path, cards: CardFile) -> None:
+    """Write a CardFile atomically (until the output module takes this over)."""
+    write_text_atomic(path, card_file_text(cards))
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

@@ -1,0 +1,148 @@
+"""`ncu-classify diff`: compare two cards files (the CLI layer; the work is in `diff`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from ..core.errors import GateFailed, UsageError
+from ..core.ordering import natural_key
+from ..core.text import printable
+from ..present.tables import TABLE_SUFFIXES, TEXT_SUFFIXES, output_format
+from .app import app, check_inputs, check_output, errors, human, read_cards
+from .terminal import out, warning_line
+
+Format = Literal["table", "md", "json", "csv", "parquet"]
+
+
+@app.command()
+def diff(
+    baseline: Annotated[
+        Path, typer.Argument(help="cards JSON (ours or the legacy format)", readable=False)
+    ],
+    candidate: Annotated[
+        Path, typer.Argument(help="cards JSON to compare against BASELINE", readable=False)
+    ],
+    output: Annotated[
+        str | None, typer.Option("-o", "--output", help="write to this file; - for stdout")
+    ] = None,
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            help="table, md, json, csv or parquet (default: from the -o suffix, else table)",
+        ),
+    ] = None,
+    reclassify: Annotated[
+        Path | None,
+        typer.Option(
+            "--reclassify", help="judge both sides under this rules YAML first", readable=False
+        ),
+    ] = None,
+    noise: Annotated[
+        Path | None,
+        typer.Option(
+            "--noise", help="noise tolerances YAML (default: measured on H200s)", readable=False
+        ),
+    ] = None,
+    stage: Annotated[
+        list[str] | None, typer.Option("--stage", help="compare only this stage (repeatable)")
+    ] = None,
+    fail_on: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fail-on", help="exit 8 if: flip, slower:PCT or any (repeatable; beyond noise)"
+        ),
+    ] = None,
+) -> None:
+    """Compare CANDIDATE with BASELINE shape by shape: flipped verdicts and the threshold each
+    crossed, changed kernels, time ratios, per-stage roll-up; noise is told apart."""
+    from ..compare.diff import DiffOptions, diff_cards
+    from ..compare.gate import failures, parse_condition
+    from ..compare.noise import load_noise
+    from ..present.diff_text import diff_parquet, diff_renderable, diff_text
+    from ..verdicts.rules import load_rules
+
+    with errors():
+        conditions = [parse_condition(text) for text in fail_on or []]
+        inputs = [baseline, candidate, *(p for p in (reclassify, noise) if p)]
+        target = check_output(output, inputs) if output is not None else None
+        check_inputs(inputs)
+        fmt = output_format(fmt, output, DIFF_SUFFIXES, "table", neutral=TEXT_SUFFIXES)
+        if fmt == "parquet" and output in (None, "-"):
+            raise UsageError("--format parquet writes a binary file: give it with -o FILE")
+        sides = read_cards(baseline), read_cards(candidate)
+        stages = frozenset(stage or [])
+        _check_stages(stages, {c.stage for side in sides for c in side.cards})
+        options = DiffOptions(
+            noise=load_noise(noise)[0],
+            rules=load_rules(reclassify) if reclassify else None,
+            stages=stages,
+        )
+        rules_files = [Path(s.rules_file) for s in sides if s.rules_file]
+        if target is not None:  # the rules files the cards name may be read too
+            target = check_output(output or "-", [*inputs, *rules_files])
+        result = diff_cards(*sides, (str(baseline), str(candidate)), options)
+        form: Format = fmt  # type: ignore[assignment]
+        if target is None and form == "table":
+            out.print(diff_renderable(result))
+        else:
+            for warning in result.warnings:
+                warning_line(warning)
+            # data formats reach stdout byte for byte as they would reach a file
+            sink = target or check_output("-", [])
+            if form == "parquet":
+                sink.write_bytes(diff_parquet(result))
+            else:
+                sink.write_text(diff_text(result, form))
+            if target is not None and not target.is_stdout:
+                human(target).print(f"wrote the comparison to {printable(str(target))}")
+        problems = failures(result, conditions)
+        if problems:
+            raise GateFailed("; ".join(problems))
+
+
+DIFF_SUFFIXES = {".md": "md", ".json": "json", **TABLE_SUFFIXES}
+REPORT_SUFFIXES = {".html": "html", ".htm": "html", ".md": "md"}
+
+
+def _check_stages(asked: frozenset[str], present: set[str]) -> None:
+    missing = sorted(asked - present, key=natural_key)
+    if missing:
+        listed = ", ".join(sorted(present, key=natural_key))
+        raise UsageError(f"--stage {missing[0]!r} is in neither file (stages: {listed})")
+
+
+@app.command()
+def report(
+    cards_files: Annotated[
+        list[Path],
+        typer.Argument(help="cards JSON files (ours or legacy), overlaid", readable=False),
+    ],
+    output: Annotated[str, typer.Option("-o", "--output", help="file to write; - for stdout")],
+    fmt: Annotated[
+        str | None,
+        typer.Option("--format", help="html or md (default: from the -o suffix, else html)"),
+    ] = None,
+    title: Annotated[str, typer.Option("--title", help="title of the report")] = "",
+) -> None:
+    """Write a self-contained HTML report (roofline chart, per-stage time, sortable cards,
+    kernels of each card) or a Markdown summary of one or more cards files."""
+    from ..present.page import check_files, labels_for, report_html, report_markdown
+
+    with errors():
+        check_files(cards_files)
+        target = check_output(output, list(cards_files))
+        check_inputs(list(cards_files))
+        fmt = output_format(fmt, output, REPORT_SUFFIXES, "html")
+        files = [
+            (label, read_cards(path))
+            for label, path in zip(labels_for(cards_files), cards_files, strict=True)
+        ]
+        name = title or "ncu-classify report: " + ", ".join(label for label, _ in files)
+        render = report_html if fmt == "html" else report_markdown
+        target.write_text(render(files, name))
+    if not target.is_stdout:
+        human(target).print(f"wrote the report to {printable(str(target))}")

@@ -1,0 +1,199 @@
+"""What the CLI shows people: tables, progress bars, per-shape lines; plain text throughout.
+
+Every string that comes from a user's file (groups, stages, kernel names, paths) is printed as
+plain text with control characters escaped, never as rich markup: a stage named `model[fp16]`
+shows as such, and an escape sequence in a file cannot drive the terminal.
+"""
+
+from __future__ import annotations
+
+import io
+import shlex
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ..core.errors import NcuClassifyError
+from ..core.text import one_line, printable
+
+if TYPE_CHECKING:
+    from ..capture.manifest import Manifest
+    from ..capture.plan import Plan
+    from ..cards.model import CardFile
+
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
+out = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
+
+
+def error_line(message: str) -> None:
+    """One `ncu-classify: error: ...` line on stderr, control characters shown escaped."""
+    err.print(f"ncu-classify: error: {one_line(message)}")
+
+
+def warning_line(message: str) -> None:
+    """One `ncu-classify: warning: ...` line on stderr."""
+    err.print(f"ncu-classify: warning: {one_line(message)}")
+
+
+def print_plan(plan: Plan) -> None:
+    for batch in plan.batches:
+        out.print(f"# batch {batch.name}: {len(batch.entries)} shapes")
+        for entry in batch.entries:
+            out.print(f"#   {printable(entry.group)}")
+        out.print(printable(shlex.join(plan.argv[batch.name])))
+    total = sum(len(b.entries) for b in plan.batches)
+    out.print(f"# {total} shapes to capture, {len(plan.kept)} already captured")
+
+
+@contextmanager
+def capture_progress() -> Iterator[Callable[[int, int, str, str], None]]:
+    """A progress bar on a terminal's stderr for capture (descriptions are plain text, never
+    markup); nothing when stderr is a file, so that an error stays the only line there."""
+    if not err.is_terminal:
+        yield lambda *_: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    with Progress(
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=err,
+        transient=False,
+    ) as bar:
+        task = bar.add_task("capture", total=None)
+
+        def progress(done: int, total: int, group: str, status: str) -> None:
+            bar.update(task, completed=done, total=total, description=f"{status:6} {group}")
+
+        yield progress
+
+
+def print_interrupted(output: Path) -> None:
+    """What an interrupted capture kept, and how to finish it."""
+    from ..capture.manifest import MANIFEST_NAME, read_manifest
+
+    try:
+        manifest = read_manifest(output / MANIFEST_NAME)
+    except NcuClassifyError:
+        return
+    counts = {s: sum(r.status == s for r in manifest.shapes) for s in ("ok", "failed", "pending")}
+    err.print(
+        f"ncu-classify: kept {counts['ok']} captured shapes ({counts['failed']} failed,"
+        f" {counts['pending']} not started) in {printable(str(output))}; rerun with --resume"
+        " to finish"
+    )
+
+
+def print_manifest(manifest: Manifest) -> None:
+    for s in manifest.shapes:
+        passes = sorted(set(s.replay_passes))
+        line = f"{s.status:7} {s.group}  kernels={s.kernels} passes={passes}"
+        out.print(printable(line + (f"  ({s.error})" if s.error else "")))
+    for b in manifest.batches:
+        where = "" if b.gpu is None else f" on GPU {b.gpu}"
+        out.print(f"batch {b.name}{where}: ncu exit {b.exit_code}, {b.wall_seconds} s")
+
+
+@contextmanager
+def read_progress() -> Iterator[Callable[[int, int], None] | None]:
+    """Progress of report reading on a terminal's stderr; nothing when stderr is a file. Drawn
+    from the callback, without rich's refresh thread: the readers are forked, and a process
+    with other threads reads in-process instead (fork is unsafe there)."""
+    if not err.is_terminal:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    with Progress(
+        TextColumn("reading reports"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=err,
+        auto_refresh=False,
+    ) as bar:
+        task = bar.add_task("read", total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+            bar.refresh()
+
+        yield update
+
+
+def summary_table(cards: CardFile, by: Literal["stage", "shape"] = "stage") -> Table:
+    """The summary as a rich table; every cell is plain text (a stage named `[b]` stays so)."""
+    from ..present.summary import summarize, summary_cells
+
+    names, cells = summary_cells(summarize(cards, by), by, for_people=True)
+    keep = [i for i, name in enumerate(names) if not _says_nothing(name, i, names, cells)]
+    names, cells = [names[i] for i in keep], [[row[i] for i in keep] for row in cells]
+    title = (
+        "primary class per stage (share of the stage's kernel time per inference)"
+        if by == "stage"
+        else "verdict per shape"
+    )
+    table = Table(title=title)
+    # per stage, a row names the stage and its classes follow: a stage column would fold the
+    # stage names at 80 columns; class names and figures are never cut
+    grouped = by == "stage" and names[0] == "stage"
+    for name in names[1:] if grouped else names:
+        numeric = name in ("cards", "calls", "kernel_us", "share_of_stage", "untimed")
+        table.add_column(  # headers a word a line, so that figures need not be cut
+            name.replace("_", "\n") if numeric else name.replace("_", " "),
+            justify="right" if numeric else "left",
+            overflow="fold",
+            no_wrap=numeric or name == "primary",
+        )
+    stage = None
+    for texts in cells:
+        if grouped and texts[0] != stage:
+            stage = texts[0]
+            table.add_row(Text(printable(f"[{stage}]"), style="bold", overflow="fold"))
+        table.add_row(*(Text(printable(t)) for t in (texts[1:] if grouped else texts)))
+    return table
+
+
+def _says_nothing(name: str, index: int, names: list[str], cells: list[list[str]]) -> bool:
+    """Whether a summary column says nothing its neighbours do not, so that it stays out of a
+    narrow terminal: calls equal to cards, no untimed card, a status the class implies (a
+    class is there: classified or unresolved; none: the class column shows the status), no
+    problem."""
+    column = [row[index] for row in cells]
+    if name == "calls":
+        return column == [row[names.index("cards")] for row in cells]
+    if name == "untimed":
+        return all(value == "0" for value in column)
+    if name == "status":
+        classes = [row[names.index("primary")] for row in cells]
+        implied = ("classified", "unresolved")
+        return all(s == c or s in implied for s, c in zip(column, classes, strict=True))
+    return name == "problem" and all(value == "-" for value in column)
+
+
+def print_summary(
+    cards: CardFile, console: Console, by: Literal["stage", "shape"] = "stage"
+) -> None:
+    console.print(summary_table(cards, by))
+
+
+def table_text(cards: CardFile, by: Literal["stage", "shape"]) -> str:
+    """The summary table as plain text, for -o without --csv."""
+    buffer = io.StringIO()
+    Console(file=buffer, width=200, color_system=None).print(summary_table(cards, by))
+    return buffer.getvalue()
+
+
+def metrics_table(rows: list[list[str]]) -> Table:
+    """The card metrics as a table (key, unit, ncu names, description)."""
+    table = Table(title="card metrics (ncu names tried in order; derived ones name their inputs)")
+    for name in ("key", "unit", "ncu names", "description"):
+        table.add_column(name, overflow="fold")
+    for row in rows:
+        table.add_row(*(Text(cell) for cell in row))
+    return table

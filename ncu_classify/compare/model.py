@@ -1,0 +1,144 @@
+"""The comparison of two cards files, as data: what `diff` writes as JSON (schema published with
+`ncu-classify schema --diff`) and what its table, Markdown and CSV forms show."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..core.metrics import EVIDENCE_KEYS
+
+DIFF_VERSION = "1.1"  # 1.1: roll-up as summary computes it (x calls, untimed apart)
+Change = Literal[
+    "same",
+    "flipped",
+    "within_noise",
+    "missing_metric",
+    "unclassified",
+    "added",
+    "removed",
+    "repeat",
+]
+Speed = Literal["faster", "slower", "within_noise"]
+SHOWN_METRICS = EVIDENCE_KEYS  # the figures a verdict rests on
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SideHeader(Model):
+    """One cards file: where it came from, which GPU and software, which rules."""
+
+    path: str
+    source_format: str
+    generated_at: str | None
+    tool_version: str | None
+    rules_id: str | None
+    rules_sha256: str | None
+    cards: int
+    gpu: dict[str, Any] = Field(description="name, SMs, L2, SM clock range seen; {} if unknown")
+    peaks: dict[str, float] = Field(
+        description="median ceilings of its kernels: TFLOP/s per FLOP family, TB/s per level"
+    )
+    software: dict[str, Any] = Field(
+        default_factory=dict, description="driver, ncu, CUDA, torch, cuDNN of its first capture"
+    )
+
+
+class SideFigures(Model):
+    """One side of a shape: verdict, time, the dominant kernel's figures and roofline."""
+
+    group: str
+    primary: str | None
+    status: str
+    dominant_kernel: str | None
+    summed_kernel_us: float | None
+    dominant_us: float | None
+    deciding_metric: str | None = Field(description="whose threshold decided the verdict")
+    deciding_distance: float | None
+    borderline: bool
+    metrics: dict[str, float | None] = Field(description="the dominant kernel's, None = missing")
+    pct_of_roof: float | None
+    achieved_tflops: float | None
+    intensity_dram: float | None = Field(description="FLOP per DRAM byte")
+    binding: str | None
+    hot_unit: str | None = Field(description="busiest SM sub-unit and its % of peak")
+    mfu_pct: float | None
+
+
+class Crossing(Model):
+    """A comparison of the first rule whose truth differs between the sides."""
+
+    rule: str
+    metric: str
+    op: str
+    threshold: float
+    baseline: float | None
+    candidate: float | None
+    within_noise: bool | None = Field(description="|change| within the noise tolerance")
+
+
+class ShapeDiff(Model):
+    """One shape on both sides (or one side only) and what changed."""
+
+    stage: str
+    op: str
+    change: Change
+    matched_by: Literal["group", "shape", "nvtx_range", "kernel", "position"] | None
+    kernel_changed: bool | None = Field(description="another dominant kernel: another algorithm")
+    duration_ratio: float | None = Field(description="candidate / baseline summed kernel time")
+    speed: Speed | None
+    crossings: list[Crossing] = Field(default_factory=list)
+    why: str | None = Field(description="one sentence on the change of verdict")
+    baseline: SideFigures | None
+    candidate: SideFigures | None
+    metric_deltas: dict[str, float | None] = Field(
+        default_factory=dict, description="candidate - baseline, dominant kernels; None: missing"
+    )
+
+
+class StageRollup(Model):
+    """One class of one stage on both sides."""
+
+    stage: str
+    primary: str
+    baseline_cards: int
+    candidate_cards: int
+    baseline_us: float | None = Field(
+        description="kernel time per inference (summed kernel time x calls) of the cell's timed"
+        " cards, as `summary` gives it; None: the side has no card in the cell"
+    )
+    candidate_us: float | None
+    baseline_untimed: int = Field(default=0, description="cards of the cell without a total")
+    candidate_untimed: int = 0
+    delta_us: float | None = Field(description="None: a side lacks the cell or has untimed cards")
+
+
+class NoiseSeen(Model):
+    """|candidate - baseline| of one metric over the matched shapes (duration: % change)."""
+
+    metric: str
+    shapes: int
+    median: float
+    p90: float
+    max: float
+
+
+class DiffFile(Model):
+    """A whole comparison."""
+
+    diff_version: str = DIFF_VERSION
+    generated_at: str
+    tool_version: str
+    baseline: SideHeader
+    candidate: SideHeader
+    rules: str | None = Field(description="rules id both sides are compared under, if one")
+    noise: str = Field(description="id of the noise tolerances used")
+    stages: list[str] = Field(description="stages compared (all if empty)")
+    warnings: list[str] = Field(default_factory=list)
+    counts: dict[str, int] = Field(description="shapes per change")
+    shapes: list[ShapeDiff]
+    rollup: list[StageRollup]
+    noise_seen: list[NoiseSeen]

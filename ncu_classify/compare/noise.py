@@ -1,0 +1,60 @@
+"""Run-to-run noise: how far a metric or a duration moves between two captures of the same
+shape on the same machine, so that `diff` can tell a flip or a slowdown from noise.
+
+A noise file is YAML validated by pydantic: a duration tolerance in percent and a tolerance per
+card metric in its own unit. The packaged one holds the largest differences measured between
+three captures of the 480x832 workload on H200s (reports/diff/README.md says how); a team
+measures its own with `ncu-classify diff` of two repeat captures (the JSON's `noise_seen`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..core.errors import NoiseError
+from ..core.metrics import RULE_METRICS
+from ..core.textio import read_text
+from ..core.yamlio import validate_yaml
+
+DEFAULT_NOISE = Path(__file__).resolve().parent.parent / "data" / "noise_h200.yaml"
+MAX_NOISE_BYTES = 64 << 10
+Tolerance = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class Noise(BaseModel):
+    """Tolerances within which two captures of one shape are the same."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
+    description: str = ""
+    duration_pct: Tolerance = Field(description="|candidate / baseline - 1| in percent")
+    metrics: dict[str, Tolerance] = Field(
+        default_factory=dict, description="metric key -> largest |difference| seen, its unit"
+    )
+    default: Tolerance = Field(default=0.0, description="for metrics not listed")
+
+    @field_validator("metrics")
+    @classmethod
+    def _known(cls, metrics: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(metrics) - RULE_METRICS)
+        if unknown:
+            raise ValueError(f"unknown metric {unknown[0]!r}")
+        if "dur_us" in metrics:
+            raise ValueError("durations take a relative tolerance: use duration_pct, not dur_us")
+        return metrics
+
+    def of(self, metric: str) -> float:
+        """The tolerance of one metric."""
+        return self.metrics.get(metric, self.default)
+
+
+def load_noise(path: Path | None = None) -> tuple[Noise, str]:
+    """A validated noise file (default: the packaged H200 one) and its label; errors name
+    file:line:field."""
+    path = path or DEFAULT_NOISE
+    text = read_text(path, NoiseError, MAX_NOISE_BYTES)
+    label = "default" if path == DEFAULT_NOISE else str(path)
+    return validate_yaml(path, Noise, NoiseError, text), label

@@ -1,0 +1,122 @@
+"""The two sides of a comparison: the rules both were classified under (when one file this
+tool can load), each file's header (GPU, clocks, ceilings, software) and the warnings when
+the GPUs or the software differ."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from pathlib import Path
+
+from ..cards.model import Card, CardFile, KernelCard
+from ..core.errors import RulesError
+from ..verdicts.rules import DEFAULT_RULES, LoadedRules, load_rules
+from .model import SideHeader
+
+SOFTWARE = ("driver", "ncu", "cuda_runtime", "torch", "cudnn")
+
+
+def shared_rules(
+    baseline: CardFile, candidate: CardFile, warnings: list[str]
+) -> LoadedRules | None:
+    """The rules both sides were classified under, if they are one file this tool can load."""
+    ids = [(side.rules_id, side.rules_sha256) for side in (baseline, candidate)]
+    if ids[0] != ids[1]:
+        warnings.append(
+            f"the sides were classified under different rules (baseline {_rules_name(ids[0])},"
+            f" candidate {_rules_name(ids[1])}): a changed verdict may be the rules' doing;"
+            " --reclassify RULES judges both under one file"
+        )
+        return None
+    for path in (DEFAULT_RULES, Path(baseline.rules_file or "")):
+        if baseline.rules_file and path.is_file():
+            try:
+                loaded = load_rules(path)
+            except RulesError:  # an unreadable rules file only costs the crossings
+                continue
+            if loaded.sha256 == baseline.rules_sha256:
+                return loaded
+    if baseline.rules_id is not None:
+        warnings.append(
+            f"rules {baseline.rules_id} not found to name the thresholds a flip crossed;"
+            " --reclassify RULES gives them"
+        )
+    return None
+
+
+def _rules_name(ident: tuple[str | None, str | None]) -> str:
+    rules_id, sha = ident
+    if rules_id is None:
+        return "none recorded (legacy cards)"
+    return f"{rules_id} sha256 {str(sha)[:12]}"
+
+
+def side_header(cards: CardFile, path: str, kept: list[Card]) -> SideHeader:
+    gpu: dict[str, object] = next((dict(c.gpu) for c in kept if c.gpu), {})
+    clocks = [c.gpu.get(k) for c in kept for k in ("sm_clock_ghz_min", "sm_clock_ghz_max")]
+    seen = [float(x) for x in clocks if isinstance(x, (int, float))]
+    if seen:
+        gpu["sm_clock_ghz_min"], gpu["sm_clock_ghz_max"] = round(min(seen), 4), round(max(seen), 4)
+    return SideHeader(
+        path=path,
+        source_format=cards.source_format,
+        generated_at=cards.generated_at,
+        tool_version=cards.tool_version,
+        rules_id=cards.rules_id,
+        rules_sha256=cards.rules_sha256,
+        cards=len(kept),
+        gpu=gpu,
+        peaks=_peaks(k for c in kept for k in c.kernels),
+        software={k: cards.captures[0].get(k) for k in SOFTWARE} if cards.captures else {},
+    )
+
+
+def _peaks(kernels: Iterable[KernelCard]) -> dict[str, float]:
+    """Median ceilings over the kernels: TFLOP/s of each FLOP family used, TB/s of each level."""
+    seen: dict[str, list[float]] = {}
+    for kernel in kernels:
+        roof = kernel.roofline
+        if roof is None:
+            continue
+        if roof.family and roof.compute_ceiling_tflops is not None:
+            seen.setdefault(f"{roof.family}_tflops", []).append(roof.compute_ceiling_tflops)
+        for level, value in roof.bandwidth_tbps.items():
+            if value is not None:
+                seen.setdefault(f"{level}_tbps", []).append(value)
+    return {k: _r(statistics.median(v)) for k, v in sorted(seen.items())}
+
+
+def gpu_warnings(baseline: SideHeader, candidate: SideHeader) -> list[str]:
+    names = [_gpu_name(side) for side in (baseline, candidate)]
+    sides = (("baseline", baseline), ("candidate", candidate))
+    out = [
+        f"{side} GPU is not recorded in its cards ({header.source_format} format)"
+        for (side, header), name in zip(sides, names, strict=True)
+        if name is None and header.cards
+    ]
+    changed = [
+        f"{key} {baseline.software.get(key)} -> {candidate.software.get(key)}"
+        for key in SOFTWARE
+        if baseline.software.get(key) != candidate.software.get(key)
+        and baseline.software
+        and candidate.software
+    ]
+    if changed:
+        out.append("different software: " + ", ".join(changed))
+    if None not in names and names[0] != names[1]:
+        out.append(
+            f"different GPUs: baseline {names[0]}, candidate {names[1]}; each percentage is of"
+            " its own GPU's peak, and durations compare the machines"
+        )
+    return out
+
+
+def _gpu_name(header: SideHeader) -> str | None:
+    gpu = header.gpu
+    if not gpu.get("name"):
+        return None
+    return f"{gpu['name']} ({gpu.get('sm_count', '?')} SMs)"
+
+
+def _r(value: float) -> float:
+    return float(f"{value:.6g}")

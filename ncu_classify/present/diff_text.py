@@ -1,0 +1,356 @@
+"""A comparison as people and programs read it: a rich table for the terminal, Markdown for a
+pull request, CSV (one row per shape), JSON (the DiffFile itself).
+
+User text (groups, kernel names) stays text: escaped for the terminal, in code spans with pipes
+escaped for Markdown, quoted by the csv module.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Callable
+from typing import Literal
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from ..compare.model import SHOWN_METRICS, Crossing, DiffFile, ShapeDiff, SideFigures, SideHeader
+from ..core.text import csv_text, printable
+
+DiffFormat = Literal["table", "md", "json", "csv", "parquet"]
+ARROW = "->"
+
+
+def diff_text(diff: DiffFile, fmt: DiffFormat) -> str:
+    """The comparison in `fmt`; every form is deterministic for a given DiffFile."""
+    render: dict[str, Callable[[DiffFile], str]] = {
+        # ASCII only: no control, bidi or other character a reader's terminal could act on
+        "json": lambda d: json.dumps(d.model_dump(mode="json"), indent=1) + "\n",
+        "csv": diff_csv,
+        "md": diff_markdown,
+        "table": table_text,
+    }
+    return render[fmt](diff)
+
+
+# --- shared pieces ---------------------------------------------------------------------------
+
+
+def shape_name(shape: ShapeDiff) -> str:
+    """The group id of the candidate (the baseline's if it has none, both if they differ)."""
+    base = shape.baseline.group if shape.baseline else None
+    cand = shape.candidate.group if shape.candidate else None
+    if base and cand and base != cand:
+        return f"{cand} (baseline {base})"
+    return cand or base or "?"
+
+
+def verdict(side: SideFigures | None) -> str:
+    if side is None:
+        return "-"
+    return side.primary or side.status
+
+
+def time_text(shape: ShapeDiff) -> str:
+    if shape.duration_ratio is None:
+        return "-"
+    speed = {"within_noise": "within noise"}.get(shape.speed or "", shape.speed or "")
+    return f"x{shape.duration_ratio:.3f} {speed}".strip()
+
+
+def classes_text(shape: ShapeDiff) -> str:
+    """`a -> b`, or `= a` when the class did not change."""
+    base, cand = verdict(shape.baseline), verdict(shape.candidate)
+    return f"= {base}" if base == cand else f"{base} {ARROW} {cand}"
+
+
+def _candidate_group(shape: ShapeDiff) -> str:
+    side = shape.candidate or shape.baseline
+    return side.group if side else "?"
+
+
+def crossing_text(crossing: Crossing) -> str:
+    values = f"{_num(crossing.baseline)} {ARROW} {_num(crossing.candidate)}"
+    return f"{crossing.metric} {values} ({crossing.op} {crossing.threshold:g})"
+
+
+def roof_text(shape: ShapeDiff, hot: bool = False) -> str:
+    """% of roof (and hot unit) of each side: `57.1 -> 47.3`; `missing` where a side lacks it."""
+
+    def one(side: SideFigures | None) -> str:
+        if side is None:
+            return "-"
+        pct = "missing" if side.pct_of_roof is None else f"{side.pct_of_roof:.1f}%"
+        return f"{pct} {side.hot_unit}" if hot and side.hot_unit else pct
+
+    return f"{one(shape.baseline)} {ARROW} {one(shape.candidate)}"
+
+
+def change_text(shape: ShapeDiff) -> str:
+    text = shape.change.replace("_", " ")
+    return f"{text}, kernel changed" if shape.kernel_changed else text
+
+
+def header_lines(diff: DiffFile) -> list[str]:
+    lines = [_side_line("baseline", diff.baseline), _side_line("candidate", diff.candidate)]
+    lines.append(
+        f"rules: {diff.rules or 'as classified'}; noise: {diff.noise}"
+        + (f"; stages: {', '.join(diff.stages)}" if diff.stages else "")
+    )
+    counts = [f"{n} {k.replace('_', ' ')}" for k, n in diff.counts.items()]
+    lines.append("shapes: " + (", ".join(counts) or "none"))
+    return lines
+
+
+def _side_line(name: str, side: SideHeader) -> str:
+    gpu = side.gpu
+    what = "GPU not recorded"
+    if gpu.get("name"):
+        what = f"{gpu['name']}, {gpu.get('sm_count', '?')} SMs"
+        if "sm_clock_ghz_min" in gpu:
+            what += f", SM clock {gpu['sm_clock_ghz_min']}-{gpu['sm_clock_ghz_max']} GHz"
+    shown = ("hgmma_bf16", "dram")
+    peaks = ", ".join(f"{k} {v:g}" for k, v in side.peaks.items() if k.startswith(shown))
+    soft = ", ".join(f"{k} {v}" for k, v in side.software.items() if v is not None)
+    what += f"; {soft}" if soft else ""
+    rules = side.rules_id or "no rules recorded"
+    tool = side.tool_version or side.source_format
+    return (
+        f"{name}: {side.path} ({side.cards} cards; {what}"
+        + (f"; peaks {peaks}" if peaks else "")
+        + f"; rules {rules}; {tool}; {side.generated_at})"
+    )
+
+
+def _us(value: float | None, sign: bool = False) -> str:
+    """Microseconds for people; a missing total is `missing`, never 0."""
+    if value is None:
+        return "missing"
+    return f"{value:+,.1f}" if sign else f"{value:,.1f}"
+
+
+def _us_untimed(value: float | None, untimed: int, cards: int, short: bool = False) -> str:
+    """A cell's time, saying how many of its cards have none (left out of it): `+N untimed`,
+    or a `*` on the terminal (explained under the table); `missing` if none has a time."""
+    if value is None:
+        return "-"
+    if untimed and untimed == cards:
+        return "missing"
+    if not untimed:
+        return _us(value)
+    return f"{_us(value)}*" if short else f"{_us(value)} (+{untimed} untimed)"
+
+
+def _num(value: float | None) -> str:
+    return "missing" if value is None else f"{value:.4g}"
+
+
+# --- terminal --------------------------------------------------------------------------------
+
+
+def diff_renderable(diff: DiffFile) -> Group:
+    """Header, warnings, the per-shape table (a section per stage) and the per-stage roll-up."""
+    shapes = Table(title="per shape (stage, then file order)")
+    for name in ("shape", "change", "class", "time", "% of roof", "deciding"):
+        # class names and change kinds stay whole (a change breaks at its arrow); the rest wrap
+        whole = name in ("change", "class")
+        justify: Literal["left", "right"] = "right" if name == "time" else "left"
+        shapes.add_column(name, overflow="fold", justify=justify, no_wrap=whole)
+    stage = None
+    for shape in diff.shapes:
+        if shape.stage != stage:
+            stage = shape.stage
+            shapes.add_row(Text(printable(f"[{stage}]"), style="bold"))
+        cells = [
+            _candidate_group(shape),
+            change_text(shape),
+            classes_text(shape),
+            time_text(shape),
+            roof_text(shape),
+            "; ".join(crossing_text(c) for c in shape.crossings),
+        ]
+        texts = [Text(printable(c)) for c in cells]
+        texts[2] = Text(f" {ARROW}\n".join(printable(p) for p in cells[2].split(f" {ARROW} ")))
+        shapes.add_row(*texts)
+    rollup = _rollup_table(diff)
+    lines = [Text(printable(line)) for line in header_lines(diff)]
+    lines += [Text(printable(f"warning: {w}")) for w in diff.warnings]
+    return Group(*lines, shapes, rollup)
+
+
+def _rollup_table(diff: DiffFile) -> Table:
+    """The roll-up for a terminal: a row per class under a row per stage (a stage column
+    would fold the stage names at 80 columns), class names whole."""
+    rollup = Table(title="per stage and class: cards and kernel time per inference (us)")
+    for name in ("class", "cards", "baseline\nus", "candidate\nus", "change\nus"):
+        justify: Literal["left", "right"] = "left" if name == "class" else "right"
+        rollup.add_column(name, overflow="fold", justify=justify, no_wrap=True)
+    stage, starred = None, False
+    for row in diff.rollup:
+        if row.stage != stage:
+            stage = row.stage
+            rollup.add_row(Text(printable(f"[{stage}]"), style="bold", overflow="fold"))
+        times = [
+            _us_untimed(row.baseline_us, row.baseline_untimed, row.baseline_cards, short=True),
+            _us_untimed(row.candidate_us, row.candidate_untimed, row.candidate_cards, short=True),
+        ]
+        starred = starred or any(t.endswith("*") for t in times)
+        cards = f"{row.baseline_cards} {ARROW} {row.candidate_cards}"
+        cells = [row.primary, cards, *times, _us(row.delta_us, sign=True)]
+        rollup.add_row(*(Text(printable(c)) for c in cells))
+    if starred:
+        rollup.caption = "* some cards of the cell have no time; their time is not in the sum"
+    return rollup
+
+
+def table_text(diff: DiffFile) -> str:
+    """The terminal form as plain text (for -o with the default format)."""
+    buffer = io.StringIO()
+    Console(file=buffer, width=200, color_system=None).print(diff_renderable(diff))
+    return buffer.getvalue()
+
+
+# --- Markdown --------------------------------------------------------------------------------
+
+
+def md_code(text: str) -> str:
+    """`text` as a Markdown code span inside a table cell, never markup: the fence is longer
+    than any run of backticks in it (so the text cannot close the span), pipes are escaped."""
+    clean = printable(text).replace("|", "\\|")
+    longest = max((len(run) for run in re.findall(r"`+", clean)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if clean.startswith("`") or clean.endswith("`") else ""
+    return f"{fence}{pad}{clean}{pad}{fence}"
+
+
+def md_text(text: str) -> str:
+    """Plain text for a Markdown cell: pipes, angle brackets and markup characters escaped."""
+    out = printable(text).replace("\\", "\\\\")
+    for char in "|<>*_`[]#":
+        out = out.replace(char, "\\" + char)
+    return out
+
+
+def diff_markdown(diff: DiffFile) -> str:
+    """A Markdown summary for a pull request: header, changes first, roll-up, noise seen."""
+    lines = ["## ncu-classify diff", ""]
+    lines += [f"- {md_text(line)}" for line in header_lines(diff)]
+    lines += [f"- **warning**: {md_text(w)}" for w in diff.warnings]
+    lines += ["", "### Per shape", ""]
+    lines += [
+        "| stage | shape | change | baseline | candidate | time | % of roof, hot unit | why |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for shape in diff.shapes:
+        cells = [
+            md_text(shape.stage),
+            md_code(shape_name(shape)),
+            md_text(change_text(shape)),
+            md_text(verdict(shape.baseline)),
+            md_text(verdict(shape.candidate)),
+            md_text(time_text(shape)),
+            md_text(roof_text(shape, hot=True)),
+            md_text(shape.why or ""),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "### Per stage and class", ""]
+    lines += [
+        "| stage | class | cards | baseline us | candidate us | change us |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for row in diff.rollup:
+        cards = f"{row.baseline_cards} {ARROW} {row.candidate_cards}"
+        lines.append(
+            f"| {md_text(row.stage)} | {md_text(row.primary)} | {md_text(cards)} |"
+            f" {_us_untimed(row.baseline_us, row.baseline_untimed, row.baseline_cards)}"
+            f" | {_us_untimed(row.candidate_us, row.candidate_untimed, row.candidate_cards)}"
+            f" | {_us(row.delta_us, sign=True)} |"
+        )
+    lines += ["", "### Change seen per metric (shapes with the same dominant kernel)", ""]
+    lines += ["| metric | shapes | median | p90 | max |", "|---|---:|---:|---:|---:|"]
+    for seen in diff.noise_seen:
+        lines.append(
+            f"| {md_text(seen.metric)} | {seen.shapes} | {seen.median:g} | {seen.p90:g} |"
+            f" {seen.max:g} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+# --- CSV -------------------------------------------------------------------------------------
+
+SIDE_COLUMNS = (
+    "group",
+    "primary",
+    "dominant_kernel",
+    "summed_kernel_us",
+    "dominant_us",
+    "deciding_metric",
+    "borderline",
+    *SHOWN_METRICS,
+    "pct_of_roof",
+    "achieved_tflops",
+    "intensity_dram",
+    "binding",
+    "hot_unit",
+    "mfu_pct",
+)
+CSV_COLUMNS = (
+    "stage",
+    "op",
+    "change",
+    "matched_by",
+    "kernel_changed",
+    "duration_ratio",
+    "speed",
+    "crossed",
+    "why",
+    *(f"baseline_{c}" for c in SIDE_COLUMNS),
+    *(f"candidate_{c}" for c in SIDE_COLUMNS),
+)
+
+
+def diff_csv(diff: DiffFile) -> str:
+    """One row per shape; a missing value is an empty cell, never 0."""
+    return csv_text(CSV_COLUMNS, diff_rows(diff))
+
+
+def diff_parquet(diff: DiffFile) -> bytes:
+    """The CSV's rows and columns as Parquet (needs pyarrow)."""
+    import pandas as pd
+
+    from .frames import frame_bytes
+
+    frame = pd.DataFrame(diff_rows(diff), columns=list(CSV_COLUMNS))
+    return frame_bytes(frame, "parquet")
+
+
+def diff_rows(diff: DiffFile) -> list[list[object]]:
+    """The per-shape rows of the CSV and Parquet forms."""
+    rows: list[list[object]] = []
+    for shape in diff.shapes:
+        row: list[object] = [
+            shape.stage,
+            shape.op,
+            shape.change,
+            shape.matched_by,
+            shape.kernel_changed,
+            shape.duration_ratio,
+            shape.speed,
+            "; ".join(crossing_text(c) for c in shape.crossings),
+            shape.why,
+        ]
+        for side in (shape.baseline, shape.candidate):
+            row += [_side_value(side, c) for c in SIDE_COLUMNS]
+        rows.append(row)
+    return rows
+
+
+def _side_value(side: SideFigures | None, column: str) -> object:
+    if side is None:
+        return None
+    if column in SHOWN_METRICS:
+        return side.metrics.get(column)
+    return getattr(side, column)

@@ -1,0 +1,238 @@
+"""Cards as pandas DataFrames: one row per card or per kernel, every metric a column whose name
+carries its unit (`dur_us`, `grid_blocks`, `peak_dram_bytes_per_cycle`), ready to slice.
+
+    import ncu_classify
+    kernels = ncu_classify.load_cards("cards.json", level="kernel")
+
+A missing value is NaN (None for text), never 0. Column order is fixed, rows keep the file's
+order, so the CSV and Parquet forms are deterministic.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from ..cards.model import Card, CardFile, KernelCard
+from ..core.metrics import CATALOG
+from ..core.text import csv_text
+from .tables import require_parquet
+
+Level = Literal["card", "kernel"]
+# unit -> the suffix a column name gets unless the key already says it
+_SUFFIX = {
+    "%": "pct",
+    "us": "us",
+    "KB": "kb",
+    "MB": "mb",
+    "byte": "bytes",
+    "GHz": "ghz",
+    "FLOP": "flop",
+    "FLOP/cycle": "flop_per_cycle",
+    "inst": "inst",
+    "inst/cycle": "inst_per_cycle",
+    "cycles": "cycles",
+    "blocks/SM": "blocks_per_sm",
+    "registers/thread": "per_thread",
+    "threads": "threads",
+    "blocks": "blocks",
+    "waves": "waves",
+    "ratio": "ratio",
+    "byte/cycle": "bytes_per_cycle",
+}
+_SAYS = {"bytes": ("b", "bytes"), "flop": ("flops", "flop"), "cycles": ("cycles",)}
+
+
+def column_name(key: str, unit: str) -> str:
+    """The column of a card metric: its key, with its unit appended unless the key says it."""
+    suffix = _SUFFIX.get(unit, unit.lower().replace("/", "_per_"))
+    tokens = key.split("_")
+    if key.endswith(f"_{suffix}") or key == suffix:
+        return key
+    head, _, per = suffix.partition("_per_")
+    if any(t in tokens for t in _SAYS.get(head, (head,))):  # the key names the quantity
+        return f"{key}_per_{per}" if per else key
+    return f"{key}_{suffix}"
+
+
+METRIC_COLUMNS = {spec.key: column_name(spec.key, spec.card_unit) for spec in CATALOG}
+
+
+def load_cards(path: str | Path, level: Level = "card") -> pd.DataFrame:
+    """A cards file (ours or legacy) as a DataFrame: one row per card (its dominant kernel's
+    figures) or per kernel (with its card's stage, group and class). A file that cannot be
+    read raises `ncu_classify.CardsError` (one line naming the file and field)."""
+    from ..cards.files import load_card_file
+
+    return cards_frame(load_card_file(Path(path)), level)
+
+
+def cards_frame(cards: CardFile, level: Level = "card") -> pd.DataFrame:
+    """`load_cards` for a CardFile already in memory."""
+    if level not in ("card", "kernel"):
+        raise ValueError(f"level must be 'card' or 'kernel', not {level!r}")
+    if level == "kernel":
+        rows = [_kernel_row(card, kernel) for card in cards.cards for kernel in card.kernels]
+    else:
+        rows = [_card_row(card) for card in cards.cards]
+    columns = _columns()
+    return pd.DataFrame(rows, columns=columns).astype(_dtypes(columns))
+
+
+def _card_fields(card: Card) -> dict[str, Any]:
+    roof = card.roofline
+    return {
+        "stage": card.stage,
+        "group": card.group,
+        "op": card.op,
+        "shape": json.dumps(card.shape_parameters, sort_keys=True),
+        "status": card.status,
+        "primary": card.primary,
+        "gpu": card.gpu.get("name"),
+        "kernels": len(card.kernels),
+        "summed_kernel_us": card.summed_kernel_us,
+        "nominal_mac_flop": card.nominal_mac_flops,
+        "card_achieved_tflops": card.achieved_tflops,
+        "mfu_pct": roof.mfu_pct if roof else None,
+        "mfu_clock_ghz": roof.peak_clock_ghz if roof else None,
+        "mfu_max_clock_pct": roof.mfu_max_clock_pct if roof else None,
+        "useful_over_executed_ratio": roof.useful_over_executed if roof else None,
+        "calls": card.calls,
+    }
+
+
+def _kernel_fields(kernel: KernelCard | None) -> dict[str, Any]:
+    if kernel is None:
+        return {}
+    roof, margin = kernel.roofline, kernel.margin
+    hot = {kind: units[0] for kind, units in kernel.hot_units.items() if units}
+    fields: dict[str, Any] = {
+        "kernel": kernel.kernel,
+        "classification": kernel.classification,
+        "borderline": margin.borderline if margin else None,
+        "margin_metric": margin.metric if margin else None,
+        "margin_distance": margin.distance if margin else None,
+        "hot_sm_unit": hot["sm"].label if "sm" in hot else None,
+        "hot_sm_pct": hot["sm"].pct if "sm" in hot else None,
+        "hot_memory_unit": hot["memory"].label if "memory" in hot else None,
+        "hot_memory_pct": hot["memory"].pct if "memory" in hot else None,
+    }
+    if roof is not None:
+        fields.update(
+            flop_family=roof.family,
+            executed_flop=roof.executed_flops,
+            achieved_tflops=roof.achieved_tflops,
+            compute_ceiling_tflops=roof.compute_ceiling_tflops,
+            binding_roof=roof.binding,
+            roof_tflops=roof.roof_tflops,
+            pct_of_roof=roof.pct_of_roof,
+            **{f"intensity_{k}_flop_per_byte": v for k, v in roof.intensity.items()},
+            **{f"bandwidth_{k}_tbps": v for k, v in roof.bandwidth_tbps.items()},
+        )
+    fields.update({METRIC_COLUMNS[k]: v for k, v in kernel.metrics.items() if k in METRIC_COLUMNS})
+    return fields
+
+
+def _card_row(card: Card) -> dict[str, Any]:
+    top = next((k for k in card.kernels if k.kernel == card.dominant_kernel), None)
+    return {**_card_fields(card), **_kernel_fields(top)}
+
+
+def _kernel_row(card: Card, kernel: KernelCard) -> dict[str, Any]:
+    return {**_card_fields(card), **_kernel_fields(kernel)}
+
+
+CARD_COLUMNS = [
+    "stage",
+    "group",
+    "op",
+    "shape",
+    "status",
+    "primary",
+    "gpu",
+    "kernels",
+    "summed_kernel_us",
+    "nominal_mac_flop",
+    "card_achieved_tflops",
+    "mfu_pct",
+    "mfu_clock_ghz",
+    "mfu_max_clock_pct",
+    "useful_over_executed_ratio",
+    "calls",
+]
+CARD_TEXT = CARD_COLUMNS[:7]  # stage .. gpu: the text columns of a card
+KERNEL_TEXT = ("kernel", "classification", "margin_metric", "hot_sm_unit", "hot_memory_unit")
+_TEXT = frozenset([*CARD_TEXT, *KERNEL_TEXT, "flop_family", "binding_roof"])
+_ROOF = [
+    "flop_family",
+    "executed_flop",
+    "achieved_tflops",
+    "compute_ceiling_tflops",
+    "binding_roof",
+    "roof_tflops",
+    "pct_of_roof",
+    *(f"intensity_{level}_flop_per_byte" for level in ("dram", "l2", "l1")),
+    *(f"bandwidth_{level}_tbps" for level in ("dram", "l2", "l1")),
+]
+
+
+def _columns() -> list[str]:
+    card = list(CARD_COLUMNS)
+    kernel = [
+        "kernel",
+        "classification",
+        "borderline",
+        "margin_metric",
+        "margin_distance",
+        "hot_sm_unit",
+        "hot_sm_pct",
+        "hot_memory_unit",
+        "hot_memory_pct",
+        *_ROOF,
+        *METRIC_COLUMNS.values(),
+    ]
+    return card + kernel
+
+
+def _dtypes(columns: list[str]) -> dict[str, Any]:
+    """Text columns as object, `borderline` as nullable boolean, `kernels` as int, the rest
+    float (NaN for missing)."""
+    out: dict[str, Any] = {}
+    for name in columns:
+        if name in _TEXT:
+            out[name] = object
+        elif name == "borderline":
+            out[name] = "boolean"
+        elif name in ("kernels", "calls"):
+            out[name] = "int64"
+        else:
+            out[name] = "float64"
+    return out
+
+
+def frame_bytes(frame: pd.DataFrame, fmt: Literal["csv", "parquet"]) -> bytes:
+    """The DataFrame as CSV (missing = empty cell; text cells made safe as every CSV of the
+    tool) or Parquet (needs pyarrow; values as they are)."""
+    if fmt == "csv":
+        return csv_text(list(frame.columns), _csv_rows(frame)).encode("utf-8")
+    require_parquet()
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
+def _csv_rows(frame: pd.DataFrame) -> list[list[object]]:
+    """Rows with NaN/NA as None (an empty cell) and floats in their shortest repr."""
+    rows = []
+    for record in frame.itertuples(index=False):
+        rows.append([None if _missing(v) else v for v in record])
+    return rows
+
+
+def _missing(value: object) -> bool:
+    """None, NaN or pandas' NA (a missing number or flag)."""
+    return value is None or value is pd.NA or (isinstance(value, float) and value != value)

@@ -1,0 +1,171 @@
+"""`ncu-classify report`: one self-contained HTML page (jinja2 with autoescape; inline CSS, SVG
+and a few lines of JavaScript, nothing fetched, so it opens offline for years) or a Markdown
+summary for a pull request, from one or more cards files overlaid."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from .. import __version__
+from ..cards.model import SCOPE, CardFile
+from ..core.errors import UsageError
+from ..core.text import printable
+from .diff_text import md_code, md_text
+from .page_chart import DASHES, build_chart
+from .page_view import ReportView, build_view
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+MARKER_NAMES = {
+    "circle": "\u25cf",
+    "square": "\u25a0",
+    "triangle": "\u25b2",
+    "diamond": "\u25c6",
+    "down": "\u25bc",
+    "plus": "\u271a",
+    "star": "\u2605",
+    "hexagon": "\u2b22",
+}
+TOP_CONSUMERS = 10
+
+
+MAX_FILES = 8  # one marker shape and one dash pattern each
+
+
+def labels_for(paths: list[Path]) -> list[str]:
+    """A short, distinct label per cards file: its name, with as many folders in front as it
+    takes to tell files apart (and one for a name that says nothing, `cards.json`)."""
+    parts = [Path(os.path.abspath(p)).parts for p in paths]
+    depth = [2 if p.name == "cards.json" else 1 for p in paths]
+    while True:
+        labels = ["/".join(part[-d:]) for part, d in zip(parts, depth, strict=True)]
+        clashes = [i for i, label in enumerate(labels) if labels.count(label) > 1]
+        if not clashes or all(depth[i] >= len(parts[i]) for i in clashes):
+            return labels
+        for i in clashes:
+            depth[i] += 1
+
+
+def check_files(paths: list[Path]) -> None:
+    """At most MAX_FILES files (markers must tell them apart), none given twice."""
+    if len(paths) > MAX_FILES:
+        raise UsageError(
+            f"{len(paths)} cards files: a report overlays at most {MAX_FILES} (one marker each)"
+        )
+    seen: dict[str, Path] = {}
+    for path in paths:
+        real = os.path.realpath(path)
+        if real in seen:
+            raise UsageError(f"{path}: given twice (also as {seen[real]})")
+        seen[real] = path
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    """A number for people; `-` when missing, 4 significant digits when far out of range."""
+    if value is None:
+        return "-"
+    if abs(value) >= 1e12 or (value and abs(value) < 1e-4):
+        return f"{value:.4g}"
+    return spec.format(value)
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None else repr(float(value))
+
+
+def _visible(value: Any) -> Any:
+    """Control and bidi characters of user text shown as escapes (`\\u202e`), so that a name
+    cannot reorder the numbers around it nor drive a terminal that prints the file."""
+    return printable(value, keep_newlines=True) if isinstance(value, str) else value
+
+
+def report_html(files: list[tuple[str, CardFile]], title: str) -> str:
+    """The HTML report of `files` ((label, cards) pairs)."""
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,  # every string from a file is text, never markup
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        finalize=_visible,
+    )
+    view = build_view(files, title)
+    context: dict[str, Any] = {
+        "view": view,
+        "chart": build_chart(
+            view.points, view.ceilings, [(MARKER_NAMES[f.marker], f.label) for f in view.files]
+        ),
+        "colours": dict(view.classes),
+        "marker_names": MARKER_NAMES,
+        "dashes": DASHES,
+        "version": __version__,
+        "scope": SCOPE,
+        "fmt": _fmt,
+        "num": _num,
+        "inference_us": _inference_us,
+    }
+    return environment.get_template("report.html.j2").render(context)
+
+
+def report_markdown(files: list[tuple[str, CardFile]], title: str) -> str:
+    """A Markdown summary: inputs, time per stage and class, the top time consumers."""
+    view = build_view(files, title)
+    lines = [f"## {md_text(title)}", ""]
+    for f in view.files:
+        header = dict(f.header)
+        lines.append(
+            f"- {MARKER_NAMES[f.marker]} {md_code(f.label)}: "
+            + md_text(
+                f"{header['GPU']}; driver {header['driver']}, ncu {header['Nsight Compute']},"
+                f" torch {header['torch']}, cuDNN {header['cuDNN']}; rules {header['rules']};"
+                f" captured {header['captured']}; {header['cards']} cards"
+            )
+        )
+        lines += [f"  - **warning**: {md_text(w)}" for w in f.warnings]
+    lines += ["", "### Time per stage and class", ""]
+    lines += ["| file | stage | class | cards | calls | kernel us per inference | share of stage |"]
+    lines += ["|---|---|---|---:|---:|---:|---:|"]
+    for f in view.files:
+        for row in f.stages:
+            share = "-" if row.share_of_stage is None else f"{100 * row.share_of_stage:.1f} %"
+            untimed = f" ({row.untimed} without time)" if row.untimed else ""
+            lines.append(
+                f"| {MARKER_NAMES[f.marker]} {md_code(f.label)} | {md_text(row.stage)} |"
+                f" {md_text(row.primary)} | {row.cards} | {row.calls} |"
+                f" {row.kernel_us:,.1f}{untimed} | {share} |"
+            )
+    lines += ["", f"### Top {TOP_CONSUMERS} time consumers per file", ""]
+    lines += [
+        "| file | shape | class | calls | us per call | us per inference | % of stage"
+        " | % of roof | roof | hot unit |"
+    ]
+    lines += ["|---|---|---|---:|---:|---:|---:|---:|---|---|"]
+    lines += _top_rows(view)
+    return "\n".join(lines) + "\n"
+
+
+def _inference_us(card: Any) -> float | None:
+    return None if card.summed_kernel_us is None else card.summed_kernel_us * card.calls
+
+
+def _top_rows(view: ReportView) -> list[str]:
+    rows = []
+    for f in view.files:
+        cards = [c for c in view.cards if c.file == f.index]
+        cards.sort(key=lambda c: -((c.card.summed_kernel_us or 0.0) * c.card.calls))
+        for c in cards[:TOP_CONSUMERS]:
+            roof = c.dominant.roofline if c.dominant else None
+            units = c.dominant.hot_units.get("sm") if c.dominant else None
+            hot = f"{units[0].label} {units[0].pct:.1f} %" if units else "-"
+            rows.append(
+                f"| {MARKER_NAMES[f.marker]} {md_code(f.label)} | {md_code(c.card.group)} |"
+                f" {md_text(c.card.primary or c.card.status)} | {c.card.calls} |"
+                f" {_fmt(c.card.summed_kernel_us, '{:,.1f}')} |"
+                f" {_fmt(_inference_us(c.card), '{:,.1f}')} |"
+                f" {_fmt(c.share_of_stage, '{:.1%}')} |"
+                f" {_fmt(roof.pct_of_roof if roof else None, '{:.1f}')} |"
+                f" {md_text(roof.binding or '-') if roof else '-'} | {md_text(hot)} |"
+            )
+    return rows

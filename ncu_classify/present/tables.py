@@ -1,0 +1,89 @@
+"""Which format an output is written in: `--format` as given, else the `-o` suffix, else the
+command's default. One policy for every command, so that `-o x.pdf` never silently gets HTML
+and `--format csv -o x.parquet` never gets CSV bytes under a Parquet name."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from ..core.errors import EnvironmentProblem, UsageError
+
+TABLE_SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+TEXT_SUFFIXES = (".txt", ".text", ".log", ".out")  # a text table may go into any of these
+
+
+def output_format(
+    given: str | None,
+    output: str | None,
+    suffixes: Mapping[str, str],
+    default: str | None,
+    *,
+    option: str = "-o",
+    neutral: tuple[str, ...] = (),
+) -> str:
+    """The format to write `output` in. A --format the command lacks, a suffix that names
+    another format than --format, and an unknown suffix without --format are usage errors;
+    a `neutral` suffix (.txt for a text table) names no format."""
+    formats = [*dict.fromkeys([*([default] if default else []), *suffixes.values()])]
+    if given is not None and given not in formats:
+        raise UsageError(f"--format {given!r}: expected {', '.join(formats)}")
+    suffix = Path(output).suffix.lower() if output and output != "-" else ""
+    implied = suffixes.get(suffix)
+    if given is not None and implied is not None and given != implied:
+        raise UsageError(f"--format {given} but {option} {output} names a {suffix} file")
+    if default is None and implied is None:
+        raise UsageError(f"{option} {output}: expected a file ending in {', '.join(suffixes)}")
+    if suffix and suffix not in neutral and implied is None and given is None:
+        known = ", ".join(suffixes)
+        raise UsageError(
+            f"{option} {output}: {suffix} is not a format this command writes ({known});"
+            " rename the file or give --format"
+        )
+    chosen = given or implied or default or ""
+    if chosen == "parquet":
+        require_parquet()
+    return chosen
+
+
+# What each of the tool's files is, by suffix: a file of one kind is never written under the
+# name of another (cards JSON into x.csv, a shapes YAML into x.json).
+KNOWN_SUFFIXES = {
+    ".json": "JSON",
+    ".yaml": "YAML",
+    ".yml": "YAML",
+    ".csv": "CSV",
+    ".parquet": "Parquet",
+    ".pq": "Parquet",
+    ".html": "HTML",
+    ".htm": "HTML",
+    ".md": "Markdown",
+    ".pdf": "PDF",
+    ".png": "PNG",
+    ".svg": "SVG",
+    ".xlsx": "Excel",
+    ".xls": "Excel",
+}
+
+
+def check_kind(output: str, kind: str, option: str = "-o") -> None:
+    """Refuse an `output` whose suffix names another of the tool's file kinds than `kind`
+    (`classify -o cards.csv`); other suffixes and none are the user's choice."""
+    suffix = Path(output).suffix.lower() if output != "-" else ""
+    named = KNOWN_SUFFIXES.get(suffix)
+    if named is not None and named != kind:
+        raise UsageError(
+            f"{option} {output}: this command writes {kind}, but {suffix} names {named};"
+            " give another file name"
+        )
+
+
+def require_parquet() -> None:
+    """Parquet needs pyarrow: say so before any work is done or anything is written."""
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise EnvironmentProblem(
+            "Parquet needs pyarrow, which is not installed: pip install 'ncu-classify[parquet]'"
+            " (or pyarrow); nothing was written"
+        ) from None

@@ -1,0 +1,356 @@
+"""Read Nsight Compute reports into kernel rows; the only module that imports ncu_report.
+
+Values come from ncu_report in the unit the report states for each metric and are converted to
+card units through the metric catalog; a metric that none of its ncu names provides, or that ncu
+recorded as NaN (a kernel it could not profile), stays None and is listed as missing. Compressed
+reports (`.ncu-rep.xz`, `.gz`, `.bz2`) are inflated into a temporary file first, since ncu_report
+reads only from a path. Every report is checked whole by `report_format` before ncu_report opens
+it (ncu_report takes a cut file for a shorter report), and the kernels it yields are checked too.
+"""
+
+from __future__ import annotations
+
+import bz2
+import contextlib
+import functools
+import gzip
+import importlib.metadata
+import lzma
+import math
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import ncu_report
+
+from ..core.counters import BREAKDOWNS, fill_products
+from ..core.errors import ReportError
+from ..core.metrics import CATALOG, DEVICE_METRICS, PASSES_METRIC, UnitError, complete
+from ..core.textio import open_regular, os_reason
+from .framing import REPORT_MAGIC, SUPPORTED_FORMAT, ReportInfo, check_report, version_message
+from .records import KernelRecord, ReportRead
+
+_DECOMPRESSORS: dict[str, ModuleType] = {".xz": lzma, ".gz": gzip, ".bz2": bz2}
+# Roofline counts a `--set full` report carries only as rates (it has no `.sum` of them).
+RATE_FALLBACK_SPECS = tuple(
+    s for s in CATALOG if s.names[0].endswith(".sum") and s.dimension in ("count", "bytes")
+)
+ZSTD_MAGIC_BYTES = b"\x28\xb5\x2f\xfd"
+# Inflated reports may grow this many times their compressed size (xz shrinks real reports
+# about 16x), and always to MIN_INFLATE_CAP: more is a compression bomb, not a report.
+INFLATE_RATIO = 200
+MIN_INFLATE_CAP = 256 << 20
+CHUNK = 1 << 20
+
+
+@contextlib.contextmanager
+def _plain_file(path: Path, scratch: Path | None = None) -> Iterator[Path]:
+    """The report as an uncompressed file on disk: a temporary copy for compressed ones, in
+    `scratch` when given (the caller then owns its clean-up, also when this process is killed),
+    checked at its first bytes and capped in size while it is inflated."""
+    module = _DECOMPRESSORS.get(path.suffix)
+    if module is None:
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="ncu-classify-", dir=scratch) as tmp:
+        plain = Path(tmp) / path.name.removesuffix(path.suffix)
+        try:
+            with module.open(path, "rb") as src, plain.open("wb") as dst:
+                _inflate(src, dst, path, plain.name)
+        except (OSError, EOFError, lzma.LZMAError) as exc:
+            raise ReportError(f"{path}: cannot decompress: {exc}") from None
+        yield plain
+
+
+def _inflate(src: Any, dst: Any, path: Path, inner: str) -> None:
+    """Copy `src` to `dst`, refusing a wrong header at once and a bomb before the disk fills."""
+    cap = max(MIN_INFLATE_CAP, INFLATE_RATIO * path.stat().st_size)
+    expected = ZSTD_MAGIC_BYTES if inner.endswith(".ncu-repz") else REPORT_MAGIC
+    first = src.read(CHUNK)
+    if first[:4] not in (REPORT_MAGIC, ZSTD_MAGIC_BYTES):
+        raise ReportError(
+            f"{path}: not an Nsight Compute report (bad file header once decompressed;"
+            f" expected {expected!r})"
+        )
+    written = 0
+    chunk = first
+    while chunk:
+        written += len(chunk)
+        if written > cap:
+            raise ReportError(
+                f"{path}: inflates to more than {cap:,} bytes ({INFLATE_RATIO}x its size):"
+                " not a report (a compression bomb?)"
+            )
+        dst.write(chunk)
+        chunk = src.read(CHUNK)
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """File descriptor 2 sent to /dev/null: ncu_report's native code logs protobuf and absl
+    lines there on damaged input, which would break the one-line errors."""
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+@contextlib.contextmanager
+def _local_report(path: Path, scratch: Path | None) -> Iterator[tuple[Path, ReportInfo]]:
+    """The report checked whole, as a plain file whose suffix tells ncu_report its content
+    (ncu_report picks zstd by the `.ncu-repz` suffix alone and reads a misnamed file as empty)."""
+    with _plain_file(path, scratch) as plain:
+        info = check_report(plain, label=path)
+        named_right = plain.name.endswith(".ncu-repz") == (info.kind == ".ncu-repz")
+        if named_right and _utf8(plain.resolve()):
+            yield plain, info
+            return
+        # a misnamed report, or a path ncu_report cannot take (it wants UTF-8: b"r\xff.ncu-rep"
+        # fails in SWIG): read through a link of a plain name
+        with tempfile.TemporaryDirectory(prefix="ncu-classify-", dir=scratch) as tmp:
+            renamed = Path(tmp) / f"report{info.kind}"
+            renamed.symlink_to(plain.resolve())
+            yield renamed, info
+
+
+def _utf8(path: Path) -> bool:
+    """Whether `path` is UTF-8 text (a file name may be any bytes; Python keeps the others as
+    surrogate escapes, which ncu_report's SWIG layer refuses)."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=1)
+def installed_version() -> str:
+    """Version of the installed ncu-report wheel (`2026.3.1`), for version errors."""
+    try:
+        return importlib.metadata.version("ncu-report")
+    except importlib.metadata.PackageNotFoundError:  # the copy shipped in extras/python
+        return "(version unknown)"
+
+
+def _nvtx_stack(action: Any) -> list[str]:
+    """Push/pop range names around the kernel, outermost first, domain by domain (the default
+    domain, id 0, first)."""
+    state = action.nvtx_state()
+    if state is None:
+        return []
+    stack: list[str] = []
+    for domain_id in sorted(state.domains()):
+        domain = state.domain_by_id(domain_id)
+        if domain is not None:
+            stack.extend(str(name) for name in domain.push_pop_ranges())
+    return stack
+
+
+def _device(action: Any) -> dict[str, str | int | None]:
+    """The GPU the report was taken on (name, SM count, L2 size, compute capability, maximum
+    clocks), each from the first of its names that the report holds."""
+    out: dict[str, str | int | None] = {}
+    for key, names in DEVICE_METRICS.items():
+        found = (action.metric_by_name(n) for n in ((names,) if isinstance(names, str) else names))
+        metric = next((m for m in found if m is not None), None)
+        out[key] = None if metric is None else metric.value()
+    return out
+
+
+HOT_UNITS = 3  # entries of each breakdown kept on the card
+_BREAKDOWN_SUFFIX = ".avg.pct_of_peak_sustained_elapsed"
+
+
+def _hot_units(action: Any) -> dict[str, list[tuple[str, float]]]:
+    """The top sub-units of the SM and memory throughput breakdowns, busiest first: the
+    breakdown metric's value names its members, whose values the report holds beside it."""
+    out = {}
+    for unit, name in BREAKDOWNS.items():
+        metric = action.metric_by_name(name)
+        if metric is None or not metric.has_value():
+            continue
+        members = []
+        for member in str(metric.value()).split(","):
+            value = action.metric_by_name(member.strip())
+            number = value.as_double() if value is not None and value.has_value() else math.nan
+            if math.isfinite(number):
+                members.append((member.strip().removesuffix(_BREAKDOWN_SUFFIX), number))
+        members.sort(key=lambda item: (-item[1], item[0]))
+        out[unit] = [(member, float(f"{number:.6g}")) for member, number in members[:HOT_UNITS]]
+    return out
+
+
+def _passes(action: Any) -> int | None:
+    """Replay passes ncu needed for the kernel; None when absent or NaN."""
+    metric = action.metric_by_name(PASSES_METRIC)
+    value = None if metric is None or not metric.has_value() else metric.as_double()
+    return int(value) if value is not None and math.isfinite(value) else None
+
+
+def read_kernel(
+    action: Any,
+    report: str,
+    range_index: int,
+    action_index: int,
+    device: dict[str, str | int | None],
+) -> KernelRecord:
+    """One kernel row from an ncu_report action (`device`: the report's GPU, read once)."""
+    values: dict[str, float | None] = {}
+    sources: dict[str, str] = {}
+    problems: list[str] = []
+    for spec in CATALOG:
+        values[spec.key] = None
+        for name in spec.names:
+            metric = action.metric_by_name(name)
+            if metric is None or not metric.has_value():
+                continue
+            # as_double() reads every numeric kind; value() would dispatch in Python first.
+            raw = metric.as_double()
+            if not math.isfinite(raw):  # NaN: ncu could not measure it (kernel not profiled)
+                continue
+            try:
+                values[spec.key] = spec.from_report(raw, metric.unit())
+                sources[spec.key] = name
+            except UnitError as exc:
+                problems.append(f"{name}: {exc}")
+            break
+    _from_rates(action, values, sources)
+    fill_products(functools.partial(_number, action), values, sources)  # --set full names
+    complete(values, sources)  # figures the other counters determine (tensor over elapsed)
+    missing = [spec.key for spec in CATALOG if values[spec.key] is None]
+    return KernelRecord.model_construct(  # trusted values: skip validation on the hot path
+        report=report,
+        range_index=range_index,
+        action_index=action_index,
+        mangled=action.name(ncu_report.IAction.NameBase_MANGLED),
+        demangled=action.name(ncu_report.IAction.NameBase_DEMANGLED),
+        function=action.name(ncu_report.IAction.NameBase_FUNCTION),
+        nvtx_ranges=_nvtx_stack(action),
+        values=values,
+        sources=sources,
+        missing=missing,
+        unit_problems=problems,
+        replay_passes=_passes(action),
+        device=device,
+        hot_units=_hot_units(action),
+    )
+
+
+def _from_rates(action: Any, values: dict[str, float | None], sources: dict[str, str]) -> None:
+    """Counts a `--set full` report keeps only as rates: `<c>.sum.per_second` x the duration
+    (DRAM bytes) or `<c>.sum.per_cycle_elapsed` x the unit's cycles (FP32 instructions)."""
+    duration = _number(action, "gpu__time_duration.sum")
+    if duration is None:
+        return
+    seconds = duration * 1e-9  # ncu_report gives base units: ns
+    for spec in RATE_FALLBACK_SPECS:
+        if values.get(spec.key) is not None:
+            continue
+        name = spec.names[0]
+        rate = _number(action, f"{name}.per_second")
+        if rate is not None:
+            values[spec.key], sources[spec.key] = rate * seconds, f"{name}.per_second x duration"
+            continue
+        unit = name.split("__", 1)[0]
+        per_cycle = _number(action, f"{name}.per_cycle_elapsed")
+        clock = _number(action, f"{unit}__cycles_elapsed.avg.per_second")
+        if per_cycle is not None and clock is not None:
+            values[spec.key] = float(f"{per_cycle * clock * seconds:.12g}")
+            sources[spec.key] = f"{name}.per_cycle_elapsed x {unit} cycles elapsed"
+
+
+def _number(action: Any, name: str) -> float | None:
+    metric = action.metric_by_name(name)
+    if metric is None or not metric.has_value():
+        return None
+    value = metric.as_double()
+    return value if math.isfinite(value) else None
+
+
+def warm_up(path: Path, scratch: Path | None = None) -> None:
+    """Pay ncu_report's one-off start (about 85 ms, at the first kernel a process touches) once,
+    in a parent about to fork readers, so that the workers start warm. Errors are left for the
+    real read to report."""
+    with contextlib.suppress(Exception), _plain_file(path, scratch) as plain, _quiet_stderr():
+        context = ncu_report.load_report(str(plain))
+        if context is not None and context.num_ranges() and context.range_by_idx(0).num_actions():
+            context.range_by_idx(0).action_by_idx(0)
+
+
+def _damage(action: Any, row: KernelRecord) -> str | None:
+    """Why a kernel looks like the phantom ncu_report makes of a cut result (no name, no metric
+    at all), or None. metric_names() costs 0.6 ms on a --set full kernel: asked only when no
+    catalog metric has a value, and a NaN-only kernel, which ncu wrote, still has its names."""
+    if not row.mangled:
+        return "has no name"
+    if len(row.missing) == len(CATALOG) and not action.metric_names():
+        return "holds no metric at all"
+    return None
+
+
+def _load(plain: Path, path: Path) -> Any:
+    """ncu_report's context for the report file `plain`; errors name `path`."""
+    try:
+        with _quiet_stderr():
+            context = ncu_report.load_report(str(plain))
+    except Exception as exc:  # ncu_report raises bare RuntimeErrors and friends
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ReportError(f"{path}: not a readable Nsight Compute report: {first}") from None
+    if context is None:
+        raise ReportError(f"{path}: not a readable Nsight Compute report")
+    return context
+
+
+def _kernels(plain: Path, path: Path, label: str, info: ReportInfo) -> list[KernelRecord]:
+    """Every kernel of the checked report file `plain`, refusing a damaged one; errors name
+    `path`, rows `label`."""
+    context = _load(plain, path)
+    kernels: list[KernelRecord] = []
+    device: dict[str, str | int | None] | None = None
+    for r in range(context.num_ranges()):
+        rng = context.range_by_idx(r)
+        for a in range(rng.num_actions()):
+            action = rng.action_by_idx(a)
+            device = device if device is not None else _device(action)
+            row = read_kernel(action, label, r, a, device)
+            problem = _damage(action, row)
+            if problem:
+                raise ReportError(
+                    f"{path}: damaged report: kernel {len(kernels)} (range {r}, action {a}) "
+                    f"{problem}"
+                )
+            kernels.append(row)
+    if not kernels:
+        raise ReportError(f"{path}: holds no profiled kernel (truncated, or ncu profiled nothing)")
+    if info.kernels is not None and len(kernels) < info.kernels:
+        raise ReportError(
+            f"{path}: damaged report: its block headers announce {info.kernels} kernels "
+            f"but ncu_report read {len(kernels)}"
+        )
+    return kernels
+
+
+def read_report(path: Path, label: str | None = None, scratch: Path | None = None) -> ReportRead:
+    """Every kernel of the report at `path`; `label` is the path written into the rows;
+    compressed reports are inflated under `scratch` (default: the system's temporary folder)."""
+    label = label or str(path)
+    open_regular(path, ReportError).close()  # not a FIFO, device, folder or dangling link
+    try:
+        with _local_report(path, scratch) as (plain, info):
+            try:
+                kernels = _kernels(plain, path, label, info)
+            except ReportError:
+                if info.format_version in (None, SUPPORTED_FORMAT):
+                    raise
+                raise ReportError(version_message(path, info, installed_version())) from None
+    except OSError as exc:  # unreadable, or gone since it was listed
+        raise ReportError(f"{path}: cannot read: {os_reason(path, exc)}") from None
+    return ReportRead.model_construct(path=label, kernels=kernels)

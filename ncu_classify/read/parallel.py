@@ -1,0 +1,155 @@
+"""Reading reports for classify: in parallel, in bounded batches, each in a forked child.
+
+ncu_report keeps about 0.4 MB per kernel it has handed out until its process ends (even after
+the report is released), so with several jobs reports are read in batches by child processes
+that exit after one batch: memory stays bounded however many reports there are. Kernels are
+classified where they are read. Compressed reports are inflated under one scratch folder that
+this process owns and removes on every way out, also when the children are killed.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from ..cards.model import KernelCard, kernel_card
+from ..core.errors import ReportError
+from ..core.text import unicode_safe
+from ..verdicts.rules import LoadedRules
+from .records import KernelRecord
+from .workers import WorkerFailure, run_in_children
+
+REPORTS_PER_WORKER = 256
+BYTES_PER_WORKER = 1 << 30
+Progress = Callable[[int, int], None]  # reports done, reports in all
+
+
+Pair = tuple[KernelRecord, KernelCard]  # a kernel row and its classified card entry
+_rules: LoadedRules | None = None  # the rules a reader process classifies with
+_scratch: Path | None = None  # where it inflates compressed reports
+
+
+def _use(rules: LoadedRules, scratch: Path | None) -> None:
+    """Set what every reader (forked later, or this process) classifies with and where it
+    inflates reports."""
+    global _rules, _scratch
+    _rules, _scratch = rules, scratch
+
+
+def _read(path: Path) -> list[Pair] | str:
+    """Reader: one report's kernels, classified, or the one-line error that stopped it."""
+    from .kernels import read_report
+
+    assert _rules is not None, "_use() first"
+    try:
+        rows = read_report(path, label=unicode_safe(str(path)), scratch=_scratch).kernels
+    except ReportError as exc:
+        return unicode_safe(str(exc))
+    return [(row, kernel_card(row, _rules)) for row in rows]
+
+
+def _read_batch(batch: list[tuple[int, Path]]) -> list[tuple[int, list[Pair] | str]]:
+    """Worker: several reports, read by one process that then exits."""
+    return [(index, _read(path)) for index, path in batch]
+
+
+def _report_bytes(path: Path) -> int:
+    """Rough uncompressed size (xz, gzip and the zstd of .ncu-repz shrink reports ~16x)."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return 0  # gone since it was listed: its read reports that
+    return size if path.name.endswith((".ncu-rep", ".nsight-cuprof-report")) else 16 * size
+
+
+def reader_batches(paths: list[Path], workers: int) -> list[list[tuple[int, Path]]]:
+    """Split reports over `workers` with equal bytes (largest first, to the lightest worker),
+    then cut each worker's share into batches under the per-process caps."""
+    shares: list[list[tuple[int, Path]]] = [[] for _ in range(workers)]
+    loads = [0] * workers
+    sized = sorted(((_report_bytes(p), i, p) for i, p in enumerate(paths)), key=lambda t: -t[0])
+    for size, index, path in sized:
+        lightest = loads.index(min(loads))
+        shares[lightest].append((index, path))
+        loads[lightest] += size
+    batches: list[list[tuple[int, Path]]] = []
+    for share in shares:
+        current: list[tuple[int, Path]] = []
+        budget = 0
+        for index, path in sorted(share):
+            size = _report_bytes(path)
+            if current and (len(current) >= REPORTS_PER_WORKER or budget + size > BYTES_PER_WORKER):
+                batches.append(current)
+                current, budget = [], 0
+            current.append((index, path))
+            budget += size
+        if current:
+            batches.append(current)
+    return batches
+
+
+def _threaded() -> bool:
+    """True if this process runs other native threads (torch does): fork could deadlock."""
+    tasks = Path("/proc/self/task")
+    return tasks.is_dir() and sum(1 for _ in tasks.iterdir()) > 1
+
+
+def read_all(
+    paths: list[Path], jobs: int, rules: LoadedRules, progress: Progress | None = None
+) -> list[list[Pair] | str]:
+    """Classified rows of every report, in the order given, read by up to `jobs` processes.
+    A batch whose child dies (a native crash on a hostile report) is read again one report per
+    child, so that the crash is pinned on its report and the others are still read."""
+    with tempfile.TemporaryDirectory(prefix="ncu-classify-") as scratch:
+        _use(rules, Path(scratch))
+        try:
+            workers = max(1, min(jobs, len(paths)))
+            batches = reader_batches(paths, workers)
+            if workers == 1 or len(batches) <= 1 or _threaded():
+                # Read here: asked for one process, or one reader's share, or fork is unsafe.
+                # With --jobs 1 memory grows by ncu_report's 0.4 MB per kernel.
+                return _read_here(paths, progress)
+            return _read_in_children(paths, batches, workers, progress)
+        finally:
+            _use(rules, None)
+
+
+def _read_here(paths: list[Path], progress: Progress | None) -> list[list[Pair] | str]:
+    results = []
+    for done, path in enumerate(paths, 1):
+        results.append(_read(path))
+        if progress:
+            progress(done, len(paths))
+    return results
+
+
+def _read_in_children(
+    paths: list[Path],
+    batches: list[list[tuple[int, Path]]],
+    workers: int,
+    progress: Progress | None,
+) -> list[list[Pair] | str]:
+    results: list[list[Pair] | str] = ["" for _ in paths]
+    if len(batches) > workers:  # recycled workers: pay ncu_report's start once, before forking
+        from .kernels import warm_up
+
+        warm_up(paths[0], _scratch)
+    retry: list[list[tuple[int, Path]]] = []
+    done = 0
+    for tasks in (batches, retry):
+        for number, outcome in run_in_children(_read_batch, tasks, workers):
+            if not isinstance(outcome, WorkerFailure):
+                for index, result in outcome:
+                    results[index] = result
+                done += len(outcome)
+            elif len(tasks[number]) > 1:
+                retry.extend([item] for item in tasks[number])
+                continue
+            else:
+                index, path = tasks[number][0]
+                results[index] = f"{path}: the report reader failed on it: {outcome.reason}"
+                done += 1
+            if progress:
+                progress(done, len(paths))
+    return results

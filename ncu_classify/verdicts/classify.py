@@ -1,0 +1,223 @@
+"""classify: report files or capture folders -> kernel rows -> classified cards.
+
+A folder with a capture `manifest.json` yields one card per captured shape, in manifest order,
+its kernels found by NVTX range. Any other report (a user's own ncu run) yields one card per
+NVTX push/pop range, or per kernel name when there is none. Reports are read in parallel, one
+process per report, and merged in input order so the output does not depend on timing.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..capture.group_ids import parse_group_id, shape_record
+from ..capture.manifest import ShapeRecord
+from ..cards.model import Card, CardFile, KernelCard, build_card, card_class, count_classes
+from ..core.clock import utc_now
+from ..core.text import unicode_safe
+from ..read.framing import report_stem
+from ..read.parallel import Progress, read_all, reader_batches
+from ..read.records import KernelRecord
+from .inputs import Source, collect_inputs, input_files
+from .rules import LoadedRules
+
+__all__ = ["Progress", "classify", "input_files", "read_all", "reader_batches"]
+
+Pair = tuple[KernelRecord, KernelCard]  # a kernel row and its classified card entry
+
+
+def _shape_card(shape: ShapeRecord, pairs: list[Pair], rules: LoadedRules, reads: Reads) -> Card:
+    records, kernels = [p[0] for p in pairs], [p[1] for p in pairs]
+    error = shape.error if shape.status != "ok" else None
+    if shape.status == "pending":
+        error = (
+            "not captured: the capture stopped before this shape (pending in the manifest);"
+            " finish it with capture --resume"
+        )
+    stem = report_stem(shape.report) if shape.report else None
+    path = next((p for p in reads.source.reports if report_stem(p) == stem), None)
+    if shape.status == "ok" and path is not None and path in reads.failed:
+        error = f"its report could not be read: {reads.failed[path]}"
+    elif shape.status == "ok" and path is None and stem in reads.source.problems:
+        error = f"its report could not be read: {reads.source.problems[stem]}"
+    elif shape.status == "ok" and not records and shape.report:
+        error = f"no kernel of range {shape.group!r} found in {shape.report}"
+    elif shape.status == "ok" and shape.kernels is not None and len(records) != shape.kernels:
+        error = (
+            f"{len(records)} kernels of this range in the report, but capture counted"
+            f" {shape.kernels}: report incomplete?"
+        )
+    report = unicode_safe(str(path)) if path is not None else shape.report
+    return build_card(
+        group=shape.group,
+        stage=shape.stage,
+        op=shape.op,
+        kernels=kernels,
+        rules=rules,
+        records=records,
+        shape_parameters={
+            **shape.shape_parameters,
+            **({"backend_used": shape.backend_used} if shape.backend_used else {}),
+        },
+        note=shape.note,
+        calls=shape.calls,
+        source=shape.source,
+        input_source=shape.input_source,
+        input_sha256=shape.input_sha256,
+        ncu_output=report,
+        nominal_mac_flops=shape.nominal_mac_flops,
+        nominal_bytes=shape.nominal_bytes,
+        error=error,
+    )
+
+
+def _foreign_cards(pairs: list[Pair], rules: LoadedRules, labels: dict[str, str]) -> list[Card]:
+    """Cards for kernels no manifest claims: per innermost NVTX range that is one of our group
+    ids (a capture report read without its folder: the shape, stage and nominal FLOPs come back
+    from the id), else per NVTX range, else per kernel name; the stage of the last two is the
+    report's label (its stem, or more where stems clash)."""
+    groups: dict[tuple[str, str, str], list[Pair]] = {}
+    for rec, card in pairs:
+        stem = labels.get(rec.report) or report_stem(rec.report)
+        if rec.nvtx_ranges and parse_group_id(rec.nvtx_ranges[-1]) is not None:
+            key = (stem, "group", rec.nvtx_ranges[-1])
+        elif rec.nvtx_ranges:
+            key = (stem, "nvtx_range", "/".join(rec.nvtx_ranges))
+        else:
+            key = (stem, "kernel", rec.function)
+        groups.setdefault(key, []).append((rec, card))
+    return [
+        build_card(
+            rules=rules,
+            records=[p[0] for p in members],
+            kernels=[p[1] for p in members],
+            ncu_output=members[0][0].report,
+            **_identity(stem, kind, name),
+        )
+        for (stem, kind, name), members in groups.items()
+    ]
+
+
+def _identity(stem: str, kind: str, name: str) -> dict[str, Any]:
+    """Group, stage, op (and for a group id its shape and nominal FLOPs and bytes, as capture
+    computes them) of a card no manifest describes."""
+    entry = parse_group_id(name) if kind == "group" else None
+    if entry is None:
+        return {"group": f"{stem}:{name}", "stage": stem, "op": kind}
+    record = shape_record(entry)
+    return {
+        "group": record.group,
+        "stage": record.stage,
+        "op": record.op,
+        "shape_parameters": record.shape_parameters,
+        "nominal_mac_flops": record.nominal_mac_flops,
+        "nominal_bytes": record.nominal_bytes,
+    }
+
+
+@dataclass
+class Reads:
+    """What reading gave for one source: kernels per report, errors per failed report."""
+
+    source: Source
+    ok: dict[Path, list[Pair]]
+    failed: dict[Path, str]
+    labels: dict[str, str]
+
+
+def cards_for_source(reads: Reads, rules: LoadedRules) -> list[Card]:
+    """Cards of one source: the manifest's shapes first, then anything unclaimed."""
+    source = reads.source
+    pairs = [pair for path in source.reports if path in reads.ok for pair in reads.ok[path]]
+    if source.manifest is None:
+        return _foreign_cards(pairs, rules, reads.labels)
+    # Key kernels by (report, range): after --resume a range can sit in an older report too
+    # (a crashed first attempt); a shape takes the kernels of the report its record names.
+    by_range: dict[tuple[str, str], list[Pair]] = {}
+    for pair in pairs:
+        ranges = pair[0].nvtx_ranges
+        key = (report_stem(pair[0].report), ranges[-1] if ranges else "")
+        by_range.setdefault(key, []).append(pair)
+    cards = []
+    for shape in source.manifest.shapes:
+        stem = report_stem(shape.report) if shape.report else ""
+        cards.append(_shape_card(shape, by_range.pop((stem, shape.group), []), rules, reads))
+    leftovers = [pair for members in by_range.values() for pair in members]
+    return cards + _foreign_cards(leftovers, rules, reads.labels)
+
+
+def classify(
+    paths: list[Path],
+    rules: LoadedRules,
+    jobs: int | None = None,
+    progress: Progress | None = None,
+) -> CardFile:
+    """Read every report under `paths` and build the cards file (input errors listed in it).
+    An invalid capture manifest raises ManifestError before any report is read."""
+    inputs = collect_inputs(paths)
+    all_reports = inputs.reports()
+    results = read_all(all_reports, jobs or os.cpu_count() or 1, rules, progress)
+    ok: dict[Path, list[Pair]] = {}
+    failed: dict[Path, str] = {}
+    for path, result in zip(all_reports, results, strict=True):
+        if isinstance(result, str):
+            inputs.errors.append(result)
+            failed[path] = result
+        else:
+            ok[path] = result
+    labels = {unicode_safe(str(p)): unicode_safe(label) for p, label in inputs.labels.items()}
+    cards = [
+        card
+        for source in inputs.sources
+        for card in cards_for_source(Reads(source, ok, failed, labels), rules)
+    ]
+    summary, by_stage = count_classes(map(card_class, cards))
+    return CardFile(
+        generated_at=utc_now(),
+        tool_version=__version__,
+        rules=rules.rules.summary_text(),
+        rules_id=rules.rules.id,
+        rules_file=rules.path,
+        rules_sha256=rules.sha256,
+        inputs=[unicode_safe(str(p)) for p in paths],
+        captures=[capture_environment(s) for s in inputs.sources if s.manifest],
+        input_errors=[unicode_safe(e) for e in inputs.errors],
+        input_warnings=[unicode_safe(w) for w in inputs.warnings + duplicate_groups(cards)],
+        cards=cards,
+        summary=summary,
+        by_stage=by_stage,
+    )
+
+
+def capture_environment(source: Source) -> dict[str, Any]:
+    """What a capture ran on, from its manifest: for report headers and cross-run diffs."""
+    manifest, path = source.manifest, source.manifest_path
+    assert manifest is not None and path is not None
+    host = manifest.host
+    gpus = host.get("gpus") or []
+    return {
+        "folder": unicode_safe(str(path.parent)),
+        "created_at": manifest.created_at,
+        "shapes_file": manifest.shapes_file,
+        "gpu": host.get("gpu_name"),
+        "sm_count": host.get("sm_count"),
+        "driver": next((g.get("driver") for g in gpus if g.get("driver")), None),
+        "ncu": host.get("ncu"),
+        "cuda_runtime": host.get("cuda_runtime"),
+        "torch": host.get("torch"),
+        "cudnn": host.get("cudnn"),
+        "python": host.get("python"),
+        "capture_tool_version": manifest.tool_version,
+    }
+
+
+def duplicate_groups(cards: list[Card]) -> list[str]:
+    """A warning per group id that more than one card carries (two copies of one capture)."""
+    counts: dict[str, int] = {}
+    for card in cards:
+        counts[card.group] = counts.get(card.group, 0) + 1
+    return [f"group {g!r} appears in {n} cards" for g, n in counts.items() if n > 1]

@@ -1,0 +1,222 @@
+"""What classify reads: files and folders expanded into report sources before any report opens.
+
+Folders are searched recursively (hidden folders such as a capture's `.work` are skipped, and so
+are links to folders, which could loop); a folder that holds a capture `manifest.json` is one
+source with its manifest and is not searched further. The same report reached twice is read
+once, with a warning. Reports of other people's runs that share a name (`profile.ncu-rep` is the
+commonest) get labels that tell them apart, so their cards never merge into one stage.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..capture.manifest import MANIFEST_NAME, Manifest, read_manifest
+from ..core.ordering import natural_key
+from ..core.textio import not_regular, os_reason
+from ..read.framing import REPORT_SUFFIXES, report_stem
+
+
+def is_report(path: Path) -> bool:
+    """True for a file name classify reads as an Nsight Compute report."""
+    return path.name.endswith(REPORT_SUFFIXES)
+
+
+@dataclass
+class Source:
+    """Reports to read, with the capture manifest of their folder when there is one."""
+
+    reports: list[Path]
+    manifest_path: Path | None = None
+    manifest: Manifest | None = None
+    # report stem -> the error line of a report named there that cannot be read (missing, a
+    # FIFO, a folder, a dangling link): the shapes of a capture that live in it say so
+    problems: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Inputs:
+    """Everything classify was asked to read, and what was wrong with the request."""
+
+    sources: list[Source] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    labels: dict[Path, str] = field(default_factory=dict)  # report -> its stage label
+
+    def reports(self) -> list[Path]:
+        """Every report to read, in input order."""
+        return [p for s in self.sources for p in s.reports]
+
+
+def find_inputs(paths: Iterable[Path]) -> Inputs:
+    """Sources of `paths` without opening any file: bad paths become error lines. A report is
+    read once: captures claim theirs first (their manifest gives it meaning), then loose
+    reports in the order given."""
+    inputs = Inputs()
+    found = [source for path in paths for source in _sources_of(path, inputs.errors)]
+    seen: dict[tuple[int, int], Path] = {}
+    for source in [s for s in found if s.manifest_path] + [s for s in found if not s.manifest_path]:
+        _add_unique(source, inputs, seen)
+    order = {id(source): n for n, source in enumerate(found)}
+    inputs.sources.sort(key=lambda s: order.get(id(s), len(found)))
+    inputs.labels = report_labels(inputs.reports())
+    return inputs
+
+
+def input_files(paths: Iterable[Path]) -> list[Path]:
+    """Every file classify would read for `paths` (reports and manifests)."""
+    inputs = find_inputs(paths)
+    manifests = [s.manifest_path for s in inputs.sources if s.manifest_path]
+    return [*inputs.reports(), *manifests]
+
+
+def collect_inputs(paths: Iterable[Path]) -> Inputs:
+    """`find_inputs`, with every capture manifest read and validated (ManifestError if bad:
+    a capture whose manifest cannot be trusted must not be half-classified)."""
+    inputs = find_inputs(paths)
+    for source in inputs.sources:
+        if source.manifest_path is not None:
+            source.manifest = read_manifest(source.manifest_path)
+            inputs.errors += _missing_reports(source)
+    return inputs
+
+
+def _missing_reports(source: Source) -> list[str]:
+    """An error line per report the manifest names for its captured shapes that the folder
+    does not hold (deleted, renamed), each recorded in `source.problems`."""
+    assert source.manifest is not None and source.manifest_path is not None
+    present = {report_stem(p) for p in source.reports} | set(source.problems)
+    counts: dict[str, int] = {}
+    for shape in source.manifest.shapes:
+        if shape.status == "ok" and shape.report and report_stem(shape.report) not in present:
+            counts[shape.report] = counts.get(shape.report, 0) + 1
+    lines = []
+    for name, count in counts.items():
+        line = (
+            f"{source.manifest_path.parent / name}: missing: the capture's manifest.json names it"
+            f" for {count} captured shape{'s' if count > 1 else ''}"
+        )
+        source.problems[report_stem(name)] = line
+        lines.append(line)
+    return lines
+
+
+def _sources_of(path: Path, errors: list[str]) -> Iterator[Source]:
+    if path.is_dir():
+        found = list(_walk(path, errors))
+        if not found:
+            errors.append(f"{path}: folder holds no Nsight Compute report (searched recursively)")
+        yield from found
+    elif path.is_file() and is_report(path):
+        yield Source([path])
+    elif path.exists():
+        kind = "not a regular file" if not path.is_file() else "not a report"
+        errors.append(f"{path}: {kind} (expected {', '.join(REPORT_SUFFIXES)} or a folder)")
+    elif path.is_symlink():  # dangling, or a loop of links
+        errors.append(f"{path}: cannot read: {_stat_reason(path)}")
+    else:
+        errors.append(f"{path}: no such file or folder")
+
+
+def _walk(folder: Path, errors: list[str]) -> Iterator[Source]:
+    """One source per folder that holds reports or a manifest, folders and reports in natural
+    order (n2 before n10)."""
+
+    def unlistable(exc: OSError) -> None:
+        errors.append(f"{exc.filename}: cannot list: {exc.strerror or exc}")
+
+    for root, dirs, files in os.walk(folder, onerror=unlistable):
+        here = Path(root)
+        named = sorted(
+            (here / n for n in [*files, *dirs] if is_report(Path(n))),
+            key=lambda p: natural_key(p.name),
+        )
+        bad = {p: line for p in named if (line := _unreadable(p)) is not None}
+        errors.extend(bad.values())
+        problems = {report_stem(p): line for p, line in bad.items()}
+        dirs[:] = sorted(
+            (d for d in dirs if not d.startswith(".") and not is_report(Path(d))), key=natural_key
+        )
+        reports = [p for p in named if p not in bad]
+        if MANIFEST_NAME in files:
+            dirs[:] = []  # a capture folder is one source
+            yield Source(reports, here / MANIFEST_NAME, problems=problems)
+        elif reports:
+            yield Source(reports, problems=problems)
+
+
+def _stat_reason(path: Path) -> str:
+    """Why `path` cannot be followed (a dangling link, a loop of links)."""
+    try:
+        path.stat()
+    except OSError as exc:
+        return os_reason(path, exc)
+    return "cannot be read"
+
+
+def _unreadable(path: Path) -> str | None:
+    """The error line of a report name in a folder that is no regular file (a FIFO would hang
+    the reader, a folder or dangling link cannot be read), or None."""
+    try:
+        why = not_regular(path.stat().st_mode)
+    except OSError as exc:
+        why = os_reason(path, exc)
+    return None if why is None else f"{path}: cannot read: {why}"
+
+
+def _add_unique(source: Source, inputs: Inputs, seen: dict[tuple[int, int], Path]) -> None:
+    """Add `source` without the reports (or capture) already added; warn about each repeat."""
+    if source.manifest_path is not None:
+        key = _identity(source.manifest_path)
+        if key is not None and key in seen:
+            inputs.warnings.append(
+                f"{source.manifest_path}: the same capture given twice; read once"
+            )
+            return
+        if key is not None:
+            seen[key] = source.manifest_path
+    unique = []
+    for report in source.reports:
+        key = _identity(report)
+        if key is not None and key in seen:
+            inputs.warnings.append(f"{report}: the same report as {seen[key]}; read once")
+            continue
+        if key is not None:
+            seen[key] = report
+        unique.append(report)
+    if unique or source.manifest_path:
+        source.reports = unique
+        inputs.sources.append(source)
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def report_labels(reports: list[Path]) -> dict[Path, str]:
+    """Stage label of each report: its stem (`profile`), or, where stems clash, the stem with
+    as many parent folder names as tell the reports apart (`runA/profile`, `runB/profile`)."""
+    by_stem: dict[str, list[Path]] = {}
+    for report in reports:
+        by_stem.setdefault(report_stem(report), []).append(report)
+    labels: dict[Path, str] = {}
+    for stem, members in by_stem.items():
+        if len(members) == 1:
+            labels[members[0]] = stem
+            continue
+        parts = [Path(os.path.abspath(p)).parent.parts for p in members]
+        for depth in range(1, max(len(p) for p in parts) + 1):
+            names = ["/".join([*p[len(p) - depth :], stem]) for p in parts]
+            if len(set(names)) == len(names):
+                break
+        else:  # same folder, same stem, other suffixes: the full paths tell them apart
+            names = [os.path.abspath(p) for p in members]
+        labels.update(zip(members, names, strict=True))
+    return labels

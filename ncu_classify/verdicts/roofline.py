@@ -1,0 +1,289 @@
+"""The roofline of a kernel from its own counters: FLOPs per family, intensity at DRAM, L2 and
+L1, the ceilings, the binding roof and how far the kernel is from it.
+
+Ceilings come from ncu's peak metrics x the clock measured during the kernel (no table of
+GPUs): compute = the family's FLOP/cycle x the SM clock, bandwidth = bytes/cycle x the unit's
+clock. A measured clock is cycles over ncu's duration and reads above the device's maximum on
+short kernels (2.034 GHz on a 44 us cast of an H200 whose maximum is 1.98 GHz): a ceiling is
+never above the peak per cycle x the device's maximum clock (SM and L1, DRAM), and each clock
+capped is flagged on the kernel. The compute ceiling is that of the family the kernel actually
+used (an mma.sync kernel tops out at 2/3 of wgmma). The binding roof is the lowest of the
+compute ceiling and each bandwidth x the kernel's intensity there. A figure whose inputs a
+report lacks stays None and is listed in `missing`, never 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..core.counters import MEMORY_LEVELS, TENSOR_FAMILIES
+
+FAMILY_KEYS = {f"{family}_{kind}": f"flops_{family}_{kind}" for family, kind in TENSOR_FAMILIES}
+LEVELS = tuple(MEMORY_LEVELS)
+
+
+class Roofline(BaseModel):
+    """Where one kernel sits on the roofline (T = 10^12; intensity in FLOP/byte)."""
+
+    model_config = ConfigDict(extra="forbid")
+    family: str | None = Field(description="the FLOP family it used most: hgmma_bf16, ..., fp32")
+    executed_flops: float | None = Field(description="FLOPs executed, all families, padding too")
+    achieved_tflops: float | None
+    intensity: dict[str, float | None] = Field(description="FLOP/byte at dram, l2, l1")
+    compute_ceiling_tflops: float | None = Field(description="peak of the family used")
+    bandwidth_tbps: dict[str, float | None] = Field(description="peak bytes/s at dram, l2, l1")
+    achieved_tbps: dict[str, float | None] = Field(description="bytes/s moved at dram, l2, l1")
+    binding: str | None = Field(
+        description="compute, dram, l2 or l1: the lowest roof; for a kernel without FLOPs (a"
+        " copy, a transpose) the memory level it uses most of"
+    )
+    roof_tflops: float | None
+    pct_of_roof: float | None
+    missing: list[str] = Field(default_factory=list, description="inputs the report lacked")
+    ceiling_sm_clock_ghz: float | None = Field(
+        default=None,
+        description="SM clock behind the compute (and L1) ceiling: the one measured during the"
+        " kernel, capped at the device's maximum",
+    )
+    clock_flags: list[str] = Field(
+        default_factory=list,
+        description="clocks measured above the device's maximum, and the clock the ceilings"
+        " used instead (SM and L1 against the maximum GPU clock, DRAM against the memory"
+        " clock; L2 has no device figure to check against)",
+    )
+
+
+# Clock key -> (the device's maximum in the card's `gpu`, kHz; what that maximum is).
+CLOCK_LIMITS = {
+    "sm_clock_ghz": ("sm_clock_max_khz", "the device's maximum SM clock"),
+    "l1_clock_ghz": ("sm_clock_max_khz", "the device's maximum SM clock (L1TEX runs on it)"),
+    "dram_clock_ghz": ("dram_clock_max_khz", "the device's memory clock"),
+}
+
+
+def device_max_ghz(device: Mapping[str, Any] | None, key: str) -> float | None:
+    """The device's maximum for a clock key in GHz (from kHz in `device`), None if unknown."""
+    value = (device or {}).get(CLOCK_LIMITS[key][0])
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
+        return None
+    return value / 1e6
+
+
+def capped_clocks(
+    metrics: Mapping[str, float | None], device: Mapping[str, Any] | None
+) -> tuple[dict[str, float | None], list[str]]:
+    """The clocks ceilings use, each measured clock capped at the device's maximum, and a flag
+    for each one capped."""
+    clocks: dict[str, float | None] = {}
+    flags: list[str] = []
+    for key, (_, what) in CLOCK_LIMITS.items():
+        measured, limit = metrics.get(key), device_max_ghz(device, key)
+        clocks[key] = measured
+        if measured is not None and limit is not None and measured > limit:
+            clocks[key] = limit
+            flags.append(
+                f"{key} {measured:.6g} GHz measured over {metrics.get('dur_us')} us is above"
+                f" {what} {limit:.6g} GHz: the ceilings use {limit:.6g} GHz"
+            )
+    return clocks, flags
+
+
+def _get(metrics: Mapping[str, float | None], key: str, missing: list[str]) -> float | None:
+    value = metrics.get(key)
+    if value is None and key not in missing:
+        missing.append(key)
+    return value
+
+
+def _flops(metrics: Mapping[str, float | None], missing: list[str]) -> dict[str, float]:
+    """Executed FLOPs per family that the report measured (FP32 = 2 x FFMA + FADD + FMUL)."""
+    out = {
+        family: float(value)
+        for family, key in FAMILY_KEYS.items()
+        if (value := _get(metrics, key, missing)) is not None
+    }
+    ffma, fadd = _get(metrics, "inst_ffma", missing), _get(metrics, "inst_fadd", missing)
+    fmul = _get(metrics, "inst_fmul", missing)
+    if ffma is not None and fadd is not None and fmul is not None:
+        out["fp32"] = 2 * ffma + fadd + fmul
+    return out
+
+
+def _ceiling(family: str, metrics: Mapping[str, float | None], missing: list[str]) -> float | None:
+    """FLOP/s the family can reach at the SM clock measured during the kernel."""
+    clock = _get(metrics, "sm_clock_ghz", missing)
+    key = "peak_ffma" if family == "fp32" else f"peak_{family}"
+    per_cycle = _get(metrics, key, missing)
+    if clock is None or per_cycle is None:
+        return None
+    return per_cycle * (2 if family == "fp32" else 1) * clock * 1e9
+
+
+def _bandwidths(metrics: Mapping[str, float | None], missing: list[str]) -> dict[str, float]:
+    """Peak bytes/s per memory level at that unit's measured clock."""
+    out = {}
+    for level in LEVELS:
+        peak = _get(metrics, f"peak_{level}_bytes", missing)
+        clock = _get(metrics, f"{level}_clock_ghz", missing)
+        if peak is not None and clock is not None:
+            out[level] = peak * clock * 1e9
+    return out
+
+
+def kernel_roofline(
+    metrics: Mapping[str, float | None], device: Mapping[str, Any] | None = None
+) -> Roofline:
+    """The roofline figures of one kernel from its card metrics; `device` (the card's `gpu`)
+    gives the maximum clocks that cap the ceilings."""
+    clocks, flags = capped_clocks(metrics, device)
+    metrics = {**metrics, **clocks}
+    missing: list[str] = []
+    flops = _flops(metrics, missing)
+    total = sum(flops.values()) if flops else None
+    family = max(flops, key=lambda f: flops[f]) if flops and total else None
+    seconds = metrics.get("dur_us")
+    achieved = total / (seconds * 1e-6) if total is not None and seconds else None
+    intensity = {
+        level: (total / nbytes if total is not None and nbytes else None)
+        for level in LEVELS
+        for nbytes in [_get(metrics, f"{level}_bytes", missing)]
+    }
+    ceiling = _ceiling(family, metrics, missing) if family else None
+    bandwidth = _bandwidths(metrics, missing)
+    moved = {
+        level: (metrics.get(f"{level}_bytes") or 0) / (seconds * 1e-6)
+        for level in bandwidth
+        if seconds and metrics.get(f"{level}_bytes") is not None
+    }
+    roofs = {"compute": ceiling} if ceiling else {}
+    for level, rate in bandwidth.items():
+        if intensity.get(level):
+            roofs[level] = rate * intensity[level]  # type: ignore[operator]
+    binding = min(roofs, key=lambda k: roofs[k]) if roofs else None
+    roof = roofs[binding] if binding else None
+    pct = 100 * achieved / roof if achieved is not None and roof else None
+    if binding is None and moved:  # no FLOPs: the level whose bandwidth it uses most
+        binding = max(moved, key=lambda level: moved[level] / bandwidth[level])
+        pct = 100 * moved[binding] / bandwidth[binding]
+    return Roofline(
+        family=family,
+        executed_flops=total,
+        achieved_tflops=_t(achieved),
+        intensity={k: _round(v) for k, v in intensity.items()},
+        compute_ceiling_tflops=_t(ceiling),
+        bandwidth_tbps={level: _t(bandwidth.get(level)) for level in LEVELS},
+        achieved_tbps={level: _t(moved.get(level)) for level in LEVELS},
+        binding=binding,
+        roof_tflops=_t(roof),
+        pct_of_roof=_round(pct),
+        missing=sorted(missing),
+        ceiling_sm_clock_ghz=clocks["sm_clock_ghz"],
+        clock_flags=flags,
+    )
+
+
+def _t(value: float | None) -> float | None:
+    return _round(value / 1e12) if value is not None else None
+
+
+def _round(value: float | None) -> float | None:
+    return float(f"{value:.6g}") if value is not None else None
+
+
+# The dense peak an op of this dtype could use at best (MFU's denominator): the wgmma family.
+DTYPE_PEAK = {"bf16": "peak_hgmma_bf16", "fp16": "peak_hgmma_fp16", "tf32": "peak_hgmma_tf32"}
+
+
+class CardRoofline(BaseModel):
+    """The shape's work against what ran: useful FLOPs over executed ones, and MFU on two bases:
+    the SM clock seen during the card's longest kernel, and the device's maximum clock."""
+
+    model_config = ConfigDict(extra="forbid")
+    executed_flops: float | None = Field(description="all kernels of the card, all families")
+    useful_over_executed: float | None = Field(
+        description="the shape's nominal FLOPs / executed FLOPs (tile padding, extra kernels)"
+    )
+    mfu_pct: float | None = Field(
+        description="nominal FLOPs per second of summed kernel time, % of the device's dense"
+        " peak for the op's dtype (wgmma bf16/fp16/tf32, or 2 x FFMA for fp32 without TF32)"
+        " at peak_clock_ghz, the clock seen during the kernel"
+    )
+    peak_tflops: float | None = Field(description="that dense peak, at peak_clock_ghz")
+    peak_clock_ghz: float | None = Field(
+        default=None,
+        description="SM clock of peak_tflops and mfu_pct: measured during the card's longest"
+        " kernel, capped at the device's maximum",
+    )
+    mfu_max_clock_pct: float | None = Field(
+        default=None,
+        description="the same MFU against the dense peak at the device's maximum SM clock"
+        " (max_clock_ghz; the datasheet basis, to compare GPUs and runs like with like)",
+    )
+    peak_max_clock_tflops: float | None = Field(
+        default=None, description="the dense peak at max_clock_ghz"
+    )
+    max_clock_ghz: float | None = Field(
+        default=None,
+        description="the device's maximum SM clock (device__attribute_max_gpu_frequency_khz)",
+    )
+
+
+def compute_dtype(params: Mapping[str, Any]) -> str | None:
+    """The type an op computes in, for its MFU: bf16/fp16, tf32 for fp32 with TF32 allowed
+    (cuDNN's default for convs; off by default for matmuls), fp32; None if unknown."""
+    dtype = params.get("dtype")
+    if dtype == "fp32":
+        return "tf32" if params.get("allow_tf32") else "fp32"
+    return dtype if dtype in ("bf16", "fp16") else None
+
+
+Kernels = list[tuple[Mapping[str, float | None], Roofline | None]]
+
+
+def card_roofline(
+    kernels: Kernels,
+    nominal_flops: int | None,
+    summed_us: float | None,
+    dtype: str | None,
+    device: Mapping[str, Any] | None = None,
+) -> CardRoofline:
+    """Card-level figures from its kernels' (metrics, roofline); `dtype` is the op's compute
+    type (bf16, fp16, tf32, fp32), None for a foreign card; `device` the card's `gpu`."""
+    executed = [r.executed_flops for _, r in kernels if r is not None]
+    total = sum(e for e in executed if e is not None) if executed and None not in executed else None
+    per_cycle, clock = _dtype_peak(kernels, dtype, device)
+    max_clock = device_max_ghz(device, "sm_clock_ghz")
+    peak = per_cycle * clock * 1e9 if per_cycle is not None and clock else None
+    peak_max = per_cycle * max_clock * 1e9 if per_cycle is not None and max_clock else None
+    useful = nominal_flops / total if nominal_flops and total else None
+    achieved = nominal_flops / (summed_us * 1e-6) if nominal_flops and summed_us else None
+    return CardRoofline(
+        executed_flops=total,
+        useful_over_executed=_round(useful),
+        mfu_pct=_round(100 * achieved / peak) if achieved is not None and peak else None,
+        peak_tflops=_t(peak),
+        peak_clock_ghz=clock if peak else None,
+        mfu_max_clock_pct=_round(100 * achieved / peak_max) if achieved and peak_max else None,
+        peak_max_clock_tflops=_t(peak_max),
+        max_clock_ghz=max_clock,
+    )
+
+
+def _dtype_peak(
+    kernels: Kernels, dtype: str | None, device: Mapping[str, Any] | None
+) -> tuple[float | None, float | None]:
+    """Dense FLOP/cycle for `dtype` and the SM clock (capped at the device's maximum) of the
+    card's longest kernel."""
+    if not kernels or dtype is None:
+        return None, None
+    metrics = max(kernels, key=lambda item: item[0].get("dur_us") or 0.0)[0]
+    clock = capped_clocks(metrics, device)[0]["sm_clock_ghz"]
+    if dtype == "fp32":
+        per_cycle = metrics.get("peak_ffma")
+        per_cycle = 2 * per_cycle if per_cycle is not None else None
+    else:
+        per_cycle = metrics.get(DTYPE_PEAK.get(dtype, ""))
+    return per_cycle, clock
