@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,6 +27,7 @@ def run_mode(mode: str, folder: Path) -> dict:
     from classify_speed import bare_read, cpu_seconds
 
     from ncu_classify.cards.files import write_card_file
+    from ncu_classify.cards.model import kernel_card
     from ncu_classify.read import parallel as reading
     from ncu_classify.verdicts import classify as module
     from ncu_classify.verdicts.rules import load_rules
@@ -36,16 +38,16 @@ def run_mode(mode: str, folder: Path) -> dict:
         for path in paths:
             bare_read(path)
     elif mode == "inproc":
-        reading._use(load_rules(), None)
+        reading._use(partial(kernel_card, rules=load_rules()), None)
         for path in paths:
             reading._read(path)
     elif mode == "tool":
         write_card_file(folder.parent / "c.json", module.classify([folder], load_rules(), jobs=1))
     elif mode == "fixed":
         rules = load_rules()
-        reading._use(rules, None)
+        reading._use(partial(kernel_card, rules=rules), None)
         done = [reading._read(p) for p in paths]
-        module.read_all = lambda paths, jobs, rules, progress=None: done  # type: ignore[assignment]
+        module.read_all = lambda paths, jobs, per_kernel, progress=None: done  # type: ignore[assignment]
         cpu, start = cpu_seconds(), time.perf_counter()
         write_card_file(folder.parent / "c.json", module.classify([folder], load_rules(), jobs=1))
     return {"mode": mode, "wall": time.perf_counter() - start, "cpu": cpu_seconds() - cpu}

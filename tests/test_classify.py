@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import lzma
 import shutil
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -241,13 +242,23 @@ def test_reader_batches_balance_bytes_and_bound_each_worker(
 
 
 def test_parallel_reads_come_back_in_input_order(rules: LoadedRules) -> None:
-    from ncu_classify.verdicts.classify import read_all
+    from ncu_classify.cards.model import kernel_card
+    from ncu_classify.read.parallel import read_all
 
     paths = sorted(SMOKE.glob("*.ncu-rep.xz")) * 2
-    serial = [[row.report for row, _ in r] for r in read_all(paths, 1, rules)]
-    parallel = [[row.report for row, _ in r] for r in read_all(paths, 3, rules)]
+    classify = partial(kernel_card, rules=rules)
+    serial = [
+        [(row.report, c.classification) for row, c in r] for r in read_all(paths, 1, classify)
+    ]
+    parallel = [
+        [(row.report, c.classification) for row, c in r] for r in read_all(paths, 3, classify)
+    ]
     assert serial == parallel
-    assert [r[0] for r in serial] == [str(p) for p in paths]
+    assert [r[0][0] for r in serial] == [str(p) for p in paths]
+    # classified where read, as classify does: the DiT report's three kernels
+    assert [c for _, c in serial[1]] == [
+        "compute_bound", "unresolved_no_dominant_limiter", "dram_bandwidth_bound"
+    ]  # fmt: skip
 
 
 def test_written_cards_validate_against_the_models(tmp_path: Path, rules: LoadedRules) -> None:

@@ -10,12 +10,14 @@ from __future__ import annotations
 import os
 import signal
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
 from conftest import SMOKE
 
-from ncu_classify.read import parallel as classify_module
+from ncu_classify.cards.model import kernel_card
+from ncu_classify.read import parallel
 from ncu_classify.read.workers import WorkerFailure, run_in_children
 from ncu_classify.verdicts.rules import LoadedRules
 
@@ -80,17 +82,17 @@ def test_a_report_that_crashes_its_reader_is_pinned_on_it(
 ) -> None:
     """A native crash while reading one report fails that report alone; the batch it was in
     is read again one report per child."""
-    real = classify_module._read
+    real = parallel._read
 
     def crashing(path: Path):  # type: ignore[no-untyped-def]
         if path.name == "vae.ncu-rep.xz":
             os.kill(os.getpid(), signal.SIGSEGV)
         return real(path)
 
-    monkeypatch.setattr(classify_module, "_read", crashing)
-    monkeypatch.setattr(classify_module, "_threaded", lambda: False)  # torch may be loaded here
+    monkeypatch.setattr(parallel, "_read", crashing)
+    monkeypatch.setattr(parallel, "_threaded", lambda: False)  # torch may be loaded here
     paths = sorted(SMOKE.glob("*.ncu-rep.xz"))
-    results = classify_module.read_all(paths, 2, rules)
+    results = parallel.read_all(paths, 2, partial(kernel_card, rules=rules))
     for path, result in zip(paths, results, strict=True):
         if path.name == "vae.ncu-rep.xz":
             assert result == (
@@ -103,8 +105,13 @@ def test_a_report_that_crashes_its_reader_is_pinned_on_it(
 
 def test_progress_counts_every_report(rules: LoadedRules, monkeypatch: pytest.MonkeyPatch) -> None:
     paths = sorted(SMOKE.glob("*.ncu-rep.xz")) * 2
-    monkeypatch.setattr(classify_module, "_threaded", lambda: False)
+    monkeypatch.setattr(parallel, "_threaded", lambda: False)
     for jobs in (1, 3):
         seen: list[tuple[int, int]] = []
-        classify_module.read_all(paths, jobs, rules, lambda d, t, seen=seen: seen.append((d, t)))
+        parallel.read_all(
+            paths,
+            jobs,
+            partial(kernel_card, rules=rules),
+            lambda d, t, seen=seen: seen.append((d, t)),
+        )
         assert seen[-1] == (8, 8) and [d for d, _ in seen] == sorted(d for d, _ in seen)

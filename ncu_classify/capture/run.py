@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from .. import __version__
+from .._version import __version__
 from ..core.clock import utc_now
 from ..core.errors import ReportError
 from ..core.metrics import capture_metric_names

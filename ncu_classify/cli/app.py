@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from .. import __version__
+from .._version import __version__
 from ..core.errors import (
     CaptureError,
     EnvironmentProblem,

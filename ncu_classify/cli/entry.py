@@ -214,7 +214,8 @@ def _check_table(given: str, inputs: list[Path], cards_target: Output) -> Output
 
 def _table_bytes(given: str, cards: CardFile, level: str) -> bytes:
     """The cards as a table (frames.cards_frame) in the format the file name asks for."""
-    from ..present.frames import cards_frame, frame_bytes
+    from ..present.frames import cards_frame
+    from ..present.tables import frame_bytes
 
     frame = cards_frame(cards, "kernel" if level == "kernel" else "card")
     fmt = output_format(None, given, TABLE_SUFFIXES, None, option="--table")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from .. import __version__
+from .._version import __version__
 from ..cards.model import UNRESOLVED, Card, CardFile, KernelCard, kernel_values
 from ..core.clock import utc_now
 from ..core.ordering import natural_key, stage_order

@@ -2,14 +2,13 @@
 
 Group ids, stage names, kernel names and paths come from files anyone can write. Printed raw, an
 escape sequence in them would drive the terminal and a newline would split an error line, so
-control characters are shown escaped (`\\x1b`, `\\n`) instead.
+control characters are shown escaped (`\\x1b`, `\\n`) instead. The same text in a Markdown
+cell is escaped so that it stays text (the diff's and the report's Markdown forms).
 """
 
 from __future__ import annotations
 
-import csv
-import io
-from collections.abc import Iterable, Sequence
+import re
 
 # C0 and C1 controls, DEL, line/paragraph separators, and the bidirectional marks, embeddings,
 # overrides and isolates, which reorder what a terminal shows (a "Trojan Source" name).
@@ -51,25 +50,19 @@ def one_line(text: str) -> str:
     return printable(text)
 
 
-# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+def md_code(text: str) -> str:
+    """`text` as a Markdown code span inside a table cell, never markup: the fence is longer
+    than any run of backticks in it (so the text cannot close the span), pipes are escaped."""
+    clean = printable(text).replace("|", "\\|")
+    longest = max((len(run) for run in re.findall(r"`+", clean)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if clean.startswith("`") or clean.endswith("`") else ""
+    return f"{fence}{pad}{clean}{pad}{fence}"
 
 
-def csv_cell(value: object) -> object:
-    """A CSV cell: None is empty, text is printable and cannot start a formula (a leading `'`
-    is added, as spreadsheets show it); numbers and booleans are kept."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        text = printable(value)
-        return "'" + text if text.startswith(_FORMULA_START) else text
-    return value
-
-
-def csv_text(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
-    """CSV text (header first, `\\n` line ends) with every cell made safe by `csv_cell`."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows([csv_cell(v) for v in row] for row in rows)
-    return buffer.getvalue()
+def md_text(text: str) -> str:
+    """Plain text for a Markdown cell: pipes, angle brackets and markup characters escaped."""
+    out = printable(text).replace("\\", "\\\\")
+    for char in "|<>*_`[]#":
+        out = out.replace(char, "\\" + char)
+    return out

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 from collections.abc import Callable
 from typing import Literal
 
@@ -18,7 +17,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..compare.model import SHOWN_METRICS, Crossing, DiffFile, ShapeDiff, SideFigures, SideHeader
-from ..core.text import csv_text, printable
+from ..core.text import md_code, md_text, printable
+from .tables import csv_text
 
 DiffFormat = Literal["table", "md", "json", "csv", "parquet"]
 ARROW = "->"
@@ -216,24 +216,6 @@ def table_text(diff: DiffFile) -> str:
 # --- Markdown --------------------------------------------------------------------------------
 
 
-def md_code(text: str) -> str:
-    """`text` as a Markdown code span inside a table cell, never markup: the fence is longer
-    than any run of backticks in it (so the text cannot close the span), pipes are escaped."""
-    clean = printable(text).replace("|", "\\|")
-    longest = max((len(run) for run in re.findall(r"`+", clean)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if clean.startswith("`") or clean.endswith("`") else ""
-    return f"{fence}{pad}{clean}{pad}{fence}"
-
-
-def md_text(text: str) -> str:
-    """Plain text for a Markdown cell: pipes, angle brackets and markup characters escaped."""
-    out = printable(text).replace("\\", "\\\\")
-    for char in "|<>*_`[]#":
-        out = out.replace(char, "\\" + char)
-    return out
-
-
 def diff_markdown(diff: DiffFile) -> str:
     """A Markdown summary for a pull request: header, changes first, roll-up, noise seen."""
     lines = ["## ncu-classify diff", ""]
@@ -321,7 +303,7 @@ def diff_parquet(diff: DiffFile) -> bytes:
     """The CSV's rows and columns as Parquet (needs pyarrow)."""
     import pandas as pd
 
-    from .frames import frame_bytes
+    from .tables import frame_bytes
 
     frame = pd.DataFrame(diff_rows(diff), columns=list(CSV_COLUMNS))
     return frame_bytes(frame, "parquet")

@@ -10,7 +10,6 @@ order, so the CSV and Parquet forms are deterministic.
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any, Literal
@@ -19,8 +18,6 @@ import pandas as pd
 
 from ..cards.model import Card, CardFile, KernelCard
 from ..core.metrics import CATALOG
-from ..core.text import csv_text
-from .tables import require_parquet
 
 Level = Literal["card", "kernel"]
 # unit -> the suffix a column name gets unless the key already says it
@@ -212,27 +209,3 @@ def _dtypes(columns: list[str]) -> dict[str, Any]:
         else:
             out[name] = "float64"
     return out
-
-
-def frame_bytes(frame: pd.DataFrame, fmt: Literal["csv", "parquet"]) -> bytes:
-    """The DataFrame as CSV (missing = empty cell; text cells made safe as every CSV of the
-    tool) or Parquet (needs pyarrow; values as they are)."""
-    if fmt == "csv":
-        return csv_text(list(frame.columns), _csv_rows(frame)).encode("utf-8")
-    require_parquet()
-    buffer = io.BytesIO()
-    frame.to_parquet(buffer, index=False)
-    return buffer.getvalue()
-
-
-def _csv_rows(frame: pd.DataFrame) -> list[list[object]]:
-    """Rows with NaN/NA as None (an empty cell) and floats in their shortest repr."""
-    rows = []
-    for record in frame.itertuples(index=False):
-        rows.append([None if _missing(v) else v for v in record])
-    return rows
-
-
-def _missing(value: object) -> bool:
-    """None, NaN or pandas' NA (a missing number or flag)."""
-    return value is None or value is pd.NA or (isinstance(value, float) and value != value)

@@ -10,11 +10,10 @@ from typing import Any
 
 import jinja2
 
-from .. import __version__
+from .._version import __version__
 from ..cards.model import SCOPE, CardFile
 from ..core.errors import UsageError
-from ..core.text import printable
-from .diff_text import md_code, md_text
+from ..core.text import md_code, md_text, printable
 from .page_chart import DASHES, build_chart
 from .page_view import ReportView, build_view
 

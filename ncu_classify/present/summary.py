@@ -9,7 +9,7 @@ from typing import Literal, overload
 
 from ..cards.model import Card, CardFile, card_class
 from ..core.ordering import stage_order
-from ..core.text import csv_text
+from .tables import csv_text
 
 SummaryBy = Literal["stage", "shape"]
 
@@ -157,7 +157,7 @@ def summary_parquet(rows: list[SummaryRow] | list[ShapeRow], by: SummaryBy = "st
     """The rows as Parquet (needs pyarrow), columns as in the CSV, values typed."""
     import pandas as pd
 
-    from .frames import frame_bytes
+    from .tables import frame_bytes
 
     frame = pd.DataFrame([[getattr(r, n) for n in COLUMNS[by]] for r in rows], columns=COLUMNS[by])
     return frame_bytes(frame, "parquet")

@@ -1,13 +1,22 @@
-"""Which format an output is written in: `--format` as given, else the `-o` suffix, else the
-command's default. One policy for every command, so that `-o x.pdf` never silently gets HTML
-and `--format csv -o x.parquet` never gets CSV bytes under a Parquet name."""
+"""Tables as files: which format an output is written in (`--format` as given, else the `-o`
+suffix, else the command's default: one policy for every command, so that `-o x.pdf` never
+silently gets HTML and `--format csv -o x.parquet` never gets CSV bytes under a Parquet name),
+and the bytes of a CSV or Parquet table (cells made safe for spreadsheets). pandas is imported
+only when a DataFrame is written, so the CLI starts without it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import csv
+import io
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 from ..core.errors import EnvironmentProblem, UsageError
+from ..core.text import printable
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 TABLE_SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 TEXT_SUFFIXES = (".txt", ".text", ".log", ".out")  # a text table may go into any of these
@@ -87,3 +96,53 @@ def require_parquet() -> None:
             "Parquet needs pyarrow, which is not installed: pip install 'ncu-classify[parquet]'"
             " (or pyarrow); nothing was written"
         ) from None
+
+
+# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> object:
+    """A CSV cell: None is empty, text is printable and cannot start a formula (a leading `'`
+    is added, as spreadsheets show it); numbers and booleans are kept."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        text = printable(value)
+        return "'" + text if text.startswith(_FORMULA_START) else text
+    return value
+
+
+def csv_text(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """CSV text (header first, `\\n` line ends) with every cell made safe by `csv_cell`."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows([csv_cell(v) for v in row] for row in rows)
+    return buffer.getvalue()
+
+
+def frame_bytes(frame: pd.DataFrame, fmt: Literal["csv", "parquet"]) -> bytes:
+    """The DataFrame as CSV (missing = empty cell; text cells made safe as every CSV of the
+    tool) or Parquet (needs pyarrow; values as they are)."""
+    if fmt == "csv":
+        return csv_text(list(frame.columns), _csv_rows(frame)).encode("utf-8")
+    require_parquet()
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
+def _csv_rows(frame: pd.DataFrame) -> list[list[object]]:
+    """Rows with NaN/NA as None (an empty cell) and floats in their shortest repr."""
+    rows = []
+    for record in frame.itertuples(index=False):
+        rows.append([None if _missing(v) else v for v in record])
+    return rows
+
+
+def _missing(value: object) -> bool:
+    """None, NaN or pandas' NA (a missing number or flag)."""
+    import pandas as pd
+
+    return value is None or value is pd.NA or (isinstance(value, float) and value != value)

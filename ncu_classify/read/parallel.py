@@ -1,9 +1,11 @@
-"""Reading reports for classify: in parallel, in bounded batches, each in a forked child.
+"""Reading reports: in parallel, in bounded batches, each in a forked child.
 
 ncu_report keeps about 0.4 MB per kernel it has handed out until its process ends (even after
 the report is released), so with several jobs reports are read in batches by child processes
-that exit after one batch: memory stays bounded however many reports there are. Kernels are
-classified where they are read. Compressed reports are inflated under one scratch folder that
+that exit after one batch: memory stays bounded however many reports there are. Each kernel
+row is handed, where it is read, to the function the caller gives (classify gives the one that
+classifies it), so that only small results cross a process boundary and this module knows no
+rules and no cards. Compressed reports are inflated under one scratch folder that
 this process owns and removes on every way out, also when the children are killed.
 """
 
@@ -12,44 +14,43 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from ..cards.model import KernelCard, kernel_card
 from ..core.errors import ReportError
 from ..core.text import unicode_safe
-from ..verdicts.rules import LoadedRules
 from .records import KernelRecord
 from .workers import WorkerFailure, run_in_children
 
 REPORTS_PER_WORKER = 256
 BYTES_PER_WORKER = 1 << 30
-Progress = Callable[[int, int], None]  # reports done, reports in all
-
-
-Pair = tuple[KernelRecord, KernelCard]  # a kernel row and its classified card entry
-_rules: LoadedRules | None = None  # the rules a reader process classifies with
+ReadProgress = Callable[[int, int], None]  # reports done, reports in all
+PerKernel = Callable[[KernelRecord], Any]  # what the caller makes of each kernel row
+Rows = list[tuple[KernelRecord, Any]]  # one report's rows, each with what PerKernel made of it
+_per_kernel: PerKernel | None = None  # what a reader process hands each row to
 _scratch: Path | None = None  # where it inflates compressed reports
 
 
-def _use(rules: LoadedRules, scratch: Path | None) -> None:
-    """Set what every reader (forked later, or this process) classifies with and where it
-    inflates reports."""
-    global _rules, _scratch
-    _rules, _scratch = rules, scratch
+def _use(per_kernel: PerKernel | None, scratch: Path | None) -> None:
+    """Set what every reader (forked later, or this process) hands each kernel row to and where
+    it inflates reports."""
+    global _per_kernel, _scratch
+    _per_kernel, _scratch = per_kernel, scratch
 
 
-def _read(path: Path) -> list[Pair] | str:
-    """Reader: one report's kernels, classified, or the one-line error that stopped it."""
+def _read(path: Path) -> Rows | str:
+    """Reader: one report's kernel rows, each with its per-kernel result, or the one-line error
+    that stopped it."""
     from .kernels import read_report
 
-    assert _rules is not None, "_use() first"
+    assert _per_kernel is not None, "_use() first"
     try:
         rows = read_report(path, label=unicode_safe(str(path)), scratch=_scratch).kernels
     except ReportError as exc:
         return unicode_safe(str(exc))
-    return [(row, kernel_card(row, _rules)) for row in rows]
+    return [(row, _per_kernel(row)) for row in rows]
 
 
-def _read_batch(batch: list[tuple[int, Path]]) -> list[tuple[int, list[Pair] | str]]:
+def _read_batch(batch: list[tuple[int, Path]]) -> list[tuple[int, Rows | str]]:
     """Worker: several reports, read by one process that then exits."""
     return [(index, _read(path)) for index, path in batch]
 
@@ -96,13 +97,14 @@ def _threaded() -> bool:
 
 
 def read_all(
-    paths: list[Path], jobs: int, rules: LoadedRules, progress: Progress | None = None
-) -> list[list[Pair] | str]:
-    """Classified rows of every report, in the order given, read by up to `jobs` processes.
+    paths: list[Path], jobs: int, per_kernel: PerKernel, progress: ReadProgress | None = None
+) -> list[Rows | str]:
+    """The rows of every report, each with `per_kernel(row)`, in the order given, read by up to
+    `jobs` processes (`per_kernel` runs in the process that read the row).
     A batch whose child dies (a native crash on a hostile report) is read again one report per
     child, so that the crash is pinned on its report and the others are still read."""
     with tempfile.TemporaryDirectory(prefix="ncu-classify-") as scratch:
-        _use(rules, Path(scratch))
+        _use(per_kernel, Path(scratch))
         try:
             workers = max(1, min(jobs, len(paths)))
             batches = reader_batches(paths, workers)
@@ -112,10 +114,10 @@ def read_all(
                 return _read_here(paths, progress)
             return _read_in_children(paths, batches, workers, progress)
         finally:
-            _use(rules, None)
+            _use(None, None)
 
 
-def _read_here(paths: list[Path], progress: Progress | None) -> list[list[Pair] | str]:
+def _read_here(paths: list[Path], progress: ReadProgress | None) -> list[Rows | str]:
     results = []
     for done, path in enumerate(paths, 1):
         results.append(_read(path))
@@ -128,9 +130,9 @@ def _read_in_children(
     paths: list[Path],
     batches: list[list[tuple[int, Path]]],
     workers: int,
-    progress: Progress | None,
-) -> list[list[Pair] | str]:
-    results: list[list[Pair] | str] = ["" for _ in paths]
+    progress: ReadProgress | None,
+) -> list[Rows | str]:
+    results: list[Rows | str] = ["" for _ in paths]
     if len(batches) > workers:  # recycled workers: pay ncu_report's start once, before forking
         from .kernels import warm_up
 

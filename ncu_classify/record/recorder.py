@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from .. import __version__
+from .._version import __version__
 from .calls import launches_kernel, name_of, sets_up_parameter, shape_of
 
 

@@ -10,27 +10,38 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
+from .._version import __version__
 from ..capture.group_ids import parse_group_id, shape_record
 from ..capture.manifest import ShapeRecord
-from ..cards.model import Card, CardFile, KernelCard, build_card, card_class, count_classes
+from ..cards.model import (
+    Card,
+    CardFile,
+    KernelCard,
+    build_card,
+    card_class,
+    count_classes,
+    kernel_card,
+)
 from ..core.clock import utc_now
 from ..core.text import unicode_safe
 from ..read.framing import report_stem
-from ..read.parallel import Progress, read_all, reader_batches
+from ..read.parallel import ReadProgress, read_all
 from ..read.records import KernelRecord
 from .inputs import Source, collect_inputs, input_files
 from .rules import LoadedRules
 
-__all__ = ["Progress", "classify", "input_files", "read_all", "reader_batches"]
+__all__ = ["classify", "input_files"]
 
-Pair = tuple[KernelRecord, KernelCard]  # a kernel row and its classified card entry
+Classified = tuple[KernelRecord, KernelCard]  # a kernel row and its classified card entry
 
 
-def _shape_card(shape: ShapeRecord, pairs: list[Pair], rules: LoadedRules, reads: Reads) -> Card:
+def _shape_card(
+    shape: ShapeRecord, pairs: list[Classified], rules: LoadedRules, reads: Reads
+) -> Card:
     records, kernels = [p[0] for p in pairs], [p[1] for p in pairs]
     error = shape.error if shape.status != "ok" else None
     if shape.status == "pending":
@@ -75,12 +86,14 @@ def _shape_card(shape: ShapeRecord, pairs: list[Pair], rules: LoadedRules, reads
     )
 
 
-def _foreign_cards(pairs: list[Pair], rules: LoadedRules, labels: dict[str, str]) -> list[Card]:
+def _foreign_cards(
+    pairs: list[Classified], rules: LoadedRules, labels: dict[str, str]
+) -> list[Card]:
     """Cards for kernels no manifest claims: per innermost NVTX range that is one of our group
     ids (a capture report read without its folder: the shape, stage and nominal FLOPs come back
     from the id), else per NVTX range, else per kernel name; the stage of the last two is the
     report's label (its stem, or more where stems clash)."""
-    groups: dict[tuple[str, str, str], list[Pair]] = {}
+    groups: dict[tuple[str, str, str], list[Classified]] = {}
     for rec, card in pairs:
         stem = labels.get(rec.report) or report_stem(rec.report)
         if rec.nvtx_ranges and parse_group_id(rec.nvtx_ranges[-1]) is not None:
@@ -124,7 +137,7 @@ class Reads:
     """What reading gave for one source: kernels per report, errors per failed report."""
 
     source: Source
-    ok: dict[Path, list[Pair]]
+    ok: dict[Path, list[Classified]]
     failed: dict[Path, str]
     labels: dict[str, str]
 
@@ -137,7 +150,7 @@ def cards_for_source(reads: Reads, rules: LoadedRules) -> list[Card]:
         return _foreign_cards(pairs, rules, reads.labels)
     # Key kernels by (report, range): after --resume a range can sit in an older report too
     # (a crashed first attempt); a shape takes the kernels of the report its record names.
-    by_range: dict[tuple[str, str], list[Pair]] = {}
+    by_range: dict[tuple[str, str], list[Classified]] = {}
     for pair in pairs:
         ranges = pair[0].nvtx_ranges
         key = (report_stem(pair[0].report), ranges[-1] if ranges else "")
@@ -154,14 +167,16 @@ def classify(
     paths: list[Path],
     rules: LoadedRules,
     jobs: int | None = None,
-    progress: Progress | None = None,
+    progress: ReadProgress | None = None,
 ) -> CardFile:
     """Read every report under `paths` and build the cards file (input errors listed in it).
     An invalid capture manifest raises ManifestError before any report is read."""
     inputs = collect_inputs(paths)
     all_reports = inputs.reports()
-    results = read_all(all_reports, jobs or os.cpu_count() or 1, rules, progress)
-    ok: dict[Path, list[Pair]] = {}
+    results = read_all(
+        all_reports, jobs or os.cpu_count() or 1, partial(kernel_card, rules=rules), progress
+    )
+    ok: dict[Path, list[Classified]] = {}
     failed: dict[Path, str] = {}
     for path, result in zip(all_reports, results, strict=True):
         if isinstance(result, str):

@@ -8,7 +8,7 @@ incomplete cards stay so. Legacy defects are handled on loading, by `legacy.from
 
 from __future__ import annotations
 
-from .. import __version__
+from .._version import __version__
 from ..cards.model import SCHEMA_VERSION, CardFile, card_class, count_classes, judge
 from ..core.clock import utc_now
 from .rules import LoadedRules
