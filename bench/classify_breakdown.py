@@ -27,9 +27,9 @@ def run_mode(mode: str, folder: Path) -> dict:
     from classify_speed import bare_read, cpu_seconds
 
     from ncu_classify.cards.files import write_card_file
-    from ncu_classify.cards.model import kernel_card
     from ncu_classify.read import parallel as reading
     from ncu_classify.verdicts import classify as module
+    from ncu_classify.verdicts.judge import kernel_card
     from ncu_classify.verdicts.rules import load_rules
 
     paths = sorted(folder.glob("*.ncu-rep"))

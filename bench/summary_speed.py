@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ncu_classify.cards.files import load_card_file  # noqa: E402
-from ncu_classify.present.summary import by_stage  # noqa: E402
+from ncu_classify.cards.rollup import by_stage  # noqa: E402
 
 CARDS = ROOT / "fixtures" / "workload_h200_480x832" / "cards.json"
 

@@ -242,8 +242,8 @@ def test_reader_batches_balance_bytes_and_bound_each_worker(
 
 
 def test_parallel_reads_come_back_in_input_order(rules: LoadedRules) -> None:
-    from ncu_classify.cards.model import kernel_card
     from ncu_classify.read.parallel import read_all
+    from ncu_classify.verdicts.judge import kernel_card
 
     paths = sorted(SMOKE.glob("*.ncu-rep.xz")) * 2
     classify = partial(kernel_card, rules=rules)

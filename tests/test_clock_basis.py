@@ -15,10 +15,11 @@ from pathlib import Path
 import ncu_report
 import pytest
 
-from ncu_classify.cards.model import Card, CardFile, judge
+from ncu_classify.cards.model import Card, CardFile
 from ncu_classify.present.frames import cards_frame
 from ncu_classify.present.page import report_html
 from ncu_classify.verdicts.classify import classify
+from ncu_classify.verdicts.judge import judge
 from ncu_classify.verdicts.roofline import device_max_ghz, kernel_roofline
 from ncu_classify.verdicts.rules import LoadedRules
 

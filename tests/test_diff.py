@@ -18,7 +18,7 @@ from ncu_classify.compare.diff import DiffOptions, diff_cards
 from ncu_classify.compare.model import DiffFile, ShapeDiff
 from ncu_classify.compare.noise import load_noise
 from ncu_classify.present.schema import DIFF_SCHEMA_FILE, diff_schema_text
-from ncu_classify.verdicts.reclassify import reclassify
+from ncu_classify.verdicts.judge import reclassify
 from ncu_classify.verdicts.rules import load_rules
 
 CARDS = ROOT / "reports" / "diff" / "cards"
@@ -360,7 +360,7 @@ def test_roofline_rules_tell_missing_legacy_metrics_from_flips() -> None:
 def test_repeats_count_in_the_roll_up_as_in_the_summary() -> None:
     """The legacy file lists one DiT linear twice: the diff shows the second as a repeat, and
     its roll-up counts both, as `summary` of that file does, so their totals agree."""
-    from ncu_classify.present.summary import by_stage
+    from ncu_classify.cards.rollup import by_stage
 
     diff = compare(LEGACY, GPU0, rules=ROOT / "rules" / "default.yaml")
     [dit] = [r for r in diff.rollup if (r.stage, r.primary) == ("dit", "compute_bound")]

@@ -17,10 +17,10 @@ from conftest import LEGACY
 
 from ncu_classify.cards.files import card_file_text, load_card_file
 from ncu_classify.cards.legacy import from_legacy
+from ncu_classify.cards.rollup import by_stage
 from ncu_classify.cli.entry import run
 from ncu_classify.core.errors import CardsError
-from ncu_classify.present.summary import by_stage
-from ncu_classify.verdicts.reclassify import reclassify
+from ncu_classify.verdicts.judge import reclassify
 from ncu_classify.verdicts.rules import load_rules
 
 REAL = json.loads(LEGACY.read_text())

@@ -17,13 +17,14 @@ import pytest
 from conftest import ROOT
 
 from ncu_classify.cards.files import load_card_file
+from ncu_classify.cards.hot_units import KNOWN, describe, name_units
+from ncu_classify.cards.rollup import by_stage
 from ncu_classify.cli.entry import run
 from ncu_classify.core.ordering import stage_order
 from ncu_classify.present.page_chart import build_chart, label_box
 from ncu_classify.present.page_view import CLASS_COLOURS, build_view
-from ncu_classify.present.summary import by_stage, summarize
+from ncu_classify.present.summary import summarize
 from ncu_classify.read import kernels as report_reader
-from ncu_classify.verdicts.hot_units import KNOWN, describe, name_units
 
 WORKLOAD = ROOT / "fixtures" / "workload_h200_480x832" / "cards.json"
 H200_REPORTS = sorted(

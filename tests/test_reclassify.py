@@ -15,7 +15,7 @@ from ncu_classify.cards.files import card_file_text, load_card_file, write_card_
 from ncu_classify.cards.model import CardFile
 from ncu_classify.core.errors import CardsError
 from ncu_classify.present.schema import SCHEMA_FILE
-from ncu_classify.verdicts.reclassify import reclassify
+from ncu_classify.verdicts.judge import reclassify
 from ncu_classify.verdicts.rules import LoadedRules
 
 AT = "2026-12-01T00:00:00+00:00"

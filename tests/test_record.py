@@ -198,7 +198,7 @@ def test_recorded_h200_capture_reproduces_and_weighs_by_calls(
     writes from the raw report, every shape replayed its recorded inputs, and the summary's
     time per inference is each card's summed kernel time x its calls."""
     from ncu_classify.cards.files import load_card_file
-    from ncu_classify.present.summary import by_stage
+    from ncu_classify.cards.rollup import by_stage
 
     monkeypatch.chdir(ROOT)
     fresh = tmp_path / "cards.json"

@@ -10,9 +10,10 @@ import ncu_report
 import pytest
 from conftest import ROOT
 
+from ncu_classify.cards.figures import Roofline
+from ncu_classify.cards.hot_units import HotUnit
 from ncu_classify.verdicts.classify import classify
-from ncu_classify.verdicts.hot_units import HotUnit, compute_note
-from ncu_classify.verdicts.roofline import Roofline
+from ncu_classify.verdicts.judge import compute_note
 from ncu_classify.verdicts.rules import LoadedRules
 
 FOLDER = ROOT / "fixtures" / "roofline_h200"

@@ -10,7 +10,7 @@ from conftest import QUIET_EVIDENCE, ROOT
 
 from ncu_classify.cards.files import load_card_file
 from ncu_classify.core.errors import RulesError
-from ncu_classify.verdicts.reclassify import reclassify
+from ncu_classify.verdicts.judge import reclassify
 from ncu_classify.verdicts.rules import DEFAULT_RULES, LoadedRules, evaluate, load_rules
 
 FULL = QUIET_EVIDENCE

@@ -9,7 +9,7 @@ from pathlib import Path
 from ncu_classify.cards.files import load_card_file
 from ncu_classify.cards.model import CardFile
 from ncu_classify.present.summary import ShapeRow, summarize, summary_csv
-from ncu_classify.verdicts.reclassify import reclassify
+from ncu_classify.verdicts.judge import reclassify
 from ncu_classify.verdicts.rules import LoadedRules
 
 FLASH = "attention:flash_attn:self_b1_h40_d128_q4680_k4680of29640:bf16"

@@ -15,7 +15,7 @@ from conftest import ROOT
 
 from ncu_classify.cards.files import load_card_file
 from ncu_classify.verdicts.classify import classify
-from ncu_classify.verdicts.reclassify import reclassify
+from ncu_classify.verdicts.judge import reclassify
 from ncu_classify.verdicts.rules import LoadedRules
 
 WORKLOAD = ROOT / "fixtures" / "workload_h200_480x832_40heads"

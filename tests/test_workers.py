@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from conftest import SMOKE
 
-from ncu_classify.cards.model import kernel_card
 from ncu_classify.read import parallel
 from ncu_classify.read.workers import WorkerFailure, run_in_children
+from ncu_classify.verdicts.judge import kernel_card
 from ncu_classify.verdicts.rules import LoadedRules
 
 

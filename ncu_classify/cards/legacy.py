@@ -22,15 +22,8 @@ from typing import Any, get_args
 from ..core.errors import CardsError
 from ..core.metrics import CATALOG
 from .legacy_fit import Fitter
-from .model import (
-    SCHEMA_VERSION,
-    VERDICT_FIELDS,
-    Card,
-    CardFile,
-    CardStatus,
-    KernelCard,
-    count_classes,
-)
+from .model import SCHEMA_VERSION, VERDICT_FIELDS, Card, CardFile, CardStatus, KernelCard
+from .rollup import count_classes
 
 CARD_STATUSES = get_args(CardStatus)
 

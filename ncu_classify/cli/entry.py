@@ -232,7 +232,7 @@ def reclassify(
 ) -> None:
     """Re-apply rules to an existing cards file, keeping card and kernel order."""
     from ..cards.files import card_file_text
-    from ..verdicts.reclassify import reclassify as run_reclassify
+    from ..verdicts.judge import reclassify as run_reclassify
     from ..verdicts.rules import load_rules
 
     with errors():

@@ -14,11 +14,11 @@ import statistics
 from dataclasses import dataclass, field
 
 from .._version import __version__
-from ..cards.model import UNRESOLVED, Card, CardFile, KernelCard, kernel_values
+from ..cards.model import UNRESOLVED, Card, CardFile, KernelCard
+from ..cards.rollup import SummaryRow, by_stage
 from ..core.clock import utc_now
 from ..core.ordering import natural_key, stage_order
-from ..present.summary import SummaryRow, by_stage
-from ..verdicts.reclassify import reclassify
+from ..verdicts.judge import kernel_values, reclassify
 from ..verdicts.rules import LoadedRules
 from .crossings import crossings
 from .matching import Pair, by_stage_order, compared_stage, pair_files, same_kernel, shortfall

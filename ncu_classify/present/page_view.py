@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..cards.model import Card, CardFile, KernelCard
-from .summary import SummaryRow, by_stage
+from ..cards.rollup import SummaryRow, by_stage
 
 MARKERS = ("circle", "square", "triangle", "diamond", "down", "plus", "star", "hexagon")
 # The chart's range: kernels outside it (a counter gone wrong) are listed, not drawn, so that

@@ -3,28 +3,14 @@ shape (one row per card, with why a failed or incomplete card has no class)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Literal, overload
 
-from ..cards.model import Card, CardFile, card_class
-from ..core.ordering import stage_order
+from ..cards.model import Card, CardFile
+from ..cards.rollup import SummaryRow, by_stage, card_class
 from .tables import csv_text
 
 SummaryBy = Literal["stage", "shape"]
-
-
-@dataclass(frozen=True)
-class SummaryRow:
-    """One (stage, class) cell: how many cards, and their summed kernel time."""
-
-    stage: str
-    primary: str
-    cards: int
-    calls: int  # runs per inference of these cards' shapes (1 each unless recorded)
-    kernel_us: float  # summed kernel time x calls of the cards that have a total
-    share_of_stage: float | None  # of the stage's kernel time; None if no time known
-    untimed: int = 0  # cards without a total (failed, or a kernel without a duration)
 
 
 @dataclass(frozen=True)
@@ -56,51 +42,6 @@ def summarize(cards: CardFile, by: SummaryBy = "stage") -> list[SummaryRow] | li
     if by == "shape":
         return [shape_row(card) for card in cards.cards]
     return by_stage(cards.cards)
-
-
-def by_stage(cards: Sequence[Card]) -> list[SummaryRow]:
-    """Cards and kernel time per inference (summed kernel time x calls) per (stage, class),
-    computed with pandas; a card without a class counts under its status. Stages in
-    `stage_order` (first-seen, numbered ones in numeric order), most time first within one.
-    One groupby and one sort: linear in the cards, however many stages."""
-    import pandas as pd
-
-    frame = pd.DataFrame(
-        [(*card_class(card), card.summed_kernel_us, card.calls) for card in cards],
-        columns=["stage", "primary", "us", "calls"],
-    ).astype({"us": "float64", "calls": "int64"})
-    frame["untimed"] = frame["us"].isna().astype("int64")
-    frame["us"] = frame["us"] * frame["calls"]
-    cells = (
-        frame.groupby(["stage", "primary"], sort=False)
-        .agg(
-            size=("us", "size"),
-            sum=("us", "sum"),
-            untimed=("untimed", "sum"),
-            calls=("calls", "sum"),
-        )
-        .reset_index()
-    )
-    position = {stage: i for i, stage in enumerate(stage_order(cells["stage"]))}
-    cells["position"] = cells["stage"].map(position)
-    cells["total"] = cells.groupby("stage", sort=False)["sum"].transform("sum")
-    cells["neg"] = -cells["sum"]
-    cells = cells.sort_values(["position", "neg", "primary"], kind="stable")
-    columns = ["stage", "primary", "size", "calls", "sum", "untimed", "total"]
-    return [
-        SummaryRow(
-            str(stage),
-            str(primary),
-            int(count),
-            int(calls),
-            round(float(us), 3),
-            us / total if total else None,
-            int(untimed),
-        )
-        for stage, primary, count, calls, us, untimed, total in cells[columns].itertuples(
-            index=False
-        )
-    ]
 
 
 def shape_row(card: Card) -> ShapeRow:

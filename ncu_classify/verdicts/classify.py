@@ -17,21 +17,15 @@ from typing import Any
 from .._version import __version__
 from ..capture.group_ids import parse_group_id, shape_record
 from ..capture.manifest import ShapeRecord
-from ..cards.model import (
-    Card,
-    CardFile,
-    KernelCard,
-    build_card,
-    card_class,
-    count_classes,
-    kernel_card,
-)
+from ..cards.model import Card, CardFile, KernelCard
+from ..cards.rollup import card_class, count_classes
 from ..core.clock import utc_now
 from ..core.text import unicode_safe
 from ..read.framing import report_stem
 from ..read.parallel import ReadProgress, read_all
 from ..read.records import KernelRecord
 from .inputs import Source, collect_inputs, input_files
+from .judge import build_card, kernel_card
 from .rules import LoadedRules
 
 __all__ = ["classify", "input_files"]

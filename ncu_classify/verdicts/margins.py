@@ -15,24 +15,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from ..cards.figures import Margin
 from ..core.metrics import BOUNDED_BY
 from .rules import OPERATORS, AllOf, AnyOf, Compare, RuleSet, from_bound
 
 Distance = tuple[float, str] | None  # (how far, in the unit of which metric)
-
-
-class Margin(BaseModel):
-    """How firm a kernel's verdict is."""
-
-    model_config = ConfigDict(extra="forbid")
-    metric: str | None = Field(description="the metric whose threshold decided the verdict")
-    distance: float | None = Field(description="how far it is from that threshold")
-    alternative: str | None = Field(description="the rule nearest to firing instead")
-    alternative_metric: str | None = None
-    alternative_distance: float | None = None
-    borderline: bool = Field(description="a distance within the rules file's borderline margin")
 
 
 @dataclass(frozen=True)

@@ -17,43 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from ..cards.figures import CardRoofline, Roofline
 from ..core.counters import MEMORY_LEVELS, TENSOR_FAMILIES
 
 FAMILY_KEYS = {f"{family}_{kind}": f"flops_{family}_{kind}" for family, kind in TENSOR_FAMILIES}
 LEVELS = tuple(MEMORY_LEVELS)
-
-
-class Roofline(BaseModel):
-    """Where one kernel sits on the roofline (T = 10^12; intensity in FLOP/byte)."""
-
-    model_config = ConfigDict(extra="forbid")
-    family: str | None = Field(description="the FLOP family it used most: hgmma_bf16, ..., fp32")
-    executed_flops: float | None = Field(description="FLOPs executed, all families, padding too")
-    achieved_tflops: float | None
-    intensity: dict[str, float | None] = Field(description="FLOP/byte at dram, l2, l1")
-    compute_ceiling_tflops: float | None = Field(description="peak of the family used")
-    bandwidth_tbps: dict[str, float | None] = Field(description="peak bytes/s at dram, l2, l1")
-    achieved_tbps: dict[str, float | None] = Field(description="bytes/s moved at dram, l2, l1")
-    binding: str | None = Field(
-        description="compute, dram, l2 or l1: the lowest roof; for a kernel without FLOPs (a"
-        " copy, a transpose) the memory level it uses most of"
-    )
-    roof_tflops: float | None
-    pct_of_roof: float | None
-    missing: list[str] = Field(default_factory=list, description="inputs the report lacked")
-    ceiling_sm_clock_ghz: float | None = Field(
-        default=None,
-        description="SM clock behind the compute (and L1) ceiling: the one measured during the"
-        " kernel, capped at the device's maximum",
-    )
-    clock_flags: list[str] = Field(
-        default_factory=list,
-        description="clocks measured above the device's maximum, and the clock the ceilings"
-        " used instead (SM and L1 against the maximum GPU clock, DRAM against the memory"
-        " clock; L2 has no device figure to check against)",
-    )
 
 
 # Clock key -> (the device's maximum in the card's `gpu`, kHz; what that maximum is).
@@ -195,40 +163,6 @@ def _round(value: float | None) -> float | None:
 
 # The dense peak an op of this dtype could use at best (MFU's denominator): the wgmma family.
 DTYPE_PEAK = {"bf16": "peak_hgmma_bf16", "fp16": "peak_hgmma_fp16", "tf32": "peak_hgmma_tf32"}
-
-
-class CardRoofline(BaseModel):
-    """The shape's work against what ran: useful FLOPs over executed ones, and MFU on two bases:
-    the SM clock seen during the card's longest kernel, and the device's maximum clock."""
-
-    model_config = ConfigDict(extra="forbid")
-    executed_flops: float | None = Field(description="all kernels of the card, all families")
-    useful_over_executed: float | None = Field(
-        description="the shape's nominal FLOPs / executed FLOPs (tile padding, extra kernels)"
-    )
-    mfu_pct: float | None = Field(
-        description="nominal FLOPs per second of summed kernel time, % of the device's dense"
-        " peak for the op's dtype (wgmma bf16/fp16/tf32, or 2 x FFMA for fp32 without TF32)"
-        " at peak_clock_ghz, the clock seen during the kernel"
-    )
-    peak_tflops: float | None = Field(description="that dense peak, at peak_clock_ghz")
-    peak_clock_ghz: float | None = Field(
-        default=None,
-        description="SM clock of peak_tflops and mfu_pct: measured during the card's longest"
-        " kernel, capped at the device's maximum",
-    )
-    mfu_max_clock_pct: float | None = Field(
-        default=None,
-        description="the same MFU against the dense peak at the device's maximum SM clock"
-        " (max_clock_ghz; the datasheet basis, to compare GPUs and runs like with like)",
-    )
-    peak_max_clock_tflops: float | None = Field(
-        default=None, description="the dense peak at max_clock_ghz"
-    )
-    max_clock_ghz: float | None = Field(
-        default=None,
-        description="the device's maximum SM clock (device__attribute_max_gpu_frequency_khz)",
-    )
 
 
 def compute_dtype(params: Mapping[str, Any]) -> str | None:

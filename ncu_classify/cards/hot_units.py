@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
-from .roofline import Roofline
-
 # ncu counter (without `.avg.pct_of_peak_sustained_elapsed`) -> (label, kind): every member of
 # the two breakdowns that the committed H200 reports carry (`--metrics` captures and `--set full`
 # alike; the labels follow ncu's own metric descriptions). A counter not listed gets a label
@@ -165,23 +163,3 @@ def name_units(raw: dict[str, list[tuple[str, float]]]) -> dict[str, list[HotUni
                 kept.append(unit)
         out[breakdown] = kept
     return out
-
-
-def compute_note(
-    classification: str | None, hot: dict[str, list[HotUnit]], roofline: Roofline | None
-) -> str | None:
-    """What to tell about a compute-bound verdict whose busiest SM unit is not a math pipe."""
-    units = hot.get("sm") or []
-    if classification != "compute_bound" or not units or units[0].kind == "math":
-        return None
-    top = units[0]
-    note = (
-        f"compute-bound by SM throughput, but the busiest SM unit is {top.label} ({top.unit},"
-        f" {top.pct:.1f} %), not a math pipe"
-    )
-    if roofline and roofline.achieved_tflops is not None and roofline.pct_of_roof is not None:
-        note += (
-            f": {roofline.achieved_tflops:g} TFLOP/s, {roofline.pct_of_roof:.1f} % of its"
-            f" {roofline.binding} roof"
-        )
-    return note

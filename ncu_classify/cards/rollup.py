@@ -1,0 +1,96 @@
+"""What a cards file adds up to, computed one way for every command: the dominant kernel of a
+card, cards counted per class (the file's `summary` and `by_stage`), and kernel time per
+inference per (stage, class), weighted by each card's calls (summary, report and diff alike)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ..core.ordering import stage_order
+from .model import Card, KernelCard
+
+
+def dominant(kernels: list[KernelCard]) -> KernelCard | None:
+    """The longest kernel (first of equals); a lone kernel dominates even without a duration;
+    None if several kernels and none has a duration."""
+    timed = [k for k in kernels if k.metrics.get("dur_us") is not None]
+    if not timed:
+        return kernels[0] if len(kernels) == 1 else None
+    return max(timed, key=lambda k: k.metrics["dur_us"] or 0.0)
+
+
+def count_classes(
+    pairs: Iterable[tuple[str, str]],
+) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+    """Cards per class from (stage, class) pairs, overall and per stage, keys sorted."""
+    overall: Counter[str] = Counter()
+    stages: dict[str, Counter[str]] = {}
+    for stage, key in pairs:
+        overall[key] += 1
+        stages.setdefault(stage, Counter())[key] += 1
+    return dict(sorted(overall.items())), {s: dict(sorted(c.items())) for s, c in stages.items()}
+
+
+def card_class(card: Card) -> tuple[str, str]:
+    """(stage, primary class) of a card; a card without a verdict counts under its status."""
+    return card.stage, card.primary or card.status
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    """One (stage, class) cell: how many cards, and their summed kernel time."""
+
+    stage: str
+    primary: str
+    cards: int
+    calls: int  # runs per inference of these cards' shapes (1 each unless recorded)
+    kernel_us: float  # summed kernel time x calls of the cards that have a total
+    share_of_stage: float | None  # of the stage's kernel time; None if no time known
+    untimed: int = 0  # cards without a total (failed, or a kernel without a duration)
+
+
+def by_stage(cards: Sequence[Card]) -> list[SummaryRow]:
+    """Cards and kernel time per inference (summed kernel time x calls) per (stage, class),
+    computed with pandas; a card without a class counts under its status. Stages in
+    `stage_order` (first-seen, numbered ones in numeric order), most time first within one.
+    One groupby and one sort: linear in the cards, however many stages."""
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        [(*card_class(card), card.summed_kernel_us, card.calls) for card in cards],
+        columns=["stage", "primary", "us", "calls"],
+    ).astype({"us": "float64", "calls": "int64"})
+    frame["untimed"] = frame["us"].isna().astype("int64")
+    frame["us"] = frame["us"] * frame["calls"]
+    cells = (
+        frame.groupby(["stage", "primary"], sort=False)
+        .agg(
+            size=("us", "size"),
+            sum=("us", "sum"),
+            untimed=("untimed", "sum"),
+            calls=("calls", "sum"),
+        )
+        .reset_index()
+    )
+    position = {stage: i for i, stage in enumerate(stage_order(cells["stage"]))}
+    cells["position"] = cells["stage"].map(position)
+    cells["total"] = cells.groupby("stage", sort=False)["sum"].transform("sum")
+    cells["neg"] = -cells["sum"]
+    cells = cells.sort_values(["position", "neg", "primary"], kind="stable")
+    columns = ["stage", "primary", "size", "calls", "sum", "untimed", "total"]
+    return [
+        SummaryRow(
+            str(stage),
+            str(primary),
+            int(count),
+            int(calls),
+            round(float(us), 3),
+            us / total if total else None,
+            int(untimed),
+        )
+        for stage, primary, count, calls, us, untimed, total in cells[columns].itertuples(
+            index=False
+        )
+    ]

@@ -1,0 +1,236 @@
+"""Judging: the one place where a kernel's class and a card's verdict are decided, by classify
+on fresh kernel rows and by reclassify on a cards file (ours or a converted legacy one).
+
+A kernel is classified by the first rule that holds on its metrics (else its evidence block, for
+legacy kernels whose metrics were lost); a card's primary class is its longest kernel's. Judging
+our own cards again under the same rules changes nothing but `reclassified_at`: every other
+field, and the order of cards and kernels, is kept; failed and incomplete cards stay so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .._version import __version__
+from ..cards.figures import Roofline
+from ..cards.hot_units import HotUnit, name_units
+from ..cards.model import (
+    CLASSIFY_FIELDS,
+    CLASSIFY_KERNEL_FIELDS,
+    SCHEMA_VERSION,
+    UNRESOLVED,
+    VERDICT_FIELDS,
+    Card,
+    CardFile,
+    KernelCard,
+)
+from ..cards.rollup import card_class, count_classes, dominant
+from ..core.clock import utc_now
+from ..core.metrics import CATALOG, EVIDENCE_KEYS, derive
+from ..read.records import KernelRecord, gpu_of
+from .margins import verdict_margin
+from .roofline import card_roofline, compute_dtype, kernel_roofline
+from .rules import LoadedRules, evaluate
+
+
+def kernel_values(
+    metrics: Mapping[str, float | None], evidence: Mapping[str, float | None]
+) -> dict[str, float | None]:
+    """Rule inputs of a kernel: its metrics and derived ratios, else its evidence block (legacy
+    kernels whose metrics were lost keep only their evidence)."""
+    values: dict[str, float | None] = {spec.key: metrics.get(spec.key) for spec in CATALOG}
+    values.update(derive(values))
+    for key in EVIDENCE_KEYS:
+        if values[key] is None:
+            values[key] = evidence.get(key)
+    return values
+
+
+def kernel_verdict(
+    metrics: Mapping[str, float | None], evidence: Mapping[str, float | None], rules: LoadedRules
+) -> dict[str, Any]:
+    """A kernel's class, rule text, evidence and unchecked metrics under `rules`; a kernel with
+    no evidence at all gets no class rather than the fallback."""
+    values = kernel_values(metrics, evidence)
+    fresh = {k: values[k] for k in EVIDENCE_KEYS}
+    if all(v is None for v in fresh.values()):
+        return dict(
+            classification=None, rule=None, evidence=fresh, unchecked_metrics=[*fresh], margin=None
+        )
+    verdict = evaluate(rules.rules, values)
+    return dict(
+        classification=verdict.rule.name,
+        rule=verdict.rule.text,
+        evidence=fresh,
+        unchecked_metrics=verdict.unchecked,
+        margin=verdict_margin(rules.rules, verdict.rule.name, values),
+    )
+
+
+def classify_kernel(
+    kernel: KernelCard, rules: LoadedRules, device: Mapping[str, Any] | None = None
+) -> KernelCard:
+    """The kernel classified again under `rules` (every other field kept); `device` is its
+    card's `gpu` (maximum clocks)."""
+    verdict = kernel_verdict(kernel.metrics, kernel.evidence, rules)
+    notes = _annotations(kernel.metrics, kernel.hot_units, verdict, device)
+    return kernel.model_copy(update={**verdict, **notes})
+
+
+def _annotations(
+    metrics: Mapping[str, float | None],
+    hot: dict[str, list[HotUnit]],
+    verdict: dict[str, Any],
+    device: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """Roofline figures and the note on the verdict, from the kernel's own figures and the
+    device's maximum clocks."""
+    roofline = kernel_roofline(metrics, device)
+    return {
+        "roofline": roofline,
+        "verdict_note": compute_note(verdict["classification"], hot, roofline),
+    }
+
+
+def kernel_card(record: KernelRecord, rules: LoadedRules) -> KernelCard:
+    """Classify one kernel row."""
+    metrics = {spec.key: record.values.get(spec.key) for spec in CATALOG}
+    verdict = kernel_verdict(metrics, {}, rules)
+    hot = name_units(record.hot_units)
+    return KernelCard.model_construct(  # trusted values; the file is validated in tests
+        set(CLASSIFY_KERNEL_FIELDS),
+        kernel=record.demangled,
+        metrics=metrics,
+        **verdict,
+        hot_units=hot,
+        **_annotations(metrics, hot, verdict, record.device),
+        mangled_name=record.mangled,
+        demangled_name=record.demangled,
+        function_name=record.function,
+        nvtx_range="/".join(record.nvtx_ranges) or None,
+        report=record.report,
+        launch_index=[record.range_index, record.action_index],
+        replay_passes=record.replay_passes,
+        metric_sources=dict(record.sources),
+        missing_metrics=list(record.missing),
+        metric_repairs=[],  # given: a default factory costs more than classifying the kernel
+    )
+
+
+def judge(card: Card, rules: LoadedRules, *, kernels_classified: bool = False) -> Card:
+    """The card with every kernel classified under `rules` (skipped when the caller just did)
+    and the card's verdict: dominant kernel, primary, its rule texts and status."""
+    kernels = card.kernels
+    if not kernels_classified:
+        kernels = [classify_kernel(k, rules, card.gpu) for k in kernels]
+    return card.model_copy(update={"kernels": kernels, **_verdict(card, kernels, rules)})
+
+
+def _verdict(card: Card, kernels: list[KernelCard], rules: LoadedRules) -> dict[str, Any]:
+    """Card-level verdict fields. A card with an error stays failed and a truncated one stays
+    incomplete (facts about the data, not the rules); neither gets a primary class."""
+    top = dominant(kernels)
+    blank: dict[str, Any] = dict.fromkeys(VERDICT_FIELDS[1:])
+    if card.error:
+        return {**blank, "dominant_kernel": top.kernel if top else None, "status": "failed"}
+    if card.status == "incomplete":
+        return {**blank, "status": "incomplete"}  # its named dominant kernel is not listed
+    if not kernels:
+        return {**blank, "dominant_kernel": None, "status": "no_kernels"}
+    rule = next((r for r in rules.rules.rules if top and r.name == top.classification), None)
+    if top is None or rule is None:
+        return {**blank, "dominant_kernel": top.kernel if top else None, "status": "unresolved"}
+    return {
+        "dominant_kernel": top.kernel,
+        "primary": rule.name,
+        "primary_rule": rule.text,
+        "alternative_explanation": rule.alternative_explanation,
+        "counter_experiment": rule.counter_experiment,
+        "status": "unresolved" if rule.name == UNRESOLVED else "classified",
+    }
+
+
+def build_card(
+    *,
+    group: str,
+    stage: str,
+    op: str,
+    kernels: list[KernelCard],
+    rules: LoadedRules,
+    records: list[KernelRecord],
+    **fields: Any,
+) -> Card:
+    """A card from its kernels, classified by `kernel_card`; the verdict is `judge`'s."""
+    durations = [k.metrics.get("dur_us") for k in kernels]
+    # A sum over the kernels that have a duration would understate the card: none then.
+    timed = [d for d in durations if d is not None]
+    summed = round(sum(timed), 6) if kernels and len(timed) == len(kernels) else None
+    flops = fields.get("nominal_mac_flops")
+    missing = sorted({m for k in kernels for m in k.missing_metrics})
+    if any(d is None for d in durations):
+        missing = sorted({*missing, "dur_us"})
+    gpu = gpu_of(records)
+    card = Card.model_construct(  # trusted values; the file is validated in tests
+        set(CLASSIFY_FIELDS),
+        group=group,
+        stage=stage,
+        op=op,
+        kernels=kernels,
+        summed_kernel_us=summed,
+        achieved_tflops=round(flops / (summed * 1e6), 3) if flops and summed else None,
+        **dict.fromkeys(VERDICT_FIELDS),
+        status="unresolved",  # the verdict fields are decided by judge
+        notes=[],
+        gpu=gpu,
+        missing_metrics=missing,
+        roofline=card_roofline(
+            [(k.metrics, k.roofline) for k in kernels],
+            flops,
+            summed,
+            compute_dtype(fields.get("shape_parameters") or {}),
+            gpu,
+        ),
+        **{"shape_parameters": {}, **fields},  # given: default factories are slow to construct
+    )
+    return judge(card, rules, kernels_classified=True)
+
+
+def compute_note(
+    classification: str | None, hot: dict[str, list[HotUnit]], roofline: Roofline | None
+) -> str | None:
+    """What to tell about a compute-bound verdict whose busiest SM unit is not a math pipe."""
+    units = hot.get("sm") or []
+    if classification != "compute_bound" or not units or units[0].kind == "math":
+        return None
+    top = units[0]
+    note = (
+        f"compute-bound by SM throughput, but the busiest SM unit is {top.label} ({top.unit},"
+        f" {top.pct:.1f} %), not a math pipe"
+    )
+    if roofline and roofline.achieved_tflops is not None and roofline.pct_of_roof is not None:
+        note += (
+            f": {roofline.achieved_tflops:g} TFLOP/s, {roofline.pct_of_roof:.1f} % of its"
+            f" {roofline.binding} roof"
+        )
+    return note
+
+
+def reclassify(cards: CardFile, rules: LoadedRules, *, at: str | None = None) -> CardFile:
+    """`cards` judged again under `rules`, stamped with the rules' identity and `at` (now)."""
+    judged = [judge(card, rules) for card in cards.cards]
+    summary, by_stage = count_classes(map(card_class, judged))
+    return cards.model_copy(
+        update={
+            "schema_version": SCHEMA_VERSION,
+            "reclassified_at": at or utc_now(),
+            "tool_version": __version__,
+            "rules": rules.rules.summary_text(),
+            "rules_id": rules.rules.id,
+            "rules_file": rules.path,
+            "rules_sha256": rules.sha256,
+            "cards": judged,
+            "summary": summary,
+            "by_stage": by_stage,
+        }
+    )
