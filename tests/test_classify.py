@@ -13,7 +13,7 @@ from conftest import SMOKE, USER_FULL
 
 from ncu_classify.cards.model import CardFile
 from ncu_classify.core.counters import roofline_counters
-from ncu_classify.read.framing import REPORT_SUFFIXES
+from ncu_classify.read.names import REPORT_SUFFIXES
 from ncu_classify.verdicts.classify import classify
 from ncu_classify.verdicts.rules import LoadedRules
 

@@ -310,7 +310,9 @@ def test_closed_or_full_stdout_is_exit_7(tmp_path: Path) -> None:
 def test_compression_bomb_is_refused_before_the_disk_fills(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(report_reader, "MIN_INFLATE_CAP", 1 << 20)
+    from ncu_classify.read import inflate
+
+    monkeypatch.setattr(inflate, "MIN_INFLATE_CAP", 1 << 20)
     bomb = tmp_path / "bomb.ncu-rep.xz"
     bomb.write_bytes(lzma.compress(b"NVR\x00" + b"\x00" * (64 << 20)))
     from ncu_classify.core.errors import ReportError

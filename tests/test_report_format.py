@@ -9,15 +9,8 @@ import pytest
 from conftest import ROOT, SMOKE, USER_FULL
 
 from ncu_classify.core.errors import ReportError
-from ncu_classify.read.framing import (
-    NCU_PROVIDER,
-    REPORT_SUFFIXES,
-    ReportInfo,
-    check_report,
-    is_report_name,
-    report_stem,
-    version_message,
-)
+from ncu_classify.read.framing import NCU_PROVIDER, ReportInfo, check_report, version_message
+from ncu_classify.read.names import REPORT_SUFFIXES, is_report_name, report_stem
 
 PUBLIC = ROOT / "fixtures" / "public"
 DIT_SIZE = 120947

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ncu_classify.core.metrics import SPECS, UnitError, derive, to_base
+from ncu_classify.core.metrics import SPECS, derive
+from ncu_classify.core.units import UnitError, to_base
 
 
 @pytest.mark.parametrize(

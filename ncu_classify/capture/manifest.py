@@ -10,7 +10,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from ..core.atomic import write_text_atomic
 from ..core.errors import ManifestError
 from ..core.textio import MIB, read_json
-from ..read.framing import REPORT_SUFFIXES
+from ..read.names import REPORT_SUFFIXES
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 1

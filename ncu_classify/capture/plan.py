@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..core.errors import ShapesError, UsageError
 from ..core.metrics import capture_metric_names
-from ..read.framing import is_report_name, report_stem
+from ..read.names import is_report_name, report_stem
 from .manifest import MANIFEST_NAME, Manifest, ShapeRecord, read_manifest
 from .ncu_cmd import ncu_argv
 from .shapes import InputSpec, ShapeEntry, ShapesFile, load_shapes

@@ -38,6 +38,19 @@ EXIT_CODES: list[tuple[type[NcuClassifyError], int]] = [
     (GateFailed, 8),
 ]
 EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 130
+# Every exit code and what it means, first words of the README's table (a test keeps them equal).
+EXIT_TABLE = [
+    (0, "success"),
+    (EXIT_INTERNAL, "internal error, i.e. a bug"),
+    (2, "usage error"),
+    (3, "an input file is invalid"),
+    (4, "some reports could not be read"),
+    (5, "some shapes failed to capture"),
+    (6, "the environment lacks something the command needs"),
+    (7, "an output could not be written"),
+    (8, "`diff --fail-on`: a guarded condition holds"),
+    (EXIT_INTERRUPTED, "interrupted"),
+]
 
 app = typer.Typer(
     add_completion=False,
@@ -46,6 +59,7 @@ app = typer.Typer(
     rich_markup_mode=None,  # click's plain help: flags without a `<bool>` value, text rewrapped
     context_settings={"help_option_names": ["-h", "--help"]},
     help="What bounds each GPU kernel, from Nsight Compute hardware counters.",
+    epilog="Exit codes: " + "; ".join(f"{code} {what}" for code, what in EXIT_TABLE) + ".",
 )
 
 

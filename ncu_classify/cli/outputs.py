@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..core.atomic import write_bytes_atomic
 from ..core.errors import OutputError, UsageError
-from ..read.framing import REPORT_SUFFIXES
+from ..read.names import REPORT_SUFFIXES
 
 STDOUT = "-"
 STDOUT_CLOSED = False  # set by the CLI when it was started with standard output closed

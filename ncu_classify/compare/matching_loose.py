@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..cards.model import Card
-from ..read.framing import report_stem
+from ..read.names import report_stem
 
 LooseBy = Literal["nvtx_range", "kernel", "shape"]
 LOOSE_OPS = ("nvtx_range", "kernel")  # the ops classify gives cards of loose reports

@@ -1,4 +1,4 @@
-"""Nsight Compute report files without ncu_report: which names are reports, whether a file is whole.
+"""Nsight Compute report files without ncu_report: whether a file is a whole report, and of what.
 
 An `.ncu-rep` (and the `.nsight-cuprof-report` of Nsight Compute 2019.x) is `NVR\\0`, a FileHeader
 block, then pairs of a BlockHeader block and its payload. A block is a little-endian uint32 size
@@ -27,9 +27,6 @@ from ..core.errors import ReportError
 REPORT_MAGIC = b"NVR\x00"
 ZSTD_MAGIC = 0xFD2FB528
 SUPPORTED_FORMAT = 7  # FileHeader.Version of every report from Nsight Compute 2019.1 to 2025.3
-REPORT_KINDS = (".ncu-rep", ".ncu-repz", ".nsight-cuprof-report")
-COMPRESSIONS = ("", ".xz", ".gz", ".bz2")
-REPORT_SUFFIXES = tuple(kind + comp for kind in REPORT_KINDS for comp in COMPRESSIONS)
 MAX_HEADER_BYTES = 64 << 20  # largest BlockHeader seen: 135 KB (a --set full string table)
 NCU_PROVIDER = "Nsight Compute Target"  # VersionInfo provider naming the ncu that profiled
 # BlockHeader counters of the messages in the payload: NumSources, NumResults (kernels),
@@ -54,20 +51,6 @@ class ReportInfo:
         """`2025.3.1.0` for a report profiled by Nsight Compute 2025.3.1 (absent before 2020)."""
         version = self.tool_versions.get(NCU_PROVIDER)
         return version.split()[0] if version else None
-
-
-def report_stem(path: Path | str) -> str:
-    """`vae` for `raw/vae.ncu-rep.xz` or `raw/vae.ncu-repz`; the name itself when not a report."""
-    name = Path(path).name
-    for suffix in REPORT_SUFFIXES:  # none ends another, so order does not matter
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
-
-
-def is_report_name(path: Path | str) -> bool:
-    """True for a file name classify reads as an Nsight Compute report."""
-    return Path(path).name.endswith(REPORT_SUFFIXES)
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:

@@ -3,89 +3,38 @@
 Values come from ncu_report in the unit the report states for each metric and are converted to
 card units through the metric catalog; a metric that none of its ncu names provides, or that ncu
 recorded as NaN (a kernel it could not profile), stays None and is listed as missing. Compressed
-reports (`.ncu-rep.xz`, `.gz`, `.bz2`) are inflated into a temporary file first, since ncu_report
-reads only from a path. Every report is checked whole by `report_format` before ncu_report opens
+reports are inflated into a temporary file first (`inflate`). Every report is checked whole by
+`framing` before ncu_report opens
 it (ncu_report takes a cut file for a shorter report), and the kernels it yields are checked too.
 """
 
 from __future__ import annotations
 
-import bz2
 import contextlib
 import functools
-import gzip
 import importlib.metadata
-import lzma
 import math
 import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import ncu_report
 
 from ..core.counters import BREAKDOWNS, fill_products
 from ..core.errors import ReportError
-from ..core.metrics import CATALOG, DEVICE_METRICS, PASSES_METRIC, UnitError, complete
+from ..core.metrics import CATALOG, DEVICE_METRICS, PASSES_METRIC, complete
 from ..core.textio import open_regular, os_reason
-from .framing import REPORT_MAGIC, SUPPORTED_FORMAT, ReportInfo, check_report, version_message
+from ..core.units import UnitError
+from .framing import SUPPORTED_FORMAT, ReportInfo, check_report, version_message
+from .inflate import plain_file
 from .records import KernelRecord, ReportRead
 
-_DECOMPRESSORS: dict[str, ModuleType] = {".xz": lzma, ".gz": gzip, ".bz2": bz2}
 # Roofline counts a `--set full` report carries only as rates (it has no `.sum` of them).
 RATE_FALLBACK_SPECS = tuple(
     s for s in CATALOG if s.names[0].endswith(".sum") and s.dimension in ("count", "bytes")
 )
-ZSTD_MAGIC_BYTES = b"\x28\xb5\x2f\xfd"
-# Inflated reports may grow this many times their compressed size (xz shrinks real reports
-# about 16x), and always to MIN_INFLATE_CAP: more is a compression bomb, not a report.
-INFLATE_RATIO = 200
-MIN_INFLATE_CAP = 256 << 20
-CHUNK = 1 << 20
-
-
-@contextlib.contextmanager
-def _plain_file(path: Path, scratch: Path | None = None) -> Iterator[Path]:
-    """The report as an uncompressed file on disk: a temporary copy for compressed ones, in
-    `scratch` when given (the caller then owns its clean-up, also when this process is killed),
-    checked at its first bytes and capped in size while it is inflated."""
-    module = _DECOMPRESSORS.get(path.suffix)
-    if module is None:
-        yield path
-        return
-    with tempfile.TemporaryDirectory(prefix="ncu-classify-", dir=scratch) as tmp:
-        plain = Path(tmp) / path.name.removesuffix(path.suffix)
-        try:
-            with module.open(path, "rb") as src, plain.open("wb") as dst:
-                _inflate(src, dst, path, plain.name)
-        except (OSError, EOFError, lzma.LZMAError) as exc:
-            raise ReportError(f"{path}: cannot decompress: {exc}") from None
-        yield plain
-
-
-def _inflate(src: Any, dst: Any, path: Path, inner: str) -> None:
-    """Copy `src` to `dst`, refusing a wrong header at once and a bomb before the disk fills."""
-    cap = max(MIN_INFLATE_CAP, INFLATE_RATIO * path.stat().st_size)
-    expected = ZSTD_MAGIC_BYTES if inner.endswith(".ncu-repz") else REPORT_MAGIC
-    first = src.read(CHUNK)
-    if first[:4] not in (REPORT_MAGIC, ZSTD_MAGIC_BYTES):
-        raise ReportError(
-            f"{path}: not an Nsight Compute report (bad file header once decompressed;"
-            f" expected {expected!r})"
-        )
-    written = 0
-    chunk = first
-    while chunk:
-        written += len(chunk)
-        if written > cap:
-            raise ReportError(
-                f"{path}: inflates to more than {cap:,} bytes ({INFLATE_RATIO}x its size):"
-                " not a report (a compression bomb?)"
-            )
-        dst.write(chunk)
-        chunk = src.read(CHUNK)
 
 
 @contextlib.contextmanager
@@ -107,7 +56,7 @@ def _quiet_stderr() -> Iterator[None]:
 def _local_report(path: Path, scratch: Path | None) -> Iterator[tuple[Path, ReportInfo]]:
     """The report checked whole, as a plain file whose suffix tells ncu_report its content
     (ncu_report picks zstd by the `.ncu-repz` suffix alone and reads a misnamed file as empty)."""
-    with _plain_file(path, scratch) as plain:
+    with plain_file(path, scratch) as plain:
         info = check_report(plain, label=path)
         named_right = plain.name.endswith(".ncu-repz") == (info.kind == ".ncu-repz")
         if named_right and _utf8(plain.resolve()):
@@ -279,7 +228,7 @@ def warm_up(path: Path, scratch: Path | None = None) -> None:
     """Pay ncu_report's one-off start (about 85 ms, at the first kernel a process touches) once,
     in a parent about to fork readers, so that the workers start warm. Errors are left for the
     real read to report."""
-    with contextlib.suppress(Exception), _plain_file(path, scratch) as plain, _quiet_stderr():
+    with contextlib.suppress(Exception), plain_file(path, scratch) as plain, _quiet_stderr():
         context = ncu_report.load_report(str(plain))
         if context is not None and context.num_ranges() and context.range_by_idx(0).num_actions():
             context.range_by_idx(0).action_by_idx(0)

@@ -21,7 +21,7 @@ from ..cards.model import Card, CardFile, KernelCard
 from ..cards.rollup import card_class, count_classes
 from ..core.clock import utc_now
 from ..core.text import unicode_safe
-from ..read.framing import report_stem
+from ..read.names import report_stem
 from ..read.parallel import ReadProgress, read_all
 from ..read.records import KernelRecord
 from .inputs import Source, collect_inputs, input_files

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..capture.manifest import MANIFEST_NAME, Manifest, read_manifest
 from ..core.ordering import natural_key
 from ..core.textio import not_regular, os_reason
-from ..read.framing import REPORT_SUFFIXES, report_stem
+from ..read.names import REPORT_SUFFIXES, report_stem
 
 
 def is_report(path: Path) -> bool:

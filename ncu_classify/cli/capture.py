@@ -1,0 +1,83 @@
+"""`ncu-classify capture`: the shapes file replayed under ncu into a capture folder (the work is
+in `capture.run`; this layer checks the options, shows the plan and the progress, and maps the
+outcome to an exit code)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..core.errors import CaptureError
+from .app import EXIT_INTERRUPTED, app, errors
+from .options import parse_gpus, parse_shard, positive_float, positive_int
+from .terminal import capture_progress, print_interrupted, print_manifest, print_plan
+
+
+@app.command("capture")
+def capture_command(
+    shapes: Annotated[Path, typer.Option("--shapes", help="shapes YAML file")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="folder for reports + manifest")],
+    ncu: Annotated[str, typer.Option(help="ncu executable")] = "ncu",
+    timeout: Annotated[
+        float, typer.Option(help="seconds allowed per ncu process", callback=positive_float)
+    ] = 3600.0,
+    gpus: Annotated[str, typer.Option(help="CUDA devices to spread batches over, e.g. 0,1")] = "",
+    shard: Annotated[str, typer.Option(help="capture only shard K of N (K/N), e.g. 2/8")] = "1/1",
+    max_batch: Annotated[
+        int | None,
+        typer.Option(help="at most this many shapes per ncu process", callback=positive_int),
+    ] = None,
+    per_stage: Annotated[
+        bool,
+        typer.Option(
+            "--per-stage/--one-process",
+            help="one ncu process per stage, or one for all shapes (one per GPU with --gpus)",
+        ),
+    ] = True,
+    resume: Annotated[bool, typer.Option(help="finish a capture: only shapes not yet ok")] = False,
+    stop_grace: Annotated[
+        float,
+        typer.Option(
+            help="on Ctrl-C/SIGTERM, seconds the shape in hand may take before it is killed",
+            callback=positive_float,
+        ),
+    ] = 20.0,
+    dry_run: Annotated[bool, typer.Option(help="print the ncu command lines, run nothing")] = False,
+) -> None:
+    """Replay every shape under ncu into OUTPUT (reports + manifest.json)."""
+    from ..capture.run import CaptureOptions, capture, plan_capture
+    from .outputs import output_folder
+
+    options = CaptureOptions(
+        ncu=ncu,
+        timeout_s=timeout,
+        gpus=parse_gpus(gpus),
+        shard=parse_shard(shard),
+        max_batch=max_batch or 0,
+        resume=resume,
+        per_stage=per_stage,
+        stop_grace_s=stop_grace,
+    )
+    with errors():
+        output_folder(output)
+        plan = plan_capture(shapes, output, options)  # a bad file fails before any display
+    if dry_run:
+        print_plan(plan)
+        return
+    try:
+        with errors(), capture_progress() as progress:
+            manifest = capture(shapes, output, options, progress=progress)
+    except typer.Exit as stopped:
+        if stopped.exit_code == EXIT_INTERRUPTED:
+            print_interrupted(output)
+        raise
+    print_manifest(manifest)
+    failed = [s for s in manifest.shapes if s.status != "ok"]
+    if failed:
+        with errors():
+            raise CaptureError(
+                f"{len(failed)} of {len(manifest.shapes)} shapes failed;"
+                f" see {output / 'manifest.json'}"
+            )

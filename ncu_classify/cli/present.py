@@ -1,0 +1,87 @@
+"""`ncu-classify summary`, `schema` and `metrics`: a cards file summed up per stage or per
+shape, the published JSON Schemas, and the metric catalog (the work is in `present` and
+`core.metrics`; this layer picks the format and the target)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from ..core.errors import UsageError
+from ..core.text import printable
+from ..present.tables import TABLE_SUFFIXES, TEXT_SUFFIXES, check_kind, csv_text, output_format
+from .app import app, check_inputs, check_output, errors, read_cards, usage
+from .terminal import metrics_table, out, print_summary, table_text
+
+
+@app.command("summary")
+def summary_command(
+    cards_file: Annotated[
+        Path, typer.Argument(help="cards JSON (ours or the legacy format)", readable=False)
+    ],
+    by: Annotated[
+        str, typer.Option("--by", help="stage: classes per stage; shape: one row per card")
+    ] = "stage",
+    csv: Annotated[bool, typer.Option("--csv", help="CSV instead of a table")] = False,
+    output: Annotated[
+        str | None,
+        typer.Option("-o", "--output", help="write to this file instead (.parquet: Parquet)"),
+    ] = None,
+) -> None:
+    """Per-stage counts of primary classes and their share of summed kernel time, or per-shape
+    verdicts with the reason of every failed shape."""
+    from ..present.summary import summarize, summary_csv, summary_parquet
+
+    if by not in ("stage", "shape"):
+        raise usage(UsageError(f"--by {by!r}: expected stage or shape"))
+    grouping: Literal["stage", "shape"] = "stage" if by == "stage" else "shape"
+    with errors():
+        target = check_output(output, [cards_file]) if output is not None else None
+        check_inputs([cards_file])
+        given = "csv" if csv else None
+        fmt = output_format(given, output, TABLE_SUFFIXES, "table", neutral=TEXT_SUFFIXES)
+        cards = read_cards(cards_file)
+        if target is None and fmt == "table":
+            print_summary(cards, out, grouping)
+            return
+        rows = summarize(cards, grouping)
+        if fmt == "parquet":
+            if target is None or target.is_stdout:
+                raise UsageError("Parquet is a binary file: give it with -o FILE.parquet")
+            target.write_bytes(summary_parquet(rows, grouping))
+            return
+        text = summary_csv(rows, grouping) if fmt == "csv" else table_text(cards, grouping)
+        if target is None:
+            out.print(printable(text, keep_newlines=True), end="")
+        else:
+            target.write_text(text)
+
+
+@app.command("schema")
+def schema_command(
+    output: Annotated[str, typer.Option("-o", "--output", help="file to write")] = "-",
+    diff: Annotated[bool, typer.Option("--diff", help="schema of `diff --format json`")] = False,
+) -> None:
+    """Print (or write) the JSON Schema of the cards file (or of the diff JSON)."""
+    from ..present.schema import cards_schema_text, diff_schema_text
+
+    with errors():
+        target = check_output(output, [])
+        check_kind(output, "JSON")
+        target.write_text(diff_schema_text() if diff else cards_schema_text())
+
+
+@app.command("metrics")
+def metrics_command(
+    csv: Annotated[bool, typer.Option("--csv", help="CSV instead of a table")] = False,
+) -> None:
+    """List the card metrics: key, unit, and the ncu names tried in order."""
+    from ..core.metrics import metric_rows
+
+    rows = metric_rows()
+    if csv:
+        out.print(csv_text(["key", "unit", "ncu_names", "description"], rows), end="")
+        return
+    out.print(metrics_table(rows))
