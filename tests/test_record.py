@@ -223,7 +223,7 @@ def test_recorded_h200_capture_reproduces_and_weighs_by_calls(
 def test_conv2d_shape_arithmetic() -> None:
     from pydantic import ValidationError
 
-    from ncu_classify.capture.shapes import Conv2dShape
+    from ncu_classify.capture.ops import Conv2dShape
 
     shape = Conv2dShape(
         op="conv2d", input=[4, 192, 64, 64], weight=[96, 192, 3, 3], padding=[1, 1], bias=True

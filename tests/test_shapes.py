@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from ncu_classify.capture.shapes import Conv3dShape, LinearShape, load_shapes
+from ncu_classify.capture.ops import Conv3dShape, LinearShape
+from ncu_classify.capture.shapes import load_shapes
 from ncu_classify.core.errors import ShapesError
 
 

@@ -15,7 +15,8 @@ from typing import Any, get_args
 from pydantic import ValidationError
 
 from .manifest import ShapeRecord
-from .shapes import AttentionBackend, ShapeEntry, group_id
+from .ops import AttentionBackend
+from .shapes import ShapeEntry, group_id
 
 _STAGE = re.compile(r"[A-Za-z0-9_]+")
 _KEYS = re.compile(r"k(\d+)(?:of(\d+))?")

@@ -18,7 +18,8 @@ from ..core.metrics import capture_metric_names
 from ..read.names import is_report_name, report_stem
 from .manifest import MANIFEST_NAME, Manifest, ShapeRecord, read_manifest
 from .ncu_cmd import ncu_argv
-from .shapes import InputSpec, ShapeEntry, ShapesFile, load_shapes
+from .ops import InputSpec
+from .shapes import ShapeEntry, ShapesFile, load_shapes
 
 # No GPU made has more memory (B300: 288 GB): the bound when the GPU is not known (dry run).
 LARGEST_GPU_BYTES = 300 * 2**30

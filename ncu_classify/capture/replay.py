@@ -23,17 +23,10 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from .ops import AttentionShape, CastShape, Conv2dShape, Conv3dShape, InputSpec, LinearShape
 from .protocol import read_batch
 from .protocol import run_batch as protocol_run_batch
-from .shapes import (
-    AttentionShape,
-    CastShape,
-    Conv2dShape,
-    Conv3dShape,
-    InputSpec,
-    LinearShape,
-    ShapeEntry,
-)
+from .shapes import ShapeEntry
 
 DTYPES = {
     "bf16": torch.bfloat16,

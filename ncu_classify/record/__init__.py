@@ -9,10 +9,26 @@ calls; calls of ops the replay cannot run are counted by name, never dropped sil
 `inputs_dir`, the first inputs of each distinct shape are saved (within a byte budget) so that
 capture can replay the real tensors.
 
-This package and `replay` are the only parts of the tool that import torch.
+This package and `capture.replay` are the only parts of the tool that import torch; the face is
+lazy, so that `program` (which runs the user's script, no torch) loads without it.
 """
 
-from .document import shapes_yaml, validated_document
-from .recorder import Recorder, recording
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["Recorder", "recording", "shapes_yaml", "validated_document"]
+_HOMES = {
+    "Recorder": "recorder",
+    "recording": "recorder",
+    "shapes_yaml": "document",
+    "validated_document": "document",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        from importlib import import_module
+
+        return getattr(import_module(f"{__name__}.{_HOMES[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

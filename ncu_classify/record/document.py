@@ -17,7 +17,8 @@ def validated_document(recorder: Recorder, command: str, inputs_prefix: str = ""
     with one group id (a matmul and a linear of one size) merge, adding their calls."""
     from pydantic import TypeAdapter, ValidationError
 
-    from ..capture.shapes import Shape, group_id
+    from ..capture.ops import Shape
+    from ..capture.shapes import group_id
 
     document = recorder.shapes_document(command, inputs_prefix)
     adapter: TypeAdapter[Any] = TypeAdapter(Shape)

@@ -8,7 +8,8 @@ Run from the repository root: python reports/record/compare_vae_shapes.py
 
 from pathlib import Path
 
-from ncu_classify.capture.shapes import Conv3dShape, load_shapes
+from ncu_classify.capture.ops import Conv3dShape
+from ncu_classify.capture.shapes import load_shapes
 
 ROOT = Path(__file__).resolve().parents[2]
 

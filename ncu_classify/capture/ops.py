@@ -1,0 +1,324 @@
+"""The op shapes capture can replay (linear, conv3d, conv2d, attention, cast): each one's
+parameters as the shapes file gives them, strictly validated, with its stable id, the FLOPs and
+bytes it nominally moves, and the inputs its replay draws."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Dtype = Literal["bf16", "fp16", "fp32"]
+CastTarget = Literal["bf16", "fp16", "fp32", "uint8"]  # video frames leave as uint8
+DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "uint8": 1}
+GROUP_ID = re.compile(r"^[A-Za-z0-9_.:+-]+$")
+# One dimension: positive and below 2^40 (no tensor has more elements along one axis), so that
+# byte counts stay exact integers and absurd sizes are refused as such.
+PositiveInt = Annotated[int, Field(gt=0, lt=2**40)]
+Triple = Annotated[list[PositiveInt], Field(min_length=3, max_length=3)]
+NonNegTriple = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=3, max_length=3)]
+Dims5 = Annotated[list[PositiveInt], Field(min_length=5, max_length=5)]
+Dims4 = Annotated[list[PositiveInt], Field(min_length=4, max_length=4)]
+Dims2 = Annotated[list[PositiveInt], Field(min_length=2, max_length=2)]
+NonNegDims2 = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)]
+InputSpec = tuple[tuple[int, ...], str, float]  # dims, dtype, scale of one drawn input
+
+
+class OpShape(BaseModel):
+    """Fields every shape has: an optional explicit id."""
+
+    # strict: `M: true` or `M: "5"` is an error, not 1 or 5
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
+    name: str | None = Field(default=None, pattern=GROUP_ID.pattern)
+    note: str | None = None  # provenance or assumptions; copied into the card
+    # How often the recorded model runs this shape per inference (summaries weight by it).
+    calls: PositiveInt = 1
+    # Where a recorded shape came from: module paths, numbers of repeated blocks as `*`.
+    source: str | None = None
+    # The real inputs `record --save-inputs` kept (torch.save of a list of tensors), replayed
+    # instead of seeded random ones; relative to the shapes file's folder.
+    inputs_file: str | None = None
+
+    def key(self) -> str:
+        """The op-specific part of the group id."""
+        raise NotImplementedError
+
+    def aten_op(self) -> str:
+        """The op name written into cards (legacy cards use ATen names)."""
+        raise NotImplementedError
+
+    def nominal_flops(self) -> int:
+        """Useful multiply-add FLOPs (2 per MAC) the op must do, from its shape alone."""
+        raise NotImplementedError
+
+    def nominal_bytes(self) -> int:
+        """Fewest bytes the op must move: every input read once, every output written once."""
+        raise NotImplementedError
+
+    def inputs(self) -> list[InputSpec]:
+        """The seeded random tensors the replay draws, in order: (dims, dtype, scale). Shapes
+        with equal inputs share one draw when replayed one after the other."""
+        raise NotImplementedError
+
+    def output_bytes(self) -> int:
+        """Bytes of what the op allocates on the GPU besides its inputs (outputs, copies)."""
+        raise NotImplementedError
+
+    def device_bytes(self) -> int:
+        """GPU memory the replay needs at least: every input drawn plus what the op allocates
+        (library workspaces come on top)."""
+        drawn = sum(math.prod(dims) * DTYPE_BYTES[dtype] for dims, dtype, _ in self.inputs())
+        return drawn + self.output_bytes()
+
+
+class LinearShape(OpShape):
+    """`F.linear(x[M,K], w[N,K], bias[N])`."""
+
+    op: Literal["linear"]
+    M: PositiveInt
+    N: PositiveInt
+    K: PositiveInt
+    dtype: Dtype = "bf16"
+    bias: bool = False
+    allow_tf32: bool = False
+
+    def key(self) -> str:
+        tags = [self.dtype] + (["tf32"] if self.dtype == "fp32" and self.allow_tf32 else [])
+        tags += ["bias"] if self.bias else []
+        return f"linear:M{self.M}_N{self.N}_K{self.K}:" + ":".join(tags)
+
+    def aten_op(self) -> str:
+        return "aten.linear.default"
+
+    def nominal_flops(self) -> int:
+        return 2 * self.M * self.N * self.K
+
+    def nominal_bytes(self) -> int:
+        elems = self.M * self.K + self.N * self.K + self.M * self.N + (self.N if self.bias else 0)
+        return elems * DTYPE_BYTES[self.dtype]
+
+    def inputs(self) -> list[InputSpec]:
+        specs: list[InputSpec] = [
+            ((self.M, self.K), self.dtype, 1.0),
+            ((self.N, self.K), self.dtype, self.K**-0.5),
+        ]
+        return specs + ([((self.N,), self.dtype, 1.0)] if self.bias else [])
+
+    def output_bytes(self) -> int:
+        return self.M * self.N * DTYPE_BYTES[self.dtype]
+
+
+class _Conv(OpShape):
+    """What conv2d and conv3d share: NC + spatial dims, the output arithmetic, the id, the
+    FLOPs and bytes. Subclasses fix the number of spatial dims by their field types."""
+
+    input: list[int]
+    weight: list[int]
+    stride: list[int]
+    padding: list[int]
+    dilation: list[int]
+    groups: PositiveInt = 1
+    dtype: Dtype = "fp32"
+    allow_tf32: bool = True
+    memory_format: str = "contiguous"
+    bias: bool = False
+    _name: ClassVar[str] = "conv"
+    _layout_tag: ClassVar[str] = "cl"
+
+    @model_validator(mode="after")
+    def _consistent(self) -> _Conv:
+        if self.input[1] != self.weight[1] * self.groups:
+            raise ValueError(
+                f"input channels {self.input[1]} != weight in-channels {self.weight[1]}"
+                f" x groups {self.groups}"
+            )
+        if self.weight[0] % self.groups:
+            raise ValueError(f"out channels {self.weight[0]} not divisible by groups {self.groups}")
+        if any(d <= 0 for d in self.output()):
+            raise ValueError(f"kernel larger than padded input: output would be {self.output()}")
+        return self
+
+    def output(self) -> list[int]:
+        """Output shape [N, Cout, *spatial] by the usual convolution arithmetic."""
+        spatial = [
+            (size + 2 * pad - dil * (k - 1) - 1) // st + 1
+            for size, k, st, pad, dil in zip(
+                self.input[2:], self.weight[2:], self.stride, self.padding, self.dilation,
+                strict=False,
+            )
+        ]  # fmt: skip
+        return [self.input[0], self.weight[0], *spatial]
+
+    def key(self) -> str:
+        dims = "x".join(map(str, self.input)) + "_w" + "x".join(map(str, self.weight))
+        parts = [f"in{dims}"]
+        parts += [f"s{'x'.join(map(str, self.stride))}", f"p{'x'.join(map(str, self.padding))}"]
+        if any(d != 1 for d in self.dilation):
+            parts.append(f"d{'x'.join(map(str, self.dilation))}")
+        if self.groups != 1:
+            parts.append(f"g{self.groups}")
+        tags = [self.dtype] + (["tf32"] if self.dtype == "fp32" and self.allow_tf32 else [])
+        tags += [self._layout_tag] if self.memory_format != "contiguous" else []
+        tags += ["bias"] if self.bias else []
+        return f"{self._name}:" + "_".join(parts) + ":" + ":".join(tags)
+
+    def aten_op(self) -> str:
+        return f"aten.{self._name}.default"
+
+    def nominal_flops(self) -> int:
+        kernel_volume = math.prod(self.weight[2:])
+        return 2 * math.prod(self.output()) * (self.input[1] // self.groups) * kernel_volume
+
+    def nominal_bytes(self) -> int:
+        elems = math.prod(self.input) + math.prod(self.weight) + math.prod(self.output())
+        return (elems + (self.weight[0] if self.bias else 0)) * DTYPE_BYTES[self.dtype]
+
+    def inputs(self) -> list[InputSpec]:
+        scale = math.prod(self.weight[1:]) ** -0.5
+        specs: list[InputSpec] = [
+            (tuple(self.input), self.dtype, 1.0),
+            (tuple(self.weight), self.dtype, scale),
+        ]
+        return specs + ([((self.weight[0],), self.dtype, 1.0)] if self.bias else [])
+
+    def output_bytes(self) -> int:
+        out = math.prod(self.output()) * DTYPE_BYTES[self.dtype]
+        if self.memory_format == "contiguous":  # cuDNN transposes input and output to NHWC
+            return 2 * out + math.prod(self.input) * DTYPE_BYTES[self.dtype]
+        return out
+
+
+class Conv3dShape(_Conv):
+    """`F.conv3d(input, weight, bias, stride, padding, dilation, groups)` in NCDHW terms."""
+
+    op: Literal["conv3d"]
+    input: Dims5
+    weight: Dims5
+    stride: Triple = [1, 1, 1]
+    padding: NonNegTriple = [0, 0, 0]
+    dilation: Triple = [1, 1, 1]
+    memory_format: Literal["contiguous", "channels_last_3d"] = "contiguous"
+    _name: ClassVar[str] = "conv3d"
+    _layout_tag: ClassVar[str] = "cl3d"
+
+
+class Conv2dShape(_Conv):
+    """`F.conv2d(...)` in NCHW terms (the Wan VAE's 2-D upsampling convs run per frame)."""
+
+    op: Literal["conv2d"]
+    input: Dims4
+    weight: Dims4
+    stride: Dims2 = [1, 1]
+    padding: NonNegDims2 = [0, 0]
+    dilation: Dims2 = [1, 1]
+    memory_format: Literal["contiguous", "channels_last"] = "contiguous"
+    _name: ClassVar[str] = "conv2d"
+    _layout_tag: ClassVar[str] = "cl"
+
+
+# `sdpa`: F.scaled_dot_product_attention left to pick its kernel, as a recorded model did.
+AttentionBackend = Literal[
+    "sdpa",
+    "sdpa_flash",
+    "sdpa_efficient",
+    "sdpa_cudnn",
+    "flash_attn",
+    "flash_attn_interface",
+    "fa3_fwd",
+]
+
+
+class AttentionShape(OpShape):
+    """Scaled dot-product attention; keys beyond `valid_keys` are allocated but not attended."""
+
+    op: Literal["attention"]
+    # One backend, or a preference list: the first one that runs here is used (and recorded).
+    backend: AttentionBackend | Annotated[list[AttentionBackend], Field(min_length=1)] = (
+        "sdpa_cudnn"
+    )
+    substitutes_for: str | None = None  # the op the legacy pipeline ran, e.g. flash_attn_v3
+    batch: PositiveInt = 1
+    heads: PositiveInt
+    head_dim: PositiveInt
+    q_len: PositiveInt
+    valid_keys: PositiveInt
+    allocated_keys: PositiveInt | None = None
+    role: Literal["self", "cross"] = "self"
+    causal: bool = False
+    dtype: Dtype = "bf16"
+
+    @model_validator(mode="after")
+    def _keys(self) -> AttentionShape:
+        if self.allocated_keys is not None and self.allocated_keys < self.valid_keys:
+            raise ValueError(f"allocated_keys {self.allocated_keys} < valid_keys {self.valid_keys}")
+        return self
+
+    def key(self) -> str:
+        keys = f"k{self.valid_keys}"
+        if self.allocated_keys and self.allocated_keys != self.valid_keys:
+            keys += f"of{self.allocated_keys}"
+        body = f"{self.role}_b{self.batch}_h{self.heads}_d{self.head_dim}_q{self.q_len}_{keys}"
+        tags = [self.dtype] + (["causal"] if self.causal else [])
+        return f"{self.substitutes_for or '+'.join(self.backends())}:{body}:" + ":".join(tags)
+
+    def backends(self) -> list[str]:
+        """Backends to try, in order."""
+        return list(self.backend) if isinstance(self.backend, list) else [self.backend]
+
+    def aten_op(self) -> str:
+        return self.substitutes_for or "+".join(self.backends())
+
+    def nominal_flops(self) -> int:
+        # QK^T and PV: 2 GEMMs of 2*q*k*d FLOPs per head; causal attends about half the pairs.
+        full = 4 * self.batch * self.heads * self.q_len * self.valid_keys * self.head_dim
+        return full // 2 if self.causal else full
+
+    def nominal_bytes(self) -> int:
+        q_and_out = 2 * self.batch * self.heads * self.q_len * self.head_dim
+        k_and_v = 2 * self.batch * self.heads * self.valid_keys * self.head_dim
+        return (q_and_out + k_and_v) * DTYPE_BYTES[self.dtype]
+
+    def inputs(self) -> list[InputSpec]:
+        keys = self.allocated_keys or self.valid_keys  # the padded buffer is drawn whole
+        q = (self.batch, self.heads, self.q_len, self.head_dim)
+        kv = (self.batch, self.heads, keys, self.head_dim)
+        return [(q, self.dtype, 1.0), (kv, self.dtype, 1.0), (kv, self.dtype, 1.0)]
+
+    def output_bytes(self) -> int:
+        rows = self.batch * self.heads * self.q_len
+        return rows * self.head_dim * DTYPE_BYTES[self.dtype] + rows * 4  # out + logsumexp
+
+
+class CastShape(OpShape):
+    """`x.to(dtype)`: a pure memory-bound elementwise copy."""
+
+    op: Literal["cast"]
+    shape: Annotated[list[PositiveInt], Field(min_length=1)]
+    from_: Dtype = Field(alias="from")
+    to: CastTarget
+
+    def key(self) -> str:
+        return f"cast:{'x'.join(map(str, self.shape))}:{self.from_}-{self.to}"
+
+    def aten_op(self) -> str:
+        return "aten.to.dtype"
+
+    def nominal_flops(self) -> int:
+        return 0
+
+    def nominal_bytes(self) -> int:
+        return math.prod(self.shape) * (DTYPE_BYTES[self.from_] + DTYPE_BYTES[self.to])
+
+    def inputs(self) -> list[InputSpec]:
+        return [(tuple(self.shape), self.from_, 1.0)]
+
+    def output_bytes(self) -> int:
+        return math.prod(self.shape) * DTYPE_BYTES[self.to]
+
+
+Shape = Annotated[
+    LinearShape | Conv3dShape | Conv2dShape | AttentionShape | CastShape,
+    Field(discriminator="op"),
+]
