@@ -17,7 +17,7 @@ import pytest
 from conftest import ROOT
 
 from ncu_classify.cards.files import load_card_file
-from ncu_classify.cards.hot_units import KNOWN, describe, name_units
+from ncu_classify.cards.hot_units import KNOWN, name_units, unit_label_kind
 from ncu_classify.cards.rollup import by_stage
 from ncu_classify.cli.entry import run
 from ncu_classify.core.ordering import stage_order
@@ -59,20 +59,20 @@ def test_every_breakdown_entry_of_the_committed_h200_reports_has_a_label(
 
 
 def test_the_raw_counters_of_the_issue_are_named() -> None:
-    assert describe("gpu__compute_memory_access_throughput_internal_activity") == (
+    assert unit_label_kind("gpu__compute_memory_access_throughput_internal_activity") == (
         "caches and DRAM (internal activity)",
         "memory",
     )
-    assert describe("lts__d_sectors_fill_device") == ("L2 fills from DRAM", "memory")
-    assert describe("l1tex__lsuin_requests")[0] == "L1/shared requests from the LSU"
+    assert unit_label_kind("lts__d_sectors_fill_device") == ("L2 fills from DRAM", "memory")
+    assert unit_label_kind("l1tex__lsuin_requests")[0] == "L1/shared requests from the LSU"
 
 
 def test_an_unknown_counter_gets_a_label_read_from_its_name() -> None:
-    assert describe("lts__d_sectors_fill_peer") == ("L2: d sectors fill peer", "memory")
-    assert describe("sm__pipe_fp8_cycles_active") == ("SM: pipe fp8", "other")
-    assert describe("nvltx__bytes") == ("NVLink transmit: bytes", "other")
-    assert describe("xyz__a_b_cycles_active") == ("XYZ: a b", "other")
-    assert describe("oddname")[0] == "oddname (counter without a label)"
+    assert unit_label_kind("lts__d_sectors_fill_peer") == ("L2: d sectors fill peer", "memory")
+    assert unit_label_kind("sm__pipe_fp8_cycles_active") == ("SM: pipe fp8", "other")
+    assert unit_label_kind("nvltx__bytes") == ("NVLink transmit: bytes", "other")
+    assert unit_label_kind("xyz__a_b_cycles_active") == ("XYZ: a b", "other")
+    assert unit_label_kind("oddname")[0] == "oddname (counter without a label)"
 
 
 def test_cards_written_with_raw_counter_labels_are_shown_labelled(tmp_path: Path) -> None:

@@ -135,7 +135,7 @@ def test_out_of_memory_is_recorded_and_the_batch_goes_on(
         json.dumps({"seed": 0, "warmup": 1, "cudnn_benchmark": False, "entries": entries})
     )
     status = tmp_path / "s.jsonl"
-    assert replay.run_batch(batch, status) == 0
+    assert replay.replay_batch(batch, status) == 0
     lines = [json.loads(x) for x in status.read_text().splitlines()]
     assert [x.get("status") for x in lines] == [None, "failed", "ok"]
     assert lines[0]["kind"] == "env" and lines[0]["pid"] == os.getpid()

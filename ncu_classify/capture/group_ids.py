@@ -39,7 +39,7 @@ def parse_group_id(text: str) -> ShapeEntry | None:
     return entry if group_id(stage, entry.shape) == text else None
 
 
-def shape_record(entry: ShapeEntry) -> ShapeRecord:
+def shape_record_of_id(entry: ShapeEntry) -> ShapeRecord:
     """What capture's manifest would hold for the shape (op, parameters, nominal FLOPs and
     bytes), without what the id does not tell: the backend list behind a substituted
     attention name (`flash_attn_v3`)."""

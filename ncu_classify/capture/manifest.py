@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from ..core.atomic import write_text_atomic
-from ..core.errors import ManifestError
+from ..core.errors import ManifestError, validation_line
 from ..core.textio import MIB, read_json
 from ..read.names import REPORT_SUFFIXES
 
@@ -104,6 +104,4 @@ def read_manifest(path: Path) -> Manifest:
     try:
         return Manifest.model_validate(doc)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(map(str, err["loc"])) or "(top level)"
-        raise ManifestError(f"{path}: manifest field {field}: {err['msg']}") from None
+        raise ManifestError(f"{path}: manifest field {validation_line(exc)}") from None

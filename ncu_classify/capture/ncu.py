@@ -66,7 +66,7 @@ def replay_env(gpu: int | None, parallel: int) -> dict[str, str]:
     return env
 
 
-def run_batch(
+def run_ncu_batch(
     batch: Batch,
     out: Path,
     plan: Plan,

@@ -151,7 +151,7 @@ def alive(pid: int | None) -> bool:
     return True
 
 
-def run_batch(
+def serve_batch(
     batch_path: Path,
     status_path: Path,
     replay: Replay,

@@ -24,8 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from .ops import AttentionShape, CastShape, Conv2dShape, Conv3dShape, InputSpec, LinearShape
-from .protocol import read_batch
-from .protocol import run_batch as protocol_run_batch
+from .protocol import read_batch, serve_batch
 from .shapes import ShapeEntry
 
 DTYPES = {
@@ -288,11 +287,11 @@ def describe_failure(exc: Exception) -> str:
     return traceback.format_exception_only(type(exc), exc)[-1].strip()
 
 
-def run_batch(batch_path: Path, status_path: Path) -> int:
+def replay_batch(batch_path: Path, status_path: Path) -> int:
     """Replay a batch file under the shared protocol, with cuDNN benchmark mode as it asks."""
     torch.backends.cudnn.benchmark = read_batch(batch_path).cudnn_benchmark
-    return protocol_run_batch(batch_path, status_path, replay_one, environment, describe_failure)
+    return serve_batch(batch_path, status_path, replay_one, environment, describe_failure)
 
 
 if __name__ == "__main__":
-    sys.exit(run_batch(Path(sys.argv[1]), Path(sys.argv[2])))
+    sys.exit(replay_batch(Path(sys.argv[1]), Path(sys.argv[2])))

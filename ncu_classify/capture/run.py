@@ -24,7 +24,7 @@ from ..core.metrics import capture_metric_names
 from .folder import capture_lock, writing
 from .host import Host, counters_refused, probe
 from .manifest import BatchRecord, Manifest, ShapeRecord, write_manifest
-from .ncu import BatchRun, Stop, run_batch
+from .ncu import BatchRun, Stop, run_ncu_batch
 from .plan import (
     Batch,
     CaptureOptions,
@@ -37,7 +37,7 @@ from .plan import (
 )
 from .protocol import ShapeLine
 
-Progress = Callable[[int, int, str, str], None]  # done, total, group, status
+CaptureProgress = Callable[[int, int, str, str], None]  # done, total, group, status
 
 __all__ = ["CaptureOptions", "Plan", "apply_status", "capture", "count_kernels", "plan_capture"]
 
@@ -118,7 +118,7 @@ def capture(
     shapes_path: Path,
     out: Path,
     options: CaptureOptions | None = None,
-    progress: Progress | None = None,
+    progress: CaptureProgress | None = None,
 ) -> Manifest:
     """Replay the shapes of `shapes_path` under ncu into `out`; return the written manifest.
     KeyboardInterrupt (Ctrl-C, or SIGTERM under the CLI) winds down, writes the manifest and
@@ -132,7 +132,11 @@ def capture(
 
 
 def _capture(
-    shapes_path: Path, out: Path, options: CaptureOptions, host: Host, progress: Progress | None
+    shapes_path: Path,
+    out: Path,
+    options: CaptureOptions,
+    host: Host,
+    progress: CaptureProgress | None,
 ) -> Manifest:
     """capture() once the host is known and the folder is this process's alone."""
     plan = plan_capture(shapes_path, out, options, host.memory_bytes(options.gpus))
@@ -182,7 +186,7 @@ class _Run:
         options: CaptureOptions,
         records: dict[str, ShapeRecord],
         manifest: Manifest,
-        progress: Progress | None,
+        progress: CaptureProgress | None,
     ) -> None:
         self.out, self.plan, self.options = out, plan, options
         self.records, self.manifest = records, manifest
@@ -204,7 +208,7 @@ class _Run:
             for batch in batches:
                 if self.stop.graceful.is_set():
                     return
-                outcome = run_batch(
+                outcome = run_ncu_batch(
                     batch, self.out, self.plan, self.options, gpu, self.on_shape, self.stop
                 )
                 refused = counters_refused(self.out / outcome.record.log)

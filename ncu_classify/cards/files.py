@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..core.atomic import write_text_atomic
-from ..core.errors import CardsError
+from ..core.errors import CardsError, validation_line
 from ..core.jsonpos import value_line_col
 from ..core.metrics import complete
 from ..core.textio import MIB, read_json
@@ -42,7 +42,7 @@ def load_card_file(path: Path) -> CardFile:
             )
         return CardFile.model_validate(upgrade(doc), strict=True)
     except ValidationError as exc:
-        raise CardsError(f"{_at(path, exc)}: {describe(exc)}") from None
+        raise CardsError(f"{_at(path, exc)}: {validation_line(exc)}") from None
     except (TypeError, ValueError, KeyError, AttributeError, OverflowError, RecursionError) as exc:
         # a legacy document whose fields have the wrong kind of value (a list as a name)
         raise CardsError(f"{path}: not a cards file this tool reads: {_one_line(exc)}") from None
@@ -91,15 +91,6 @@ def _upgrade_kernel(kernel: dict[str, Any]) -> None:
     if isinstance(kernel.get("evidence"), dict):
         kernel["evidence"]["tensor_pct"] = metrics["tensor_pct"]
     kernel["missing_metrics"] = sorted(k for k, v in metrics.items() if v is None)
-
-
-def describe(exc: ValidationError) -> str:
-    """The first validation problem as `field.path: message`, with how many others there are."""
-    errors = exc.errors()
-    first = errors[0]
-    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{where}: {first['msg']}{more}"
 
 
 def _read_json(path: Path) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 # ncu counter (without `.avg.pct_of_peak_sustained_elapsed`) -> (label, kind): every member of
 # the two breakdowns that the committed H200 reports carry (`--metrics` captures and `--set full`
 # alike; the labels follow ncu's own metric descriptions). A counter not listed gets a label
-# derived from its name (`describe`).
+# derived from its name (`unit_label_kind`).
 KNOWN: dict[str, tuple[str, str]] = {
     # SM breakdown: math pipes
     "sm__pipe_tensor_cycles_active": ("tensor pipe", "math"),
@@ -121,10 +121,10 @@ class HotUnit(BaseModel):
         """A label that is the raw counter name (cards written before the counter had one)
         is replaced by the counter's label."""
         unit = info.data.get("unit")
-        return describe(unit)[0] if isinstance(unit, str) and label == unit else label
+        return unit_label_kind(unit)[0] if isinstance(unit, str) and label == unit else label
 
 
-def describe(unit: str) -> tuple[str, str]:
+def unit_label_kind(unit: str) -> tuple[str, str]:
     """(label, kind) of a breakdown counter: KNOWN's, or one read from the counter's name."""
     if unit in KNOWN:
         return KNOWN[unit]
@@ -152,7 +152,8 @@ def name_units(raw: dict[str, list[tuple[str, float]]]) -> dict[str, list[HotUni
     out: dict[str, list[HotUnit]] = {}
     for breakdown, entries in raw.items():
         units = [
-            HotUnit(unit=u, pct=p, label=describe(u)[0], kind=describe(u)[1]) for u, p in entries
+            HotUnit(unit=u, pct=p, label=unit_label_kind(u)[0], kind=unit_label_kind(u)[1])
+            for u, p in entries
         ]
         units.sort(
             key=lambda h: (-h.pct, _KIND_ORDER.get(h.kind, 3), h.label != "tensor pipe", h.unit)

@@ -13,7 +13,7 @@ from ..core.errors import UsageError
 from ..core.text import printable
 from ..present.tables import TABLE_SUFFIXES, TEXT_SUFFIXES, check_kind, csv_text, output_format
 from .app import app, check_inputs, check_output, errors, read_cards, usage
-from .terminal import metrics_table, out, print_summary, table_text
+from .terminal import metrics_table, out, print_summary, summary_table_text
 
 
 @app.command("summary")
@@ -52,7 +52,7 @@ def summary_command(
                 raise UsageError("Parquet is a binary file: give it with -o FILE.parquet")
             target.write_bytes(summary_parquet(rows, grouping))
             return
-        text = summary_csv(rows, grouping) if fmt == "csv" else table_text(cards, grouping)
+        text = summary_csv(rows, grouping) if fmt == "csv" else summary_table_text(cards, grouping)
         if target is None:
             out.print(printable(text, keep_newlines=True), end="")
         else:

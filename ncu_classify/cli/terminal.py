@@ -182,7 +182,7 @@ def print_summary(
     console.print(summary_table(cards, by))
 
 
-def table_text(cards: CardFile, by: Literal["stage", "shape"]) -> str:
+def summary_table_text(cards: CardFile, by: Literal["stage", "shape"]) -> str:
     """The summary table as plain text, for -o without --csv."""
     buffer = io.StringIO()
     Console(file=buffer, width=200, color_system=None).print(summary_table(cards, by))

@@ -21,7 +21,7 @@ from ..core.ordering import natural_key, stage_order
 from ..verdicts.judge import kernel_values, reclassify
 from ..verdicts.rules import LoadedRules
 from .crossings import crossings
-from .matching import Pair, by_stage_order, compared_stage, pair_files, same_kernel, shortfall
+from .matching import CardPair, by_stage_order, compared_stage, pair_files, same_kernel, shortfall
 from .model import (
     SHOWN_METRICS,
     Change,
@@ -97,7 +97,7 @@ def _kept(cards: list[Card], stages: frozenset[str]) -> list[Card]:
     return [c for c in cards if not stages or c.stage in stages]
 
 
-def _shape_diff(pair: Pair, stage: str, rules: LoadedRules | None, noise: Noise) -> ShapeDiff:
+def _shape_diff(pair: CardPair, stage: str, rules: LoadedRules | None, noise: Noise) -> ShapeDiff:
     base, cand = pair.baseline, pair.candidate
     card = base or cand
     assert card is not None
@@ -252,7 +252,7 @@ def _delta(
     return None if a is None or b is None else _r(b - a)
 
 
-def _rollup(pairs: list[Pair], aliases: dict[str, str]) -> list[StageRollup]:
+def _rollup(pairs: list[CardPair], aliases: dict[str, str]) -> list[StageRollup]:
     """Cards and kernel time per inference per (stage, class) on each side, as `summary`
     computes them for each file (`summary.by_stage`: time x calls, untimed cards counted
     apart; a shape listed twice counts twice, as the file lists it), so the totals of a diff

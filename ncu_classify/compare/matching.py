@@ -1,4 +1,4 @@
-"""Pair the cards of two files by shape, for `diff`.
+"""CardPair the cards of two files by shape, for `diff`.
 
 Three passes, each over the cards the earlier ones left: the same group id; then the same stage
 and op with compatible shape parameters (every shape-defining key both cards hold is equal, and
@@ -45,7 +45,7 @@ IGNORED = frozenset({"output"})
 
 
 @dataclass(frozen=True)
-class Pair:
+class CardPair:
     """One row of a comparison: a card on each side, or on one side only."""
 
     baseline: Card | None
@@ -54,7 +54,7 @@ class Pair:
     repeat: bool = False  # an extra card of a shape already paired on its side
 
 
-def shape_of(card: Card) -> dict[str, Any]:
+def defining_parameters(card: Card) -> dict[str, Any]:
     """The shape-defining parameters of a card (settings and derived keys left out)."""
     return {k: v for k, v in card.shape_parameters.items() if k not in SETTINGS | IGNORED}
 
@@ -63,7 +63,7 @@ def _compatible(a: Card, b: Card) -> int | None:
     """How many parameters two cards agree on, if they can be the same shape; None if not."""
     if (a.stage, a.op) != (b.stage, b.op):
         return None
-    shape_a, shape_b = shape_of(a), shape_of(b)
+    shape_a, shape_b = defining_parameters(a), defining_parameters(b)
     shared = set(shape_a) & set(shape_b)
     if not shared or any(_canon(shape_a[k]) != _canon(shape_b[k]) for k in shared):
         return None
@@ -80,12 +80,12 @@ class Pairing:
     """The pairs of two files, the candidate stages compared with a baseline stage of another
     name (loose reports of other names), and notes on how they were paired."""
 
-    pairs: list[Pair]
+    pairs: list[CardPair]
     stages: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
 
-def pair_cards(baseline: list[Card], candidate: list[Card]) -> list[Pair]:
+def pair_cards(baseline: list[Card], candidate: list[Card]) -> list[CardPair]:
     """The pairs of `pair_files`."""
     return pair_files(baseline, candidate).pairs
 
@@ -119,23 +119,23 @@ def pair_files(baseline: list[Card], candidate: list[Card]) -> Pairing:
                 taken.add(best[1])
 
     match("group", lambda c: c.group, lambda a, b: 0)
-    match("shape", lambda c: (c.stage, c.op, _canon(shape_of(c))), _compatible)
+    match("shape", lambda c: (c.stage, c.op, _canon(defining_parameters(c))), _compatible)
     match("shape", lambda c: (c.stage, c.op), _compatible)
     free = set(range(len(baseline))) - set(partner), set(range(len(candidate))) - taken
-    loose = pair_loose(baseline, candidate, free, shape_of)
+    loose = pair_loose(baseline, candidate, free, defining_parameters)
     partner.update(loose.partner)
     taken.update(j for j, _ in loose.partner.values())
     match("position", lambda c: (c.stage, c.op), _shapeless)
     paired_base = {_identity(baseline[i]) for i in partner}
     paired_cand = {_identity(candidate[j]) for j in taken}
     pairs = [
-        Pair(card, candidate[partner[i][0]], partner[i][1])
+        CardPair(card, candidate[partner[i][0]], partner[i][1])
         if i in partner
-        else Pair(card, None, repeat=_identity(card) in paired_base)
+        else CardPair(card, None, repeat=_identity(card) in paired_base)
         for i, card in enumerate(baseline)
     ]
     pairs += [
-        Pair(None, card, repeat=_identity(card) in paired_cand)
+        CardPair(None, card, repeat=_identity(card) in paired_cand)
         for j, card in enumerate(candidate)
         if j not in taken
     ]
@@ -146,7 +146,7 @@ def _shapeless(a: Card, b: Card) -> int | None:
     """Cards of one stage and op pair in file order when one of them has no shape to compare
     (the legacy casts carry `{}`)."""
     same = (a.stage, a.op) == (b.stage, b.op) and not (loose_name(a) or loose_name(b))
-    return 0 if same and (not shape_of(a) or not shape_of(b)) else None
+    return 0 if same and (not defining_parameters(a) or not defining_parameters(b)) else None
 
 
 def _identity(card: Card) -> tuple[str, str]:
@@ -154,7 +154,7 @@ def _identity(card: Card) -> tuple[str, str]:
     return card.group, _canon(card.shape_parameters)
 
 
-def compared_stage(pair: Pair, aliases: dict[str, str]) -> str:
+def compared_stage(pair: CardPair, aliases: dict[str, str]) -> str:
     """The stage a pair is shown under: the baseline's; a candidate-only card's own, or the
     baseline stage its loose stage was compared with."""
     if pair.baseline is not None:
@@ -163,16 +163,16 @@ def compared_stage(pair: Pair, aliases: dict[str, str]) -> str:
     return aliases.get(pair.candidate.stage, pair.candidate.stage)
 
 
-def by_stage_order(pairs: list[Pair], aliases: dict[str, str] | None = None) -> list[Pair]:
+def by_stage_order(pairs: list[CardPair], aliases: dict[str, str] | None = None) -> list[CardPair]:
     """Pairs grouped by stage (stages in `stage_order`: first-seen, numbered ones in numeric
     order), file order within a stage."""
-    stages: dict[str, list[Pair]] = {}
+    stages: dict[str, list[CardPair]] = {}
     for pair in pairs:
         stages.setdefault(compared_stage(pair, aliases or {}), []).append(pair)
     return [pair for stage in stage_order(stages) for pair in stages[stage]]
 
 
-def shortfall(pairs: list[Pair]) -> list[str]:
+def shortfall(pairs: list[CardPair]) -> list[str]:
     """A warning when nothing, or under half of the smaller file, paired, saying why."""
     base = [p.baseline for p in pairs if p.baseline is not None and not p.repeat]
     cand = [p.candidate for p in pairs if p.candidate is not None and not p.repeat]

@@ -1,4 +1,4 @@
-"""Pair the cards of loose reports (a user's own ncu runs) by what they hold, for `diff`.
+"""CardPair the cards of loose reports (a user's own ncu runs) by what they hold, for `diff`.
 
 Cards of a report without a capture manifest are named after the report file
 (`h100_run:qkv_linear` in stage `h100_run`), so the same program profiled as `h100_run.ncu-rep`
@@ -57,8 +57,8 @@ def _kernel_key(card: Card) -> Any:
     return (card.op, function) if function else None
 
 
-def _shape_key(card: Card, shape_of: Callable[[Card], dict[str, Any]]) -> Any:
-    shape = shape_of(card)
+def _shape_key(card: Card, defining: Callable[[Card], dict[str, Any]]) -> Any:
+    shape = defining(card)
     return (card.op, json.dumps(shape, sort_keys=True)) if shape else None
 
 
@@ -66,7 +66,7 @@ def pair_loose(
     baseline: list[Card],
     candidate: list[Card],
     free: tuple[set[int], set[int]],
-    shape_of: Callable[[Card], dict[str, Any]],
+    defining: Callable[[Card], dict[str, Any]],
 ) -> LooseResult:
     """Partners among the loose cards left unpaired (`free` indices of each side)."""
     result = LooseResult()
@@ -74,7 +74,7 @@ def pair_loose(
     tiers: list[tuple[LooseBy, Callable[[Card], Any]]] = [
         ("nvtx_range", _range_key),
         ("kernel", _kernel_key),
-        ("shape", lambda c: _shape_key(c, shape_of)),
+        ("shape", lambda c: _shape_key(c, defining)),
     ]
     for base_stage, cand_stage in _stage_pairs(baseline, candidate, *sides):
         found: dict[LooseBy, int] = {}

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
 
 class NcuClassifyError(Exception):
     """Root of every error the library raises on purpose; its str() is one line for the user."""
@@ -59,3 +64,13 @@ class GateFailed(NcuClassifyError):
 class RecordError(CaptureError):
     """The recorded program failed or ran no op the replay can take (what was recorded before
     a failure is still written)."""
+
+
+def validation_line(exc: ValidationError) -> str:
+    """A pydantic error as one line: the first problem as `field.path: message`, with how many
+    others there are (the one wording of every file the tool validates)."""
+    problems = exc.errors()
+    first = problems[0]
+    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"{where}: {first['msg']}{more}"

@@ -31,7 +31,7 @@ def diff_text(diff: DiffFile, fmt: DiffFormat) -> str:
         "json": lambda d: json.dumps(d.model_dump(mode="json"), indent=1) + "\n",
         "csv": diff_csv,
         "md": diff_markdown,
-        "table": table_text,
+        "table": diff_table_text,
     }
     return render[fmt](diff)
 
@@ -206,7 +206,7 @@ def _rollup_table(diff: DiffFile) -> Table:
     return rollup
 
 
-def table_text(diff: DiffFile) -> str:
+def diff_table_text(diff: DiffFile) -> str:
     """The terminal form as plain text (for -o with the default format)."""
     buffer = io.StringIO()
     Console(file=buffer, width=200, color_system=None).print(diff_renderable(diff))

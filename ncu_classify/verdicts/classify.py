@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .._version import __version__
-from ..capture.group_ids import parse_group_id, shape_record
+from ..capture.group_ids import parse_group_id, shape_record_of_id
 from ..capture.manifest import ShapeRecord
 from ..cards.model import Card, CardFile, KernelCard
 from ..cards.rollup import card_class, count_classes
@@ -115,7 +115,7 @@ def _identity(stem: str, kind: str, name: str) -> dict[str, Any]:
     entry = parse_group_id(name) if kind == "group" else None
     if entry is None:
         return {"group": f"{stem}:{name}", "stage": stem, "op": kind}
-    record = shape_record(entry)
+    record = shape_record_of_id(entry)
     return {
         "group": record.group,
         "stage": record.stage,

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from ncu_classify.capture.protocol import run_batch
+from ncu_classify.capture.protocol import serve_batch
 
 MODE = os.environ.get("FAKE_NCU_MODE", "ok")
 done = [0]
@@ -28,7 +28,7 @@ def replay(entry, seed, warmup):
 
 if __name__ == "__main__":
     sys.exit(
-        run_batch(
+        serve_batch(
             Path(sys.argv[1]),
             Path(sys.argv[2]),
             replay,
