@@ -103,7 +103,7 @@ def test_card_provenance(cards_by_group: dict, rules: LoadedRules) -> None:
     # captured before the roofline counters: those are listed missing, and its roofline too
     assert kernel.missing_metrics == ROOFLINE_KEYS and kernel.unchecked_metrics == []
     assert kernel.roofline is not None and kernel.roofline.pct_of_roof is None
-    assert card.gpu["name"] == "NVIDIA H200" and card.gpu["sm_count"] == 132
+    assert card.gpu.name == "NVIDIA H200" and card.gpu.sm_count == 132
     assert card.primary_rule == "DRAM throughput >= 60% of peak sustained"
     assert card.status == "classified"
     assert card.ncu_output is not None and card.ncu_output.endswith("dit.ncu-rep.xz")

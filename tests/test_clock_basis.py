@@ -15,6 +15,7 @@ from pathlib import Path
 import ncu_report
 import pytest
 
+from ncu_classify.cards.machine import GpuInfo
 from ncu_classify.cards.model import Card, CardFile
 from ncu_classify.present.frames import cards_frame
 from ncu_classify.present.page import report_html
@@ -55,7 +56,7 @@ def test_the_report_carries_the_device_maximum(user_cards: dict[str, Card], tmp_
     rate = action.metric_by_name("sm__cycles_elapsed.avg.per_second").as_double()
     assert rate == pytest.approx(2.03414617173e9) and rate > 1.98e9
     gpu = user_cards[CAST].gpu
-    assert (gpu["sm_clock_max_khz"], gpu["dram_clock_max_khz"]) == (1980000, 3201000)
+    assert (gpu.sm_clock_max_khz, gpu.dram_clock_max_khz) == (1980000, 3201000)
 
 
 def test_a_clock_above_the_maximum_is_capped_and_flagged(user_cards: dict[str, Card]) -> None:
@@ -140,7 +141,7 @@ def test_reclassify_keeps_the_cap_and_a_card_without_device_figures_is_not_cappe
     again = judge(card, rules).kernels[0].roofline
     assert again is not None and again.clock_flags == _flags("2.03415", "44.416")
     assert again.compute_ceiling_tflops == 66.9082
-    bare = judge(card.model_copy(update={"gpu": {}}), rules).kernels[0].roofline
+    bare = judge(card.model_copy(update={"gpu": GpuInfo()}), rules).kernels[0].roofline
     assert (
         bare is not None and bare.clock_flags == [] and bare.ceiling_sm_clock_ghz == 2.03414617173
     )
@@ -149,9 +150,10 @@ def test_reclassify_keeps_the_cap_and_a_card_without_device_figures_is_not_cappe
 @pytest.mark.parametrize("value", [True, "1980000", -5, 0, None, [1980000]])
 def test_odd_device_figures_cap_nothing(value: object, user_cards: dict[str, Card]) -> None:
     """A cards file is user input: a maximum that is not a positive number is ignored."""
-    assert device_max_ghz({"sm_clock_max_khz": value}, "sm_clock_ghz") is None
+    device = GpuInfo.model_validate({"sm_clock_max_khz": value})
+    assert device_max_ghz(device, "sm_clock_ghz") is None
     metrics = user_cards[CAST].kernels[0].metrics
-    roof = kernel_roofline(metrics, {"sm_clock_max_khz": value})
+    roof = kernel_roofline(metrics, device)
     assert roof.clock_flags == [] and roof.ceiling_sm_clock_ghz == 2.03414617173
 
 

@@ -337,7 +337,7 @@ def test_different_software_is_named(tmp_path: Path) -> None:
     assert diff.warnings == [
         "different software: torch 2.11.0+cu130 -> 2.12.0+cu130, cudnn 91900 -> 92000"
     ]
-    assert diff.baseline.software["driver"] == "580.159.04"
+    assert diff.baseline.software.driver == "580.159.04"
 
 
 def test_roofline_rules_tell_missing_legacy_metrics_from_flips() -> None:

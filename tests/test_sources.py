@@ -59,7 +59,7 @@ def test_reports_with_the_same_name_stay_apart(tmp_path: Path, rules: LoadedRule
         PUBLIC / "cudacode_rtx2080ti_2022.3.0.ncu-rep.xz", tmp_path / "runB" / "profile.ncu-rep"
     )
     cards = classify([a, b], rules, jobs=1)
-    assert [(c.stage, c.group, c.gpu["name"]) for c in cards.cards] == [
+    assert [(c.stage, c.group, c.gpu.name) for c in cards.cards] == [
         ("runA/profile", "runA/profile:kernel", "NVIDIA GeForce RTX 3070"),
         ("runB/profile", "runB/profile:kernel_A", "NVIDIA GeForce RTX 2080 Ti"),
         ("runB/profile", "runB/profile:kernel_C", "NVIDIA GeForce RTX 2080 Ti"),
@@ -101,7 +101,7 @@ def test_every_report_kind_is_read(rules: LoadedRules) -> None:
     )
     assert cards.input_errors == []
     assert [c.summed_kernel_us for c in cards.cards[:3]] == [303.008, 25.088, 77.856]
-    assert {c.gpu["name"] for c in cards.cards[3:]} == {"Tesla V100-PCIE-16GB"}
+    assert {c.gpu.name for c in cards.cards[3:]} == {"Tesla V100-PCIE-16GB"}
     assert sum(len(c.kernels) for c in cards.cards[3:]) == 30
 
 

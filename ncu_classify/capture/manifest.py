@@ -9,6 +9,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from ..core.atomic import write_text_atomic
 from ..core.errors import ManifestError, validation_line
+from ..core.facts import Facts
 from ..core.textio import MIB, read_json
 from ..read.names import REPORT_SUFFIXES
 
@@ -31,6 +32,25 @@ def _report_name(name: str | None) -> str | None:
 EndedBy = Literal["finished", "interrupted", "timeout", "refused"]  # how an ncu process ended
 ReportName = Annotated[str | None, AfterValidator(_report_name)]
 LogName = Annotated[str, AfterValidator(lambda name: _plain_name(name, (".ncu.log",)))]
+
+
+class HostInfo(Facts):
+    """The machine a capture ran on: nvidia-smi's GPUs, ncu, Python (from capture), and the
+    replay process's GPU and libraries (from its first status line)."""
+
+    gpus: list[dict[str, str]] = Field(default_factory=list)  # nvidia-smi rows, as text
+    ncu: str | None = None
+    ncu_path: str | None = None
+    python: str | None = None
+    compute_capability: str | None = None
+    cuda_runtime: str | None = None
+    cuda_visible_devices: str | None = None
+    cudnn: int | str | None = None
+    gpu_name: str | None = None
+    l2_bytes: int | None = None
+    memory_bytes: int | None = None
+    sm_count: int | None = None
+    torch: str | None = None
 
 
 class ShapeRecord(BaseModel):
@@ -85,7 +105,7 @@ class Manifest(BaseModel):
     warmup: int
     cudnn_benchmark: bool
     shard: str = "1/1"
-    host: dict[str, Any] = Field(default_factory=dict)
+    host: HostInfo = Field(default_factory=HostInfo)
     metrics: list[str]
     batches: list[BatchRecord] = Field(default_factory=list)
     shapes: list[ShapeRecord]

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from .._version import __version__
 from ..core.clock import utc_now
@@ -23,7 +24,7 @@ from ..core.errors import ReportError
 from ..core.metrics import capture_metric_names
 from .folder import capture_lock, writing
 from .host import Host, counters_refused, probe
-from .manifest import BatchRecord, Manifest, ShapeRecord, write_manifest
+from .manifest import BatchRecord, HostInfo, Manifest, ShapeRecord, write_manifest
 from .ncu import BatchRun, Stop, run_ncu_batch
 from .plan import (
     Batch,
@@ -147,8 +148,12 @@ def _capture(
     order = [e.group for e in select_shard(plan.shapes.entries(), *options.shard)]
     manifest.shapes = [records[g] for g in order if g in records]
     manifest.shard = f"{options.shard[0]}/{options.shard[1]}"
-    manifest.host.update(
-        gpus=host.gpus, ncu=host.ncu_version, ncu_path=host.ncu_path, python=sys.version.split()[0]
+    manifest.host = _with(
+        manifest.host,
+        gpus=host.gpus,
+        ncu=host.ncu_version,
+        ncu_path=host.ncu_path,
+        python=sys.version.split()[0],
     )
     write_manifest(out, manifest)
     run = _Run(out, plan, options, records, manifest, progress)
@@ -225,9 +230,8 @@ class _Run:
         with self.lock:
             self.manifest.batches.append(outcome.record)
             env = outcome.tail.env.model_dump(exclude={"kind", "pid"}) if outcome.tail.env else {}
-            self.manifest.host.update(
-                apply_status(self.records, outcome.record, outcome.tail.shapes, env)
-            )
+            env = apply_status(self.records, outcome.record, outcome.tail.shapes, env)
+            self.manifest.host = _with(self.manifest.host, **env)
             write_manifest(self.out, self.manifest)
 
     def all_queues(self) -> None:
@@ -277,3 +281,8 @@ def _schedule(batches: list[Batch], gpus: tuple[int, ...]) -> dict[int | None, l
         lightest = min(queues, key=lambda g: sum(len(b.entries) for b in queues[g]))
         queues[lightest].append(batch)
     return {gpu: queue for gpu, queue in queues.items() if queue}
+
+
+def _with(host: HostInfo, **facts: Any) -> HostInfo:
+    """`host` with `facts` added (a later fact of the same name wins)."""
+    return HostInfo.model_validate({**host.model_dump(), **facts})

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .figures import CardRoofline, Margin, Roofline
 from .hot_units import HotUnit
+from .machine import CaptureInfo, GpuInfo
 
 SCHEMA_VERSION = "1.3"  # 1.2: tensor_pct over elapsed cycles; 1.3: captures, calls, source
 SCOPE = (
@@ -120,7 +121,7 @@ class Card(BaseModel):
     notes: list[str] = Field(
         default_factory=list, description="what is known to be wrong or assumed about this card"
     )
-    gpu: dict[str, Any] = Field(default_factory=dict)
+    gpu: GpuInfo = Field(default_factory=GpuInfo)
     missing_metrics: list[str] = Field(default_factory=list)
     roofline: CardRoofline | None = Field(
         default=None, description="useful over executed FLOPs and MFU of the whole card"
@@ -148,7 +149,7 @@ class CardFile(BaseModel):
     rules_file: str | None
     rules_sha256: str | None
     inputs: list[str]
-    captures: list[dict[str, Any]] = Field(
+    captures: list[CaptureInfo] = Field(
         default_factory=list,
         description="each capture folder read: when, shapes file, GPUs, driver, ncu, CUDA,"
         " torch, cuDNN (from its manifest); empty for loose reports and legacy cards",

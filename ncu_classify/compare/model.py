@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..cards.machine import GpuInfo, Software
 from ..core.metrics import EVIDENCE_KEYS
 
 DIFF_VERSION = "1.1"  # 1.1: roll-up as summary computes it (x calls, untimed apart)
@@ -38,12 +39,13 @@ class SideHeader(Model):
     rules_id: str | None
     rules_sha256: str | None
     cards: int
-    gpu: dict[str, Any] = Field(description="name, SMs, L2, SM clock range seen; {} if unknown")
+    gpu: GpuInfo = Field(description="name, SMs, L2, SM clock range seen; {} if unknown")
     peaks: dict[str, float] = Field(
         description="median ceilings of its kernels: TFLOP/s per FLOP family, TB/s per level"
     )
-    software: dict[str, Any] = Field(
-        default_factory=dict, description="driver, ncu, CUDA, torch, cuDNN of its first capture"
+    software: Software = Field(
+        default_factory=Software,
+        description="driver, ncu, CUDA, torch, cuDNN of its first capture; {} if none was read",
     )
 
 

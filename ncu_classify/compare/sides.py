@@ -8,12 +8,11 @@ import statistics
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..cards.machine import Software, first_gpu, sm_clock_range
 from ..cards.model import Card, CardFile, KernelCard
 from ..core.errors import RulesError
 from ..verdicts.rules import DEFAULT_RULES, LoadedRules, load_rules
 from .model import SideHeader
-
-SOFTWARE = ("driver", "ncu", "cuda_runtime", "torch", "cudnn")
 
 
 def shared_rules(
@@ -52,11 +51,13 @@ def _rules_name(ident: tuple[str | None, str | None]) -> str:
 
 
 def side_header(cards: CardFile, path: str, kept: list[Card]) -> SideHeader:
-    gpu: dict[str, object] = next((dict(c.gpu) for c in kept if c.gpu), {})
-    clocks = [c.gpu.get(k) for c in kept for k in ("sm_clock_ghz_min", "sm_clock_ghz_max")]
-    seen = [float(x) for x in clocks if isinstance(x, (int, float))]
-    if seen:
-        gpu["sm_clock_ghz_min"], gpu["sm_clock_ghz_max"] = round(min(seen), 4), round(max(seen), 4)
+    gpu = first_gpu(c.gpu for c in kept)
+    clocks = sm_clock_range(c.gpu for c in kept)
+    if clocks:
+        low, high = clocks
+        gpu = gpu.model_copy(
+            update={"sm_clock_ghz_min": round(low, 4), "sm_clock_ghz_max": round(high, 4)}
+        )
     return SideHeader(
         path=path,
         source_format=cards.source_format,
@@ -67,7 +68,7 @@ def side_header(cards: CardFile, path: str, kept: list[Card]) -> SideHeader:
         cards=len(kept),
         gpu=gpu,
         peaks=_peaks(k for c in kept for k in c.kernels),
-        software={k: cards.captures[0].get(k) for k in SOFTWARE} if cards.captures else {},
+        software=cards.captures[0].software() if cards.captures else Software(),
     )
 
 
@@ -94,12 +95,11 @@ def gpu_warnings(baseline: SideHeader, candidate: SideHeader) -> list[str]:
         for (side, header), name in zip(sides, names, strict=True)
         if name is None and header.cards
     ]
+    before, after = baseline.software, candidate.software
     changed = [
-        f"{key} {baseline.software.get(key)} -> {candidate.software.get(key)}"
-        for key in SOFTWARE
-        if baseline.software.get(key) != candidate.software.get(key)
-        and baseline.software
-        and candidate.software
+        f"{key} {getattr(before, key)} -> {getattr(after, key)}"
+        for key in Software.model_fields
+        if getattr(before, key) != getattr(after, key) and before.holds() and after.holds()
     ]
     if changed:
         out.append("different software: " + ", ".join(changed))
@@ -113,9 +113,9 @@ def gpu_warnings(baseline: SideHeader, candidate: SideHeader) -> list[str]:
 
 def _gpu_name(header: SideHeader) -> str | None:
     gpu = header.gpu
-    if not gpu.get("name"):
+    if not gpu.name:
         return None
-    return f"{gpu['name']} ({gpu.get('sm_count', '?')} SMs)"
+    return f"{gpu.name} ({'?' if gpu.sm_count is None else gpu.sm_count} SMs)"
 
 
 def _r(value: float) -> float:

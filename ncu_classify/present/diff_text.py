@@ -108,13 +108,13 @@ def header_lines(diff: DiffFile) -> list[str]:
 def _side_line(name: str, side: SideHeader) -> str:
     gpu = side.gpu
     what = "GPU not recorded"
-    if gpu.get("name"):
-        what = f"{gpu['name']}, {gpu.get('sm_count', '?')} SMs"
-        if "sm_clock_ghz_min" in gpu:
-            what += f", SM clock {gpu['sm_clock_ghz_min']}-{gpu['sm_clock_ghz_max']} GHz"
+    if gpu.name:
+        what = f"{gpu.name}, {'?' if gpu.sm_count is None else gpu.sm_count} SMs"
+        if gpu.sm_clock_ghz_min is not None:
+            what += f", SM clock {gpu.sm_clock_ghz_min}-{gpu.sm_clock_ghz_max} GHz"
     shown = ("hgmma_bf16", "dram")
     peaks = ", ".join(f"{k} {v:g}" for k, v in side.peaks.items() if k.startswith(shown))
-    soft = ", ".join(f"{k} {v}" for k, v in side.software.items() if v is not None)
+    soft = ", ".join(f"{k} {v}" for k, v in side.software.model_dump().items() if v is not None)
     what += f"; {soft}" if soft else ""
     rules = side.rules_id or "no rules recorded"
     tool = side.tool_version or side.source_format

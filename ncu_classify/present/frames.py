@@ -89,7 +89,7 @@ def _card_fields(card: Card) -> dict[str, Any]:
         "shape": json.dumps(card.shape_parameters, sort_keys=True),
         "status": card.status,
         "primary": card.primary,
-        "gpu": card.gpu.get("name"),
+        "gpu": card.gpu.name,
         "kernels": len(card.kernels),
         "summed_kernel_us": card.summed_kernel_us,
         "nominal_mac_flop": card.nominal_mac_flops,

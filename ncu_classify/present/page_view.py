@@ -13,6 +13,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..cards.machine import CaptureInfo, first_gpu, sm_clock_range
 from ..cards.model import Card, CardFile, KernelCard
 from ..cards.rollup import SummaryRow, by_stage
 
@@ -172,23 +173,20 @@ def _class_colours(cards: Any) -> dict[str, str]:
 
 def _header(label: str, cards: CardFile) -> list[tuple[str, str]]:
     """(field, value) lines naming the GPU, software, rules and dates of a cards file."""
-    gpu = next((c.gpu for c in cards.cards if c.gpu), {})
-    capture = cards.captures[0] if cards.captures else {}
-    clocks = [
-        c.gpu[k]
-        for c in cards.cards
-        for k in ("sm_clock_ghz_min", "sm_clock_ghz_max")
-        if k in c.gpu
-    ]
+    gpu = first_gpu(c.gpu for c in cards.cards)
+    capture = cards.captures[0] if cards.captures else CaptureInfo()
+    clocks = sm_clock_range(c.gpu for c in cards.cards)
     lines = [
         ("file", label),
         (
             "GPU",
-            f"{gpu['name']}, {gpu.get('sm_count', '?')} SMs" if "name" in gpu else "not recorded",
+            f"{gpu.name}, {'?' if gpu.sm_count is None else gpu.sm_count} SMs"
+            if gpu.name is not None
+            else "not recorded",
         ),
         (
             "SM clock seen",
-            f"{min(clocks):.3f}-{max(clocks):.3f} GHz" if clocks else "not recorded",
+            f"{clocks[0]:.3f}-{clocks[1]:.3f} GHz" if clocks else "not recorded",
         ),
     ]
     for key, name in (
@@ -200,7 +198,7 @@ def _header(label: str, cards: CardFile) -> list[tuple[str, str]]:
         ("created_at", "captured"),
         ("shapes_file", "shapes file"),
     ):
-        value = capture.get(key)
+        value = getattr(capture, key)
         lines.append((name, "not recorded" if value is None else str(value)))
     lines += [
         ("rules", _rules(cards)),

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, Field
 
 
@@ -33,15 +31,3 @@ class ReportRead(BaseModel):
 
     path: str
     kernels: list[KernelRecord]
-
-
-def gpu_of(records: list[KernelRecord]) -> dict[str, Any]:
-    """Device facts of the first kernel, plus the range of SM clocks seen across kernels."""
-    if not records:
-        return {}
-    gpu: dict[str, Any] = dict(records[0].device)
-    clocks = [r.values.get("sm_clock_ghz") for r in records]
-    seen = [c for c in clocks if c is not None]
-    if seen:
-        gpu["sm_clock_ghz_min"], gpu["sm_clock_ghz_max"] = min(seen), max(seen)
-    return gpu

@@ -17,6 +17,7 @@ from typing import Any
 from .._version import __version__
 from ..capture.group_ids import parse_group_id, shape_record_of_id
 from ..capture.manifest import ShapeRecord
+from ..cards.machine import CaptureInfo
 from ..cards.model import Card, CardFile, KernelCard
 from ..cards.rollup import card_class, count_classes
 from ..core.clock import utc_now
@@ -202,26 +203,26 @@ def classify(
     )
 
 
-def capture_environment(source: Source) -> dict[str, Any]:
+def capture_environment(source: Source) -> CaptureInfo:
     """What a capture ran on, from its manifest: for report headers and cross-run diffs."""
     manifest, path = source.manifest, source.manifest_path
     assert manifest is not None and path is not None
     host = manifest.host
-    gpus = host.get("gpus") or []
-    return {
-        "folder": unicode_safe(str(path.parent)),
-        "created_at": manifest.created_at,
-        "shapes_file": manifest.shapes_file,
-        "gpu": host.get("gpu_name"),
-        "sm_count": host.get("sm_count"),
-        "driver": next((g.get("driver") for g in gpus if g.get("driver")), None),
-        "ncu": host.get("ncu"),
-        "cuda_runtime": host.get("cuda_runtime"),
-        "torch": host.get("torch"),
-        "cudnn": host.get("cudnn"),
-        "python": host.get("python"),
-        "capture_tool_version": manifest.tool_version,
-    }
+    gpus = host.gpus
+    return CaptureInfo(
+        folder=unicode_safe(str(path.parent)),
+        created_at=manifest.created_at,
+        shapes_file=manifest.shapes_file,
+        gpu=host.gpu_name,
+        sm_count=host.sm_count,
+        driver=next((g.get("driver") for g in gpus if g.get("driver")), None),
+        ncu=host.ncu,
+        cuda_runtime=host.cuda_runtime,
+        torch=host.torch,
+        cudnn=host.cudnn,
+        python=host.python,
+        capture_tool_version=manifest.tool_version,
+    )
 
 
 def duplicate_groups(cards: list[Card]) -> list[str]:

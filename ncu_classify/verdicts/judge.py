@@ -9,12 +9,14 @@ field, and the order of cards and kernels, is kept; failed and incomplete cards 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
 from .._version import __version__
 from ..cards.figures import Roofline
 from ..cards.hot_units import HotUnit, name_units
+from ..cards.machine import GpuInfo
 from ..cards.model import (
     CLASSIFY_FIELDS,
     CLASSIFY_KERNEL_FIELDS,
@@ -28,7 +30,7 @@ from ..cards.model import (
 from ..cards.rollup import card_class, count_classes, dominant
 from ..core.clock import utc_now
 from ..core.metrics import CATALOG, EVIDENCE_KEYS, derive
-from ..read.records import KernelRecord, gpu_of
+from ..read.records import KernelRecord
 from .margins import verdict_margin
 from .roofline import card_roofline, compute_dtype, kernel_roofline
 from .rules import LoadedRules, evaluate
@@ -69,7 +71,7 @@ def kernel_verdict(
 
 
 def classify_kernel(
-    kernel: KernelCard, rules: LoadedRules, device: Mapping[str, Any] | None = None
+    kernel: KernelCard, rules: LoadedRules, device: GpuInfo | None = None
 ) -> KernelCard:
     """The kernel classified again under `rules` (every other field kept); `device` is its
     card's `gpu` (maximum clocks)."""
@@ -82,7 +84,7 @@ def _annotations(
     metrics: Mapping[str, float | None],
     hot: dict[str, list[HotUnit]],
     verdict: dict[str, Any],
-    device: Mapping[str, Any] | None,
+    device: GpuInfo | None,
 ) -> dict[str, Any]:
     """Roofline figures and the note on the verdict, from the kernel's own figures and the
     device's maximum clocks."""
@@ -104,7 +106,7 @@ def kernel_card(record: KernelRecord, rules: LoadedRules) -> KernelCard:
         metrics=metrics,
         **verdict,
         hot_units=hot,
-        **_annotations(metrics, hot, verdict, record.device),
+        **_annotations(metrics, hot, verdict, _device(tuple(record.device.items()))),
         mangled_name=record.mangled,
         demangled_name=record.demangled,
         function_name=record.function,
@@ -234,3 +236,21 @@ def reclassify(cards: CardFile, rules: LoadedRules, *, at: str | None = None) ->
             "by_stage": by_stage,
         }
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _device(facts: tuple[tuple[str, Any], ...]) -> GpuInfo:
+    """A kernel's device facts as a GpuInfo (reports of one GPU share one: cached)."""
+    return GpuInfo.model_validate(dict(facts))
+
+
+def gpu_of(records: list[KernelRecord]) -> GpuInfo:
+    """The GPU of a card: device facts of its first kernel, plus the range of SM clocks seen
+    across its kernels."""
+    if not records:
+        return GpuInfo()
+    facts: dict[str, Any] = dict(records[0].device)
+    seen = [c for r in records if (c := r.values.get("sm_clock_ghz")) is not None]
+    if seen:
+        facts["sm_clock_ghz_min"], facts["sm_clock_ghz_max"] = min(seen), max(seen)
+    return GpuInfo.model_validate(facts)  # a fact of an odd kind is kept aside, not fatal

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..cards.figures import CardRoofline, Roofline
+from ..cards.machine import GpuInfo
 from ..core.counters import MEMORY_LEVELS, TENSOR_FAMILIES
 
 FAMILY_KEYS = {f"{family}_{kind}": f"flops_{family}_{kind}" for family, kind in TENSOR_FAMILIES}
@@ -32,16 +33,14 @@ CLOCK_LIMITS = {
 }
 
 
-def device_max_ghz(device: Mapping[str, Any] | None, key: str) -> float | None:
+def device_max_ghz(device: GpuInfo | None, key: str) -> float | None:
     """The device's maximum for a clock key in GHz (from kHz in `device`), None if unknown."""
-    value = (device or {}).get(CLOCK_LIMITS[key][0])
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
-        return None
-    return value / 1e6
+    khz = device.max_khz(CLOCK_LIMITS[key][0]) if device is not None else None
+    return None if khz is None else khz / 1e6
 
 
 def capped_clocks(
-    metrics: Mapping[str, float | None], device: Mapping[str, Any] | None
+    metrics: Mapping[str, float | None], device: GpuInfo | None
 ) -> tuple[dict[str, float | None], list[str]]:
     """The clocks ceilings use, each measured clock capped at the device's maximum, and a flag
     for each one capped."""
@@ -101,9 +100,7 @@ def _bandwidths(metrics: Mapping[str, float | None], missing: list[str]) -> dict
     return out
 
 
-def kernel_roofline(
-    metrics: Mapping[str, float | None], device: Mapping[str, Any] | None = None
-) -> Roofline:
+def kernel_roofline(metrics: Mapping[str, float | None], device: GpuInfo | None = None) -> Roofline:
     """The roofline figures of one kernel from its card metrics; `device` (the card's `gpu`)
     gives the maximum clocks that cap the ceilings."""
     clocks, flags = capped_clocks(metrics, device)
@@ -182,7 +179,7 @@ def card_roofline(
     nominal_flops: int | None,
     summed_us: float | None,
     dtype: str | None,
-    device: Mapping[str, Any] | None = None,
+    device: GpuInfo | None = None,
 ) -> CardRoofline:
     """Card-level figures from its kernels' (metrics, roofline); `dtype` is the op's compute
     type (bf16, fp16, tf32, fp32), None for a foreign card; `device` the card's `gpu`."""
@@ -207,7 +204,7 @@ def card_roofline(
 
 
 def _dtype_peak(
-    kernels: Kernels, dtype: str | None, device: Mapping[str, Any] | None
+    kernels: Kernels, dtype: str | None, device: GpuInfo | None
 ) -> tuple[float | None, float | None]:
     """Dense FLOP/cycle for `dtype` and the SM clock (capped at the device's maximum) of the
     card's longest kernel."""
