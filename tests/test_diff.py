@@ -17,6 +17,7 @@ from ncu_classify.cli.entry import run
 from ncu_classify.compare.diff import DiffOptions, diff_cards
 from ncu_classify.compare.model import DiffFile, ShapeDiff
 from ncu_classify.compare.noise import load_noise
+from ncu_classify.compare.sides import readable_rules
 from ncu_classify.present.schema import DIFF_SCHEMA_FILE, diff_schema_text
 from ncu_classify.verdicts.judge import reclassify
 from ncu_classify.verdicts.rules import load_rules
@@ -32,12 +33,13 @@ AT = "2026-12-01T00:00:00+00:00"
 def compare(
     baseline: Path, candidate: Path, *, rules: Path | None = None, stages: set[str] | None = None
 ) -> DiffFile:
+    sides = load_card_file(baseline), load_card_file(candidate)
     options = DiffOptions(
         noise=load_noise()[0],
         rules=load_rules(rules) if rules else None,
+        known_rules=readable_rules(sides[0]),
         stages=frozenset(stages or ()),
     )
-    sides = load_card_file(baseline), load_card_file(candidate)
     return diff_cards(*sides, (str(baseline), str(candidate)), options, at=AT)
 
 

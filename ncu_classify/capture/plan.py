@@ -211,6 +211,24 @@ def batch_argv(batch: Batch, out: Path, options: CaptureOptions) -> list[str]:
     )
 
 
+def check_capture(shapes_path: Path, out: Path, options: CaptureOptions) -> None:
+    """What is refused before the host is probed (no plan is made): a bad shapes file or
+    shard, a shape too large for any GPU, a folder that holds a capture without --resume."""
+    shapes = load_shapes(shapes_path)
+    entries = recorded_inputs(shapes_path, select_shard(shapes.entries(), *options.shard))
+    check_fits(shapes_path, entries, LARGEST_GPU_BYTES)
+    _refuse_unasked_resume(out, options)
+
+
+def _refuse_unasked_resume(out: Path, options: CaptureOptions) -> None:
+    """A folder that already holds a capture is finished with --resume only."""
+    if (out / MANIFEST_NAME).exists() and not options.resume:
+        raise UsageError(
+            f"{out} already holds a capture: pass --resume to finish it,"
+            " or choose another output folder"
+        )
+
+
 def plan_capture(
     shapes_path: Path, out: Path, options: CaptureOptions, gpu_bytes: int | None = None
 ) -> Plan:
@@ -222,12 +240,8 @@ def plan_capture(
     previous, kept = None, []
     taken = _names_in(out)  # never write over a report or log already there
     manifest_path = out / MANIFEST_NAME
+    _refuse_unasked_resume(out, options)
     if manifest_path.exists():
-        if not options.resume:
-            raise UsageError(
-                f"{out} already holds a capture: pass --resume to finish it,"
-                " or choose another output folder"
-            )
         previous = read_manifest(manifest_path)
         check_resumable(previous, shapes, shapes_sha256(shapes_path), options, out)
         done = {

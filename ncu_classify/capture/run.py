@@ -30,7 +30,7 @@ from .plan import (
     Batch,
     CaptureOptions,
     Plan,
-    batch_argv,
+    check_capture,
     plan_capture,
     select_shard,
     shape_record,
@@ -125,7 +125,7 @@ def capture(
     KeyboardInterrupt (Ctrl-C, or SIGTERM under the CLI) winds down, writes the manifest and
     is raised again."""
     options = options or CaptureOptions()
-    plan_capture(shapes_path, out, options)  # a bad file fails before the host is probed
+    check_capture(shapes_path, out, options)  # a bad file fails before the host is probed
     host = probe(options.ncu, options.gpus)
     options = replace(options, ncu=host.ncu_path)
     with writing(out), capture_lock(out):
@@ -140,8 +140,7 @@ def _capture(
     progress: CaptureProgress | None,
 ) -> Manifest:
     """capture() once the host is known and the folder is this process's alone."""
-    plan = plan_capture(shapes_path, out, options, host.memory_bytes(options.gpus))
-    plan.argv = {b.name: batch_argv(b, out, options) for b in plan.batches}
+    plan = plan_capture(shapes_path, out, options, host.memory_bytes(options.gpus))  # once
     records = {r.group: r for r in plan.kept}
     records.update({e.group: shape_record(e) for b in plan.batches for e in b.entries})
     manifest = plan.previous or _new_manifest(shapes_path, plan)

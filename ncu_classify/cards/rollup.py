@@ -4,6 +4,7 @@ inference per (stage, class), weighted by each card's calls (summary, report and
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -19,6 +20,33 @@ def dominant(kernels: list[KernelCard]) -> KernelCard | None:
     if not timed:
         return kernels[0] if len(kernels) == 1 else None
     return max(timed, key=lambda k: k.metrics["dur_us"] or 0.0)
+
+
+def named_dominant(card: Card) -> KernelCard | None:
+    """The kernel the card names as its dominant one (`dominant_kernel`), None if it names none
+    or lists it not (a truncated legacy card)."""
+    return next((k for k in card.kernels if k.kernel == card.dominant_kernel), None)
+
+
+def median_ceilings(kernels: Iterable[KernelCard]) -> tuple[dict[str, float], dict[str, float]]:
+    """Median ceilings the kernels measured, of each FLOP family used (TFLOP/s) and of each
+    memory level (TB/s), keys sorted; a ceiling that is missing or not positive is no figure."""
+    compute: dict[str, list[float]] = {}
+    bandwidth: dict[str, list[float]] = {}
+    for kernel in kernels:
+        roof = kernel.roofline
+        if roof is None:
+            continue
+        if roof.family and roof.compute_ceiling_tflops:
+            compute.setdefault(roof.family, []).append(roof.compute_ceiling_tflops)
+        for level, value in roof.bandwidth_tbps.items():
+            if value:
+                bandwidth.setdefault(level, []).append(value)
+    return _medians(compute), _medians(bandwidth)
+
+
+def _medians(values: dict[str, list[float]]) -> dict[str, float]:
+    return {key: statistics.median(seen) for key, seen in sorted(values.items())}
 
 
 def count_classes(

@@ -62,10 +62,9 @@ def capture_command(
     )
     with errors():
         output_folder(output)
-        plan = plan_capture(shapes, output, options)  # a bad file fails before any display
-    if dry_run:
-        print_plan(plan)
-        return
+        if dry_run:
+            print_plan(plan_capture(shapes, output, options))
+            return
     try:
         with errors(), capture_progress() as progress:
             manifest = capture(shapes, output, options, progress=progress)

@@ -62,6 +62,7 @@ def diff(
     from ..compare.diff import DiffOptions, diff_cards
     from ..compare.gate import failures, parse_condition
     from ..compare.noise import load_noise
+    from ..compare.sides import readable_rules
     from ..present.diff_text import diff_parquet, diff_renderable, diff_text
     from ..verdicts.rules import load_rules
 
@@ -79,6 +80,7 @@ def diff(
         options = DiffOptions(
             noise=load_noise(noise)[0],
             rules=load_rules(reclassify) if reclassify else None,
+            known_rules=() if reclassify else readable_rules(sides[0]),
             stages=stages,
         )
         rules_files = [Path(s.rules_file) for s in sides if s.rules_file]

@@ -53,25 +53,32 @@ def print_plan(plan: Plan) -> None:
 @contextmanager
 def capture_progress() -> Iterator[Callable[[int, int, str, str], None]]:
     """A progress bar on a terminal's stderr for capture (descriptions are plain text, never
-    markup); nothing when stderr is a file, so that an error stays the only line there."""
+    markup), drawn from the first shape on, so that a refusal before any work stays the only
+    line there; nothing when stderr is a file."""
     if not err.is_terminal:
         yield lambda *_: None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    with Progress(
+    bar = Progress(
         TextColumn("{task.description}", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         console=err,
         transient=False,
-    ) as bar:
-        task = bar.add_task("capture", total=None)
+    )
+    task = bar.add_task("capture", total=None)
 
-        def progress(done: int, total: int, group: str, status: str) -> None:
-            bar.update(task, completed=done, total=total, description=f"{status:6} {group}")
+    def progress(done: int, total: int, group: str, status: str) -> None:
+        if not bar.live.is_started:
+            bar.start()
+        bar.update(task, completed=done, total=total, description=f"{status:6} {group}")
 
+    try:
         yield progress
+    finally:
+        if bar.live.is_started:
+            bar.stop()
 
 
 def print_interrupted(output: Path) -> None:

@@ -14,8 +14,8 @@ import statistics
 from dataclasses import dataclass, field
 
 from .._version import __version__
-from ..cards.model import UNRESOLVED, Card, CardFile, KernelCard
-from ..cards.rollup import SummaryRow, by_stage
+from ..cards.model import UNRESOLVED, Card, CardFile
+from ..cards.rollup import SummaryRow, by_stage, named_dominant
 from ..core.clock import utc_now
 from ..core.ordering import natural_key, stage_order
 from ..verdicts.judge import kernel_values, reclassify
@@ -41,10 +41,13 @@ DELTA_METRICS = ("dur_us", *SHOWN_METRICS)
 
 @dataclass(frozen=True)
 class DiffOptions:
-    """How to compare: one rules file for both sides (or None), noise, stages kept."""
+    """How to compare: one rules file to judge both sides again (or None), the rules files
+    the sides may name (`sides.readable_rules`: to name the thresholds a flip crossed), noise,
+    stages kept."""
 
     noise: Noise
     rules: LoadedRules | None = None
+    known_rules: tuple[LoadedRules, ...] = ()
     stages: frozenset[str] = field(default_factory=frozenset)
 
 
@@ -64,7 +67,7 @@ def diff_cards(
         baseline = reclassify(baseline, rules, at=now)
         candidate = reclassify(candidate, rules, at=now)
     else:
-        rules = shared_rules(baseline, candidate, warnings)
+        rules = shared_rules(baseline, candidate, options.known_rules, warnings)
     kept = [_kept(side.cards, options.stages) for side in (baseline, candidate)]
     pairing = pair_files(*kept)
     pairs = by_stage_order(pairing.pairs, pairing.stages)
@@ -164,17 +167,13 @@ def _verdict_key(card: Card) -> str | None:
     return card.primary
 
 
-def _dominant(card: Card) -> KernelCard | None:
-    return next((k for k in card.kernels if k.kernel == card.dominant_kernel), None)
-
-
 def _values(card: Card) -> dict[str, float | None] | None:
-    top = _dominant(card)
+    top = named_dominant(card)
     return kernel_values(top.metrics, top.evidence) if top else None
 
 
 def _figures(card: Card) -> SideFigures:
-    top = _dominant(card)
+    top = named_dominant(card)
     values = _values(card) or {}
     roof = top.roofline if top else None
     margin = top.margin if top else None

@@ -4,21 +4,37 @@ the GPUs or the software differ."""
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Iterable
 from pathlib import Path
 
 from ..cards.machine import Software, first_gpu, sm_clock_range
 from ..cards.model import Card, CardFile, KernelCard
+from ..cards.rollup import median_ceilings
 from ..core.errors import RulesError
 from ..verdicts.rules import DEFAULT_RULES, LoadedRules, load_rules
 from .model import SideHeader
 
 
+def readable_rules(cards: CardFile) -> tuple[LoadedRules, ...]:
+    """The rules files `cards` may have been classified under that can be read here (the
+    default rules, the file it names): read by the caller, so that comparing reads no file."""
+    found = []
+    for path in (DEFAULT_RULES, Path(cards.rules_file or "")):
+        if cards.rules_file and path.is_file():
+            try:
+                found.append(load_rules(path))
+            except RulesError:  # an unreadable rules file only costs the crossings
+                continue
+    return tuple(found)
+
+
 def shared_rules(
-    baseline: CardFile, candidate: CardFile, warnings: list[str]
+    baseline: CardFile,
+    candidate: CardFile,
+    known: tuple[LoadedRules, ...],
+    warnings: list[str],
 ) -> LoadedRules | None:
-    """The rules both sides were classified under, if they are one file this tool can load."""
+    """The rules both sides were classified under, if they are one of the `known` files."""
     ids = [(side.rules_id, side.rules_sha256) for side in (baseline, candidate)]
     if ids[0] != ids[1]:
         warnings.append(
@@ -27,14 +43,9 @@ def shared_rules(
             " --reclassify RULES judges both under one file"
         )
         return None
-    for path in (DEFAULT_RULES, Path(baseline.rules_file or "")):
-        if baseline.rules_file and path.is_file():
-            try:
-                loaded = load_rules(path)
-            except RulesError:  # an unreadable rules file only costs the crossings
-                continue
-            if loaded.sha256 == baseline.rules_sha256:
-                return loaded
+    for loaded in known:
+        if loaded.sha256 == baseline.rules_sha256:
+            return loaded
     if baseline.rules_id is not None:
         warnings.append(
             f"rules {baseline.rules_id} not found to name the thresholds a flip crossed;"
@@ -74,17 +85,10 @@ def side_header(cards: CardFile, path: str, kept: list[Card]) -> SideHeader:
 
 def _peaks(kernels: Iterable[KernelCard]) -> dict[str, float]:
     """Median ceilings over the kernels: TFLOP/s of each FLOP family used, TB/s of each level."""
-    seen: dict[str, list[float]] = {}
-    for kernel in kernels:
-        roof = kernel.roofline
-        if roof is None:
-            continue
-        if roof.family and roof.compute_ceiling_tflops is not None:
-            seen.setdefault(f"{roof.family}_tflops", []).append(roof.compute_ceiling_tflops)
-        for level, value in roof.bandwidth_tbps.items():
-            if value is not None:
-                seen.setdefault(f"{level}_tbps", []).append(value)
-    return {k: _r(statistics.median(v)) for k, v in sorted(seen.items())}
+    compute, bandwidth = median_ceilings(kernels)
+    named = {f"{family}_tflops": v for family, v in compute.items()}
+    named.update({f"{level}_tbps": v for level, v in bandwidth.items()})
+    return {key: _r(value) for key, value in sorted(named.items())}
 
 
 def gpu_warnings(baseline: SideHeader, candidate: SideHeader) -> list[str]:

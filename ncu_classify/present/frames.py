@@ -17,6 +17,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from ..cards.model import Card, CardFile, KernelCard
+from ..cards.rollup import named_dominant
 from ..core.metrics import CATALOG
 
 Level = Literal["card", "kernel"]
@@ -135,7 +136,7 @@ def _kernel_fields(kernel: KernelCard | None) -> dict[str, Any]:
 
 
 def _card_row(card: Card) -> dict[str, Any]:
-    top = next((k for k in card.kernels if k.kernel == card.dominant_kernel), None)
+    top = named_dominant(card)
     return {**_card_fields(card), **_kernel_fields(top)}
 
 

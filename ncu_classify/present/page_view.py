@@ -9,13 +9,12 @@ autoescape, Markdown code spans).
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..cards.machine import CaptureInfo, first_gpu, sm_clock_range
 from ..cards.model import Card, CardFile, KernelCard
-from ..cards.rollup import SummaryRow, by_stage
+from ..cards.rollup import SummaryRow, by_stage, median_ceilings, named_dominant
 
 MARKERS = ("circle", "square", "triangle", "diamond", "down", "plus", "star", "hexagon")
 # The chart's range: kernels outside it (a counter gone wrong) are listed, not drawn, so that
@@ -120,7 +119,7 @@ def build_view(files: list[tuple[str, CardFile]], title: str) -> ReportView:
         for number, card in enumerate(cards.cards):
             anchor = f"f{index}c{number}"
             colour = classes.get(_class(card), "#7f7f7f")
-            top = next((k for k in card.kernels if k.kernel == card.dominant_kernel), None)
+            top = named_dominant(card)
             total = totals.get(card.stage) or 0.0
             per_inference = _per_inference(card)
             share = per_inference / total if per_inference is not None and total else None
@@ -258,24 +257,8 @@ def _point(
 def _ceilings(index: int, cards: CardFile) -> list[Ceiling]:
     """Median ceilings the file's kernels measured: compute per FLOP family, DRAM TB/s (an L2
     slope would need L2 intensity on the x axis)."""
-    compute: dict[str, list[float]] = {}
-    bandwidth: dict[str, list[float]] = {}
-    for card in cards.cards:
-        for kernel in card.kernels:
-            roof = kernel.roofline
-            if roof is None:
-                continue
-            if roof.family and roof.compute_ceiling_tflops:
-                compute.setdefault(roof.family, []).append(roof.compute_ceiling_tflops)
-            value = roof.bandwidth_tbps.get("dram")  # the x axis is FLOP per DRAM byte
-            if value:
-                bandwidth.setdefault("dram", []).append(value)
-    out = [
-        Ceiling(index, "compute", family, statistics.median(values))
-        for family, values in sorted(compute.items())
-    ]
-    out += [
-        Ceiling(index, "bandwidth", level, statistics.median(values))
-        for level, values in sorted(bandwidth.items())
-    ]
+    compute, bandwidth = median_ceilings(k for card in cards.cards for k in card.kernels)
+    out = [Ceiling(index, "compute", family, value) for family, value in compute.items()]
+    if "dram" in bandwidth:  # the x axis is FLOP per DRAM byte
+        out.append(Ceiling(index, "bandwidth", "dram", bandwidth["dram"]))
     return out
