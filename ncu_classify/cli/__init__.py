@@ -6,14 +6,7 @@ one command line and returns its exit code (tests call it).
 
 from __future__ import annotations
 
-from typing import Any
+from ..core.lazy import lazy_face
 
 __all__ = ["main", "run"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from . import entry
-
-        return getattr(entry, name)
-    raise AttributeError(f"module 'ncu_classify.cli' has no attribute {name!r}")
+__getattr__ = lazy_face(__name__, {"main": "entry", "run": "entry"})

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..core.errors import GateFailed, UsageError
 from ..core.ordering import natural_key
 from ..core.text import printable
-from ..present.tables import TABLE_SUFFIXES, TEXT_SUFFIXES, output_format
+from ..present.tables import DIFF_SUFFIXES, PAGE_SUFFIXES, TEXT_SUFFIXES, output_format
 from .app import app, check_inputs, check_output, errors, human, read_cards
 from .terminal import out, warning_line
 
-Format = Literal["table", "md", "json", "csv", "parquet"]
+if TYPE_CHECKING:
+    from ..present.diff_text import DiffFormat
 
 
 @app.command()
@@ -87,7 +88,7 @@ def diff(
         if target is not None:  # the rules files the cards name may be read too
             target = check_output(output or "-", [*inputs, *rules_files])
         result = diff_cards(*sides, (str(baseline), str(candidate)), options)
-        form: Format = fmt  # type: ignore[assignment]
+        form: DiffFormat = fmt  # type: ignore[assignment]
         if target is None and form == "table":
             out.print(diff_renderable(result))
         else:
@@ -104,10 +105,6 @@ def diff(
         problems = failures(result, conditions)
         if problems:
             raise GateFailed("; ".join(problems))
-
-
-DIFF_SUFFIXES = {".md": "md", ".json": "json", **TABLE_SUFFIXES}
-REPORT_SUFFIXES = {".html": "html", ".htm": "html", ".md": "md"}
 
 
 def _check_stages(asked: frozenset[str], present: set[str]) -> None:
@@ -138,7 +135,7 @@ def report(
         check_files(cards_files)
         target = check_output(output, list(cards_files))
         check_inputs(list(cards_files))
-        fmt = output_format(fmt, output, REPORT_SUFFIXES, "html")
+        fmt = output_format(fmt, output, PAGE_SUFFIXES, "html")
         files = [
             (label, read_cards(path))
             for label, path in zip(labels_for(cards_files), cards_files, strict=True)

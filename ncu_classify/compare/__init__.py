@@ -1,1 +1,24 @@
-"""compare."""
+"""two cards files -> a diff: the diff as data (model), the sides (sides), cards paired by
+shape (matching, matching_loose), why verdicts differ (crossings), run-to-run noise (noise),
+`--fail-on` gates (gate) and the comparison (diff).
+"""
+
+from __future__ import annotations
+
+from ..core.lazy import lazy_face
+
+__all__ = [
+    "DiffFile",
+    "DiffOptions",
+    "diff_cards",
+    "load_noise",
+]
+__getattr__ = lazy_face(
+    __name__,
+    {
+        "DiffFile": "model",
+        "DiffOptions": "diff",
+        "diff_cards": "diff",
+        "load_noise": "noise",
+    },
+)

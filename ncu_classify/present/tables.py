@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 TABLE_SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 TEXT_SUFFIXES = (".txt", ".text", ".log", ".out")  # a text table may go into any of these
+DIFF_SUFFIXES = {".md": "md", ".json": "json", **TABLE_SUFFIXES}  # `diff -o`
+PAGE_SUFFIXES = {".html": "html", ".htm": "html", ".md": "md"}  # `report -o`
 
 
 def output_format(

@@ -15,20 +15,15 @@ lazy, so that `program` (which runs the user's script, no torch) loads without i
 
 from __future__ import annotations
 
-from typing import Any
+from ..core.lazy import lazy_face
 
 __all__ = ["Recorder", "recording", "shapes_yaml", "validated_document"]
-_HOMES = {
-    "Recorder": "recorder",
-    "recording": "recorder",
-    "shapes_yaml": "document",
-    "validated_document": "document",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _HOMES:
-        from importlib import import_module
-
-        return getattr(import_module(f"{__name__}.{_HOMES[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_face(
+    __name__,
+    {
+        "Recorder": "recorder",
+        "recording": "recorder",
+        "shapes_yaml": "document",
+        "validated_document": "document",
+    },
+)

@@ -1,0 +1,156 @@
+"""The package as the pipeline, checked rather than described: which stage may import which,
+the one importer of ncu_report, the only importers of torch, nothing importing the CLI, lazy
+package faces, and modules small enough to read. Every import counts, also those inside a
+function (a lazy import is still a dependency)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+PACKAGE = ROOT / "ncu_classify"
+STAGES = ("core", "read", "capture", "record", "cards", "verdicts", "compare", "present", "cli")
+# stage -> the stages it may import (besides itself and the version module); the pipeline
+# order, plus the dependencies kept on purpose (capture checks its own reports; verdicts read
+# capture manifests; compare re-judges with --reclassify; present shows diffs).
+ALLOWED = {
+    "core": set(),
+    "read": {"core"},
+    "capture": {"core", "read"},
+    "record": {"core", "capture"},
+    "cards": {"core"},
+    "verdicts": {"core", "read", "capture", "cards"},
+    "compare": {"core", "read", "cards", "verdicts"},
+    "present": {"core", "cards", "compare"},
+    "cli": set(STAGES) - {"cli"},
+}
+TOP = {"__init__": {"core", "present"}, "__main__": {"cli"}, "_version": set()}
+NCU_REPORT_HOME = "read.kernels"
+TORCH_HOMES = {"capture.replay", "record.recorder", "record.calls"}
+MAX_LINES = 350
+MAX_FACE_LINES = 40
+
+
+def _modules() -> dict[str, Path]:
+    """Dotted name (below ncu_classify) -> file, for every module of the package."""
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+        out[".".join(parts[:-1] if parts[-1] == "__init__" and len(parts) > 1 else parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """Every module this one imports, absolute (`ncu_classify.read.kernels`, `torch`, ...)."""
+    is_package = path.name == "__init__.py"
+    here = ["ncu_classify", *name.split(".")]
+    package = here if is_package else here[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            target = ".".join([*base, *([node.module] if node.module else [])])
+            found.add(target)
+            found.update(f"{target}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _ours(imported: set[str]) -> set[str]:
+    """The modules of this package among `imported` (names below ncu_classify)."""
+    names = {m.removeprefix("ncu_classify.") for m in imported if m.startswith("ncu_classify.")}
+    return {n for n in names if n in MODULES}
+
+
+def _stage(module: str) -> str:
+    return module.split(".")[0]
+
+
+GRAPH = {name: _ours(_imports(name, path)) for name, path in MODULES.items()}
+ALL_IMPORTS = {name: _imports(name, path) for name, path in MODULES.items()}
+
+
+def test_every_module_lives_in_a_stage() -> None:
+    loose = [m for m in MODULES if _stage(m) not in STAGES and m not in TOP]
+    assert loose == []
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_a_stage_imports_only_the_stages_below_it(module: str) -> None:
+    stage = _stage(module)
+    allowed = TOP.get(module, ALLOWED.get(stage, set()) | {stage})
+    wrong = sorted(dep for dep in GRAPH[module] if _stage(dep) not in allowed and dep != "_version")
+    assert wrong == [], f"{module} ({stage}) may import only {sorted(allowed)}"
+
+
+def test_only_the_report_reader_imports_ncu_report() -> None:
+    importers = {m for m, found in ALL_IMPORTS.items() if "ncu_report" in found}
+    assert importers == {NCU_REPORT_HOME}
+
+
+def test_only_replay_and_record_import_torch() -> None:
+    importers = {
+        m for m, found in ALL_IMPORTS.items() if any(n.split(".")[0] == "torch" for n in found)
+    }
+    assert importers == TORCH_HOMES
+
+
+def test_nothing_imports_the_cli() -> None:
+    importers = {m for m, deps in GRAPH.items() if any(_stage(d) == "cli" for d in deps)}
+    assert importers - {m for m in MODULES if _stage(m) == "cli"} == {"__main__"}
+
+
+def test_no_import_cycle() -> None:
+    done: set[str] = set()
+
+    def visit(module: str, stack: tuple[str, ...]) -> None:
+        assert module not in stack, " -> ".join((*stack, module))
+        if module in done:
+            return
+        for dep in GRAPH[module]:
+            if dep != module and MODULES[dep].name != "__init__.py":
+                visit(dep, (*stack, module))
+        done.add(module)
+
+    for module in MODULES:
+        visit(module, ())
+
+
+def test_modules_stay_readable() -> None:
+    long = {m: n for m, p in MODULES.items() if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert long == {}
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_package_faces_are_short_and_lazy(stage: str) -> None:
+    face = PACKAGE / stage / "__init__.py"
+    assert len(face.read_text().splitlines()) <= MAX_FACE_LINES
+    assert GRAPH[stage] <= {"core.lazy"}, "a face imports its modules only on first use"
+    module = __import__(f"ncu_classify.{stage}", fromlist=["__all__"])
+    exported = set(getattr(module, "__all__", []))
+    submodules = {m.split(".")[-1] for m in MODULES if m.startswith(f"{stage}.")}
+    assert exported.isdisjoint(submodules), "a name must not mean a function and a module"
+    for name in exported:
+        assert getattr(module, name) is not None
+
+
+def test_the_cli_starts_without_the_heavy_libraries() -> None:
+    """`ncu-classify --help` must not pay for ncu_report, pandas, torch or jinja2."""
+    code = (
+        "import sys, ncu_classify.cli.entry as e; e.app; "
+        "print(' '.join(sorted(m for m in ('ncu_report', 'pandas', 'torch', 'jinja2', "
+        "'pyarrow') if m in sys.modules)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    assert done.stdout.strip() == ""
