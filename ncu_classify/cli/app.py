@@ -63,6 +63,12 @@ app = typer.Typer(
 )
 
 
+def examples(*lines: str) -> str:
+    """A command's help epilog: its examples, kept as written (click rewraps a paragraph
+    unless it starts with a backspace line); a test runs each through the command's parser."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
 def read_cards(path: Path) -> CardFile:
     """A cards file for a command, ours or legacy; what reading a legacy file could not use
     (odd fields kept aside, impossible values, repeated shapes) is said as warnings."""

@@ -10,12 +10,18 @@ from typing import Annotated
 import typer
 
 from ..core.errors import CaptureError
-from .app import EXIT_INTERRUPTED, app, errors
+from .app import EXIT_INTERRUPTED, app, errors, examples
 from .options import parse_gpus, parse_shard, positive_float, positive_int
 from .terminal import capture_progress, print_interrupted, print_manifest, print_plan
 
 
-@app.command("capture")
+@app.command(
+    "capture",
+    epilog=examples(
+        "ncu-classify capture --shapes fixtures/shapes/smoke.yaml -o raw/",
+        "ncu-classify capture --shapes shapes.yaml -o raw/ --one-process --gpus 0,1 --resume",
+    ),
+)
 def capture_command(
     shapes: Annotated[Path, typer.Option("--shapes", help="shapes YAML file")],
     output: Annotated[Path, typer.Option("-o", "--output", help="folder for reports + manifest")],

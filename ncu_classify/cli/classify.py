@@ -19,6 +19,7 @@ from .app import (
     check_inputs,
     check_output,
     errors,
+    examples,
     exit_code_for,
     human,
     read_cards,
@@ -33,7 +34,14 @@ if TYPE_CHECKING:
     from .outputs import Output
 
 
-@app.command("classify")
+@app.command(
+    "classify",
+    epilog=examples(
+        "ncu-classify classify raw/ -o cards.json",
+        "ncu-classify classify my_run.ncu-rep -o cards.json --rules my_rules.yaml",
+        "ncu-classify classify raw/ -o cards.json --table kernels.csv --table-level kernel",
+    ),
+)
 def classify_command(
     inputs: Annotated[
         list[str],
@@ -115,7 +123,12 @@ def _table_bytes(given: str, cards: CardFile, level: str) -> bytes:
     return frame_bytes(frame, "parquet" if fmt == "parquet" else "csv")
 
 
-@app.command("reclassify")
+@app.command(
+    "reclassify",
+    epilog=examples(
+        "ncu-classify reclassify old_cards.json -o new_cards.json --rules my_rules.yaml",
+    ),
+)
 def reclassify_command(
     cards_file: Annotated[
         Path, typer.Argument(help="cards JSON (ours or the legacy format)", readable=False)

@@ -11,15 +11,21 @@ from ..core.errors import GateFailed, UsageError
 from ..core.ordering import natural_key
 from ..core.text import printable
 from ..present.tables import DIFF_SUFFIXES, PAGE_SUFFIXES, TEXT_SUFFIXES, output_format
-from .app import app, check_inputs, check_output, errors, human, read_cards
+from .app import app, check_inputs, check_output, errors, examples, human, read_cards
 from .terminal import out, warning_line
 
 if TYPE_CHECKING:
     from ..present.diff_text import DiffFormat
 
 
-@app.command()
-def diff(
+@app.command(
+    "diff",
+    epilog=examples(
+        "ncu-classify diff base.json cand.json",
+        "ncu-classify diff base.json cand.json -o diff.md --fail-on flip --fail-on slower:10",
+    ),
+)
+def diff_command(
     baseline: Annotated[
         Path, typer.Argument(help="cards JSON (ours or the legacy format)", readable=False)
     ],
@@ -114,8 +120,14 @@ def _check_stages(asked: frozenset[str], present: set[str]) -> None:
         raise UsageError(f"--stage {missing[0]!r} is in neither file (stages: {listed})")
 
 
-@app.command()
-def report(
+@app.command(
+    "report",
+    epilog=examples(
+        "ncu-classify report cards.json -o report.html",
+        "ncu-classify report h200.json h100.json -o report.md --title 'H200 vs H100'",
+    ),
+)
+def report_command(
     cards_files: Annotated[
         list[Path],
         typer.Argument(help="cards JSON files (ours or legacy), overlaid", readable=False),

@@ -12,11 +12,17 @@ import typer
 from ..core.errors import UsageError
 from ..core.text import printable
 from ..present.tables import TABLE_SUFFIXES, TEXT_SUFFIXES, check_kind, csv_text, output_format
-from .app import app, check_inputs, check_output, errors, read_cards, usage
+from .app import app, check_inputs, check_output, errors, examples, read_cards, usage
 from .terminal import metrics_table, out, print_summary, summary_table_text
 
 
-@app.command("summary")
+@app.command(
+    "summary",
+    epilog=examples(
+        "ncu-classify summary cards.json",
+        "ncu-classify summary cards.json --by shape --csv -o shapes.csv",
+    ),
+)
 def summary_command(
     cards_file: Annotated[
         Path, typer.Argument(help="cards JSON (ours or the legacy format)", readable=False)
@@ -59,7 +65,13 @@ def summary_command(
             target.write_text(text)
 
 
-@app.command("schema")
+@app.command(
+    "schema",
+    epilog=examples(
+        "ncu-classify schema -o cards.schema.json",
+        "ncu-classify schema --diff",
+    ),
+)
 def schema_command(
     output: Annotated[str, typer.Option("-o", "--output", help="file to write")] = "-",
     diff: Annotated[bool, typer.Option("--diff", help="schema of `diff --format json`")] = False,
@@ -73,7 +85,12 @@ def schema_command(
         target.write_text(diff_schema_text() if diff else cards_schema_text())
 
 
-@app.command("metrics")
+@app.command(
+    "metrics",
+    epilog=examples(
+        "ncu-classify metrics --csv",
+    ),
+)
 def metrics_command(
     csv: Annotated[bool, typer.Option("--csv", help="CSV instead of a table")] = False,
 ) -> None:

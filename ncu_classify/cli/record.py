@@ -16,13 +16,20 @@ from ..core.errors import RecordError, UsageError
 from ..core.text import printable
 from ..present.tables import check_kind
 from ..record.program import loaded_files, module_file, parse_program, run_program
-from .app import app, check_output, errors, human
+from .app import app, check_output, errors, examples, human
 
 STAGE = re.compile(r"^[A-Za-z0-9_]+$")
 
 
 # The program comes after `--`; without it, its options would be taken for record's.
-@app.command("record", context_settings={"allow_extra_args": True})
+@app.command(
+    "record",
+    context_settings={"allow_extra_args": True},
+    epilog=examples(
+        "ncu-classify record -o shapes.yaml -- python infer.py --steps 1",
+        "ncu-classify record -o shapes.yaml --stage 'transformer*=dit' -- python -m my_pipeline",
+    ),
+)
 def record_command(
     ctx: typer.Context,
     output: Annotated[str, typer.Option("-o", "--output", help="shapes YAML to write")],
