@@ -22,5 +22,5 @@ P=$!; sleep 20; kill -TERM $P; sleep 1; kill -TERM $P; wait $P; echo "rc=$?"; ps
 python3 -c "
 import json,collections; m=json.load(open('/tmp/t2/manifest.json')); print(collections.Counter(s['status'] for s in m['shapes']), [(b['name'],b['exit_code'],b['ended_by'],b['report']) for b in m['batches']])"
 ls -la /tmp/t2 /tmp/t2/.work
-echo "== D: gpu tests"; timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py 2>&1 | tail -5
+echo "== D: gpu tests"; timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_gpu.py 2>&1 | tail -5
 cd /tmp && tar cf - t1/manifest.json t1/*.log t2/manifest.json t2/*.log t1.err t1r.out t2.err t1.cards.json | xz -9 > $OUT/runs.tar.xz

@@ -26,5 +26,5 @@ c=json.load(open('/tmp/t1.cards.json')); d=json.load(open('fixtures/workload_h20
 pa={x['group']:x['primary'] for x in c['cards']}; pb={x['group']:x['primary'] for x in d['cards']}
 print("verdicts equal:", sum(pa[g]==pb[g] for g in pb), [(g[:50],pa[g],pb[g]) for g in pb if pa[g]!=pb[g]])
 PY
-echo "== gpu tests"; timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py 2>&1 | tail -3
+echo "== gpu tests"; timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_gpu.py 2>&1 | tail -3
 mkdir -p $OUT; cd /tmp && tar cf - t1/manifest.json t1/*.log t1.err t1r.out t1.cards.json t1.pending.json | xz -9 > $OUT/run2.tar.xz

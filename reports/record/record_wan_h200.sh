@@ -23,4 +23,4 @@ python3 -c "
 import json,collections; m=json.load(open('/tmp/rec/cap/manifest.json')); print(collections.Counter((s['status'], s['input_source']) for s in m['shapes'])); print([ (s['group'], s['error']) for s in m['shapes'] if s['status']!='ok'])"
 (cd /tmp/rec && for f in cap/*.ncu-rep; do xz -9 -T8 "$f"; done; cp capture.log cap/; tar cf $OUT/record.tar wan_480x832.yaml cap)
 ls -la $OUT
-python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py 2>&1 | tail -5
+python3 -m pytest -q -p no:cacheprovider tests/gpu/test_gpu.py 2>&1 | tail -5

@@ -10,10 +10,10 @@ gemm8192_set_full (1.993 GHz) and the output cast of h200_rerun_full (1.993 GHz)
 from __future__ import annotations
 
 import lzma
-from pathlib import Path
 
 import ncu_report
 import pytest
+from conftest import ROOT
 
 from ncu_classify.cards.machine import GpuInfo
 from ncu_classify.cards.model import Card, CardFile
@@ -24,7 +24,6 @@ from ncu_classify.verdicts.judge import judge
 from ncu_classify.verdicts.roofline import device_max_ghz, kernel_roofline
 from ncu_classify.verdicts.rules import LoadedRules
 
-ROOT = Path(__file__).resolve().parent.parent
 USER_FULL = ROOT / "fixtures" / "user_set_full" / "linear_cast.ncu-rep.xz"
 SET_FULL = ROOT / "fixtures" / "set_full_h200"
 GEMM = "dit:linear:M4680_N5120_K5120:bf16:bias"

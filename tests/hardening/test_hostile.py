@@ -24,7 +24,7 @@ from ncu_classify.cli.entry import run
 from ncu_classify.core.text import printable
 from ncu_classify.read import kernels as report_reader
 
-FAKEBIN = Path(__file__).parent / "fakebin"
+FAKEBIN = ROOT / "tests" / "fakebin"
 SHAPES = ROOT / "fixtures" / "fault_h200" / "dit3.yaml"
 CARDS = ROOT / "fixtures" / "workload_h200_480x832_40heads" / "cards.json"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import LEGACY
+from conftest import LEGACY, ROOT
 
 from ncu_classify.cards.files import card_file_text, load_card_file
 from ncu_classify.cards.legacy import from_legacy
@@ -219,7 +219,7 @@ def test_summary_and_diff_totals_agree_with_a_duplicate_shape(tmp_path: Path) ->
         20,
     ]
     totals = {(r.stage, r.primary): (r.cards, r.kernel_us) for r in by_stage(cards.cards)}
-    ours = Path(__file__).resolve().parent.parent / "reports/diff/cards/w480_gpu0.json"
+    ours = ROOT / "reports/diff/cards/w480_gpu0.json"
     target = tmp_path / "d.json"
     assert run(["diff", str(LEGACY), str(ours), "-o", str(target)]) == 0
     diff = json.loads(target.read_text())
@@ -233,7 +233,7 @@ def test_summary_and_diff_totals_agree_with_a_duplicate_shape(tmp_path: Path) ->
 
 def test_a_field_that_refuses_our_own_file_names_its_line_and_column(tmp_path: Path) -> None:
     """Our format stays strict; the error points at the value, in an indented file too."""
-    ours = Path(__file__).resolve().parent.parent / "fixtures/workload_h200_480x832/cards.json"
+    ours = ROOT / "fixtures/workload_h200_480x832/cards.json"
     doc = json.loads(ours.read_text())
     doc["cards"][1]["kernels"][0]["metrics"]["dur_us"] = "slow"
     path = tmp_path / "ours.json"

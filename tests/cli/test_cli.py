@@ -200,7 +200,7 @@ def test_version_and_metrics(capsys) -> None:  # type: ignore[no-untyped-def]
 def test_capture_with_failed_shapes_exits_5(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from ncu_classify.cli.entry import run
 
-    fakebin = Path(__file__).parent / "fakebin"
+    fakebin = ROOT / "tests" / "fakebin"
     monkeypatch.setenv("PATH", f"{fakebin}:{__import__('os').environ['PATH']}")
     monkeypatch.setenv("FAKE_NCU_REPORTS", str(ROOT / "fixtures" / "fault_h200"))
     monkeypatch.setenv("FAKE_NCU_MODE", "crash_after_1")

@@ -1,7 +1,7 @@
 """capture's process handling, against a stand-in ncu (tests/fakebin) that checks the command
 line, runs the real batch/status protocol in a child target, and leaves the real H200 report of
 exactly the shapes that finished (fixtures/fault_h200, made by real ncu on the GPU host).
-Real captures: tests/test_gpu.py.
+Real captures: tests/gpu/test_gpu.py.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from ncu_classify.core.errors import EnvironmentProblem
 from ncu_classify.verdicts.classify import classify
 from ncu_classify.verdicts.rules import load_rules
 
-FAKEBIN = Path(__file__).parent / "fakebin"
+FAKEBIN = ROOT / "tests" / "fakebin"
 FAULTS = ROOT / "fixtures" / "fault_h200"
 SHAPES = FAULTS / "dit3.yaml"
 GROUPS = [

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import ncu_report
 import pytest
+from conftest import ROOT
 
 from ncu_classify.cards.model import Card, KernelCard
 from ncu_classify.core.metrics import metric_rows
 from ncu_classify.verdicts.classify import classify
 from ncu_classify.verdicts.rules import LoadedRules
 
-ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / "fixtures" / "set_full_h200"
 SET_FULL = FOLDER / "gemm8192_set_full.ncu-rep.xz"
 SET_FULL_REPORTS = [

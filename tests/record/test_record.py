@@ -15,7 +15,7 @@ from ncu_classify.capture.shapes import load_shapes
 from ncu_classify.cli.entry import run
 
 SCRIPT = ROOT / "fixtures" / "models" / "record_wan.py"
-FAKEBIN = Path(__file__).parent / "fakebin"
+FAKEBIN = ROOT / "tests" / "fakebin"
 FAULTS = ROOT / "fixtures" / "fault_h200"
 
 
