@@ -2,8 +2,8 @@
 
 A capture report moved out of its folder, or any report whose NVTX ranges are group ids
 (`dit:linear:M4680_N5120_K5120:bf16:bias`), still names its shapes: the id is split into the
-fields of `shapes.py`'s models, validated by those models, and accepted only when the shape
-gives the very same id back through `shapes.group_id`. So `shapes.py` stays the one grammar
+fields of `ops.py`'s models, validated by those models, and accepted only when the shape
+gives the very same id back through `shapes.group_id`. So `ops.py` stays the one grammar
 (an id it would not write is not read), and the nominal FLOPs and bytes are the capture's own.
 """
 

@@ -1,7 +1,7 @@
 """Cards files on disk: read ours or the legacy format into a CardFile, turn one into text.
 
 `card_file_text` is the one serialiser: one card per line, so that files diff card by card, and
-each card and kernel with the fields it holds (see `cards`), so that a converted legacy card
+each card and kernel with the fields it holds (see `model`), so that a converted legacy card
 keeps its own fields in their order.
 """
 

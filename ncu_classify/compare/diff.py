@@ -253,7 +253,7 @@ def _delta(
 
 def _rollup(pairs: list[CardPair], aliases: dict[str, str]) -> list[StageRollup]:
     """Cards and kernel time per inference per (stage, class) on each side, as `summary`
-    computes them for each file (`summary.by_stage`: time x calls, untimed cards counted
+    computes them for each file (`cards.rollup.by_stage`: time x calls, untimed cards counted
     apart; a shape listed twice counts twice, as the file lists it), so the totals of a diff
     and of the summaries of its two files agree. Stages in comparison order (a loose
     candidate stage under the baseline stage it was compared with)."""
