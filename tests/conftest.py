@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import signal
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -22,6 +23,9 @@ from ncu_classify.verdicts.rules import LoadedRules, load_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE = ROOT / "fixtures" / "smoke_h200"
+CLI = (sys.executable, "-m", "ncu_classify")  # the tool as a user starts it, in a child process
+
+
 USER_FULL = ROOT / "fixtures" / "user_set_full" / "linear_cast.ncu-rep.xz"
 LEGACY = ROOT / "fixtures" / "legacy" / "legacy_cards_480x832.json"
 SEED_SHAPES = ROOT / "fixtures" / "legacy" / "seed_shapes_all.json"

@@ -10,12 +10,11 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import CLI, ROOT
 
 from ncu_classify.capture.manifest import BatchRecord, read_manifest
 from ncu_classify.capture.plan import CaptureOptions, plan_batches, plan_capture, shape_record
@@ -236,7 +235,7 @@ def test_two_gpus_run_in_parallel_each_on_its_device(
 
 
 def _cli_capture(out: Path, *extra: str) -> subprocess.Popen[str]:
-    argv = [sys.executable, "-m", "ncu_classify", "capture", "--shapes", str(SHAPES)]
+    argv = [*CLI, "capture", "--shapes", str(SHAPES)]
     return subprocess.Popen(
         [*argv, "-o", str(out), *extra],
         stdout=subprocess.PIPE,

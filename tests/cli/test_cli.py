@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
-from conftest import ROOT, SMOKE, USER_FULL, unstamped
+from conftest import CLI, ROOT, SMOKE, USER_FULL, unstamped
 from typer.testing import CliRunner
 
 from ncu_classify.cli.entry import app
@@ -135,9 +134,7 @@ def test_capture_bad_shapes_file_is_one_line_without_traceback(tmp_path: Path) -
     shapes.write_text("stages:\n  dit:\n    - {op: linear, M: -1, N: 1, K: 1}\n")
     proc = subprocess.run(
         [
-            sys.executable,
-            "-m",
-            "ncu_classify",
+            *CLI,
             "capture",
             "--shapes",
             str(shapes),

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SMOKE
+from conftest import CLI, ROOT, SMOKE
 
 from ncu_classify.cards.model import SCHEMA_VERSION
 from ncu_classify.cli.entry import app, run
@@ -120,7 +120,7 @@ def _reader_leaves(argv: list[str]) -> subprocess.CompletedProcess[str]:
     os.close(read)
     try:
         return subprocess.run(
-            [sys.executable, "-m", "ncu_classify", *argv],
+            [*CLI, *argv],
             stdout=write, stderr=subprocess.PIPE, text=True, timeout=120, cwd=ROOT,
         )  # fmt: skip
     finally:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import SMOKE
+from conftest import CLI, SMOKE
 
 pytestmark = pytest.mark.gpu
 
@@ -20,7 +19,7 @@ def test_capture_then_classify_on_the_gpu(tmp_path: Path) -> None:
         "  output:\n    - {op: cast, shape: [1, 3, 13, 480, 832], from: fp32, to: bf16}\n"
     )
     raw = tmp_path / "raw"
-    cli = [sys.executable, "-m", "ncu_classify"]
+    cli = [*CLI]
     proc = subprocess.run(
         [*cli, "capture", "--shapes", str(shapes), "-o", str(raw)],
         capture_output=True,
@@ -63,7 +62,7 @@ def test_record_on_the_gpu_then_capture_replays_the_recorded_inputs(tmp_path: Pa
         "    x = layer(x)\n"
     )
     shapes, inputs = tmp_path / "shapes.yaml", tmp_path / "inputs"
-    cli = [sys.executable, "-m", "ncu_classify"]
+    cli = [*CLI]
     argv = ["record", "-o", str(shapes), "--save-inputs", str(inputs), "--", "python", str(script)]
     proc = subprocess.run([*cli, *argv], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]

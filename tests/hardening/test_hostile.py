@@ -11,12 +11,11 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SMOKE, copied_capture
+from conftest import CLI, ROOT, SMOKE, copied_capture
 
 from ncu_classify.capture.folder import capture_lock
 from ncu_classify.capture.manifest import read_manifest
@@ -167,7 +166,7 @@ def test_interrupted_classify_leaves_no_scratch_and_exits_130(tmp_path: Path) ->
     scratch.mkdir()
     env = {**os.environ, "TMPDIR": str(scratch)}
     for sig in (signal.SIGINT, signal.SIGTERM):
-        argv = [sys.executable, "-m", "ncu_classify", "classify", str(reports), "-o",
+        argv = [*CLI, "classify", str(reports), "-o",
                 str(tmp_path / "c.json"), "--jobs", "2"]  # fmt: skip
         proc = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 60
@@ -292,7 +291,7 @@ def test_empty_input_path_and_one_line_for_one_bad_input(
 
 
 def test_closed_or_full_stdout_is_exit_7(tmp_path: Path) -> None:
-    base = [sys.executable, "-m", "ncu_classify"]
+    base = [*CLI]
     closed = subprocess.run(
         [*base, "classify", str(SMOKE / "dit.ncu-rep.xz"), "-o", "-"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=120,

@@ -10,11 +10,10 @@ import os
 import pathlib
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SMOKE, USER_FULL
+from conftest import CLI, ROOT, SMOKE, USER_FULL
 
 from ncu_classify.cards.files import card_file_text
 from ncu_classify.cli.entry import run
@@ -311,7 +310,7 @@ def test_a_fifo_is_refused_at_once_by_every_command(
     ).split()]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
-        [sys.executable, "-m", "ncu_classify", *argv],
+        [*CLI, *argv],
         capture_output=True, text=True, timeout=60, env=env, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert (done.returncode, done.stderr.splitlines()[-1:]) == (

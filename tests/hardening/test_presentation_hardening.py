@@ -10,11 +10,10 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import CLI, ROOT
 
 from ncu_classify.cards.files import load_card_file
 from ncu_classify.cards.hot_units import KNOWN, name_units, unit_label_kind
@@ -199,7 +198,7 @@ def _at_80_columns(*args: str) -> str:
     """What a command prints on an 80-column terminal."""
     env = {**os.environ, "COLUMNS": "80", "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
-        [sys.executable, "-m", "ncu_classify", *args],
+        [*CLI, *args],
         capture_output=True,
         text=True,
         env=env,
