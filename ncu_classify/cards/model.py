@@ -41,6 +41,15 @@ VERDICT_FIELDS = (
 )
 
 
+LegacyFields = Annotated[
+    dict[str, Any],
+    Field(
+        description="legacy fields kept as they were: fields this format lacks, and values it"
+        " cannot hold (a note stored as a list, 250 % of a peak); see the file's input_warnings",
+    ),
+]
+
+
 class KernelCard(BaseModel):
     """One kernel of a card: legacy fields first, then provenance."""
 
@@ -78,11 +87,7 @@ class KernelCard(BaseModel):
     verdict_note: str | None = Field(
         default=None, description="what the class alone does not say (a non-math hot unit)"
     )
-    legacy_fields: dict[str, Any] = Field(
-        default_factory=dict,
-        description="legacy fields kept as they were: fields this format lacks, and values it"
-        " cannot hold (a note stored as a list, 250 % of a peak); see the file's input_warnings",
-    )
+    legacy_fields: LegacyFields = Field(default_factory=dict)
 
 
 class Card(BaseModel):
@@ -126,11 +131,7 @@ class Card(BaseModel):
     roofline: CardRoofline | None = Field(
         default=None, description="useful over executed FLOPs and MFU of the whole card"
     )
-    legacy_fields: dict[str, Any] = Field(
-        default_factory=dict,
-        description="legacy fields kept as they were: fields this format lacks, and values it"
-        " cannot hold (a note stored as a list, 250 % of a peak); see the file's input_warnings",
-    )
+    legacy_fields: LegacyFields = Field(default_factory=dict)
 
 
 class CardFile(BaseModel):
@@ -162,11 +163,7 @@ class CardFile(BaseModel):
     summary: dict[str, int]
     by_stage: dict[str, dict[str, int]]
     scope: str | None = SCOPE
-    legacy_fields: dict[str, Any] = Field(
-        default_factory=dict,
-        description="legacy fields kept as they were: fields this format lacks, and values it"
-        " cannot hold (a note stored as a list, 250 % of a peak); see the file's input_warnings",
-    )
+    legacy_fields: LegacyFields = Field(default_factory=dict)
 
 
 # classify writes every field except those that only converted legacy cards use.

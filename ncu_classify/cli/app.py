@@ -129,6 +129,9 @@ OutputOption = Annotated[
 RulesOption = Annotated[
     Path | None, typer.Option("--rules", help="rules YAML (default: the packaged legacy-v1 rules)")
 ]
+CardsArgument = Annotated[
+    Path, typer.Argument(help="cards JSON (ours or the legacy format)", readable=False)
+]
 
 
 def check_output(given: str, inputs: list[Path], option: str = "-o") -> Output:

@@ -13,6 +13,7 @@ from ..core.errors import ReportError, UsageError
 from ..core.text import printable
 from ..present.tables import TABLE_SUFFIXES, check_kind, output_format
 from .app import (
+    CardsArgument,
     OutputOption,
     RulesOption,
     app,
@@ -130,9 +131,7 @@ def _table_bytes(given: str, cards: CardFile, level: str) -> bytes:
     ),
 )
 def reclassify_command(
-    cards_file: Annotated[
-        Path, typer.Argument(help="cards JSON (ours or the legacy format)", readable=False)
-    ],
+    cards_file: CardsArgument,
     output: OutputOption,
     rules: RulesOption = None,
 ) -> None:

@@ -11,7 +11,7 @@ from ..core.errors import GateFailed, UsageError
 from ..core.ordering import natural_key
 from ..core.text import printable
 from ..present.tables import DIFF_SUFFIXES, PAGE_SUFFIXES, TEXT_SUFFIXES, output_format
-from .app import app, check_inputs, check_output, errors, examples, human, read_cards
+from .app import CardsArgument, app, check_inputs, check_output, errors, examples, human, read_cards
 from .terminal import out, warning_line
 
 if TYPE_CHECKING:
@@ -26,9 +26,7 @@ if TYPE_CHECKING:
     ),
 )
 def diff_command(
-    baseline: Annotated[
-        Path, typer.Argument(help="cards JSON (ours or the legacy format)", readable=False)
-    ],
+    baseline: CardsArgument,
     candidate: Annotated[
         Path, typer.Argument(help="cards JSON to compare against BASELINE", readable=False)
     ],

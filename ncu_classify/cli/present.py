@@ -4,7 +4,6 @@ shape, the published JSON Schemas, and the metric catalog (the work is in `prese
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
@@ -12,7 +11,7 @@ import typer
 from ..core.errors import UsageError
 from ..core.text import printable
 from ..present.tables import TABLE_SUFFIXES, TEXT_SUFFIXES, check_kind, csv_text, output_format
-from .app import app, check_inputs, check_output, errors, examples, read_cards, usage
+from .app import CardsArgument, app, check_inputs, check_output, errors, examples, read_cards, usage
 from .terminal import metrics_table, out, print_summary, summary_table_text
 
 
@@ -24,9 +23,7 @@ from .terminal import metrics_table, out, print_summary, summary_table_text
     ),
 )
 def summary_command(
-    cards_file: Annotated[
-        Path, typer.Argument(help="cards JSON (ours or the legacy format)", readable=False)
-    ],
+    cards_file: CardsArgument,
     by: Annotated[
         str, typer.Option("--by", help="stage: classes per stage; shape: one row per card")
     ] = "stage",
