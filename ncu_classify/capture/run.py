@@ -44,8 +44,8 @@ __all__ = ["CaptureOptions", "Plan", "apply_status", "capture", "count_kernels",
 
 
 def apply_status(
-    records: dict[str, ShapeRecord], batch: BatchRecord, lines: list[ShapeLine], env: dict
-) -> dict:
+    records: dict[str, ShapeRecord], batch: BatchRecord, lines: list[ShapeLine], env: dict[str, Any]
+) -> dict[str, Any]:
     """Fold a batch's status lines into the shape records; returns the replay environment.
 
     A batch that ended by itself and left shapes without a line crashed on the first of them;

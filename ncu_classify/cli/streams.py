@@ -22,7 +22,7 @@ class _Forgiving:
 
     def write(self, data: Any) -> int:
         try:
-            return self._stream.write(data)
+            return int(self._stream.write(data))
         except BrokenPipeError:
             self._drop()
             return len(data)

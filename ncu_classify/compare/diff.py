@@ -203,7 +203,7 @@ def _why(
     change: Change,
     base: SideFigures | None,
     cand: SideFigures | None,
-    crossed: list,
+    crossed: list[Crossing],
     kernel_changed: bool | None,
 ) -> str | None:
     """One sentence on what changed: classes, the thresholds crossed, the kernel."""

@@ -154,7 +154,9 @@ def _match(
     return pairs
 
 
-def _note(base: str, cand: str, found: dict[LooseBy, int], counts: tuple[list, list]) -> str:
+def _note(
+    base: str, cand: str, found: dict[LooseBy, int], counts: tuple[list[int], list[int]]
+) -> str:
     how = {"nvtx_range": "by NVTX range", "kernel": "by kernel name", "shape": "by shape"}
     parts = ", ".join(f"{n} {how[k]}" for k, n in found.items() if n)
     return (

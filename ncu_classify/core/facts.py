@@ -42,7 +42,7 @@ class Facts(BaseModel):
         return kept
 
     @model_serializer(mode="wrap")
-    def _held(self, handler: SerializerFunctionWrapHandler):
+    def _held(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
         """The fields that were given (set or read), and the kept unknown ones; never a field
         filled in by its default. (No return annotation: with one, pydantic would publish that
         type in the JSON Schema instead of the model's fields.)"""

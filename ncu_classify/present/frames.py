@@ -78,7 +78,8 @@ def cards_frame(cards: CardFile, level: Level = "card") -> pd.DataFrame:
     else:
         rows = [_card_row(card) for card in cards.cards]
     columns = _columns()
-    return pd.DataFrame(rows, columns=columns).astype(_dtypes(columns))
+    frame: pd.DataFrame = pd.DataFrame(rows, columns=columns).astype(_dtypes(columns))
+    return frame
 
 
 def _card_fields(card: Card) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 from .recorder import Recorder
 
 
-def validated_document(recorder: Recorder, command: str, inputs_prefix: str = "") -> dict:
+def validated_document(recorder: Recorder, command: str, inputs_prefix: str = "") -> dict[str, Any]:
     """The shapes document with every shape validated as the shapes file will be: a shape the
     replay cannot take (a dimension it refuses) moves to `unreplayable`; shapes that come out
     with one group id (a matmul and a linear of one size) merge, adding their calls."""

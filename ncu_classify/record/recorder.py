@@ -148,7 +148,9 @@ class Recorder:
 
     # --- what a call was -------------------------------------------------------------------
 
-    def observe(self, func: Callable[..., Any], args: tuple, kwargs: dict, result: Any) -> None:
+    def observe(
+        self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
+    ) -> None:
         """Record one call: a replayable shape, or one more call of an op the replay lacks.
         Building the model is not inference: calls on a parameter (initialisers, the casts of
         `model.to(dtype)`), inside `Module._apply` (buffers cast by `.to`) and factories
@@ -228,7 +230,13 @@ class _Mode(TorchFunctionMode):
         super().__init__()
         self.recorder = recorder
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
+    def __torch_function__(
+        self,
+        func: Callable[..., Any],
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
         kwargs = kwargs or {}
         result = func(*args, **kwargs)
         try:
@@ -283,7 +291,7 @@ def _held_as(module: torch.nn.Module, depth: int = 0) -> str | None:
                 elif owner is not None and hasattr(owner, "__dict__"):
                     for attr, value in vars(owner).items():
                         if value is module:
-                            return attr
+                            return str(attr)
                 for var, value in local.items():
                     if value is module and var != "self":
                         return var

@@ -173,6 +173,7 @@ def build_card(
     if any(d is None for d in durations):
         missing = sorted({*missing, "dur_us"})
     gpu = gpu_of(records)
+    undecided: dict[str, Any] = dict.fromkeys(VERDICT_FIELDS)
     card = Card.model_construct(  # trusted values; the file is validated in tests
         set(CLASSIFY_FIELDS),
         group=group,
@@ -181,7 +182,7 @@ def build_card(
         kernels=kernels,
         summed_kernel_us=summed,
         achieved_tflops=round(flops / (summed * 1e6), 3) if flops and summed else None,
-        **dict.fromkeys(VERDICT_FIELDS),
+        **undecided,
         status="unresolved",  # the verdict fields are decided by judge
         notes=[],
         gpu=gpu,
