@@ -154,3 +154,17 @@ def test_the_cli_starts_without_the_heavy_libraries() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
     )
     assert done.stdout.strip() == ""
+
+
+def test_a_shape_hands_its_card_the_fields_the_card_has() -> None:
+    """The shape identity is copied in one place (`ShapeRecord.identity`) under the card's own
+    field names: each must be a field of both models, of the same type."""
+    from ncu_classify.capture.manifest import SHAPE_IDENTITY, ShapeRecord
+    from ncu_classify.cards.model import Card
+    from ncu_classify.verdicts.classify import ID_TELLS
+
+    assert set(ID_TELLS) <= set(SHAPE_IDENTITY)
+    for name in SHAPE_IDENTITY:
+        card, record = Card.model_fields[name], ShapeRecord.model_fields[name]
+        # a card may not know what a record always does (legacy cards, foreign reports)
+        assert card.annotation in (record.annotation, record.annotation | None), name

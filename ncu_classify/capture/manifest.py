@@ -53,6 +53,22 @@ class HostInfo(Facts):
     torch: str | None = None
 
 
+# The fields a shape record hands on to its card, under the same names.
+SHAPE_IDENTITY = (
+    "group",
+    "stage",
+    "op",
+    "shape_parameters",
+    "nominal_mac_flops",
+    "nominal_bytes",
+    "note",
+    "calls",
+    "source",
+    "input_source",
+    "input_sha256",
+)
+
+
 class ShapeRecord(BaseModel):
     """One shape of a capture and what became of it."""
 
@@ -75,6 +91,15 @@ class ShapeRecord(BaseModel):
     report: ReportName = None
     kernels: int | None = None
     replay_passes: list[int] = Field(default_factory=list)
+
+    def identity(self) -> dict[str, Any]:
+        """What a card of this shape says about it, under the card's own field names (the one
+        place they are copied; a test keeps them fields of the card): the shape, its nominal
+        work, where it came from, and the backend the replay used among its parameters."""
+        named = {name: getattr(self, name) for name in SHAPE_IDENTITY}
+        if self.backend_used:
+            named["shape_parameters"] = {**self.shape_parameters, "backend_used": self.backend_used}
+        return named
 
 
 class BatchRecord(BaseModel):

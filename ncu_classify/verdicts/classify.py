@@ -31,7 +31,16 @@ from .rules import LoadedRules
 
 __all__ = ["classify", "input_files"]
 
-Classified = tuple[KernelRecord, KernelCard]  # a kernel row and its classified card entry
+Classified = tuple[KernelRecord, KernelCard]
+# What a group id tells of its shape (not how it was captured: calls, source, inputs).
+ID_TELLS = (
+    "group",
+    "stage",
+    "op",
+    "shape_parameters",
+    "nominal_mac_flops",
+    "nominal_bytes",
+)  # a kernel row and its classified card entry
 
 
 def _shape_card(
@@ -59,24 +68,11 @@ def _shape_card(
         )
     report = unicode_safe(str(path)) if path is not None else shape.report
     return build_card(
-        group=shape.group,
-        stage=shape.stage,
-        op=shape.op,
+        **shape.identity(),
         kernels=kernels,
         rules=rules,
         records=records,
-        shape_parameters={
-            **shape.shape_parameters,
-            **({"backend_used": shape.backend_used} if shape.backend_used else {}),
-        },
-        note=shape.note,
-        calls=shape.calls,
-        source=shape.source,
-        input_source=shape.input_source,
-        input_sha256=shape.input_sha256,
         ncu_output=report,
-        nominal_mac_flops=shape.nominal_mac_flops,
-        nominal_bytes=shape.nominal_bytes,
         error=error,
     )
 
@@ -116,15 +112,8 @@ def _identity(stem: str, kind: str, name: str) -> dict[str, Any]:
     entry = parse_group_id(name) if kind == "group" else None
     if entry is None:
         return {"group": f"{stem}:{name}", "stage": stem, "op": kind}
-    record = shape_record_of_id(entry)
-    return {
-        "group": record.group,
-        "stage": record.stage,
-        "op": record.op,
-        "shape_parameters": record.shape_parameters,
-        "nominal_mac_flops": record.nominal_mac_flops,
-        "nominal_bytes": record.nominal_bytes,
-    }
+    told = shape_record_of_id(entry).identity()
+    return {key: told[key] for key in ID_TELLS}
 
 
 @dataclass
