@@ -20,6 +20,8 @@ for resolution in 480x832 704x1280 480x832_40heads 704x1280_40heads; do
   ncu-classify summary "$folder/cards.json" --csv -o "reports/workload_h200_${resolution}_summary.csv"
   ncu-classify summary "$folder/cards.json" --by shape --csv \
     -o "reports/workload_h200_${resolution}_shapes.csv"
+  ncu-classify summary "$folder/cards.json" --by kernel --csv \
+    -o "reports/workload_h200_${resolution}_kernel_classes.csv"
 done
 ncu-classify classify fixtures/record_h200 -o reports/record/cards_wan_480x832.json --jobs 2 >/dev/null
 ncu-classify summary reports/record/cards_wan_480x832.json --csv -o reports/record/summary_wan_480x832.csv

@@ -1,6 +1,8 @@
 """What a cards file adds up to, computed one way for every command: the dominant kernel of a
-card, cards counted per class (the file's `summary` and `by_stage`), and kernel time per
-inference per (stage, class), weighted by each card's calls (summary, report and diff alike)."""
+card, cards counted per class (the file's `summary` and `by_stage`), kernel time per inference
+per (stage, card class), weighted by each card's calls (summary, report and diff alike), and the
+same time per (stage, kernel class): each kernel under its own class, so that a conv card's
+transposes and bias add count as what they are, not as its GEMM's class."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ from dataclasses import dataclass
 
 from ..core.ordering import stage_order
 from .model import Card, KernelCard
+
+UNCLASSIFIED = "unclassified"  # a kernel without any evidence gets no class
 
 
 def dominant(kernels: list[KernelCard]) -> KernelCard | None:
@@ -121,4 +125,53 @@ def by_stage(cards: Sequence[Card]) -> list[SummaryRow]:
         for stage, primary, count, calls, us, untimed, total in cells[columns].itertuples(
             index=False
         )
+    ]
+
+
+@dataclass(frozen=True)
+class KernelClassRow:
+    """One (stage, kernel class) cell: how many kernels, and their time per inference."""
+
+    stage: str
+    kernel_class: str  # the kernel's own class; a card without kernels counts under its status
+    kernels: int  # kernels of this class in the stage's cards (once per card, not per call)
+    kernel_us: float  # their durations x their cards' calls; kernels without a duration: none
+    share_of_stage: float | None  # of the stage's kernel time per inference; None if none known
+    untimed: int = 0  # kernels without a duration, and cards without any kernel (failed ones)
+
+
+def by_kernel_class(cards: Sequence[Card]) -> list[KernelClassRow]:
+    """Kernel time per inference per (stage, kernel class), each kernel under its own class
+    (`unclassified` when it has none: no evidence at all). Stages in `stage_order`, most time
+    first within one, as `by_stage`."""
+    cells: dict[tuple[str, str], list[float]] = {}  # -> [kernels, us, untimed]
+    for card in cards:
+        if not card.kernels:
+            cell = cells.setdefault(card_class(card), [0, 0.0, 0])
+            cell[2] += 1
+        for kernel in card.kernels:
+            cell = cells.setdefault(
+                (card.stage, kernel.classification or UNCLASSIFIED), [0, 0.0, 0]
+            )
+            duration = kernel.metrics.get("dur_us")
+            cell[0] += 1
+            if duration is None:
+                cell[2] += 1
+            else:
+                cell[1] += duration * card.calls
+    totals: dict[str, float] = {}
+    for (stage, _), (_, us, _) in cells.items():
+        totals[stage] = totals.get(stage, 0.0) + us
+    position = {stage: i for i, stage in enumerate(stage_order(s for s, _ in cells))}
+    order = sorted(cells, key=lambda k: (position[k[0]], -cells[k][1], k[1]))
+    return [
+        KernelClassRow(
+            stage,
+            kernel_class,
+            int(cells[stage, kernel_class][0]),
+            round(cells[stage, kernel_class][1], 3),
+            cells[stage, kernel_class][1] / totals[stage] if totals[stage] else None,
+            int(cells[stage, kernel_class][2]),
+        )
+        for stage, kernel_class in order
     ]

@@ -4,7 +4,7 @@ shape, the published JSON Schemas, and the metric catalog (the work is in `prese
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,18 +14,27 @@ from ..present.tables import TABLE_SUFFIXES, TEXT_SUFFIXES, check_kind, csv_text
 from .app import CardsArgument, app, check_inputs, check_output, errors, examples, read_cards, usage
 from .terminal import metrics_table, out, print_summary, summary_table_text
 
+if TYPE_CHECKING:
+    from ..present.summary import SummaryBy
+
 
 @app.command(
     "summary",
     epilog=examples(
         "ncu-classify summary cards.json",
+        "ncu-classify summary cards.json --by kernel",
         "ncu-classify summary cards.json --by shape --csv -o shapes.csv",
     ),
 )
 def summary_command(
     cards_file: CardsArgument,
     by: Annotated[
-        str, typer.Option("--by", help="stage: classes per stage; shape: one row per card")
+        str,
+        typer.Option(
+            "--by",
+            help="stage: card classes per stage; kernel: each kernel's own class per stage;"
+            " shape: one row per card",
+        ),
     ] = "stage",
     csv: Annotated[bool, typer.Option("--csv", help="CSV instead of a table")] = False,
     output: Annotated[
@@ -37,9 +46,9 @@ def summary_command(
     verdicts with the reason of every failed shape."""
     from ..present.summary import summarize, summary_csv, summary_parquet
 
-    if by not in ("stage", "shape"):
-        raise usage(UsageError(f"--by {by!r}: expected stage or shape"))
-    grouping: Literal["stage", "shape"] = "stage" if by == "stage" else "shape"
+    if by not in ("stage", "kernel", "shape"):
+        raise usage(UsageError(f"--by {by!r}: expected stage, kernel or shape"))
+    grouping: SummaryBy = by  # type: ignore[assignment]  # checked just above
     with errors():
         target = check_output(output, [cards_file]) if output is not None else None
         check_inputs([cards_file])

@@ -12,7 +12,7 @@ import shlex
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ..capture.manifest import Manifest
     from ..capture.plan import Plan
     from ..cards.model import CardFile
+    from ..present.summary import SummaryBy
 
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
 out = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
@@ -133,24 +134,25 @@ def read_progress() -> Iterator[Callable[[int, int], None] | None]:
         yield update
 
 
-def summary_table(cards: CardFile, by: Literal["stage", "shape"] = "stage") -> Table:
+def summary_table(cards: CardFile, by: SummaryBy = "stage") -> Table:
     """The summary as a rich table; every cell is plain text (a stage named `[b]` stays so)."""
     from ..present.summary import summarize, summary_cells
 
     names, cells = summary_cells(summarize(cards, by), by, for_people=True)
     keep = [i for i, name in enumerate(names) if not _says_nothing(name, i, names, cells)]
     names, cells = [names[i] for i in keep], [[row[i] for i in keep] for row in cells]
-    title = (
-        "primary class per stage (share of the stage's kernel time per inference)"
-        if by == "stage"
-        else "verdict per shape"
-    )
+    title = {
+        "stage": "primary class per stage (share of the stage's kernel time per inference)",
+        "kernel": "kernel class per stage (each kernel under its own class; share of the"
+        " stage's kernel time per inference)",
+        "shape": "verdict per shape",
+    }[by]
     table = Table(title=title)
     # per stage, a row names the stage and its classes follow: a stage column would fold the
     # stage names at 80 columns; class names and figures are never cut
-    grouped = by == "stage" and names[0] == "stage"
+    grouped = by != "shape" and names[0] == "stage"
     for name in names[1:] if grouped else names:
-        numeric = name in ("cards", "calls", "kernel_us", "share_of_stage", "untimed")
+        numeric = name in ("cards", "kernels", "calls", "kernel_us", "share_of_stage", "untimed")
         table.add_column(  # headers a word a line, so that figures need not be cut
             name.replace("_", "\n") if numeric else name.replace("_", " "),
             justify="right" if numeric else "left",
@@ -183,13 +185,11 @@ def _says_nothing(name: str, index: int, names: list[str], cells: list[list[str]
     return name == "problem" and all(value == "-" for value in column)
 
 
-def print_summary(
-    cards: CardFile, console: Console, by: Literal["stage", "shape"] = "stage"
-) -> None:
+def print_summary(cards: CardFile, console: Console, by: SummaryBy = "stage") -> None:
     console.print(summary_table(cards, by))
 
 
-def summary_table_text(cards: CardFile, by: Literal["stage", "shape"]) -> str:
+def summary_table_text(cards: CardFile, by: SummaryBy) -> str:
     """The summary table as plain text, for -o without --csv."""
     buffer = io.StringIO()
     Console(file=buffer, width=200, color_system=None).print(summary_table(cards, by))

@@ -135,6 +135,7 @@ def report_markdown(files: list[tuple[str, CardFile]], title: str) -> str:
                 f" {md_text(row.primary)} | {row.cards} | {row.calls} |"
                 f" {row.kernel_us:,.1f}{untimed} | {share} |"
             )
+    lines += _kernel_class_rows(view)
     lines += ["", f"### Top {TOP_CONSUMERS} time consumers per file", ""]
     lines += [
         "| file | shape | class | calls | us per call | us per inference | % of stage"
@@ -143,6 +144,25 @@ def report_markdown(files: list[tuple[str, CardFile]], title: str) -> str:
     lines += ["|---|---|---|---:|---:|---:|---:|---:|---|---|"]
     lines += _top_rows(view)
     return "\n".join(lines) + "\n"
+
+
+def _kernel_class_rows(view: ReportView) -> list[str]:
+    """The Markdown table of time per stage by each kernel's own class."""
+    lines = ["", "### Time per stage and kernel class (each kernel under its own class)", ""]
+    lines += [
+        "| file | stage | kernel class | kernels | kernel us per inference | share of stage |"
+    ]
+    lines += ["|---|---|---|---:|---:|---:|"]
+    for f in view.files:
+        for row in f.kernel_classes:
+            share = "-" if row.share_of_stage is None else f"{100 * row.share_of_stage:.1f} %"
+            untimed = f" ({row.untimed} without time)" if row.untimed else ""
+            lines.append(
+                f"| {MARKER_NAMES[f.marker]} {md_code(f.label)} | {md_text(row.stage)} |"
+                f" {md_text(row.kernel_class)} | {row.kernels} | {row.kernel_us:,.1f}{untimed} |"
+                f" {share} |"
+            )
+    return lines
 
 
 def _inference_us(card: Any) -> float | None:

@@ -14,7 +14,14 @@ from typing import Any
 
 from ..cards.machine import CaptureInfo, first_gpu, sm_clock_range
 from ..cards.model import Card, CardFile, KernelCard
-from ..cards.rollup import SummaryRow, by_stage, median_ceilings, named_dominant
+from ..cards.rollup import (
+    KernelClassRow,
+    SummaryRow,
+    by_kernel_class,
+    by_stage,
+    median_ceilings,
+    named_dominant,
+)
 
 MARKERS = ("circle", "square", "triangle", "diamond", "down", "plus", "star", "hexagon")
 # The chart's range: kernels outside it (a counter gone wrong) are listed, not drawn, so that
@@ -49,6 +56,7 @@ class FileView:
     header: list[tuple[str, str]]
     stages: list[SummaryRow]
     warnings: list[str]
+    kernel_classes: list[KernelClassRow]  # the same time, each kernel under its own class
 
 
 @dataclass(frozen=True)
@@ -111,7 +119,15 @@ def build_view(files: list[tuple[str, CardFile]], title: str) -> ReportView:
         marker = MARKERS[index % len(MARKERS)]
         stages = by_stage(cards.cards)
         views.append(
-            FileView(index, label, marker, _header(label, cards), stages, _warnings(cards))
+            FileView(
+                index,
+                label,
+                marker,
+                _header(label, cards),
+                stages,
+                _warnings(cards),
+                by_kernel_class(cards.cards),
+            )
         )
         totals: dict[str, float] = {}
         for row in stages:

@@ -1,5 +1,7 @@
-"""Summaries of a CardFile: per stage (cards per class and their share of kernel time) or per
-shape (one row per card, with why a failed or incomplete card has no class)."""
+"""Summaries of a CardFile: per stage (cards per class and their share of kernel time), per
+stage by each kernel's own class (a card's transposes and bias add under their own class, not
+under its dominant kernel's), or per shape (one row per card, with why a failed or incomplete
+card has no class)."""
 
 from __future__ import annotations
 
@@ -7,10 +9,10 @@ from dataclasses import dataclass, fields
 from typing import Literal, overload
 
 from ..cards.model import Card, CardFile
-from ..cards.rollup import SummaryRow, by_stage, card_class
+from ..cards.rollup import KernelClassRow, SummaryRow, by_kernel_class, by_stage, card_class
 from .tables import csv_text
 
-SummaryBy = Literal["stage", "shape"]
+SummaryBy = Literal["stage", "kernel", "shape"]
 
 
 @dataclass(frozen=True)
@@ -26,8 +28,10 @@ class ShapeRow:
     problem: str | None  # error of a failed card, notes of an incomplete one
 
 
+Rows = list[SummaryRow] | list[KernelClassRow] | list[ShapeRow]
 COLUMNS: dict[SummaryBy, list[str]] = {
     "stage": [f.name for f in fields(SummaryRow)],
+    "kernel": [f.name for f in fields(KernelClassRow)],
     "shape": [f.name for f in fields(ShapeRow)],
 }
 
@@ -35,12 +39,16 @@ COLUMNS: dict[SummaryBy, list[str]] = {
 @overload
 def summarize(cards: CardFile, by: Literal["stage"] = ...) -> list[SummaryRow]: ...
 @overload
+def summarize(cards: CardFile, by: Literal["kernel"]) -> list[KernelClassRow]: ...
+@overload
 def summarize(cards: CardFile, by: Literal["shape"]) -> list[ShapeRow]: ...
-def summarize(cards: CardFile, by: SummaryBy = "stage") -> list[SummaryRow] | list[ShapeRow]:
-    """Rows per stage and class (stages in `stage_order`, most time first) or per card (in the
-    file's order)."""
+def summarize(cards: CardFile, by: SummaryBy = "stage") -> Rows:
+    """Rows per stage and card class or kernel class (stages in `stage_order`, most time
+    first) or per card (in the file's order)."""
     if by == "shape":
         return [shape_row(card) for card in cards.cards]
+    if by == "kernel":
+        return by_kernel_class(cards.cards)
     return by_stage(cards.cards)
 
 
@@ -61,7 +69,7 @@ def shape_row(card: Card) -> ShapeRow:
 
 
 def summary_cells(
-    rows: list[SummaryRow] | list[ShapeRow], by: SummaryBy = "stage", for_people: bool = False
+    rows: Rows, by: SummaryBy = "stage", for_people: bool = False
 ) -> tuple[list[str], list[list[str]]]:
     """Column names and text cells of `summarize(cards, by)` rows (None is empty text); for
     people, shares are percentages and times have thousands separators."""
@@ -70,7 +78,7 @@ def summary_cells(
     return names, [[text(getattr(row, name), name) for name in names] for row in rows]
 
 
-def summary_csv(rows: list[SummaryRow] | list[ShapeRow], by: SummaryBy = "stage") -> str:
+def summary_csv(rows: Rows, by: SummaryBy = "stage") -> str:
     """CSV text, header line first, of `summarize(cards, by)` rows; commas are quoted."""
     names, cells = summary_cells(rows, by)
     return csv_text(names, cells)
@@ -94,7 +102,7 @@ def _text(value: object, name: str) -> str:
     return str(value)
 
 
-def summary_parquet(rows: list[SummaryRow] | list[ShapeRow], by: SummaryBy = "stage") -> bytes:
+def summary_parquet(rows: Rows, by: SummaryBy = "stage") -> bytes:
     """The rows as Parquet (needs pyarrow), columns as in the CSV, values typed."""
     import pandas as pd
 
