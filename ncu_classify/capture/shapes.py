@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -13,6 +13,21 @@ from ..core.yamlio import validate_yaml
 from .ops import OpShape, PositiveInt, Shape
 
 StageName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_]+$")]
+
+
+class RecordedOp(BaseModel):
+    """One distinct device op the recording saw beside the typed shapes (an elementwise op, a
+    norm, a copy): the op overload, its arguments as data (each tensor as shape, dtype, strides,
+    storage offset), how often it ran and where. Listed for coverage; not replayed yet."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    id: str
+    stage: StageName
+    op: str
+    args: list[Any]
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+    calls: PositiveInt
+    source: str = ""
 
 
 class Recorded(BaseModel):
@@ -25,6 +40,7 @@ class Recorded(BaseModel):
     device: str
     # ops the model ran that the replay cannot: name -> calls (views and free ops not counted)
     unreplayable: dict[str, PositiveInt] = Field(default_factory=dict)
+    ops: list[RecordedOp] = Field(default_factory=list)  # every other device op, distinct calls
 
 
 class ShapesFile(BaseModel):

@@ -85,10 +85,11 @@ def record_command(
                 f"{failure}; the {shapes} shapes recorded before it were written to {target}"
             )
     calls = sum(s["calls"] for st in document["stages"].values() for s in st)
+    ops = document["recorded"]["ops"]
     human(target).print(
         f"recorded {shapes} shapes ({calls} calls) in {len(document['stages'])} stages to"
-        f" {printable(str(target))}; {len(document['recorded']['unreplayable'])} other ops"
-        " counted under recorded.unreplayable"
+        f" {printable(str(target))}; {len(ops)} other device ops"
+        f" ({sum(op['calls'] for op in ops)} calls) listed under recorded.ops, not replayed yet"
     )
 
 

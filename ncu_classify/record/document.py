@@ -51,10 +51,12 @@ def shapes_yaml(document: dict[str, Any]) -> str:
     """A recorded shapes document as YAML people can read and diff: one flow mapping per shape
     (JSON scalars are YAML scalars), the ops it could not replay one per line."""
     recorded = document["recorded"]
+    ops = recorded.get("ops") or []
     dumps = _yaml_scalar
     lines = [
         f"# Recorded by ncu-classify {recorded['tool_version']}: {len(_flat(document))} distinct"
-        f" shapes, {sum(s['calls'] for s in _flat(document))} calls.",
+        f" shapes, {sum(s['calls'] for s in _flat(document))} calls; {len(ops)} other device"
+        f" ops, {sum(op['calls'] for op in ops)} calls.",
         "# Edit freely: a shape's `calls` weighs its time in the summaries.",
         f"seed: {document['seed']}",
         f"warmup: {document['warmup']}",
@@ -68,6 +70,8 @@ def shapes_yaml(document: dict[str, Any]) -> str:
     unreplayable = recorded["unreplayable"]
     lines.append("  unreplayable:" + ("" if unreplayable else " {}"))
     lines += [f"    {dumps(name)}: {count}" for name, count in unreplayable.items()]
+    lines.append("  ops:" + ("" if ops else " []"))  # every other device op, one per line
+    lines += ["    - " + _yaml_scalar(op) for op in ops]
     lines.append("stages:")
     for stage, shapes in document["stages"].items():
         lines.append(f"  {dumps(stage)}:")  # quoted: a stage named `null` or `123` stays text

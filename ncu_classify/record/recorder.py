@@ -22,6 +22,7 @@ from torch.overrides import TorchFunctionMode
 
 from .._version import __version__
 from .calls import launches_kernel, name_of, sets_up_parameter, shape_of
+from .device_ops import DeviceOps
 
 
 @dataclass
@@ -69,6 +70,7 @@ class Recorder:
         self._relative: dict[tuple[int, int], str | None] = {}
         self._handles: list[Any] = []
         self._mode = _Mode(self)
+        self.device_ops = DeviceOps(lambda: (self.stage_of(self.path()), self.path()))
 
     def __enter__(self) -> Recorder:
         hooks = torch.nn.modules.module
@@ -77,9 +79,11 @@ class Recorder:
             hooks.register_module_forward_hook(self._leave, always_call=True),
         ]
         self._mode.__enter__()
+        self.device_ops.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.device_ops.__exit__(*exc)
         self._mode.__exit__(*exc)
         for handle in self._handles:
             handle.remove()
@@ -150,24 +154,28 @@ class Recorder:
 
     def observe(
         self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
-    ) -> None:
-        """Record one call: a replayable shape, or one more call of an op the replay lacks.
-        Building the model is not inference: calls on a parameter (initialisers, the casts of
-        `model.to(dtype)`), inside `Module._apply` (buffers cast by `.to`) and factories
-        without tensor inputs are left out."""
+    ) -> str:
+        """Record one call: a replayable shape ("typed"), or one more call of an op the replay
+        lacks ("other": the device ops it dispatched are kept too). Building the model is not
+        inference ("setup"): calls on a parameter (initialisers, the casts of `model.to(dtype)`)
+        and inside `Module._apply` (buffers cast by `.to`) are left out; a factory without
+        tensor inputs (noise, RoPE tables) is no shape, but its device ops are kept."""
         tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
-        if not tensors or _in_module_setup() or sets_up_parameter(func, tensors[0]):
-            return
+        if _in_module_setup() or (tensors and sets_up_parameter(func, tensors[0])):
+            return "setup"
+        if not tensors:
+            return "other"
         if self.recording.device == "cpu":
             self.recording.device = str(tensors[0].device.type)
         shape, inputs = shape_of(func, args, kwargs, result)
         if shape is not None:
             self._add(shape, inputs)
-            return
+            return "typed"
         name = name_of(func)
         if name and launches_kernel(name, tensors, result):
             counts = self.recording.unreplayable
             counts[name] = counts.get(name, 0) + 1
+        return "other"
 
     def _add(self, shape: dict[str, Any], inputs: list[torch.Tensor]) -> None:
         path = self.path()
@@ -217,7 +225,10 @@ class Recorder:
                 "tool_version": __version__,
                 "torch": torch.__version__,
                 "device": self.recording.device,
-                "unreplayable": dict(sorted(self.recording.unreplayable.items())),
+                "unreplayable": dict(
+                    sorted({**self.recording.unreplayable, **self.device_ops.failed}.items())
+                ),
+                "ops": self.device_ops.document(),
             },
             "stages": stages,
         }
@@ -238,13 +249,20 @@ class _Mode(TorchFunctionMode):
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         kwargs = kwargs or {}
-        result = func(*args, **kwargs)
+        ops = self.recorder.device_ops
+        ops.open_call()  # what this call dispatches waits for its verdict
+        verdict = "setup"
         try:
-            self.recorder.observe(func, args, kwargs, result)
-        except Exception as exc:  # recording must never break the user's model
-            name = f"(record failed: {name_of(func) or func}: {type(exc).__name__})"
-            counts = self.recorder.recording.unreplayable
-            counts[name] = counts.get(name, 0) + 1
+            result = func(*args, **kwargs)
+            try:
+                verdict = self.recorder.observe(func, args, kwargs, result)
+            except Exception as exc:  # recording must never break the user's model
+                name = f"(record failed: {name_of(func) or func}: {type(exc).__name__})"
+                counts = self.recorder.recording.unreplayable
+                counts[name] = counts.get(name, 0) + 1
+                verdict = "other"
+        finally:
+            ops.close_call(keep=verdict == "other")
         return result
 
 

@@ -310,3 +310,66 @@ def test_stage_names_stay_text_in_yaml(tmp_path: Path) -> None:
     out = tmp_path / "s.yaml"
     assert run(["record", "-o", str(out), "--stage", "=null", "--", "python", str(script)]) == 0
     assert list(load_shapes(out).stages) == ["null"]
+
+
+# --- every other device op, at the dispatch level ------------------------------------------
+
+
+def _ops(recorded: dict, stage: str) -> list:
+    return [op for op in recorded["recorded"].ops if op.stage == stage]
+
+
+def test_ops_the_typed_shapes_stand_for_are_not_listed_again(recorded: dict) -> None:
+    """linear -> addmm, conv3d/conv2d -> convolution, attention -> its SDPA kernel: the typed
+    shapes stand for them; a view is no work."""
+    names = {op.op for op in recorded["recorded"].ops}
+    assert not {n for n in names if n.split(".")[1] in ("addmm", "mm", "bmm", "convolution")}
+    assert not {n for n in names if "scaled_dot_product" in n}
+    assert not {n for n in names if n.split(".")[1] in ("view", "permute", "transpose", "expand")}
+
+
+def test_the_vae_norm_on_a_strided_view_is_listed_with_its_strides(recorded: dict) -> None:
+    """After the 2-D upsampling the frames come back as a permuted view: the RMS norm's
+    vector norm, division, scale and SiLU run on it (strided kernels)."""
+    wanted = "vae:aten.linalg_vector_norm.default:1x192x4x32x32:fp32:strided"
+    [norm] = [op for op in _ops(recorded, "vae") if op.id == wanted]
+    tensor = norm.args[0]["tensor"]
+    assert tensor["shape"] == [1, 192, 4, 32, 32] and tensor["dtype"] == "float32"
+    assert tensor["strides"] != [786432, 4096, 1024, 32, 1]  # not the contiguous strides
+    assert norm.source == "vae.decoder.up_blocks.*.resnets.*.norm1"
+    divide = [op for op in _ops(recorded, "vae")
+              if op.id == "vae:aten.div.Tensor:1x192x4x32x32:fp32:strided:broadcast"]  # fmt: skip
+    assert len(divide) == 1 and divide[0].args[1]["tensor"]["strides"][1] == 0  # the norm, expanded
+
+
+def test_list_inplace_index_and_reduction_ops_are_listed(recorded: dict) -> None:
+    ops = recorded["recorded"].ops
+    stacks = [op for op in ops if op.op == "aten.stack.default"]
+    assert stacks and all(isinstance(op.args[0], list) and len(op.args[0]) >= 2 for op in stacks)
+    cats = [op for op in ops if op.op == "aten.cat.default"]
+    assert len(cats) == 13 and all("tensor" in t for op in cats for t in op.args[0])
+    assert {op.op for op in ops} >= {"aten.copy_.default", "aten.add_.Scalar", "aten.mean.dim"}
+    assert sum(op.calls for op in ops) == 771 and len(ops) == 211
+    assert len({op.id for op in ops}) == len(ops)  # ids are unique
+
+
+def test_an_index_op_and_a_non_finite_scalar_survive_the_shapes_file(tmp_path: Path) -> None:
+    """x[idx] records aten.index.Tensor with its int64 index; masked_fill(-inf) keeps the
+    -inf (JSON and YAML have no such number); the file reads back with the same ops."""
+    import_or_skip("torch")
+    script = tmp_path / "prog.py"
+    script.write_text(
+        "import torch\n"
+        "x = torch.randn(8, 4)\n"
+        "idx = torch.tensor([3, 1, 2])\n"
+        "for _ in range(3):\n"
+        "    y = x[idx].masked_fill(x[idx] > 0, float('-inf')).sum()\n"
+        "    z = torch.nn.functional.linear(x, torch.ones(4, 4))\n"
+    )
+    out = tmp_path / "s.yaml"
+    assert run(["record", "-o", str(out), "--", "python", str(script)]) == 0
+    ops = {op.op: op for op in load_shapes(out).recorded.ops}  # type: ignore[union-attr]
+    index = ops["aten.index.Tensor"]
+    assert index.calls == 6 and index.args[1][0]["tensor"]["dtype"] == "int64"
+    assert ops["aten.masked_fill.Scalar"].args[2] == {"float": "-inf"}
+    assert "aten.mm.default" not in ops and "aten.ones.default" in ops  # F.linear is a shape
