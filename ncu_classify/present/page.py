@@ -5,6 +5,7 @@ summary for a pull request, from one or more cards files overlaid."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +13,11 @@ import jinja2
 
 from .._version import __version__
 from ..cards.model import SCOPE, CardFile
+from ..cards.rollup import KernelClassRow, SummaryRow
 from ..core.errors import UsageError
 from ..core.text import md_code, md_text, printable
 from .page_chart import DASHES, build_chart
-from .page_view import ReportView, build_view
+from .page_view import FileView, ReportView, build_view
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 MARKER_NAMES = {
@@ -123,19 +125,18 @@ def report_markdown(files: list[tuple[str, CardFile]], title: str) -> str:
             )
         )
         lines += [f"  - **warning**: {md_text(w)}" for w in f.warnings]
-    lines += ["", "### Time per stage and class", ""]
-    lines += ["| file | stage | class | cards | calls | kernel us per inference | share of stage |"]
-    lines += ["|---|---|---|---:|---:|---:|---:|"]
-    for f in view.files:
-        for row in f.stages:
-            share = "-" if row.share_of_stage is None else f"{100 * row.share_of_stage:.1f} %"
-            untimed = f" ({row.untimed} without time)" if row.untimed else ""
-            lines.append(
-                f"| {MARKER_NAMES[f.marker]} {md_code(f.label)} | {md_text(row.stage)} |"
-                f" {md_text(row.primary)} | {row.cards} | {row.calls} |"
-                f" {row.kernel_us:,.1f}{untimed} | {share} |"
-            )
-    lines += _kernel_class_rows(view)
+    lines += _time_table(
+        view,
+        "### Time per stage and class",
+        "| file | stage | class | cards | calls | kernel us per inference | share of stage |",
+        lambda f: [(r, f"{md_text(r.primary)} | {r.cards} | {r.calls}") for r in f.stages],
+    )
+    lines += _time_table(
+        view,
+        "### Time per stage and kernel class (each kernel under its own class)",
+        "| file | stage | kernel class | kernels | kernel us per inference | share of stage |",
+        lambda f: [(r, f"{md_text(r.kernel_class)} | {r.kernels}") for r in f.kernel_classes],
+    )
     lines += ["", f"### Top {TOP_CONSUMERS} time consumers per file", ""]
     lines += [
         "| file | shape | class | calls | us per call | us per inference | % of stage"
@@ -146,21 +147,22 @@ def report_markdown(files: list[tuple[str, CardFile]], title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _kernel_class_rows(view: ReportView) -> list[str]:
-    """The Markdown table of time per stage by each kernel's own class."""
-    lines = ["", "### Time per stage and kernel class (each kernel under its own class)", ""]
-    lines += [
-        "| file | stage | kernel class | kernels | kernel us per inference | share of stage |"
-    ]
-    lines += ["|---|---|---|---:|---:|---:|"]
+def _time_table(
+    view: ReportView,
+    title: str,
+    header: str,
+    cells: Callable[[FileView], list[tuple[SummaryRow | KernelClassRow, str]]],
+) -> list[str]:
+    """A Markdown table of kernel time per inference per stage: file, stage, the `cells` a
+    view gives (class and counts), time and share of the stage."""
+    lines = ["", title, "", header, "|---|---|---|" + "---:|" * (header.count("|") - 4)]
     for f in view.files:
-        for row in f.kernel_classes:
+        for row, middle in cells(f):
             share = "-" if row.share_of_stage is None else f"{100 * row.share_of_stage:.1f} %"
             untimed = f" ({row.untimed} without time)" if row.untimed else ""
             lines.append(
                 f"| {MARKER_NAMES[f.marker]} {md_code(f.label)} | {md_text(row.stage)} |"
-                f" {md_text(row.kernel_class)} | {row.kernels} | {row.kernel_us:,.1f}{untimed} |"
-                f" {share} |"
+                f" {middle} | {row.kernel_us:,.1f}{untimed} | {share} |"
             )
     return lines
 
