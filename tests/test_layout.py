@@ -31,7 +31,13 @@ ALLOWED = {
 }
 TOP = {"__init__": {"core", "present"}, "__main__": {"cli"}, "_version": set()}
 NCU_REPORT_HOME = "read.kernels"
-TORCH_HOMES = {"capture.replay", "record.recorder", "record.calls", "record.device_ops"}
+TORCH_HOMES = {
+    "capture.replay",
+    "capture.replay_ops",
+    "record.recorder",
+    "record.calls",
+    "record.device_ops",
+}
 MAX_LINES = 350
 MAX_FACE_LINES = 40
 
