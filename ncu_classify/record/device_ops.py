@@ -62,6 +62,18 @@ def does_work(func: Any) -> bool:
     return not getattr(func, "is_view", False) and op_name(func) not in NO_WORK
 
 
+def touches_tensors(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> bool:
+    """Whether an op takes or makes a tensor: one that does neither (a library's version probe,
+    `torchvision._cuda_version`, dispatched at import) is no device work."""
+
+    def holds(value: Any) -> bool:
+        if isinstance(value, torch.Tensor):
+            return True
+        return isinstance(value, (list, tuple)) and any(holds(v) for v in value)
+
+    return holds(list(args)) or holds(list(kwargs.values())) or holds(result)
+
+
 def described(value: Any) -> Any:
     """An argument as data: a tensor as its shape, dtype, strides and storage offset, a list
     item by item, a dtype or memory format by name; a device is left to the replay."""
@@ -221,7 +233,7 @@ class _Dispatch(TorchDispatchMode):
         kwargs = kwargs or {}
         result = func(*args, **kwargs)
         try:
-            if does_work(func):
+            if does_work(func) and touches_tensors(args, kwargs, result):
                 self.ops.saw(func, args, kwargs)
         except Exception as exc:  # recording must never break the user's model: counted
             name = f"(record failed: {func}: {type(exc).__name__})"

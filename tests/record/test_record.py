@@ -373,3 +373,15 @@ def test_an_index_op_and_a_non_finite_scalar_survive_the_shapes_file(tmp_path: P
     assert index.calls == 6 and index.args[1][0]["tensor"]["dtype"] == "int64"
     assert ops["aten.masked_fill.Scalar"].args[2] == {"float": "-inf"}
     assert "aten.mm.default" not in ops and "aten.ones.default" in ops  # F.linear is a shape
+
+
+def test_an_op_that_takes_and_makes_no_tensor_is_no_device_work() -> None:
+    """On the H200 the recording listed `torchvision._cuda_version` and two torchaudio probes
+    (dispatched at import, returning ints): no device work, and not replayable."""
+    torch = import_or_skip("torch")
+    from ncu_classify.record.device_ops import touches_tensors
+
+    assert not touches_tensors((), {}, 12080)
+    assert touches_tensors(([4, 64],), {"device": None}, torch.zeros(1))  # a factory
+    assert touches_tensors(([torch.zeros(1), torch.zeros(1)],), {}, torch.zeros(2))  # cat
+    assert touches_tensors((torch.zeros(2),), {}, 2)  # reads a tensor (a reduction to int)
