@@ -40,6 +40,12 @@ NO_WORK = frozenset(
 )
 
 
+# Distinct ops kept with their arguments (about 430 bytes each in the shapes file, whose reader
+# takes 2 MiB); the calls of further distinct ops (a model whose shapes never repeat) are counted
+# by op name instead, and said so.
+MAX_DISTINCT = 2000
+
+
 @dataclass
 class DeviceOp:
     """One distinct op call of one stage, and how often it ran."""
@@ -152,7 +158,7 @@ class DeviceOps:
     def __init__(self, where: Callable[[], tuple[str, str]]) -> None:
         self.where = where  # -> (stage, module path) of the code running now
         self.ops: dict[str, DeviceOp] = {}
-        self.failed: dict[str, int] = {}  # ops whose recording failed: name -> calls
+        self.failed: dict[str, int] = {}  # ops not kept (failed, beyond the cap): name -> calls
         self._pending: list[list[tuple[str, list[Any], dict[str, Any]]]] = []
         self._mode = _Dispatch(self)
 
@@ -184,6 +190,10 @@ class DeviceOps:
         stage, path = self.where()
         key = json.dumps([stage, op, args, kwargs], sort_keys=True, default=str)
         entry = self.ops.get(key)
+        if entry is None and len(self.ops) >= MAX_DISTINCT:
+            name = f"{op} (a distinct call beyond the {MAX_DISTINCT} recorded.ops keeps)"
+            self.failed[name] = self.failed.get(name, 0) + 1
+            return
         if entry is None:
             entry = self.ops[key] = DeviceOp(stage, op, args, kwargs)
         entry.calls += 1

@@ -385,3 +385,30 @@ def test_an_op_that_takes_and_makes_no_tensor_is_no_device_work() -> None:
     assert touches_tensors(([4, 64],), {"device": None}, torch.zeros(1))  # a factory
     assert touches_tensors(([torch.zeros(1), torch.zeros(1)],), {}, torch.zeros(2))  # cat
     assert touches_tensors((torch.zeros(2),), {}, 2)  # reads a tensor (a reduction to int)
+
+
+def test_distinct_ops_beyond_the_cap_are_counted_not_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A program whose shapes never repeat: the first MAX_DISTINCT ops are listed whole, the
+    calls of the others counted by op name under recorded.unreplayable."""
+    import_or_skip("torch")
+    from ncu_classify.record import device_ops
+
+    monkeypatch.setattr(device_ops, "MAX_DISTINCT", 3)
+    script = tmp_path / "grow.py"
+    script.write_text(
+        "import torch\nw = torch.ones(2, 2)\ntorch.nn.functional.linear(torch.ones(2, 2), w)\n"
+        "for n in range(1, 7):\n    torch.ones(n).neg()\n"
+    )
+    out = tmp_path / "s.yaml"
+    assert run(["record", "-o", str(out), "--", "python", str(script)]) == 0
+    recorded = load_shapes(out).recorded
+    assert recorded is not None and len(recorded.ops) == 3
+    # kept: ones([2, 2]) (2 calls), then ones([1]) and its neg; the 5 other sizes are not
+    assert sum(op.calls for op in recorded.ops) == 4
+    beyond = {k: v for k, v in recorded.unreplayable.items() if "beyond the 3" in k}
+    assert beyond == {
+        "aten.ones.default (a distinct call beyond the 3 recorded.ops keeps)": 5,
+        "aten.neg.default (a distinct call beyond the 3 recorded.ops keeps)": 5,
+    }
