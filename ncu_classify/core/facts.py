@@ -38,7 +38,9 @@ class Facts(BaseModel):
             return data
         kept = {k: v for k, v in data.items() if k not in odd}
         earlier = kept.get(AS_GIVEN)
-        kept[AS_GIVEN] = {**(earlier if isinstance(earlier, dict) else {}), **odd}
+        if earlier is not None and not isinstance(earlier, dict):
+            earlier = {AS_GIVEN: earlier}  # an `as_given` of another kind is kept too
+        kept[AS_GIVEN] = {**(earlier or {}), **odd}
         return kept
 
     @model_serializer(mode="wrap")
