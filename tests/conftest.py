@@ -132,3 +132,20 @@ def _signal_handlers_are_restored() -> Iterator[None]:
     yield
     after = {sig: signal.getsignal(sig) for sig in before}
     assert after == before, f"signal handlers changed by this test: {before} -> {after}"
+
+
+@pytest.fixture(scope="session")
+def wan_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The small Wan DiT + VAE of fixtures/models recorded once on CPU torch (2 DiT blocks, 16
+    text tokens, 64x64, 5 frames): a shapes file with its `recorded.ops`, shared by the tests of
+    record and of the op replay."""
+    import_or_skip("torch")
+    import_or_skip("diffusers")
+    from ncu_classify.cli.entry import run
+
+    out = tmp_path_factory.mktemp("rec") / "wan.yaml"
+    script = ROOT / "fixtures" / "models" / "record_wan.py"
+    argv = ["record", "-o", str(out), "--stage", "transformer*=dit", "--stage", "vae*=vae"]
+    argv += ["--stage", "=output", "--", "python", str(script), "--layers", "2"]
+    assert run([*argv, "--text-tokens", "16", "--height", "64", "--width", "64"]) == 0
+    return out

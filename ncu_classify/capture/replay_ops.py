@@ -39,17 +39,18 @@ def resolve(name: str) -> Any:
 def _bound(args: list[Any], kwargs: dict[str, Any]) -> int:
     """Exclusive upper bound for drawn integers: the smallest size of the first floating-point
     tensor (an index into any of its dimensions is valid), else 2."""
-    for tensor in _tensors([*args, *kwargs.values()]):
+    for tensor in tensors_of([*args, *kwargs.values()]):
         if tensor["dtype"].startswith(("float", "bfloat", "complex")) and tensor["shape"]:
             return max(1, int(min(tensor["shape"])))
     return 2
 
 
-def _tensors(value: Any) -> list[dict[str, Any]]:
+def tensors_of(value: Any) -> list[dict[str, Any]]:
+    """The tensor descriptions inside a recorded argument, in order."""
     if isinstance(value, dict) and "tensor" in value:
         return [value["tensor"]]
     if isinstance(value, list):
-        return [t for v in value for t in _tensors(v)]
+        return [t for v in value for t in tensors_of(v)]
     return []
 
 

@@ -17,6 +17,8 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from ..capture.replay_ops import tensors_of
+
 # Ops that allocate, alias or read metadata: no kernel of their own.
 NO_WORK = frozenset(
     {
@@ -101,15 +103,6 @@ def described(value: Any) -> Any:
     if isinstance(value, torch.device):
         return None
     return str(value).removeprefix("torch.")
-
-
-def tensors_of(value: Any) -> list[dict[str, Any]]:
-    """The tensor descriptions inside a described argument, in order."""
-    if isinstance(value, dict) and "tensor" in value:
-        return [value["tensor"]]
-    if isinstance(value, list):
-        return [t for v in value for t in tensors_of(v)]
-    return []
 
 
 def is_broadcast(tensor: dict[str, Any]) -> bool:

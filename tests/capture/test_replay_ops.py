@@ -7,23 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, import_or_skip
+from conftest import import_or_skip
 
 from ncu_classify.capture.shapes import load_shapes
-from ncu_classify.cli.entry import run
-
-SCRIPT = ROOT / "fixtures" / "models" / "record_wan.py"
 
 
 @pytest.fixture(scope="module")
-def recorded_ops(tmp_path_factory: pytest.TempPathFactory) -> list:
-    import_or_skip("torch")
-    import_or_skip("diffusers")
-    out = tmp_path_factory.mktemp("rec") / "wan.yaml"
-    argv = ["record", "-o", str(out), "--stage", "transformer*=dit", "--stage", "vae*=vae"]
-    argv += ["--", "python", str(SCRIPT), "--layers", "2", "--text-tokens", "16"]
-    assert run([*argv, "--height", "64", "--width", "64"]) == 0
-    ops = load_shapes(out).recorded.ops  # type: ignore[union-attr]
+def recorded_ops(wan_recording: Path) -> list:
+    ops = load_shapes(wan_recording).recorded.ops  # type: ignore[union-attr]
     assert len(ops) == 211
     return ops
 

@@ -20,14 +20,9 @@ FAULTS = ROOT / "fixtures" / "fault_h200"
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def recorded(wan_recording: Path) -> dict:
     """The small Wan recording, as {stage: [shape mapping]} plus the `recorded` block."""
-    import_or_skip("torch")
-    import_or_skip("diffusers")
-    out = tmp_path_factory.mktemp("rec") / "wan.yaml"
-    argv = ["record", "-o", str(out), "--stage", "transformer*=dit", "--stage", "vae*=vae"]
-    argv += ["--stage", "=output", "--", "python", str(SCRIPT), "--layers", "2"]
-    assert run([*argv, "--text-tokens", "16", "--height", "64", "--width", "64"]) == 0
+    out = wan_recording
     shapes = load_shapes(out)  # a normal shapes file
     stages = {
         stage: [s.model_dump(by_alias=True, exclude_defaults=False) for s in items]
