@@ -137,8 +137,8 @@ def _signal_handlers_are_restored() -> Iterator[None]:
 @pytest.fixture(scope="session")
 def wan_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The small Wan DiT + VAE of fixtures/models recorded once on CPU torch (2 DiT blocks, 16
-    text tokens, 64x64, 5 frames): a shapes file with its `recorded.ops`, shared by the tests of
-    record and of the op replay."""
+    text tokens, 64x64, 5 frames): a shapes file whose stages hold typed shapes and every other
+    device op as an `aten` shape, shared by the tests of record and of the op replay."""
     import_or_skip("torch")
     import_or_skip("diffusers")
     from ncu_classify.cli.entry import run

@@ -12,6 +12,7 @@ from ..core.errors import ManifestError, validation_line
 from ..core.facts import Facts
 from ..core.textio import MIB, read_json
 from ..read.names import REPORT_SUFFIXES
+from .recorded import RecordedTotals
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 1
@@ -66,6 +67,8 @@ SHAPE_IDENTITY = (
     "source",
     "input_source",
     "input_sha256",
+    "real_us",
+    "real_kernels",
 )
 
 
@@ -83,6 +86,12 @@ class ShapeRecord(BaseModel):
     calls: int = Field(default=1, ge=1, description="runs per inference (recorded shapes)")
     source: str | None = Field(default=None, description="module paths a recording saw")
     input_source: Literal["seeded", "recorded"] = "seeded"
+    real_us: float | None = Field(
+        default=None, description="the recorded program's kernel time per call (us)"
+    )
+    real_kernels: float | None = Field(
+        default=None, description="kernels per call in the recorded program"
+    )
     status: Literal["pending", "ok", "failed"] = "pending"
     error: str | None = None
     input_sha256: str | None = None
@@ -134,6 +143,9 @@ class Manifest(BaseModel):
     metrics: list[str]
     batches: list[BatchRecord] = Field(default_factory=list)
     shapes: list[ShapeRecord]
+    recorded_totals: RecordedTotals | None = Field(
+        default=None, description="the recorded program's device time per stage (coverage)"
+    )
 
 
 def write_manifest(folder: Path, manifest: Manifest) -> Path:

@@ -40,6 +40,10 @@ class OpShape(BaseModel):
     # The real inputs `record --save-inputs` kept (torch.save of a list of tensors), replayed
     # instead of seeded random ones; relative to the shapes file's folder.
     inputs_file: str | None = None
+    # The real program's kernel time per call (us) and kernels per call, as `record` measured
+    # them on a GPU (torch.profiler); replay fidelity and coverage are reckoned against them.
+    real_us: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    real_kernels: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
 
     def key(self) -> str:
         """The op-specific part of the group id."""
@@ -316,9 +320,3 @@ class CastShape(OpShape):
 
     def output_bytes(self) -> int:
         return math.prod(self.shape) * DTYPE_BYTES[self.to]
-
-
-Shape = Annotated[
-    LinearShape | Conv3dShape | Conv2dShape | AttentionShape | CastShape,
-    Field(discriminator="op"),
-]

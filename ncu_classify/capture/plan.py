@@ -163,8 +163,11 @@ def recorded_inputs(shapes_path: Path, entries: list[ShapeEntry]) -> list[ShapeE
 def shape_record(entry: ShapeEntry) -> ShapeRecord:
     """Manifest record of a shape before it is replayed."""
     params = entry.shape.model_dump(
-        by_alias=True, exclude={"op", "name", "note", "calls", "source", "inputs_file"}
-    )
+        by_alias=True,
+        exclude={
+            "op", "name", "note", "calls", "source", "inputs_file", "real_us", "real_kernels",
+        },
+    )  # fmt: skip
     if hasattr(entry.shape, "output"):
         params["output"] = entry.shape.output()
     return ShapeRecord(
@@ -178,6 +181,8 @@ def shape_record(entry: ShapeEntry) -> ShapeRecord:
         calls=entry.shape.calls,
         source=entry.shape.source,
         input_source="recorded" if entry.shape.inputs_file else "seeded",
+        real_us=entry.shape.real_us,
+        real_kernels=entry.shape.real_kernels,
     )
 
 

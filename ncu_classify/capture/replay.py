@@ -1,10 +1,11 @@
 """Replay shapes on the GPU, each once inside its own NVTX range; run by capture under ncu.
 
-This is the only module that imports torch. For each shape it builds inputs from a fixed seed
-on the CPU (so that their sha256 is reproducible anywhere), warms the op up outside any NVTX
-range (cuDNN/cuBLAS heuristics and autotuning land there and are not profiled), then runs it
-once inside the range named by the shape's group id. One JSON line per shape goes to the
-status file, flushed at once, so that a crash loses nothing already replayed.
+With replay_ops (recorded device ops) the only capture code that imports torch. For each
+shape it builds inputs from a fixed seed on the CPU (so that their sha256 is reproducible
+anywhere), warms the op up outside any NVTX range (cuDNN/cuBLAS heuristics and autotuning land
+there and are not profiled), then runs it once inside the range named by the shape's group id.
+One JSON line per shape goes to the status file, flushed at once, so that a crash loses nothing
+already replayed.
 
     python -m ncu_classify.capture.replay BATCH.json STATUS.jsonl
 """
@@ -23,8 +24,10 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from .aten import AtenShape
 from .ops import AttentionShape, CastShape, Conv2dShape, Conv3dShape, InputSpec, LinearShape
 from .protocol import read_batch, serve_batch
+from .replay_ops import NotReplayable, Storages, prepare
 from .shapes import ShapeEntry
 
 DTYPES = {
@@ -244,17 +247,31 @@ def nvtx_range(name: str) -> Iterator[None]:
         torch.cuda.nvtx.range_pop()
 
 
+_STORAGES = Storages()  # the drawn storages of recorded device ops, shared across shapes
+
+
 def replay_one(entry: ShapeEntry, seed: int, warmup: int) -> dict[str, Any]:
     """Build inputs (seeded, or the recorded ones), warm up outside any range, run once inside
-    the shape's range."""
-    given = entry.shape.inputs_file
-    draws: Any = RecordedInputs(Path(given)) if given else _CACHE.start(seed)
+    the shape's range. An op that writes its arguments has them restored before each run."""
     _chosen[0] = None
-    cpu, op = BUILDERS[type(entry.shape)](entry.shape, draws)
-    sha = draws.finish(cpu)
-    del cpu
+    reset: Callable[[], None] | None = None
+    if isinstance(entry.shape, AtenShape):
+        if entry.shape.inputs_file:
+            raise Unsupported("recorded inputs are not kept for device ops (aten shapes)")
+        prepared = prepare(entry.shape, seed, "cuda", _STORAGES)
+        op, reset, sha = prepared.run, prepared.reset, prepared.input_sha256
+    else:
+        given = entry.shape.inputs_file
+        draws: Any = RecordedInputs(Path(given)) if given else _CACHE.start(seed)
+        cpu, op = BUILDERS[type(entry.shape)](entry.shape, draws)
+        sha = draws.finish(cpu)
+        del cpu
     for _ in range(warmup):
+        if reset:
+            reset()
         op()
+    if reset:
+        reset()
     with nvtx_range(entry.group):
         op()
     return {"input_sha256": sha, "backend_used": _chosen[0]}
@@ -279,7 +296,7 @@ def environment() -> dict[str, Any]:
 def describe_failure(exc: Exception) -> str:
     """One line for a shape that failed; after an OOM the allocator's cache is given back so
     that the next shape gets the whole GPU."""
-    if isinstance(exc, Unsupported):
+    if isinstance(exc, (Unsupported, NotReplayable)):
         return f"unsupported: {exc}"
     if isinstance(exc, torch.cuda.OutOfMemoryError):
         torch.cuda.empty_cache()

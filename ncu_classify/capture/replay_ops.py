@@ -1,25 +1,35 @@
-"""Replay of a recorded device op (`recorded.ops` of a shapes file): its tensors built with the
-recorded shapes, dtypes, strides and storage offsets from a seeded CPU generator, its other
-arguments as recorded, and the op called through `torch.ops` by its overload name.
+"""Replay of a recorded device op (an `aten` shape): its tensors built with the recorded
+shapes, dtypes, strides and storage offsets, its other arguments as recorded, and the op called
+through `torch.ops` by its overload name.
 
-Integer tensors (indices) are drawn inside the smallest size of the op's first floating-point
-input, so that an index, gather or embedding stays in range; booleans are fair coins. An
-in-place op gets fresh inputs for each launch (`fresh`), built outside the measured range. An
-op that cannot be rebuilt says why (`NotReplayable`), never silently nothing. Not yet wired
-into capture: issue 17."""
+Each tensor is a view of a storage drawn from the seed: a block of at most 4 M elements drawn
+on the CPU (the same on any machine), repeated on the device up to the length the view reaches;
+storages are kept by (seed, position, length, dtype, device) up to a byte budget, so that the
+many ops of a stage on tensors of one size draw once. Integer tensors (indices) are drawn
+inside the smallest size of the op's first floating-point input, so that an index, gather or
+embedding stays in range; booleans are fair coins. The arguments an op writes (in-place ops,
+`out=`) are private copies, reset from the drawn storage before every launch, outside the
+measured range: no launch sees another's output. An op that cannot be rebuilt says why
+(`NotReplayable`), never silently nothing."""
 
 from __future__ import annotations
 
+import hashlib
 import math
+from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
+
+from .aten import AtenShape, TensorSpec
 
 DTYPES = {name: getattr(torch, name) for name in (
     "float32", "float16", "bfloat16", "float64", "int64", "int32", "int16", "int8", "uint8",
     "bool", "complex64",
 )}  # fmt: skip
+BLOCK = 1 << 22  # elements drawn on the CPU per storage; longer storages repeat the block
 
 
 class NotReplayable(Exception):
@@ -36,84 +46,126 @@ def resolve(name: str) -> Any:
         raise NotReplayable(f"{name}: no such op overload in torch {torch.__version__}") from exc
 
 
-def _bound(args: list[Any], kwargs: dict[str, Any]) -> int:
+def index_bound(tensors: list[TensorSpec]) -> int:
     """Exclusive upper bound for drawn integers: the smallest size of the first floating-point
     tensor (an index into any of its dimensions is valid), else 2."""
-    for tensor in tensors_of([*args, *kwargs.values()]):
-        if tensor["dtype"].startswith(("float", "bfloat", "complex")) and tensor["shape"]:
-            return max(1, int(min(tensor["shape"])))
+    for tensor in tensors:
+        if tensor.dtype.startswith(("float", "bfloat", "complex")) and tensor.shape:
+            return max(1, int(min(tensor.shape)))
     return 2
 
 
-def tensors_of(value: Any) -> list[dict[str, Any]]:
-    """The tensor descriptions inside a recorded argument, in order."""
-    if isinstance(value, dict) and "tensor" in value:
-        return [value["tensor"]]
-    if isinstance(value, list):
-        return [t for v in value for t in tensors_of(v)]
-    return []
-
-
-def build_tensor(
-    spec: dict[str, Any], gen: torch.Generator, bound: int, device: str
-) -> torch.Tensor:
-    """A tensor with the recorded shape, dtype, strides and storage offset, its whole storage
-    drawn from `gen` on the CPU, then moved to `device` keeping the layout."""
-    dtype = DTYPES.get(spec["dtype"])
-    if dtype is None:
-        raise NotReplayable(f"dtype {spec['dtype']} is not one the replay draws")
-    shape, strides, offset = spec["shape"], spec["strides"], spec["offset"]
-    if any(s < 0 for s in strides) or offset < 0:
-        raise NotReplayable(f"negative strides or offset {strides}, {offset}")
-    span = offset + 1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if n > 0)
-    if 0 in shape:
-        span = offset
+def drawn_block(seed: int, position: int, length: int, dtype: torch.dtype, bound: int) -> Any:
+    """The first `min(length, BLOCK)` elements of a storage, drawn on the CPU."""
+    gen = torch.Generator().manual_seed((seed * 1_000_003 + position) % 2**63)
+    count = min(length, BLOCK)
     if dtype.is_floating_point or dtype.is_complex:
-        storage = torch.randn(span, generator=gen, dtype=torch.float32).to(dtype)
-    elif dtype == torch.bool:
-        storage = torch.randint(0, 2, (span,), generator=gen).bool()
-    else:
-        storage = torch.randint(0, bound, (span,), generator=gen, dtype=torch.int64).to(dtype)
-    base = storage.to(device)
-    return torch.as_strided(base, shape, strides, offset)
+        return torch.randn(count, generator=gen, dtype=torch.float32).to(dtype)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, (count,), generator=gen).bool()
+    return torch.randint(0, bound, (count,), generator=gen, dtype=torch.int64).to(dtype)
 
 
-def build_value(value: Any, gen: torch.Generator, bound: int, device: str) -> Any:
-    """A recorded argument made real: tensors built, lists item by item, `{"float": "-inf"}`
-    back to the float, dtype and memory-format names back to torch's objects."""
-    if isinstance(value, dict) and "tensor" in value:
-        return build_tensor(value["tensor"], gen, bound, device)
-    if isinstance(value, dict) and set(value) == {"float"}:
-        return float(value["float"])
-    if isinstance(value, list):
-        return [build_value(v, gen, bound, device) for v in value]
-    if isinstance(value, str) and isinstance(
-        getattr(torch, value, None), (torch.dtype, torch.memory_format, torch.layout)
-    ):
-        return getattr(torch, value)
-    if isinstance(value, dict):
-        raise NotReplayable(f"an argument this replay does not know: {value!r}")
-    return value
+class Storages:
+    """Drawn storages on their device with the sha256 of what they hold, least recently used
+    dropped first beyond `budget` bytes."""
+
+    def __init__(self, budget: int = 8 << 30) -> None:
+        self.budget = budget
+        self.kept: OrderedDict[tuple[Any, ...], tuple[torch.Tensor, str]] = OrderedDict()
+
+    def get(self, key: tuple[int, int, int, str, int], device: str) -> tuple[torch.Tensor, str]:
+        """The storage of (seed, position, length, dtype, bound) on `device`, and its sha256."""
+        full = (*key, device)
+        if full in self.kept:
+            self.kept.move_to_end(full)
+            return self.kept[full]
+        seed, position, length, dtype_name, bound = key
+        block = drawn_block(seed, position, length, DTYPES[dtype_name], bound)
+        digest = hashlib.sha256(block.view(torch.uint8).numpy().tobytes())
+        digest.update(f"repeated to {length}".encode())
+        on_device = block.to(device)
+        if length > block.numel():
+            on_device = on_device.repeat(math.ceil(length / block.numel()))[:length]
+        self.kept[full] = (on_device, digest.hexdigest())
+        while sum(t.numel() * t.element_size() for t, _ in self.kept.values()) > self.budget:
+            if len(self.kept) == 1:
+                break
+            self.kept.popitem(last=False)
+        return self.kept[full]
 
 
-def prepare(
-    name: str, args: list[Any], kwargs: dict[str, Any], seed: int, device: str
-) -> Callable[[], Callable[[], Any]]:
-    """`fresh()`: a new set of inputs (drawn again from `seed`: the same values each time) and
-    the launch that runs the op on them. Building happens in `fresh`, outside the measured
-    range; an in-place op thus never sees its own output."""
-    op = resolve(name)
-    bound = _bound(args, kwargs)
+@dataclass
+class Prepared:
+    """A recorded op ready to launch: `run` runs it once; `reset` (for ops that write an
+    argument) restores the written tensors; `input_sha256` names the inputs."""
 
-    def fresh() -> Callable[[], Any]:
-        gen = torch.Generator().manual_seed(seed)
-        built_args = [build_value(a, gen, bound, device) for a in args]
-        built_kwargs = {k: build_value(v, gen, bound, device) for k, v in kwargs.items()}
-        if "device" in built_kwargs and built_kwargs["device"] is None:
-            built_kwargs["device"] = device  # a factory: on the replay's device
-        return lambda: op(*built_args, **built_kwargs)
+    run: Callable[[], Any]
+    reset: Callable[[], None] | None
+    input_sha256: str
 
-    return fresh
+
+def prepare(shape: AtenShape, seed: int, device: str, storages: Storages) -> Prepared:
+    """Build the op's arguments on `device` (a tensor recorded on the host stays there)."""
+    op = resolve(shape.overload)
+    written = written_arguments(op)
+    bound = index_bound(shape.tensors())
+    digest = hashlib.sha256()
+    resets: list[tuple[torch.Tensor, torch.Tensor]] = []
+    position = [0]
+
+    def build(value: Any, name: str | None) -> Any:
+        if isinstance(value, dict) and "tensor" in value:
+            spec = TensorSpec.model_validate(value["tensor"])
+            if spec.dtype not in DTYPES:
+                raise NotReplayable(f"dtype {spec.dtype} is not one the replay draws")
+            where = "cpu" if spec.device == "cpu" else device
+            integral = not spec.dtype.startswith(("float", "bfloat", "complex"))
+            key = (seed, position[0], spec.span(), spec.dtype, bound if integral else 0)
+            storage, sha = storages.get(key, where)
+            position[0] += 1
+            digest.update(f"{sha} {spec.shape} {spec.strides} {spec.offset};".encode())
+            if name in written:  # a private copy, reset before each launch
+                private = storage.clone()
+                resets.append((private, storage))
+                storage = private
+            return torch.as_strided(storage, spec.shape, spec.strides, spec.offset)
+        if isinstance(value, dict) and set(value) == {"float"}:
+            return float(value["float"])
+        if isinstance(value, list):
+            return [build(v, name) for v in value]
+        if isinstance(value, str) and isinstance(
+            getattr(torch, value, None), (torch.dtype, torch.memory_format, torch.layout)
+        ):
+            return getattr(torch, value)
+        if isinstance(value, dict):
+            raise NotReplayable(f"an argument this replay does not know: {value!r}")
+        return value
+
+    names = argument_names(op, len(shape.args))
+    args = [build(a, n) for a, n in zip(shape.args, names, strict=True)]
+    kwargs = {k: build(v, k) for k, v in shape.kwargs.items()}
+    if "device" in kwargs and kwargs["device"] is None:
+        kwargs["device"] = device  # a factory: on the replay's device
+
+    def reset() -> None:
+        for private, drawn in resets:
+            private.copy_(drawn)
+
+    return Prepared(lambda: op(*args, **kwargs), reset if resets else None, digest.hexdigest())
+
+
+def argument_names(op: Any, count: int) -> list[str | None]:
+    """The schema's names of the first `count` positional arguments (None beyond them)."""
+    names: list[str | None] = [a.name for a in op._schema.arguments][:count]
+    return names + [None] * (count - len(names))
+
+
+def written_arguments(op: Any) -> set[str]:
+    """The arguments the op writes (`self` of an in-place op, `out`), by schema name."""
+    return {
+        a.name for a in op._schema.arguments if a.alias_info is not None and a.alias_info.is_write
+    }
 
 
 def finite(value: Any) -> bool:

@@ -176,6 +176,7 @@ def _new_manifest(shapes_path: Path, plan: Plan) -> Manifest:
         cudnn_benchmark=plan.shapes.cudnn_benchmark,
         metrics=capture_metric_names(),
         shapes=[],
+        recorded_totals=plan.shapes.recorded.totals if plan.shapes.recorded else None,
     )
 
 

@@ -4,43 +4,27 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..core.errors import ShapesError
 from ..core.yamlio import validate_yaml
-from .ops import OpShape, PositiveInt, Shape
+from .aten import AtenShape
+from .ops import (
+    AttentionShape,
+    CastShape,
+    Conv2dShape,
+    Conv3dShape,
+    LinearShape,
+    OpShape,
+)
+from .recorded import Recorded, StageName
 
-StageName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_]+$")]
-
-
-class RecordedOp(BaseModel):
-    """One distinct device op the recording saw beside the typed shapes (an elementwise op, a
-    norm, a copy): the op overload, its arguments as data (each tensor as shape, dtype, strides,
-    storage offset), how often it ran and where. Listed for coverage; not replayed yet."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-    id: str
-    stage: StageName
-    op: str
-    args: list[Any]
-    kwargs: dict[str, Any] = Field(default_factory=dict)
-    calls: PositiveInt
-    source: str = ""
-
-
-class Recorded(BaseModel):
-    """How a shapes file was recorded (`ncu-classify record`), and what it could not keep."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-    command: str
-    tool_version: str
-    torch: str
-    device: str
-    # ops the model ran that the replay cannot: name -> calls (views and free ops not counted)
-    unreplayable: dict[str, PositiveInt] = Field(default_factory=dict)
-    ops: list[RecordedOp] = Field(default_factory=list)  # every other device op, distinct calls
+Shape = Annotated[
+    LinearShape | Conv3dShape | Conv2dShape | AttentionShape | CastShape | AtenShape,
+    Field(discriminator="op"),
+]
 
 
 class ShapesFile(BaseModel):
@@ -57,21 +41,21 @@ class ShapesFile(BaseModel):
 
     @model_validator(mode="after")
     def _unique_ids(self) -> ShapesFile:
-        seen: dict[str, str] = {}
-        for stage, shapes in self.stages.items():
-            for index, shape in enumerate(shapes):
-                gid = group_id(stage, shape)
-                if gid in seen:
-                    raise ValueError(f"stages.{stage}.{index}: duplicate group id {gid!r}")
-                seen[gid] = stage
+        seen: set[str] = set()
+        for entry in self.entries():
+            if entry.group in seen:
+                raise ValueError(f"stages.{entry.stage}: duplicate group id {entry.group!r}")
+            seen.add(entry.group)
         return self
 
     def entries(self) -> list[ShapeEntry]:
-        """Every shape with its stage and group id, in file order."""
+        """Every shape with its stage and group id, in file order; the device ops an older
+        recording listed under `recorded.ops` follow, as `aten` shapes of their stages."""
+        listed = [(stage, shape) for stage, shapes in self.stages.items() for shape in shapes]
+        listed += [(op.stage, op.as_shape()) for op in (self.recorded.ops if self.recorded else [])]
         return [
             ShapeEntry(stage=stage, group=group_id(stage, shape), shape=shape)
-            for stage, shapes in self.stages.items()
-            for shape in shapes
+            for stage, shape in listed
         ]
 
 

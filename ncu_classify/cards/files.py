@@ -117,7 +117,7 @@ def card_file_text(cards: CardFile) -> str:
                 f"    {card.model_dump_json(exclude_unset=True)}" for card in cards.cards
             )
             parts.append(f'  "cards": [\n{lines}\n  ]' if lines else '  "cards": []')
-        elif key != "legacy_fields" or head[key]:  # kept legacy fields only where there are
+        elif key not in ("legacy_fields", "coverage") or head[key]:  # written where there are
             parts.append(f"  {json.dumps(key)}: {_compact(head[key])}")
     return "{\n" + ",\n".join(parts) + "\n}\n"
 

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .coverage import StageCoverage
 from .figures import CardRoofline, Margin, Roofline
 from .hot_units import HotUnit
 from .machine import CaptureInfo, GpuInfo
@@ -108,6 +109,13 @@ class Card(BaseModel):
     input_source: Literal["seeded", "recorded"] | None = Field(
         default=None, description="replayed with seeded random inputs, or the recorded ones"
     )
+    real_us: NonNegative | None = Field(
+        default=None,
+        description="kernel time per call in the recorded program (torch.profiler), us",
+    )
+    real_kernels: NonNegative | None = Field(
+        default=None, description="kernels per call in the recorded program"
+    )
     nominal_mac_flops: int | None = None
     nominal_bytes: int | None = None
     summed_kernel_us: NonNegative | None
@@ -159,6 +167,11 @@ class CardFile(BaseModel):
     input_warnings: list[str] = Field(
         default_factory=list, description="inputs read once though given twice, clashing ids"
     )
+    coverage: list[StageCoverage] = Field(
+        default_factory=list,
+        description="per stage of a recorded program: how much of its device time the cards"
+        " cover, and what they do not (written for captures of recorded shapes files)",
+    )
     cards: list[Card]
     summary: dict[str, int]
     by_stage: dict[str, dict[str, int]]
@@ -169,3 +182,5 @@ class CardFile(BaseModel):
 # classify writes every field except those that only converted legacy cards use.
 CLASSIFY_KERNEL_FIELDS = frozenset(KernelCard.model_fields) - {"metric_repairs", "legacy_fields"}
 CLASSIFY_FIELDS = frozenset(Card.model_fields) - {"notes", "legacy_fields"}
+# written only for shapes whose recording timed them on a GPU
+RECORDED_ONLY = ("real_us", "real_kernels")

@@ -8,7 +8,7 @@ import re
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -17,6 +17,7 @@ from ..core.text import printable
 from ..present.tables import check_kind
 from ..record.program import loaded_files, module_file, parse_program, run_program
 from .app import app, check_output, errors, examples, human
+from .terminal import warning_line
 
 STAGE = re.compile(r"^[A-Za-z0-9_]+$")
 
@@ -48,10 +49,20 @@ def record_command(
     inputs_budget_mb: Annotated[
         float, typer.Option("--inputs-budget-mb", help="at most this many MB of saved inputs")
     ] = 1024.0,
+    kernel_time: Annotated[
+        bool,
+        typer.Option(
+            "--kernel-time/--no-kernel-time",
+            help="on a GPU, measure the program's kernel time per call with torch.profiler"
+            " (coverage by time); without it coverage is by call count",
+        ),
+    ] = True,
 ) -> None:
-    """Run `-- python SCRIPT [ARGS]` (or `-- python -m MODULE [ARGS]`) here and record the
-    linear/matmul, conv3d, attention and cast shapes it runs, with call counts and module
-    paths, as a shapes file for `capture`."""
+    """Run `-- python SCRIPT [ARGS]` (or `-- python -m MODULE [ARGS]`) here and record every
+    op it runs on the device as a shapes file for `capture`: linear/matmul, conv, attention and
+    cast shapes, every other device op (elementwise, norms, copies, reductions, index ops) as
+    an `aten` shape, with call counts, module paths and, on a GPU, the program's own kernel
+    time per call, per stage, and the work no shape covers."""
     with errors():
         command = list(ctx.args)
         patterns = [_stage_pattern(text) for text in stage or []]
@@ -66,7 +77,8 @@ def record_command(
         inputs_dir = _inputs_folder(save_inputs, target.path)
         from ..record import Recorder, shapes_yaml, validated_document
 
-        recorder = Recorder(patterns, None, inputs_dir, int(inputs_budget_mb * 1e6))
+        budget = int(inputs_budget_mb * 1e6)
+        recorder = Recorder(patterns, None, inputs_dir, budget, measure=kernel_time)
         before = set(sys.modules)
         failure = run_program(recorder, script, argv)
         # the program's own modules are inputs too: -o must not replace one of them
@@ -76,20 +88,43 @@ def record_command(
         shapes = sum(len(s) for s in document["stages"].values())
         if shapes == 0:
             raise RecordError(
-                f"{' '.join(command)}: ran no linear, matmul, conv3d, attention or cast the"
-                " replay can take; nothing written" + (f" ({failure})" if failure else "")
+                f"{' '.join(command)}: ran no op on a tensor that the replay can take;"
+                " nothing written" + (f" ({failure})" if failure else "")
             )
         target.write_text(shapes_yaml(document))
         if failure:
             raise RecordError(
                 f"{failure}; the {shapes} shapes recorded before it were written to {target}"
             )
-    calls = sum(s["calls"] for st in document["stages"].values() for s in st)
-    ops = document["recorded"]["ops"]
-    human(target).print(
-        f"recorded {shapes} shapes ({calls} calls) in {len(document['stages'])} stages to"
-        f" {printable(str(target))}; {len(ops)} other device ops"
-        f" ({sum(op['calls'] for op in ops)} calls) listed under recorded.ops, not replayed yet"
+    for name, count in recorder.recording.not_typed.items():
+        warning_line(
+            f"{count} calls of {name}: no typed shape could be made; their device ops are"
+            " recorded as aten shapes"
+        )
+    human(target).print(recorded_line(document, str(target)))
+
+
+def recorded_line(document: dict[str, Any], target: str) -> str:
+    """What was recorded, in one line: shapes, calls, stages, and per stage the program's
+    kernel time (or calls) and the part no shape covers."""
+    flat = [s for st in document["stages"].values() for s in st]
+    ops = sum(1 for s in flat if s["op"] == "aten")
+    totals = document["recorded"]["totals"]
+    timed = totals["basis"] == "kernel_time"
+    missing: dict[str, float] = {}
+    for item in totals["uncovered"]:
+        share = (item.get("kernel_us") or 0) if timed else item["calls"]
+        missing[item["stage"]] = missing.get(item["stage"], 0) + share
+    parts = []
+    for stage, total in totals["stages"].items():
+        whole = total["kernel_us"] if timed else total["calls"]
+        unit = f"{whole / 1000:,.1f} ms of kernels" if timed else f"{whole:,} calls"
+        gap = missing.get(stage, 0) / whole * 100 if whole else 0.0
+        parts.append(f"{printable(stage)} {unit}, {gap:.1f} % not covered")
+    return (
+        f"recorded {len(flat)} shapes ({len(flat) - ops} typed, {ops} device ops;"
+        f" {sum(s['calls'] for s in flat)} calls) in {len(document['stages'])} stages to"
+        f" {printable(target)}: " + "; ".join(parts)
     )
 
 

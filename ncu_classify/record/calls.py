@@ -1,6 +1,6 @@
 """From one torch call to a shapes-file mapping: the call's shape (linear, matmul, conv2d/3d,
-SDPA, cast) and its inputs, or whether it makes new data at all (for the census of ops the
-replay cannot run), or whether it only builds the model (a parameter cast or initialiser)."""
+SDPA, cast) and its inputs, or whether it only builds the model (a parameter cast or
+initialiser). Calls that are no typed shape are left to the device ops they dispatch."""
 
 from __future__ import annotations
 
@@ -12,13 +12,7 @@ import torch.nn.functional as F
 DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
 CAST_TARGETS = {**DTYPE_NAMES, torch.uint8: "uint8"}
 CAST_METHODS = {"float": torch.float32, "half": torch.float16, "bfloat16": torch.bfloat16}
-# Functions that never launch a kernel of their own even when they return a new tensor object.
-FREE = {
-    "size", "dim", "numel", "stride", "storage_offset", "is_contiguous", "data_ptr",
-    "element_size", "nelement", "untyped_storage", "tolist", "item", "__len__",
-    "__bool__", "__format__", "__repr__", "__hash__", "requires_grad_", "numpy", "cpu",
-    "empty", "empty_like", "empty_strided",
-}  # fmt: skip
+_SETUP_CALLS = {"to", "type", "float", "half", "bfloat16", "double", "cuda", "cpu", "copy_"}
 
 
 def name_of(func: Any) -> str:
@@ -32,26 +26,6 @@ def name_of(func: Any) -> str:
     if module.startswith("torch.nn.functional"):
         return f"F.{name}"
     return f"torch.{name}" if module.startswith("torch") or not module else f"{module}.{name}"
-
-
-def launches_kernel(name: str, inputs: list[torch.Tensor], result: Any) -> bool:
-    """A call that makes new data: an in-place op (`add_`, `x[i] = y`, `out=`), or a result
-    (one tensor or several) that does not share storage with an input (a view shares it)."""
-    short = name.rsplit(".", 1)[-1]
-    if short in FREE:
-        return False
-    if short == "__setitem__" or (short.endswith("_") and not short.endswith("__")):
-        return True
-    results = [r for r in (result if isinstance(result, (tuple, list)) else [result])]
-    results = [r for r in results if isinstance(r, torch.Tensor)]
-    try:
-        taken = {t.untyped_storage().data_ptr() for t in inputs}
-        return any(r.untyped_storage().data_ptr() not in taken for r in results)
-    except (RuntimeError, NotImplementedError):  # meta or fake tensors
-        return bool(results)
-
-
-_SETUP_CALLS = {"to", "type", "float", "half", "bfloat16", "double", "cuda", "cpu", "copy_"}
 
 
 def sets_up_parameter(func: Any, first: torch.Tensor) -> bool:
@@ -123,7 +97,7 @@ def _matmul(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result: An
     if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
         return None
     if b.dim() != 2 or a.dim() < 2 or a.dtype not in DTYPE_NAMES or a.dtype != b.dtype:
-        return None  # batched products are not a linear: counted as unreplayable
+        return None  # batched products are not a linear: recorded as their device ops
     k, n = b.shape
     if bias is not None and tuple(bias.shape) not in ((n,), (1, n)):
         return None
@@ -148,7 +122,7 @@ _LAYOUTS = {"channels_last_3d": torch.channels_last_3d, "channels_last": torch.c
 
 
 def _conv(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Any:
-    """F.conv2d or F.conv3d; padding="same" and unbatched inputs are counted as unreplayable."""
+    """F.conv2d or F.conv3d; padding="same" and unbatched inputs are left to their device ops."""
     if func not in _CONVS:
         return None
     op, spatial, layout = _CONVS[func]
@@ -188,7 +162,7 @@ def _attention(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result:
     causal = bool(_arg(args, kwargs, 5, "is_causal", False))
     same = q.dim() == k.dim() == v.dim() == 4 and k.shape[1] == q.shape[1] == v.shape[1]
     if not same or v.shape[-1] != q.shape[-1] or q.dtype not in DTYPE_NAMES:
-        return None  # grouped-query, unbatched or another value width: counted as unreplayable
+        return None  # grouped-query, unbatched or another value width: left to device ops
     batch, heads, q_len, head_dim = q.shape
     keys = k.shape[2]
     shape: dict[str, Any] = {

@@ -1,9 +1,11 @@
 """Every op that does work on the device, seen where kernels are chosen: a TorchDispatchMode
-beside the function-level recorder. Each distinct call is the op overload, every tensor input's
-shape, dtype, strides and storage offset (a strided view launches another kernel than a
-contiguous tensor), the other arguments, and how often it ran. The ops a typed shape (linear,
-conv, attention, cast) already stands for are left to that shape; views and ops that only
-allocate or read metadata do no work and are not listed."""
+beside the function-level recorder. Each distinct call is one `aten` shape: the op overload,
+every tensor input's shape, dtype, strides and storage offset (a strided view launches another
+kernel than a contiguous tensor), the other arguments, what it returned, and how often it ran.
+The ops a typed shape (linear, conv, attention, cast) already stands for are left to that
+shape; views and ops that only allocate or read metadata do no work and are not listed; ops
+whose work depends on the values (a boolean mask, `nonzero`) are listed as not covered, with
+the reason, since a replay on other values would do other work."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from ..capture.replay_ops import tensors_of
+from .timing import KernelClock
 
 # Ops that allocate, alias or read metadata: no kernel of their own.
 NO_WORK = frozenset(
@@ -40,6 +42,12 @@ NO_WORK = frozenset(
         "aten.sym_storage_offset.default",
     }
 )
+# Ops whose output size, and so whose work, depends on the values of their inputs.
+DATA_DEPENDENT = frozenset(
+    {"nonzero", "nonzero_static", "masked_select", "unique_consecutive", "unique_dim",
+     "_unique", "_unique2", "bincount", "masked_scatter"}
+)  # fmt: skip
+MASK_INDEXED = frozenset({"index", "index_put", "index_put_", "_index_put_impl_"})
 
 
 # Distinct ops kept with their arguments (about 430 bytes each in the shapes file, whose reader
@@ -56,8 +64,23 @@ class DeviceOp:
     op: str
     args: list[Any]
     kwargs: dict[str, Any]
+    outputs: list[dict[str, Any]]
+    on_host: bool  # every tensor on the CPU: host work when the program uses a GPU
     calls: int = 0
     sources: list[str] = field(default_factory=list)
+    why_not: str | None = None  # set when a replay would not do the same work
+
+
+@dataclass
+class Seen:
+    """One dispatched call, held until the torch call around it says whether it counts."""
+
+    op: str
+    args: list[Any]
+    kwargs: dict[str, Any]
+    outputs: list[dict[str, Any]]
+    on_host: bool
+    mark: int
 
 
 def op_name(func: Any) -> str:
@@ -70,32 +93,37 @@ def does_work(func: Any) -> bool:
     return not getattr(func, "is_view", False) and op_name(func) not in NO_WORK
 
 
+def tensors_in(value: Any) -> list[torch.Tensor]:
+    """The tensors inside an argument or result (lists and tuples searched), in order."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in tensors_in(v)]
+    return []
+
+
 def touches_tensors(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> bool:
     """Whether an op takes or makes a tensor: one that does neither (a library's version probe,
     `torchvision._cuda_version`, dispatched at import) is no device work."""
-
-    def holds(value: Any) -> bool:
-        if isinstance(value, torch.Tensor):
-            return True
-        return isinstance(value, (list, tuple)) and any(holds(v) for v in value)
-
-    return holds(list(args)) or holds(list(kwargs.values())) or holds(result)
+    return bool(tensors_in(list(args)) or tensors_in(list(kwargs.values())) or tensors_in(result))
 
 
-def described(value: Any) -> Any:
-    """An argument as data: a tensor as its shape, dtype, strides and storage offset, a list
-    item by item, a dtype or memory format by name; a device is left to the replay."""
+def described(value: Any, mark_host: bool = False) -> Any:
+    """An argument as data: a tensor as its shape, dtype, strides and storage offset (and
+    `device: cpu` for a host tensor in an op that also uses the GPU, `mark_host`), a list item
+    by item, a dtype or memory format by name; a device is left to the replay."""
     if isinstance(value, torch.Tensor):
-        return {
-            "tensor": {
-                "shape": list(value.shape),
-                "dtype": str(value.dtype).removeprefix("torch."),
-                "strides": list(value.stride()),
-                "offset": value.storage_offset(),
-            }
+        spec = {
+            "shape": list(value.shape),
+            "dtype": str(value.dtype).removeprefix("torch."),
+            "strides": list(value.stride()),
+            "offset": value.storage_offset(),
         }
+        if mark_host and value.device.type == "cpu":
+            spec["device"] = "cpu"
+        return {"tensor": spec}
     if isinstance(value, (list, tuple)):
-        return [described(v) for v in value]
+        return [described(v, mark_host) for v in value]
     if isinstance(value, float) and not math.isfinite(value):
         return {"float": str(value)}  # inf, -inf, nan: JSON and YAML have no such number
     if isinstance(value, (bool, int, float, str)) or value is None:
@@ -105,42 +133,14 @@ def described(value: Any) -> Any:
     return str(value).removeprefix("torch.")
 
 
-def is_broadcast(tensor: dict[str, Any]) -> bool:
-    """An expanded tensor: a dimension of more than one element with stride 0."""
-    return any(
-        size > 1 and stride == 0
-        for size, stride in zip(tensor["shape"], tensor["strides"], strict=True)
-    )
-
-
-def is_dense(tensor: dict[str, Any]) -> bool:
-    """Row-major contiguous (size-1 dimensions may have any stride)."""
-    expected = 1
-    for size, stride in zip(reversed(tensor["shape"]), reversed(tensor["strides"]), strict=True):
-        if size != 1 and stride != expected:
-            return False
-        expected *= size
-    return True
-
-
-def readable_id(op: DeviceOp) -> str:
-    """`vae:aten.mul.Tensor:1x128x161x120x176:fp32:strided`: stage, op, the first tensor's
-    dims and dtype, `strided` when an input is a non-contiguous view (a channels-last
-    `movedim`, a slice) and `broadcast` when one is expanded (stride 0)."""
-    tensors = tensors_of(op.args) + tensors_of(list(op.kwargs.values()))
-    parts = [op.stage, op.op]
-    if tensors:
-        first = tensors[0]
-        parts.append("x".join(map(str, first["shape"])) or "scalar")
-        parts.append(_SHORT.get(first["dtype"], first["dtype"]))
-        if any(not is_dense(t) and not is_broadcast(t) for t in tensors):
-            parts.append("strided")
-        if any(is_broadcast(t) for t in tensors):
-            parts.append("broadcast")
-    return ":".join(parts)
-
-
-_SHORT = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "float64": "fp64"}
+def why_not_replayed(op: str, args: list[Any]) -> str | None:
+    """Why a replay of this call would not do the program's work, or None."""
+    base = op.split(".")[1]
+    if base in DATA_DEPENDENT:
+        return "its output size depends on the values of its inputs"
+    if base in MASK_INDEXED and "'dtype': 'bool'" in str(args[1:]):
+        return "a boolean-mask index: the work depends on how many values are true"
+    return None
 
 
 class DeviceOps:
@@ -148,11 +148,13 @@ class DeviceOps:
     recorder opens a `call` around each torch function: what it dispatches is kept only if
     the call is not a typed shape (which stands for its kernels) nor model building."""
 
-    def __init__(self, where: Callable[[], tuple[str, str]]) -> None:
+    def __init__(self, where: Callable[[], tuple[str, str]], clock: KernelClock) -> None:
         self.where = where  # -> (stage, module path) of the code running now
+        self.clock = clock
         self.ops: dict[str, DeviceOp] = {}
-        self.failed: dict[str, int] = {}  # ops not kept (failed, beyond the cap): name -> calls
-        self._pending: list[list[tuple[str, list[Any], dict[str, Any]]]] = []
+        # calls not kept (failed, beyond the cap): (stage, name) -> calls
+        self.failed: dict[tuple[str, str], int] = {}
+        self._pending: list[list[Seen]] = []
         self._mode = _Dispatch(self)
 
     def __enter__(self) -> DeviceOps:
@@ -166,61 +168,77 @@ class DeviceOps:
         self._pending.append([])
 
     def close_call(self, keep: bool) -> None:
-        seen = self._pending.pop()
-        if keep:
-            for item in seen:
-                self._add(*item)
+        for seen in self._pending.pop():
+            if keep:
+                self._add(seen)
+            else:  # the typed shape or the model building around it stands for its kernels
+                self.clock.aim(seen.mark, None)
 
-    def saw(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def saw(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any,
+            mark: int) -> None:  # fmt: skip
         """One dispatched op that may do work: held for the torch call around it, if any."""
-        item = (op_name(func), described(list(args)), {k: described(v) for k, v in kwargs.items()})
+        tensors = tensors_in([list(args), list(kwargs.values()), result])
+        kinds = {t.device.type for t in tensors}
+        mixed = len(kinds) > 1
+        seen = Seen(
+            op_name(func),
+            described(list(args), mixed),
+            {k: described(v, mixed) for k, v in kwargs.items()},
+            [described(t)["tensor"] for t in tensors_in(result)],
+            kinds == {"cpu"},
+            mark,
+        )
         if self._pending:
-            self._pending[-1].append(item)
+            self._pending[-1].append(seen)
         else:
-            self._add(*item)
+            self._add(seen)
 
-    def _add(self, op: str, args: list[Any], kwargs: dict[str, Any]) -> None:
+    def failed_call(self, name: str, mark: int) -> None:
+        """A call the recorder could not describe: counted, and its kernels left uncovered."""
+        stage, _ = self.where()
+        self.failed[(stage, name)] = self.failed.get((stage, name), 0) + 1
+        self.clock.aim(mark, ("uncovered", stage, name, "the recorder could not describe it"))
+
+    def _add(self, seen: Seen) -> None:
         stage, path = self.where()
-        key = json.dumps([stage, op, args, kwargs], sort_keys=True, default=str)
+        key = json.dumps([stage, seen.op, seen.args, seen.kwargs], sort_keys=True, default=str)
         entry = self.ops.get(key)
         if entry is None and len(self.ops) >= MAX_DISTINCT:
-            name = f"{op} (a distinct call beyond the {MAX_DISTINCT} recorded.ops keeps)"
-            self.failed[name] = self.failed.get(name, 0) + 1
+            name = f"{seen.op} (a distinct call beyond the {MAX_DISTINCT} a recording keeps)"
+            self.failed[(stage, name)] = self.failed.get((stage, name), 0) + 1
+            self.clock.aim(seen.mark, ("uncovered", stage, name, "beyond the recording's cap"))
             return
         if entry is None:
-            entry = self.ops[key] = DeviceOp(stage, op, args, kwargs)
+            entry = DeviceOp(stage, seen.op, seen.args, seen.kwargs, seen.outputs, seen.on_host)
+            entry.why_not = why_not_replayed(seen.op, seen.args)
+            self.ops[key] = entry
         entry.calls += 1
         source = re.sub(r"\.\d+(?=\.|$)", ".*", path) or "(no module)"
         if source not in entry.sources:
             entry.sources.append(source)
+        self.clock.aim(seen.mark, ("op", key))
 
-    def document(self) -> list[dict[str, Any]]:
-        """The ops as the shapes file lists them (`recorded.ops`), each with a readable id
-        (numbered where two calls would share one)."""
-        out, taken = [], set()
-        for op in self.ops.values():
-            base = readable_id(op)
-            ident, n = base, 1
-            while ident in taken:
-                n += 1
-                ident = f"{base}:{n}"
-            taken.add(ident)
-            out.append(
-                {
-                    "id": ident,
-                    "stage": op.stage,
-                    "op": op.op,
-                    "args": op.args,
-                    "kwargs": op.kwargs,
-                    "calls": op.calls,
-                    "source": ", ".join(op.sources),
-                }
-            )
-        return out
+    def device_work(self) -> dict[str, DeviceOp]:
+        """The ops that did device work: all of them, unless the program used a GPU; then
+        those that touched it (an op on CPU tensors alone is host work)."""
+        if all(op.on_host for op in self.ops.values()):
+            return dict(self.ops)
+        return {key: op for key, op in self.ops.items() if not op.on_host}
+
+    @staticmethod
+    def shape_of(op: DeviceOp) -> dict[str, Any]:
+        """The op as a shapes-file mapping (an `aten` shape; its name is given later)."""
+        shape: dict[str, Any] = {"op": "aten", "overload": op.op, "args": op.args}
+        if op.kwargs:
+            shape["kwargs"] = op.kwargs
+        if op.outputs:
+            shape["outputs"] = op.outputs
+        return {**shape, "calls": op.calls, "source": ", ".join(op.sources)}
 
 
 class _Dispatch(TorchDispatchMode):
-    """Hands every dispatched op that may do work to `DeviceOps`, after it ran."""
+    """Hands every dispatched op that may do work to `DeviceOps`, after it ran, inside a mark
+    of the kernel clock (so its kernels are its own)."""
 
     def __init__(self, ops: DeviceOps) -> None:
         super().__init__()
@@ -234,11 +252,16 @@ class _Dispatch(TorchDispatchMode):
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         kwargs = kwargs or {}
-        result = func(*args, **kwargs)
+        if not does_work(func):
+            return func(*args, **kwargs)
+        mark = self.ops.clock.begin()
         try:
-            if does_work(func) and touches_tensors(args, kwargs, result):
-                self.ops.saw(func, args, kwargs)
+            result = func(*args, **kwargs)
+        finally:
+            self.ops.clock.end(mark)
+        try:
+            if touches_tensors(args, kwargs, result):
+                self.ops.saw(func, args, kwargs, result, mark)
         except Exception as exc:  # recording must never break the user's model: counted
-            name = f"(record failed: {func}: {type(exc).__name__})"
-            self.ops.failed[name] = self.ops.failed.get(name, 0) + 1
+            self.ops.failed_call(f"(record failed: {func}: {type(exc).__name__})", mark)
         return result

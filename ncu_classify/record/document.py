@@ -13,71 +13,114 @@ from .recorder import Recorder
 
 def validated_document(recorder: Recorder, command: str, inputs_prefix: str = "") -> dict[str, Any]:
     """The shapes document with every shape validated as the shapes file will be: a shape the
-    replay cannot take (a dimension it refuses) moves to `unreplayable`; shapes that come out
-    with one group id (a matmul and a linear of one size) merge, adding their calls."""
+    replay cannot take (a dimension it refuses) moves to the uncovered work, with its time;
+    typed shapes that come out with one group id (a matmul and a linear of one size) merge,
+    adding their calls; device ops are named by their readable id (numbered where two read
+    alike). The per-stage totals are summed last, from what the file holds."""
     from pydantic import TypeAdapter, ValidationError
 
-    from ..capture.ops import Shape
-    from ..capture.shapes import group_id
+    from ..capture.shapes import Shape, group_id
+    from .totals import stage_totals
 
     document = recorder.shapes_document(command, inputs_prefix)
+    totals = document["recorded"]["totals"]
     adapter: TypeAdapter[Any] = TypeAdapter(Shape)
-    unreplayable: dict[str, int] = document["recorded"]["unreplayable"]
     stages: dict[str, dict[str, dict[str, Any]]] = {}
     for stage, shapes in document["stages"].items():
+        kept = stages.setdefault(stage, {})
         for shape in shapes:
             try:
-                gid = group_id(stage, adapter.validate_python(shape, strict=False))
+                parsed = adapter.validate_python(shape, strict=False)
             except ValidationError as exc:
-                problem = exc.errors()[0]["msg"]
-                name = f"{shape['op']} (refused by the replay: {problem})"
-                unreplayable[name] = unreplayable.get(name, 0) + shape["calls"]
+                totals["uncovered"].append(_refused(stage, shape, exc.errors()[0]["msg"]))
                 continue
-            kept = stages.setdefault(stage, {})
-            if gid in kept:
-                first = kept[gid]
-                first["calls"] += shape["calls"]
-                sources = first["source"].split(", ")
-                sources += [s for s in shape["source"].split(", ") if s not in sources]
-                first["source"] = ", ".join(sources)
+            if shape["op"] == "aten":
+                name = _numbered(parsed.readable(), kept, stage)
+                kept[f"{stage}:{name}"] = {"op": "aten", "name": name, **shape}
             else:
-                kept[gid] = shape
-    document["recorded"]["unreplayable"] = dict(sorted(unreplayable.items()))
-    document["stages"] = {stage: list(kept.values()) for stage, kept in stages.items()}
+                _merge(kept, group_id(stage, parsed), shape)
+    document["stages"] = {stage: list(kept.values()) for stage, kept in stages.items() if kept}
+    totals["uncovered"].sort(key=lambda u: (-(u.get("kernel_us") or 0), -u["calls"], u["name"]))
+    totals["stages"] = stage_totals(document["stages"], totals["uncovered"], totals.pop("copies"))
     return document
+
+
+def _refused(stage: str, shape: dict[str, Any], problem: str) -> dict[str, Any]:
+    """A shape the replay refuses, as uncovered work with the time it took."""
+    item = {
+        "stage": stage,
+        "name": shape.get("overload") or shape["op"],
+        "why": f"refused by the replay: {problem}",
+        "calls": shape["calls"],
+    }
+    if "real_us" in shape:
+        item["kernels"] = round(shape["real_kernels"] * shape["calls"])
+        item["kernel_us"] = round(shape["real_us"] * shape["calls"], 3)
+    return item
+
+
+def _numbered(readable: str, kept: dict[str, Any], stage: str) -> str:
+    """The readable id, with `:2`, `:3`... where an earlier op of the stage reads alike."""
+    name, number = readable, 1
+    while f"{stage}:{name}" in kept:
+        number += 1
+        name = f"{readable}:{number}"
+    return name
+
+
+def _merge(kept: dict[str, dict[str, Any]], gid: str, shape: dict[str, Any]) -> None:
+    """Keep a typed shape under its group id, or add its calls, sources and real kernel time
+    (weighted by calls) to the one already there."""
+    first = kept.get(gid)
+    if first is None:
+        kept[gid] = shape
+        return
+    calls = first["calls"] + shape["calls"]
+    for field in ("real_us", "real_kernels"):
+        if field in first and field in shape:
+            weighted = first[field] * first["calls"] + shape[field] * shape["calls"]
+            first[field] = round(weighted / calls, 4)
+    first["calls"] = calls
+    sources = first["source"].split(", ")
+    sources += [s for s in shape["source"].split(", ") if s not in sources]
+    first["source"] = ", ".join(sources)
 
 
 def shapes_yaml(document: dict[str, Any]) -> str:
     """A recorded shapes document as YAML people can read and diff: one flow mapping per shape
-    (JSON scalars are YAML scalars), the ops it could not replay one per line."""
+    (JSON scalars are YAML scalars), per stage total and per line of uncovered work."""
     recorded = document["recorded"]
-    ops = recorded.get("ops") or []
+    totals = recorded["totals"]
     dumps = _yaml_scalar
+    shapes = _flat(document)
+    ops = [s for s in shapes if s["op"] == "aten"]
     lines = [
-        f"# Recorded by ncu-classify {recorded['tool_version']}: {len(_flat(document))} distinct"
-        f" shapes, {sum(s['calls'] for s in _flat(document))} calls; {len(ops)} other device"
-        f" ops, {sum(op['calls'] for op in ops)} calls.",
+        f"# Recorded by ncu-classify {recorded['tool_version']}: {len(shapes)} distinct shapes"
+        f" ({len(shapes) - len(ops)} typed, {len(ops)} device ops),"
+        f" {sum(s['calls'] for s in shapes)} calls; {len(totals['uncovered'])} kinds of"
+        " device work not covered (recorded.totals.uncovered).",
         "# Edit freely: a shape's `calls` weighs its time in the summaries.",
         f"seed: {document['seed']}",
         f"warmup: {document['warmup']}",
         f"cudnn_benchmark: {json.dumps(document['cudnn_benchmark'])}",
         "recorded:",
-        f"  command: {dumps(recorded['command'])}",
-        f"  tool_version: {dumps(recorded['tool_version'])}",
-        f"  torch: {dumps(recorded['torch'])}",
+        *(f"  {key}: {dumps(recorded[key])}" for key in ("command", "tool_version", "torch")),
         f"  device: {dumps(recorded['device'])}",
+        "  totals:",
+        f"    basis: {dumps(totals['basis'])}",
     ]
-    unreplayable = recorded["unreplayable"]
-    lines.append("  unreplayable:" + ("" if unreplayable else " {}"))
-    lines += [f"    {dumps(name)}: {count}" for name, count in unreplayable.items()]
-    lines.append("  ops:" + ("" if ops else " []"))  # every other device op, one per line
-    lines += ["    - " + _yaml_scalar(op) for op in ops]
+    if "setup_kernel_us" in totals:
+        lines.append(f"    setup_kernel_us: {dumps(totals['setup_kernel_us'])}")
+    lines.append("    stages:" + ("" if totals["stages"] else " {}"))
+    lines += [f"      {dumps(stage)}: {dumps(t)}" for stage, t in totals["stages"].items()]
+    lines.append("    uncovered:" + ("" if totals["uncovered"] else " []"))
+    lines += ["      - " + dumps(item) for item in totals["uncovered"]]
     lines.append("stages:")
-    for stage, shapes in document["stages"].items():
+    for stage, members in document["stages"].items():
         lines.append(f"  {dumps(stage)}:")  # quoted: a stage named `null` or `123` stays text
         lines += [
             "    - {" + ", ".join(f"{k}: {dumps(v)}" for k, v in shape.items()) + "}"
-            for shape in shapes
+            for shape in members
         ]
     return "\n".join(lines) + "\n"
 

@@ -1,6 +1,8 @@
-"""The recorder: a torch function mode that hands each call to `calls`, and global module
-hooks that keep, per thread, the stack of modules running, so each call knows its module path
-and stage. Building the model is left out; identical shapes merge with their calls."""
+"""The recorder: a torch function mode that hands each call to `calls`, a dispatch mode that
+keeps every other device op (`device_ops`), and global module hooks that keep, per thread, the
+stack of modules running, so each call knows its module path and stage. Building the model is
+left out; identical shapes merge with their calls. On a GPU the kernel clock (`timing`) marks
+every call, so that the program's own kernel time per shape comes with the recording."""
 
 from __future__ import annotations
 
@@ -21,8 +23,10 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .._version import __version__
-from .calls import launches_kernel, name_of, sets_up_parameter, shape_of
+from .calls import name_of, sets_up_parameter, shape_of
 from .device_ops import DeviceOps
+from .timing import KernelClock
+from .totals import copy_time, document_ops, loose_work, measured, per_call
 
 
 @dataclass
@@ -41,7 +45,8 @@ class Recording:
     """What a recording holds: distinct shapes in first-seen order, and what it could not keep."""
 
     entries: dict[str, Entry] = field(default_factory=dict)
-    unreplayable: dict[str, int] = field(default_factory=dict)
+    # calls whose typed shape could not be made (kept as their device ops): name -> calls
+    not_typed: dict[str, int] = field(default_factory=dict)
     device: str = "cpu"
 
 
@@ -57,6 +62,7 @@ class Recorder:
         roots: dict[str, torch.nn.Module] | None = None,
         inputs_dir: Path | None = None,
         inputs_budget_bytes: int = 0,
+        measure: bool = True,
     ) -> None:
         self.stage_patterns = list(stages)
         # weak keys: a module that is freed cannot lend its name to one born at its address
@@ -70,9 +76,11 @@ class Recorder:
         self._relative: dict[tuple[int, int], str | None] = {}
         self._handles: list[Any] = []
         self._mode = _Mode(self)
-        self.device_ops = DeviceOps(lambda: (self.stage_of(self.path()), self.path()))
+        self.clock = KernelClock(measure and torch.cuda.is_available())
+        self.device_ops = DeviceOps(self.where, self.clock)
 
     def __enter__(self) -> Recorder:
+        self.clock.__enter__()
         hooks = torch.nn.modules.module
         self._handles = [
             hooks.register_module_forward_pre_hook(self._enter),
@@ -88,6 +96,7 @@ class Recorder:
         for handle in self._handles:
             handle.remove()
         self._handles = []
+        self.clock.__exit__(*exc)
 
     # --- where a call comes from ---------------------------------------------------------------
 
@@ -142,6 +151,11 @@ class Recorder:
             previous = module
         return path
 
+    def where(self) -> tuple[str, str]:
+        """(stage, module path) of the code running now."""
+        path = self.path()
+        return self.stage_of(path), path
+
     def stage_of(self, path: str) -> str:
         """The first `--stage PATTERN=STAGE` the path matches, else its top module's name."""
         for pattern, stage in self.stage_patterns:
@@ -154,32 +168,25 @@ class Recorder:
 
     def observe(
         self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
-    ) -> str:
-        """Record one call: a replayable shape ("typed"), or one more call of an op the replay
-        lacks ("other": the device ops it dispatched are kept too). Building the model is not
-        inference ("setup"): calls on a parameter (initialisers, the casts of `model.to(dtype)`)
-        and inside `Module._apply` (buffers cast by `.to`) are left out; a factory without
-        tensor inputs (noise, RoPE tables) is no shape, but its device ops are kept."""
+    ) -> tuple[str, tuple[str, ...]]:
+        """Record one call and say what its kernels are: a replayable shape ("typed"), or
+        another call ("other": the device ops it dispatched are kept as `aten` shapes). Building
+        the model is not inference ("setup"): calls on a parameter (initialisers, the casts of
+        `model.to(dtype)`) and inside `Module._apply` (buffers cast by `.to`) are left out; a
+        factory without tensor inputs (noise, RoPE tables) is no shape, but its device ops are
+        kept."""
         tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
         if _in_module_setup() or (tensors and sets_up_parameter(func, tensors[0])):
-            return "setup"
-        if not tensors:
-            return "other"
-        if self.recording.device == "cpu":
+            return "setup", ("setup",)
+        if tensors and self.recording.device == "cpu":
             self.recording.device = str(tensors[0].device.type)
-        shape, inputs = shape_of(func, args, kwargs, result)
+        shape, inputs = shape_of(func, args, kwargs, result) if tensors else (None, [])
         if shape is not None:
-            self._add(shape, inputs)
-            return "typed"
-        name = name_of(func)
-        if name and launches_kernel(name, tensors, result):
-            counts = self.recording.unreplayable
-            counts[name] = counts.get(name, 0) + 1
-        return "other"
+            return "typed", ("shape", self._add(shape, inputs))
+        return "other", ("loose", self.where()[0])
 
-    def _add(self, shape: dict[str, Any], inputs: list[torch.Tensor]) -> None:
-        path = self.path()
-        stage = self.stage_of(path)
+    def _add(self, shape: dict[str, Any], inputs: list[torch.Tensor]) -> str:
+        stage, path = self.where()
         key = json.dumps([stage, shape], sort_keys=True)
         entry = self.recording.entries.get(key)
         if entry is None:
@@ -189,6 +196,7 @@ class Recorder:
         source = re.sub(r"\.\d+(?=\.|$)", ".*", path) or "(no module)"
         if source not in entry.sources:
             entry.sources.append(source)
+        return key
 
     def _save(self, key: str, inputs: list[torch.Tensor]) -> str | None:
         """Keep the inputs of a new shape when the budget allows; the file name is their key's
@@ -209,13 +217,34 @@ class Recorder:
     # --- the shapes file ---------------------------------------------------------------------
 
     def shapes_document(self, command: str, inputs_prefix: str = "") -> dict[str, Any]:
-        """The recording as a shapes-file mapping (validated by `shapes.ShapesFile`)."""
+        """The recording as a shapes-file mapping (validated by `shapes.ShapesFile`): typed
+        shapes, then each stage's device ops as `aten` shapes, each with its real kernel time
+        per call when the program ran on a GPU; the work no shape covers under `totals`."""
+        times = measured(self.clock) if self.recording.device != "cpu" else None
         stages: dict[str, list[dict[str, Any]]] = {}
-        for entry in self.recording.entries.values():
+        for key, entry in self.recording.entries.items():
             shape = {**entry.shape, "calls": entry.calls, "source": ", ".join(entry.sources)}
             if entry.inputs_file:
                 shape["inputs_file"] = inputs_prefix + entry.inputs_file
+            time = times.get(("shape", key)) if times is not None else None
+            shape.update(per_call(time, entry.calls, times is not None))
             stages.setdefault(entry.stage, []).append(shape)
+        op_stages, uncovered = document_ops(self.device_ops, times)
+        for stage, shapes in op_stages.items():
+            stages.setdefault(stage, []).extend(shapes)
+        uncovered += loose_work(self.device_ops.failed, times)
+        setup = times.get(("setup",)) if times is not None else None
+        stage_of: dict[tuple[str, ...], str] = {
+            ("shape", k): e.stage for k, e in self.recording.entries.items()
+        }
+        stage_of.update({("op", k): op.stage for k, op in self.device_ops.ops.items()})
+        totals: dict[str, Any] = {
+            "basis": "kernel_time" if times is not None else "calls",
+            "uncovered": uncovered,
+            "copies": copy_time(times, stage_of) if times is not None else None,
+        }
+        if setup is not None:
+            totals["setup_kernel_us"] = round(setup.ns / 1000, 3)
         return {
             "seed": 0,
             "warmup": 3,
@@ -225,17 +254,15 @@ class Recorder:
                 "tool_version": __version__,
                 "torch": torch.__version__,
                 "device": self.recording.device,
-                "unreplayable": dict(
-                    sorted({**self.recording.unreplayable, **self.device_ops.failed}.items())
-                ),
-                "ops": self.device_ops.document(),
+                "totals": totals,
             },
             "stages": stages,
         }
 
 
 class _Mode(TorchFunctionMode):
-    """Hands every torch function call, after it ran, to the recorder."""
+    """Hands every torch function call, after it ran, to the recorder, inside a mark of the
+    kernel clock; the device ops it dispatched wait for its verdict."""
 
     def __init__(self, recorder: Recorder) -> None:
         super().__init__()
@@ -249,19 +276,22 @@ class _Mode(TorchFunctionMode):
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         kwargs = kwargs or {}
-        ops = self.recorder.device_ops
+        recorder = self.recorder
+        ops, clock = recorder.device_ops, recorder.clock
+        mark = clock.begin()
         ops.open_call()  # what this call dispatches waits for its verdict
-        verdict = "setup"
+        verdict, target = "setup", ("setup",)  # type: tuple[str, tuple[str, ...]]
         try:
             result = func(*args, **kwargs)
             try:
-                verdict = self.recorder.observe(func, args, kwargs, result)
+                verdict, target = recorder.observe(func, args, kwargs, result)
             except Exception as exc:  # recording must never break the user's model
-                name = f"(record failed: {name_of(func) or func}: {type(exc).__name__})"
-                counts = self.recorder.recording.unreplayable
-                counts[name] = counts.get(name, 0) + 1
-                verdict = "other"
+                # its device ops are kept as aten shapes: nothing is lost but the typed shape
+                name = f"{name_of(func) or func}: {type(exc).__name__}"
+                recorder.recording.not_typed[name] = recorder.recording.not_typed.get(name, 0) + 1
+                verdict, target = "other", ("loose", recorder.where()[0])
         finally:
+            clock.end(mark, target)
             ops.close_call(keep=verdict == "other")
         return result
 

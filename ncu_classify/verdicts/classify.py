@@ -25,6 +25,7 @@ from ..core.text import unicode_safe
 from ..read.names import report_stem
 from ..read.parallel import ReadProgress, read_all
 from ..read.records import KernelRecord
+from .coverage import program_coverage
 from .inputs import Source, collect_inputs, input_files
 from .judge import build_card, kernel_card
 from .rules import LoadedRules
@@ -169,11 +170,11 @@ def classify(
         else:
             ok[path] = result
     labels = {unicode_safe(str(p)): unicode_safe(label) for p, label in inputs.labels.items()}
-    cards = [
-        card
+    per_source = [
+        (source, cards_for_source(Reads(source, ok, failed, labels), rules))
         for source in inputs.sources
-        for card in cards_for_source(Reads(source, ok, failed, labels), rules)
     ]
+    cards = [card for _, found in per_source for card in found]
     summary, by_stage = count_classes(map(card_class, cards))
     return CardFile(
         generated_at=utc_now(),
@@ -186,6 +187,7 @@ def classify(
         captures=[capture_environment(s) for s in inputs.sources if s.manifest],
         input_errors=[unicode_safe(e) for e in inputs.errors],
         input_warnings=[unicode_safe(w) for w in inputs.warnings + duplicate_groups(cards)],
+        coverage=program_coverage([(s.manifest, found) for s, found in per_source if s.manifest]),
         cards=cards,
         summary=summary,
         by_stage=by_stage,

@@ -20,6 +20,7 @@ from ..cards.machine import GpuInfo
 from ..cards.model import (
     CLASSIFY_FIELDS,
     CLASSIFY_KERNEL_FIELDS,
+    RECORDED_ONLY,
     SCHEMA_VERSION,
     UNRESOLVED,
     VERDICT_FIELDS,
@@ -174,8 +175,9 @@ def build_card(
         missing = sorted({*missing, "dur_us"})
     gpu = gpu_of(records)
     undecided: dict[str, Any] = dict.fromkeys(VERDICT_FIELDS)
+    untimed = {name for name in RECORDED_ONLY if fields.get(name) is None}
     card = Card.model_construct(  # trusted values; the file is validated in tests
-        set(CLASSIFY_FIELDS),
+        set(CLASSIFY_FIELDS) - untimed,
         group=group,
         stage=stage,
         op=op,

@@ -21,7 +21,8 @@ FAULTS = ROOT / "fixtures" / "fault_h200"
 
 @pytest.fixture(scope="module")
 def recorded(wan_recording: Path) -> dict:
-    """The small Wan recording, as {stage: [shape mapping]} plus the `recorded` block."""
+    """The small Wan recording, as {stage: [shape mapping]}, the `recorded` block and its
+    device ops (the `aten` shapes, as entries with their stage and group id)."""
     out = wan_recording
     shapes = load_shapes(out)  # a normal shapes file
     stages = {
@@ -29,7 +30,14 @@ def recorded(wan_recording: Path) -> dict:
         for stage, items in shapes.stages.items()
     }
     assert shapes.recorded is not None
-    return {"stages": stages, "recorded": shapes.recorded, "text": out.read_text()}
+    aten = [e for e in shapes.entries() if e.shape.op == "aten"]
+    return {
+        "stages": stages,
+        "recorded": shapes.recorded,
+        "aten": aten,
+        "file": shapes,
+        "text": out.read_text(),
+    }
 
 
 def _find(shapes: list[dict], **want: object) -> dict:
@@ -88,14 +96,38 @@ def test_dit_attention_heads_head_dim_and_sequence(recorded: dict) -> None:
     assert patch["input"] == [1, 16, 2, 8, 8] and patch["stride"] == [1, 2, 2]
 
 
-def test_output_cast_and_what_could_not_be_replayed(recorded: dict) -> None:
+def test_output_cast_and_what_the_recording_covers(recorded: dict) -> None:
+    """The function calls that are no typed shape (F.silu) are their dispatched ATen ops, the
+    2-D convs are typed shapes (no `aten.convolution` left), views are no work; on CPU the
+    totals count calls and nothing is left uncovered. The old `unreplayable` census and
+    `recorded.ops` list are not written any more."""
     cast = _find(recorded["stages"]["output"], op="cast")
     assert (cast["shape"], cast["from"], cast["to"]) == ([1, 3, 5, 64, 64], "fp32", "uint8")
-    unreplayable = recorded["recorded"].unreplayable
-    assert "torch.conv2d" not in unreplayable  # the VAE's 2-D convs are shapes now
-    assert unreplayable["F.silu"] > 0 and "Tensor.view" not in unreplayable  # views are free
+    silu: dict[str, int] = {}
+    for entry in recorded["aten"]:
+        if entry.shape.overload == "aten.silu.default":
+            silu[entry.stage] = silu.get(entry.stage, 0) + entry.shape.calls
+    assert silu == {"dit": 2, "vae": 58}  # the 60 calls of F.silu the old census counted
+    overloads = {e.shape.overload.split(".")[1] for e in recorded["aten"]}
+    assert "convolution" not in overloads  # the VAE's 2-D convs are shapes now
+    assert not overloads & {"view", "_unsafe_view", "permute", "expand", "as_strided"}
+    totals = recorded["recorded"].totals
+    assert totals is not None and (totals.basis, totals.uncovered) == ("calls", [])
+    assert {stage: t.calls for stage, t in totals.stages.items()} == {
+        "dit": 166,
+        "vae": 705,
+        "output": 9,
+    }
+    assert recorded["recorded"].model_fields_set == {
+        "command",
+        "tool_version",
+        "torch",
+        "device",
+        "totals",
+    }  # neither `unreplayable` nor `ops` in the file
     assert recorded["recorded"].command.endswith("--height 64 --width 64")
     assert '    - {op: "linear", M: 32, N: 1536, K: 1536,' in recorded["text"]
+    assert '    - {op: "aten", name: "aten.linalg_vector_norm.default:' in recorded["text"]
 
 
 def test_record_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -121,11 +153,16 @@ def test_a_failing_program_keeps_what_it_recorded(
     )
     out = tmp_path / "s.yaml"
     assert run(["record", "-o", str(out), "--", "python", str(script)]) == 5
-    assert "fails.py raised ValueError: model broke; the 1 shapes recorded" in (
+    assert "fails.py raised ValueError: model broke; the 3 shapes recorded" in (
         capsys.readouterr().err
     )
-    [shape] = load_shapes(out).stages["main"]
-    assert (shape.op, shape.calls) == ("linear", 1)  # type: ignore[union-attr]
+    # the linear, and the two factories that drew its operands (device ops, `aten` shapes)
+    got = [(s.op, s.name, s.calls) for s in load_shapes(out).stages["main"]]
+    assert got == [
+        ("linear", None, 1),
+        ("aten", "aten.randn.default", 1),
+        ("aten", "aten.randn.default:2", 1),
+    ]
 
 
 def test_calls_weigh_the_cards_and_the_summary(
@@ -158,10 +195,11 @@ def test_calls_weigh_the_cards_and_the_summary(
 
 
 def test_building_the_model_is_not_recorded() -> None:
-    """Initialisers, `model.to(dtype)` of parameters and buffers, and factories are setup:
-    only what the model runs counts."""
+    """Initialisers and `model.to(dtype)` of parameters and buffers are setup: only what the
+    model runs counts; a factory is no typed shape, its device op (`aten.randn`) is kept."""
     torch = import_or_skip("torch")
     from ncu_classify.record import Recorder
+    from ncu_classify.record.document import validated_document
 
     with Recorder(stages=[("", "output")]) as recorder:
         model = torch.nn.Linear(16, 8)
@@ -169,18 +207,32 @@ def test_building_the_model_is_not_recorded() -> None:
         model = model.to(torch.bfloat16)
         x = torch.randn(3, 16).to(torch.bfloat16)
         model(x).float()
-    document = recorder.shapes_document("test")
+    document = validated_document(recorder, "test")
     got = [
         (stage, s["op"], s.get("shape") or [s.get("M"), s.get("N")], s["calls"])
         for stage, shapes in document["stages"].items()
         for s in shapes
+        if s["op"] != "aten"
     ]
     assert got == [
         ("output", "cast", [3, 16], 1),
         ("output", "cast", [3, 8], 1),
         ("model", "linear", [3, 8], 1),
     ]
-    assert document["recorded"]["unreplayable"] == {}
+    # no init (uniform_), no cast of the parameters or the buffer (_to_copy, copy_)
+    ops = [
+        (stage, s["name"], s["args"], s["calls"])
+        for stage, shapes in document["stages"].items()
+        for s in shapes
+        if s["op"] == "aten"
+    ]
+    assert ops == [
+        ("output", "aten.randn.default", [[4, 4]], 1),
+        ("output", "aten.randn.default:2", [[3, 16]], 1),
+    ]
+    totals = document["recorded"]["totals"]
+    assert totals["uncovered"] == []
+    assert totals["stages"] == {"output": {"calls": 4}, "model": {"calls": 1}}
 
 
 RECORDED_CARDS = ROOT / "reports" / "record" / "cards_wan_480x832.json"
@@ -261,7 +313,8 @@ def test_record_refuses_what_would_lose_data(
 
 def test_paths_follow_the_running_parents_and_parameters_in_ops_count() -> None:
     """A submodule shared by two parents is named under the one that called it; addmm with a
-    parameter bias (GPT-2's Conv1D) is inference; sort's tuple result is counted."""
+    parameter bias (GPT-2's Conv1D) is inference; sort's tuple result is recorded (an `aten`
+    shape with both outputs)."""
     torch = import_or_skip("torch")
     from ncu_classify.record import Recorder
 
@@ -293,7 +346,22 @@ def test_paths_follow_the_running_parents_and_parameters_in_ops_count() -> None:
     assert linear["encoder"] == "net.enc.*" and linear["decoder"] == "net.dec.*"
     head = document["stages"]["net"][0]
     assert (head["op"], head["M"], head["N"], head["K"], head["bias"]) == ("linear", 4, 6, 8, True)
-    assert document["recorded"]["unreplayable"] == {"Tensor.sort": 1}
+    ops = {
+        (stage, s["overload"]): s
+        for stage, shapes in document["stages"].items()
+        for s in shapes
+        if s["op"] == "aten"
+    }
+    assert set(ops) == {("net", "aten.sort.default"), ("main", "aten.randn.default")}
+    sort = ops["net", "aten.sort.default"]
+    assert (sort["calls"], sort["source"]) == (1, "net")
+    spec = {"shape": [4, 6], "dtype": "float32", "strides": [6, 1], "offset": 0}
+    assert sort["args"] == [{"tensor": spec}]
+    assert [(o["shape"], o["dtype"]) for o in sort["outputs"]] == [
+        ([4, 6], "float32"),
+        ([4, 6], "int64"),
+    ]  # values and indices
+    assert document["recorded"]["totals"]["uncovered"] == []
 
 
 def test_stage_names_stay_text_in_yaml(tmp_path: Path) -> None:
@@ -310,14 +378,16 @@ def test_stage_names_stay_text_in_yaml(tmp_path: Path) -> None:
 # --- every other device op, at the dispatch level ------------------------------------------
 
 
-def _ops(recorded: dict, stage: str) -> list:
-    return [op for op in recorded["recorded"].ops if op.stage == stage]
+def _ops(recorded: dict, stage: str) -> dict:
+    """The `aten` shapes of one stage, by group id."""
+    return {e.group: e.shape for e in recorded["aten"] if e.stage == stage}
 
 
 def test_ops_the_typed_shapes_stand_for_are_not_listed_again(recorded: dict) -> None:
     """linear -> addmm, conv3d/conv2d -> convolution, attention -> its SDPA kernel: the typed
     shapes stand for them; a view is no work."""
-    names = {op.op for op in recorded["recorded"].ops}
+    names = {e.shape.overload for e in recorded["aten"]}
+    assert len(names) == 27 and "aten.mul.Tensor" in names  # the check below sees real names
     assert not {n for n in names if n.split(".")[1] in ("addmm", "mm", "bmm", "convolution")}
     assert not {n for n in names if "scaled_dot_product" in n}
     assert not {n for n in names if n.split(".")[1] in ("view", "permute", "transpose", "expand")}
@@ -325,27 +395,127 @@ def test_ops_the_typed_shapes_stand_for_are_not_listed_again(recorded: dict) -> 
 
 def test_the_vae_norm_on_a_strided_view_is_listed_with_its_strides(recorded: dict) -> None:
     """After the 2-D upsampling the frames come back as a permuted view: the RMS norm's
-    vector norm, division, scale and SiLU run on it (strided kernels)."""
-    wanted = "vae:aten.linalg_vector_norm.default:1x192x4x32x32:fp32:strided"
-    [norm] = [op for op in _ops(recorded, "vae") if op.id == wanted]
-    tensor = norm.args[0]["tensor"]
-    assert tensor["shape"] == [1, 192, 4, 32, 32] and tensor["dtype"] == "float32"
-    assert tensor["strides"] != [786432, 4096, 1024, 32, 1]  # not the contiguous strides
+    vector norm, division, scale and SiLU run on it (strided kernels), apart from the same
+    ops on the contiguous tensor of that size."""
+    vae = _ops(recorded, "vae")
+    norm = vae["vae:aten.linalg_vector_norm.default:1x192x4x32x32:fp32:strided"]
+    assert norm.name == "aten.linalg_vector_norm.default:1x192x4x32x32:fp32:strided"
+    assert norm.overload == "aten.linalg_vector_norm.default"
+    spec = {
+        "shape": [1, 192, 4, 32, 32],
+        "dtype": "float32",
+        "strides": [786432, 1024, 196608, 32, 1],
+    }
+    assert norm.args[0] == {"tensor": {**spec, "offset": 0}}  # a permuted view: T before C
+    assert norm.args[1:] == [2.0, [1], True] and norm.calls == 1
     assert norm.source == "vae.decoder.up_blocks.*.resnets.*.norm1"
-    divide = [op for op in _ops(recorded, "vae")
-              if op.id == "vae:aten.div.Tensor:1x192x4x32x32:fp32:strided:broadcast"]  # fmt: skip
-    assert len(divide) == 1 and divide[0].args[1]["tensor"]["strides"][1] == 0  # the norm, expanded
+    [output] = norm.outputs
+    assert (output.shape, output.strides) == ([1, 1, 4, 32, 32], [4096, 4096, 1024, 32, 1])
+    dense = vae["vae:aten.linalg_vector_norm.default:1x192x4x32x32:fp32"]
+    assert dense.args[0]["tensor"]["strides"] == [786432, 4096, 1024, 32, 1] and dense.calls == 5
+    divide = vae["vae:aten.div.Tensor:1x192x4x32x32:fp32:strided:broadcast"]
+    assert divide.args[0]["tensor"]["strides"] == [786432, 1024, 196608, 32, 1]
+    assert divide.args[1]["tensor"]["strides"] == [4096, 0, 1024, 32, 1]  # the norm, expanded
 
 
 def test_list_inplace_index_and_reduction_ops_are_listed(recorded: dict) -> None:
-    ops = recorded["recorded"].ops
-    stacks = [op for op in ops if op.op == "aten.stack.default"]
-    assert stacks and all(isinstance(op.args[0], list) and len(op.args[0]) >= 2 for op in stacks)
-    cats = [op for op in ops if op.op == "aten.cat.default"]
+    ops = [e.shape for e in recorded["aten"]]
+    stacks = [op for op in ops if op.overload == "aten.stack.default"]
+    assert [(len(op.args[0]), op.args[1], op.calls) for op in stacks] == [(2, 3, 1), (2, 3, 1)]
+    assert all("tensor" in t for op in stacks for t in op.args[0])
+    cats = [op for op in ops if op.overload == "aten.cat.default"]
     assert len(cats) == 13 and all("tensor" in t for op in cats for t in op.args[0])
-    assert {op.op for op in ops} >= {"aten.copy_.default", "aten.add_.Scalar", "aten.mean.dim"}
+    assert sum(op.calls for op in cats) == 47
+    overloads = {op.overload for op in ops}
+    assert overloads >= {"aten.copy_.default", "aten.add_.Scalar", "aten.mean.dim"}
+    # the RoPE writes the even and the odd features of a view: in place, offset 0 and 1
+    copies = _ops(recorded, "dit")
+    even = copies["dit:aten.copy_.default:1x32x12x64:fp32:strided"]
+    odd = copies["dit:aten.copy_.default:1x32x12x64:fp32:strided:2"]
+    written = [op.args[0]["tensor"] for op in (even, odd)]
+    assert [(w["strides"], w["offset"]) for w in written] == [
+        ([49152, 1536, 128, 2], 0),
+        ([49152, 1536, 128, 2], 1),
+    ]
+    assert even.calls == odd.calls == 4 and even.source == "transformer.blocks.*.attn1"
     assert sum(op.calls for op in ops) == 771 and len(ops) == 211
-    assert len({op.id for op in ops}) == len(ops)  # ids are unique
+    groups = [e.group for e in recorded["aten"]]
+    assert len(set(groups)) == len(groups)  # ids are unique
+    assert all(e.group == f"{e.stage}:{e.shape.name}" for e in recorded["aten"])
+
+
+def test_recorded_totals_are_the_shapes_and_the_uncovered_calls(recorded: dict) -> None:
+    """`recorded.totals.stages`: each stage's calls are its shapes' calls (typed and `aten`)
+    plus its uncovered calls, for every stage of the Wan recording."""
+    totals = recorded["recorded"].totals
+    assert totals is not None
+    expected: dict[str, int] = {}
+    for entry in recorded["file"].entries():
+        expected[entry.stage] = expected.get(entry.stage, 0) + entry.shape.calls
+    for item in totals.uncovered:
+        expected[item.stage] = expected.get(item.stage, 0) + item.calls
+    assert {stage: t.calls for stage, t in totals.stages.items()} == expected
+    assert expected == {"dit": 166, "vae": 705, "output": 9}
+    aten: dict[str, int] = {}
+    for entry in recorded["aten"]:
+        aten[entry.stage] = aten.get(entry.stage, 0) + entry.shape.calls
+    assert aten == {"dit": 135, "vae": 628, "output": 8}  # the rest are the typed shapes' calls
+    assert all((t.kernels, t.kernel_us) == (None, None) for t in totals.stages.values())
+
+
+def test_an_old_shapes_file_with_recorded_ops_still_loads(tmp_path: Path) -> None:
+    """A file of the first recorder of device ops lists them under `recorded.ops` (with an
+    `unreplayable` census): it loads, and its ops are `aten` shapes of their stages, named by
+    their ids less the stage, after the stages' own shapes."""
+    old = tmp_path / "old.yaml"
+    old.write_text(
+        "stages:\n"
+        "  main:\n"
+        '    - {op: "linear", M: 8, N: 4, K: 4, dtype: "fp32", bias: false, calls: 3}\n'
+        "recorded:\n"
+        '  command: "python prog.py"\n'
+        '  tool_version: "0.1.0"\n'
+        '  torch: "2.9.0+cpu"\n'
+        '  device: "cpu"\n'
+        "  unreplayable:\n"
+        '    "Tensor.sort": 1\n'
+        "  ops:\n"
+        '    - {"id": "main:aten.mul.Tensor:4x4:fp32", "stage": "main", "op": "aten.mul.Tensor",'
+        ' "args": [{"tensor": {"shape": [4, 4], "dtype": "float32", "strides": [4, 1],'
+        ' "offset": 0}}, 2.0], "calls": 3, "source": "(no module)"}\n'
+        '    - {"id": "main:aten.mul.Tensor:4x4:fp32:2", "stage": "main", "op": "aten.mul.Tensor",'
+        ' "args": [{"tensor": {"shape": [4, 4], "dtype": "float32", "strides": [1, 4],'
+        ' "offset": 0}}, 3.0], "calls": 1, "source": "(no module)"}\n'
+        '    - {"id": "post:aten.masked_fill.Scalar:3x4:fp32", "stage": "post",'
+        ' "op": "aten.masked_fill.Scalar", "args": [{"tensor": {"shape": [3, 4],'
+        ' "dtype": "float32", "strides": [4, 1], "offset": 0}}, {"tensor": {"shape": [3, 4],'
+        ' "dtype": "bool", "strides": [4, 1], "offset": 0}}, {"float": "-inf"}], "calls": 2}\n'
+    )
+    loaded = load_shapes(old)
+    assert loaded.recorded is not None and loaded.recorded.totals is None
+    assert loaded.recorded.unreplayable == {"Tensor.sort": 1}
+    got = [(e.stage, e.group, e.shape.op, e.shape.calls, e.shape.source) for e in loaded.entries()]
+    assert got == [
+        ("main", "main:linear:M8_N4_K4:fp32", "linear", 3, None),
+        ("main", "main:aten.mul.Tensor:4x4:fp32", "aten", 3, "(no module)"),
+        ("main", "main:aten.mul.Tensor:4x4:fp32:2", "aten", 1, "(no module)"),
+        ("post", "post:aten.masked_fill.Scalar:3x4:fp32", "aten", 2, None),
+    ]
+    from ncu_classify.capture.aten import AtenShape
+
+    mul2, fill = loaded.entries()[2].shape, loaded.entries()[3].shape
+    assert isinstance(mul2, AtenShape) and isinstance(fill, AtenShape)
+    assert (mul2.name, mul2.overload) == ("aten.mul.Tensor:4x4:fp32:2", "aten.mul.Tensor")
+    assert mul2.args[1] == 3.0
+    assert [t.strides for t in mul2.tensors()] == [[1, 4]]
+    assert fill.args[2] == {"float": "-inf"}
+    assert [t.dtype for t in fill.tensors()] == ["float32", "bool"]
+    # an id repeated is a duplicate group id, as in the stages
+    old.write_text(old.read_text().replace("fp32:2", "fp32"))
+    from ncu_classify.core.errors import ShapesError
+
+    with pytest.raises(ShapesError, match=r"duplicate group id 'main:aten\.mul\.Tensor:4x4:fp32'"):
+        load_shapes(old)
 
 
 def test_an_index_op_and_a_non_finite_scalar_survive_the_shapes_file(tmp_path: Path) -> None:
@@ -363,11 +533,62 @@ def test_an_index_op_and_a_non_finite_scalar_survive_the_shapes_file(tmp_path: P
     )
     out = tmp_path / "s.yaml"
     assert run(["record", "-o", str(out), "--", "python", str(script)]) == 0
-    ops = {op.op: op for op in load_shapes(out).recorded.ops}  # type: ignore[union-attr]
+    loaded = load_shapes(out)
+    ops = {s.overload: s for s in loaded.stages["main"] if s.op == "aten"}  # type: ignore[union-attr]
     index = ops["aten.index.Tensor"]
     assert index.calls == 6 and index.args[1][0]["tensor"]["dtype"] == "int64"
+    assert index.name == "aten.index.Tensor:8x4:fp32"
     assert ops["aten.masked_fill.Scalar"].args[2] == {"float": "-inf"}
     assert "aten.mm.default" not in ops and "aten.ones.default" in ops  # F.linear is a shape
+    assert set(ops) == {
+        "aten.randn.default",
+        "aten.index.Tensor",
+        "aten.gt.Scalar",
+        "aten.masked_fill.Scalar",
+        "aten.sum.default",
+        "aten.ones.default",
+    }
+    assert loaded.recorded is not None and loaded.recorded.totals is not None
+    assert loaded.recorded.totals.uncovered == []  # an integer index does not depend on values
+    assert loaded.recorded.totals.stages["main"].calls == 3 + 1 + 6 + 3 + 3 + 3 + 3
+
+
+def test_ops_whose_work_depends_on_the_values_are_uncovered_with_the_reason(
+    tmp_path: Path,
+) -> None:
+    """A boolean-mask index and `nonzero` do work that depends on the values: a replay on
+    drawn values would do other work, so they are no shapes but uncovered calls, saying why;
+    an integer index of the same tensor stays a shape."""
+    import_or_skip("torch")
+    script = tmp_path / "mask.py"
+    script.write_text(
+        "import torch\n"
+        "x = torch.randn(8, 4)\n"
+        "for _ in range(2):\n"
+        "    y = x[x > 0]\n"
+        "    n = torch.nonzero(x)\n"
+        "    z = x[torch.tensor([0, 2])]\n"
+    )
+    out = tmp_path / "s.yaml"
+    assert run(["record", "-o", str(out), "--", "python", str(script)]) == 0
+    loaded = load_shapes(out)
+    names = [(s.name, s.calls) for s in loaded.stages["main"]]
+    assert names == [
+        ("aten.randn.default", 1),
+        ("aten.gt.Scalar:8x4:fp32", 2),
+        ("aten.index.Tensor:8x4:fp32", 2),  # x[tensor([0, 2])]
+    ]
+    index = loaded.stages["main"][2]
+    assert index.args[1][0]["tensor"]["dtype"] == "int64"  # type: ignore[union-attr]
+    totals = loaded.recorded.totals  # type: ignore[union-attr]
+    assert totals is not None
+    assert [(u.stage, u.name, u.why, u.calls) for u in totals.uncovered] == [
+        ("main", "aten.index.Tensor:8x4:fp32",
+         "a boolean-mask index: the work depends on how many values are true", 2),
+        ("main", "aten.nonzero.default:8x4:fp32",
+         "its output size depends on the values of its inputs", 2),
+    ]  # fmt: skip
+    assert totals.stages["main"].calls == 1 + 2 + 2 + 2 + 2
 
 
 def test_an_op_that_takes_and_makes_no_tensor_is_no_device_work() -> None:
@@ -385,8 +606,9 @@ def test_an_op_that_takes_and_makes_no_tensor_is_no_device_work() -> None:
 def test_distinct_ops_beyond_the_cap_are_counted_not_dropped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A program whose shapes never repeat: the first MAX_DISTINCT ops are listed whole, the
-    calls of the others counted by op name under recorded.unreplayable."""
+    """A program whose shapes never repeat: the first MAX_DISTINCT ops are `aten` shapes, the
+    calls of the others counted by stage and op name under recorded.totals.uncovered, and in
+    the stage's total."""
     import_or_skip("torch")
     from ncu_classify.record import device_ops
 
@@ -398,12 +620,22 @@ def test_distinct_ops_beyond_the_cap_are_counted_not_dropped(
     )
     out = tmp_path / "s.yaml"
     assert run(["record", "-o", str(out), "--", "python", str(script)]) == 0
-    recorded = load_shapes(out).recorded
-    assert recorded is not None and len(recorded.ops) == 3
+    loaded = load_shapes(out)
     # kept: ones([2, 2]) (2 calls), then ones([1]) and its neg; the 5 other sizes are not
-    assert sum(op.calls for op in recorded.ops) == 4
-    beyond = {k: v for k, v in recorded.unreplayable.items() if "beyond the 3" in k}
-    assert beyond == {
-        "aten.ones.default (a distinct call beyond the 3 recorded.ops keeps)": 5,
-        "aten.neg.default (a distinct call beyond the 3 recorded.ops keeps)": 5,
-    }
+    kept = [(s.name, s.args, s.calls) for s in loaded.stages["main"] if s.op == "aten"]  # type: ignore[union-attr]
+    one = {"tensor": {"shape": [1], "dtype": "float32", "strides": [1], "offset": 0}}
+    assert kept == [
+        ("aten.ones.default", [[2, 2]], 2),
+        ("aten.ones.default:2", [[1]], 1),
+        ("aten.neg.default:1:fp32", [one], 1),
+    ]
+    totals = loaded.recorded.totals  # type: ignore[union-attr]
+    assert totals is not None
+    beyond = [(u.stage, u.name, u.why, u.calls) for u in totals.uncovered]
+    assert beyond == [
+        ("main", "aten.neg.default (a distinct call beyond the 3 a recording keeps)",
+         "beyond the recording's cap", 5),
+        ("main", "aten.ones.default (a distinct call beyond the 3 a recording keeps)",
+         "beyond the recording's cap", 5),
+    ]  # fmt: skip
+    assert totals.stages["main"].calls == 1 + 4 + 10  # the linear, the kept ops, the others

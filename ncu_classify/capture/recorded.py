@@ -1,0 +1,97 @@
+"""What a recording says about the program it ran, beside its shapes: how it was recorded, the
+program's own device time per stage (kernel time measured by torch.profiler on a GPU, else
+call counts), and the calls no shape covers, with the reason. Capture hands the totals on in
+its manifest; classify sets them against the cards (coverage)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .aten import AtenShape
+from .ops import PositiveInt
+
+StageName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_]+$")]
+Micros = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Count = Annotated[int, Field(ge=0)]
+
+
+class StageTime(BaseModel):
+    """The program's device work in one stage per run: op calls, and with a GPU the kernels
+    they launched and those kernels' summed time."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    calls: Count
+    kernels: Count | None = None
+    kernel_us: Micros | None = None
+    copy_us: Micros | None = Field(
+        default=None, description="memory copies and sets: device time, but not kernels"
+    )
+
+
+class UncoveredCall(BaseModel):
+    """Device work of a stage that no shape stands for (an op the replay cannot trust, one the
+    recorder could not describe, kernels outside any op), with its time when measured."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    stage: str
+    name: str
+    why: str
+    calls: Count
+    kernels: Count | None = None
+    kernel_us: Micros | None = None
+
+
+class RecordedTotals(BaseModel):
+    """The program's device time per stage and what of it no shape covers. `basis` says how it
+    was measured: `kernel_time` (torch.profiler's CUPTI kernel durations) or `calls` (no GPU
+    at record time: op calls counted)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    basis: Literal["kernel_time", "calls"]
+    stages: dict[str, StageTime]
+    uncovered: list[UncoveredCall] = Field(default_factory=list)
+    setup_kernel_us: Micros | None = Field(
+        default=None, description="kernels of model building (initialisers, casts): not counted"
+    )
+
+
+class RecordedOp(BaseModel):
+    """One distinct device op as the first recordings of device ops listed it beside the
+    stages (`recorded.ops`); read as an `aten` shape of its stage (`ShapesFile.entries`)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    id: str
+    stage: StageName
+    op: str
+    args: list[Any]
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+    calls: PositiveInt
+    source: str = ""
+
+    def as_shape(self) -> AtenShape:
+        """The op as the shape a recording writes today (its id, less the stage, its name)."""
+        return AtenShape(
+            op="aten",
+            overload=self.op,
+            args=self.args,
+            kwargs=self.kwargs,
+            calls=self.calls,
+            source=self.source or None,
+            name=self.id.removeprefix(f"{self.stage}:"),
+        )
+
+
+class Recorded(BaseModel):
+    """How a shapes file was recorded (`ncu-classify record`), and what it could not keep."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    command: str
+    tool_version: str
+    torch: str
+    device: str
+    # older recordings: ops the replay could not take, name -> calls (no stage, no time)
+    unreplayable: dict[str, PositiveInt] = Field(default_factory=dict)
+    ops: list[RecordedOp] = Field(default_factory=list)  # older recordings' device ops
+    totals: RecordedTotals | None = None

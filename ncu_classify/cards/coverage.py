@@ -1,0 +1,42 @@
+"""How much of the recorded program the cards cover, per stage: the models a cards file
+carries (`coverage`). Coverage is reckoned against the program's own kernel time per stage
+(torch.profiler at record time) when the recording ran on a GPU, else against its op calls;
+what no card covers is listed with its time and the reason, largest first."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Micros = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class UncoveredWork(BaseModel):
+    """Device work of a stage no card stands for, with its time per inference if measured."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    why: str
+    calls: int = Field(ge=0)
+    real_us: Micros | None = Field(description="its kernel time per inference in the program")
+
+
+class StageCoverage(BaseModel):
+    """One stage of a recorded program set against its cards."""
+
+    model_config = ConfigDict(extra="forbid")
+    stage: str
+    basis: Literal["kernel_time", "calls"] = Field(
+        description="kernel_time: the program's kernel time (torch.profiler on the GPU at record"
+        " time); calls: op calls (recorded without a GPU)"
+    )
+    coverage_pct: float | None = Field(
+        description="share of the program's kernel time (or calls) that cards stand for"
+    )
+    real_us: Micros | None = Field(description="the program's kernel time in the stage, per run")
+    covered_real_us: Micros | None = Field(description="of it, in the shapes that have cards")
+    replayed_us: Micros | None = Field(description="those cards' summed kernel time x calls")
+    calls: int = Field(ge=0, description="the program's device-op calls in the stage")
+    covered_calls: int = Field(ge=0)
+    uncovered: list[UncoveredWork] = Field(description="what no card covers, largest first")

@@ -1,0 +1,182 @@
+"""The real program's kernel time per recorded call, measured while it is recorded.
+
+torch.profiler (CUPTI) runs around the program; the recorder marks each call it sees with a
+profiler range (`ncu_classify#N`). After the run every kernel is traced to the PyTorch op that
+launched it (CUPTI's external correlation id) and from there to the innermost mark open on that
+op's thread when it started; the recorder says what each mark stands for (a typed shape, a
+device op, model building, or nothing: then its parent's). Memory copies and sets are not
+kernels (ncu cannot profile them): their time is kept apart."""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+MARK = "ncu_classify#"
+
+
+@dataclass
+class KernelTime:
+    """Kernels and their summed duration (ns), and apart from them the device's memory copies
+    and sets (ncu profiles kernels only)."""
+
+    kernels: int = 0
+    ns: int = 0
+    copy_ns: int = 0
+    marks: int = 0  # marked calls it was summed over (where that is counted)
+
+    def add(self, ns: int, kernels: int = 1, copy: bool = False) -> None:
+        """One device event (`copy`: a memory copy or set), or a sum of kernels."""
+        if copy:
+            self.copy_ns += ns
+        else:
+            self.kernels += kernels
+            self.ns += ns
+
+    def merge(self, other: KernelTime) -> None:
+        self.kernels += other.kernels
+        self.ns += other.ns
+        self.copy_ns += other.copy_ns
+
+
+@dataclass
+class Mark:
+    """One marked call: the mark open around it (its parent) and what it stands for."""
+
+    parent: int | None
+    target: tuple[str, ...] | None = None  # None: its parent's
+
+
+@dataclass
+class KernelClock:
+    """Marks calls while torch.profiler runs (only when `enabled`: a CUDA device is there)."""
+
+    enabled: bool
+    marks: list[Mark] = field(default_factory=list)
+    _open: list[tuple[int, Any]] = field(default_factory=list)
+    _profiler: Any = None
+    events: list[Any] = field(default_factory=list)
+
+    def __enter__(self) -> KernelClock:
+        if self.enabled:
+            from torch.profiler import ProfilerActivity, profile
+
+            activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+            self._profiler = profile(activities=activities, acc_events=False)
+            self._profiler.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._profiler is not None:
+            torch.cuda.synchronize()
+            self._profiler.__exit__(None, None, None)
+            self.events = list(self._profiler.profiler.kineto_results.events())
+            self._profiler = None
+
+    def begin(self) -> int:
+        """Open a mark around the call about to run; -1 when not measuring."""
+        if self._profiler is None:
+            return -1
+        number = len(self.marks)
+        self.marks.append(Mark(self._open[-1][0] if self._open else None))
+        scope = torch._C._profiler._RecordFunctionFast(f"{MARK}{number}")
+        scope.__enter__()
+        self._open.append((number, scope))
+        return number
+
+    def end(self, number: int, target: tuple[str, ...] | None = None) -> None:
+        """Close mark `number`, saying what it stands for (None: whatever its parent does,
+        unless `aim` says so later)."""
+        if number < 0:
+            return
+        while self._open:  # (marks close in order; one left open by an exception closes too)
+            open_number, scope = self._open.pop()
+            scope.__exit__(None, None, None)
+            if open_number == number:
+                break
+        self.aim(number, target)
+
+    def aim(self, number: int, target: tuple[str, ...] | None) -> None:
+        """Say what a mark (closed or open) stands for."""
+        if number >= 0:
+            self.marks[number].target = target
+
+    def resolve(self, number: int | None) -> tuple[str, ...] | None:
+        """What a mark stands for, asking its parents when it says nothing."""
+        while number is not None:
+            mark = self.marks[number]
+            if mark.target is not None:
+                return mark.target
+            number = mark.parent
+        return None
+
+    def kernel_times(self) -> tuple[dict[int, KernelTime], KernelTime]:
+        """Kernel time per innermost mark, and the kernels launched outside any mark."""
+        return attribute(self.events)
+
+
+def attribute(events: Iterable[Any]) -> tuple[dict[int, KernelTime], KernelTime]:
+    """Kernel (and copy) time per innermost mark from a profiler's events, and the time of
+    those that fell outside every mark. A device event names, by correlation id, the PyTorch op
+    or range it was launched from (the innermost one: CUPTI's external correlation); that op's
+    start lies in the innermost mark open on its thread then."""
+    marks: dict[int, list[tuple[int, int, int]]] = {}  # thread -> (start, end, number)
+    frontend: dict[int, tuple[int, int]] = {}  # correlation id -> (thread, start) of an op
+    device: list[tuple[int, int, bool]] = []  # (linked correlation id, ns, is a copy)
+    for event in events:
+        name = event.name()
+        if event.device_type() == torch._C._autograd.DeviceType.CPU:
+            if name.startswith(MARK):
+                marks.setdefault(event.start_thread_id(), []).append(
+                    (event.start_ns(), event.end_ns(), int(name[len(MARK) :]))
+                )
+            if event.linked_correlation_id() == 0:
+                frontend[event.correlation_id()] = (event.start_thread_id(), event.start_ns())
+        elif not name.startswith(MARK) and not _annotation(event):
+            copy = name.startswith(("Memcpy", "Memset"))
+            device.append((event.linked_correlation_id(), event.duration_ns(), copy))
+    per_mark: dict[int, KernelTime] = {}
+    outside = KernelTime()
+    finders = {thread: InnermostMark(spans) for thread, spans in marks.items()}
+    for linked, ns, copy in device:
+        thread, start = frontend.get(linked, (None, 0))
+        finder = finders.get(thread) if thread is not None else None
+        number = finder.at(start) if finder is not None else None
+        time = outside if number is None else per_mark.setdefault(number, KernelTime())
+        time.add(ns, copy=copy)
+    return per_mark, outside
+
+
+def _annotation(event: Any) -> bool:
+    """A device-side copy of a profiler range (a user's `record_function`), not device work."""
+    flag = getattr(event, "is_user_annotation", None)
+    return bool(flag()) if flag is not None else False
+
+
+class InnermostMark:
+    """The innermost of properly nested spans that holds a moment (spans of one thread)."""
+
+    def __init__(self, spans: list[tuple[int, int, int]]) -> None:
+        self.spans = sorted(spans, key=lambda s: (s[0], -s[1]))
+        self.starts = [s[0] for s in self.spans]
+        self.parents: list[int] = []  # index of each span's enclosing span, -1 for none
+        stack: list[int] = []
+        for index, (_, end, _) in enumerate(self.spans):
+            while stack and self.spans[stack[-1]][1] < end:
+                stack.pop()
+            self.parents.append(stack[-1] if stack else -1)
+            stack.append(index)
+
+    def at(self, moment: int) -> int | None:
+        """The number of the innermost span that holds `moment`: the latest-starting span
+        before it, or the nearest of its enclosing spans that still holds it."""
+        index = bisect.bisect_right(self.starts, moment) - 1
+        while index >= 0:
+            if self.spans[index][1] >= moment:
+                return self.spans[index][2]
+            index = self.parents[index]
+        return None

@@ -1,0 +1,161 @@
+"""The recording's time ledger: each shape's real kernel time per call, the device work no
+shape covers (with its time and the reason), and the totals per stage, which are the sum of
+the two, so that coverage is reckoned against everything the program ran on the device
+(model building apart)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .timing import KernelClock, KernelTime
+
+if TYPE_CHECKING:
+    from .device_ops import DeviceOps
+
+OUTSIDE_STAGE = "(none)"  # kernels launched outside every call the recorder saw
+
+
+def measured(clock: KernelClock) -> dict[tuple[str, ...], KernelTime] | None:
+    """Kernel time per target (a typed shape, a device op, model building, uncovered work),
+    and the marks behind each target that launched kernels; None when nothing was measured."""
+    if not clock.enabled:
+        return None
+    per_mark, outside = clock.kernel_times()
+    times: dict[tuple[str, ...], KernelTime] = {}
+    for number, time in per_mark.items():
+        target = clock.resolve(number) or ("loose", OUTSIDE_STAGE)
+        total = times.setdefault(target, KernelTime())
+        total.merge(time)
+        total.marks += 1
+    if outside.kernels or outside.copy_ns:
+        times[("outside",)] = outside
+    return times
+
+
+def copy_time(
+    times: dict[tuple[str, ...], KernelTime] | None, stage_of: dict[tuple[str, ...], str]
+) -> dict[str, float]:
+    """Memory copies and sets per stage (us): device time ncu cannot profile, told apart."""
+    copies: dict[str, float] = {}
+    for target, time in (times or {}).items():
+        stage = stage_of.get(target) or (target[1] if target[0] in ("uncovered", "loose") else None)
+        if target[0] == "outside":
+            stage = OUTSIDE_STAGE
+        if stage is not None and time.copy_ns:
+            copies[stage] = copies.get(stage, 0.0) + time.copy_ns / 1000
+    return copies
+
+
+def per_call(time: KernelTime | None, calls: int, timed: bool) -> dict[str, float]:
+    """`real_us` and `real_kernels` per call of a shape, when the recording was timed."""
+    if not timed:
+        return {}
+    time = time or KernelTime()
+    return {
+        "real_us": round(time.ns / 1000 / calls, 4),
+        "real_kernels": round(time.kernels / calls, 4),
+    }
+
+
+def document_ops(
+    ops: DeviceOps, times: dict[tuple[str, ...], KernelTime] | None
+) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
+    """The device ops as `aten` shapes per stage, and those a replay would not reproduce (their
+    work depends on the values) as uncovered work. On a GPU an op that launched no kernel (a
+    copy to or from the host, an empty tensor) is no kernel work and is left out."""
+    from ..capture.aten import AtenShape
+
+    stages: dict[str, list[dict[str, Any]]] = {}
+    uncovered = []
+    for key, op in ops.device_work().items():
+        time = times.get(("op", key)) if times is not None else None
+        if times is not None and (time is None or time.kernels == 0):
+            continue
+        shape = {**ops.shape_of(op), **per_call(time, op.calls, times is not None)}
+        if op.why_not is None:
+            stages.setdefault(op.stage, []).append(shape)
+            continue
+        try:
+            name = AtenShape.model_validate({**shape, "calls": 1}, strict=False).readable()
+        except ValueError:
+            name = op.op
+        uncovered.append(uncovered_item(op.stage, name, op.why_not, op.calls, time, times))
+    return stages, uncovered
+
+
+def uncovered_item(
+    stage: str,
+    name: str,
+    why: str,
+    calls: int,
+    time: KernelTime | None,
+    times: dict[tuple[str, ...], KernelTime] | None,
+) -> dict[str, Any]:
+    """One line of uncovered work, with its kernels and time when the recording was timed."""
+    item: dict[str, Any] = {"stage": stage, "name": name, "why": why, "calls": calls}
+    if times is not None:
+        time = time or KernelTime()
+        item["kernels"] = time.kernels
+        item["kernel_us"] = round(time.ns / 1000, 3)
+    return item
+
+
+def loose_work(
+    failed: dict[tuple[str, str], int], times: dict[tuple[str, ...], KernelTime] | None
+) -> list[dict[str, Any]]:
+    """Uncovered work besides the ops: calls the recorder could not describe or keep (counted
+    by stage and name), and kernels launched outside every described op."""
+    items = []
+    for (stage, name), calls in failed.items():
+        time = None
+        if times is not None:
+            time = next((t for k, t in times.items() if k[:3] == ("uncovered", stage, name)), None)
+        why = "beyond the recording's cap" if "beyond the" in name else "not described"
+        items.append(uncovered_item(stage, name, why, calls, time, times))
+    for target, time in (times or {}).items():
+        if not time.kernels:
+            continue  # (copies alone are not kernel work: they are counted apart)
+        if target[0] == "loose":
+            why = "launched inside a torch call but outside any ATen op (an extension's kernel)"
+            name = "(kernels outside any ATen op)"
+            items.append(uncovered_item(target[1], name, why, time.marks, time, times))
+        elif target[0] == "outside":
+            why = "launched outside every call the recorder saw (another thread, a hook)"
+            name = "(kernels outside any recorded call)"
+            items.append(uncovered_item(OUTSIDE_STAGE, name, why, 0, time, times))
+    return items
+
+
+def stage_totals(
+    stages: dict[str, list[dict[str, Any]]],
+    uncovered: list[dict[str, Any]],
+    copies: dict[str, float] | None,
+) -> dict[str, dict[str, Any]]:
+    """Per stage: calls, and when timed (`copies` given) kernels and kernel time, summed over
+    its shapes (per call x calls) and its uncovered work: every kernel the program ran, counted
+    once; and the time of its memory copies and sets apart."""
+    timed = copies is not None
+    totals: dict[str, dict[str, Any]] = {}
+
+    def add(stage: str, calls: int, kernels: float, micros: float) -> None:
+        total = totals.setdefault(stage, {"calls": 0, "kernels": 0.0, "kernel_us": 0.0})
+        total["calls"] += calls
+        total["kernels"] += kernels
+        total["kernel_us"] += micros
+
+    for stage, shapes in stages.items():
+        for s in shapes:
+            calls = s["calls"]
+            add(stage, calls, (s.get("real_kernels") or 0) * calls, (s.get("real_us") or 0) * calls)
+    for item in uncovered:
+        add(item["stage"], item["calls"], item.get("kernels") or 0, item.get("kernel_us") or 0)
+    for stage in copies or {}:
+        add(stage, 0, 0, 0)
+    for stage, total in totals.items():
+        if timed:
+            total["kernels"] = round(total["kernels"])
+            total["kernel_us"] = round(total["kernel_us"], 3)
+            total["copy_us"] = round((copies or {}).get(stage, 0.0), 3)
+        else:
+            del total["kernels"], total["kernel_us"]
+    return totals

@@ -1,0 +1,114 @@
+"""The cards of a recorded program set against the program: per stage, the program's kernel time
+(or calls) from the recording's totals, the part whose shapes have cards, the cards' own
+replayed time, and what no card covers (work the recording could not turn into a shape, shapes
+whose capture failed, shapes not in this capture), largest first.
+
+Captures of one shapes file (the shards of a job array) are reckoned together."""
+
+from __future__ import annotations
+
+from ..capture.manifest import Manifest
+from ..capture.recorded import RecordedTotals
+from ..cards.coverage import StageCoverage, UncoveredWork
+from ..cards.fidelity import has_kernels
+from ..cards.model import Card
+
+# Work of a stage unaccounted for below this share is rounding, not missing shapes.
+REMAINDER_SHARE = 0.001
+
+
+def program_coverage(captures: list[tuple[Manifest, list[Card]]]) -> list[StageCoverage]:
+    """Coverage of every recorded program among the captures (one per shapes file), stages in
+    the order the recording lists them."""
+    by_file: dict[str, tuple[RecordedTotals, dict[str, Card]]] = {}
+    for manifest, cards in captures:
+        if manifest.recorded_totals is None:
+            continue
+        _, known = by_file.setdefault(manifest.shapes_sha256, (manifest.recorded_totals, {}))
+        known.update((card.group, card) for card in cards)
+    return [
+        stage_coverage(stage, totals, [c for c in cards.values() if c.stage == stage])
+        for totals, cards in by_file.values()
+        for stage in totals.stages
+    ]
+
+
+def stage_coverage(stage: str, totals: RecordedTotals, cards: list[Card]) -> StageCoverage:
+    """One stage: what its cards stand for and what they do not."""
+    timed = totals.basis == "kernel_time"
+    whole = totals.stages[stage]
+    covered = [card for card in cards if has_kernels(card)]
+    uncovered = [
+        UncoveredWork(
+            name=u.name,
+            why=u.why,
+            calls=u.calls,
+            real_us=u.kernel_us if timed else None,
+        )
+        for u in totals.uncovered
+        if u.stage == stage
+    ]
+    uncovered += [failed_shape(card, timed) for card in cards if not has_kernels(card)]
+    covered_us = sum((c.real_us or 0) * c.calls for c in covered) if timed else None
+    covered_calls = sum(c.calls for c in covered)
+    amount = whole.kernel_us if timed else whole.calls
+    uncovered += remainder(amount, covered_us, covered_calls, uncovered, timed)
+    uncovered.sort(key=lambda u: (-(u.real_us or 0), -u.calls, u.name))
+    part = covered_us if timed else covered_calls
+    pct = 100 * part / amount if amount and part is not None else None
+    return StageCoverage(
+        stage=stage,
+        basis=totals.basis,
+        coverage_pct=round(pct, 2) if pct is not None else None,
+        real_us=whole.kernel_us if timed else None,
+        covered_real_us=round(covered_us, 3) if covered_us is not None else None,
+        replayed_us=replayed(covered),
+        calls=whole.calls,
+        covered_calls=covered_calls,
+        uncovered=uncovered,
+    )
+
+
+def failed_shape(card: Card, timed: bool) -> UncoveredWork:
+    """A shape of the recording whose card holds no measurement, with the program's time."""
+    why = card.error or f"its card is {card.status}"
+    time = (card.real_us or 0) * card.calls if timed and card.real_us is not None else None
+    return UncoveredWork(name=card.group, why=f"no card: {why}", calls=card.calls, real_us=time)
+
+
+def remainder(
+    whole: float | None,
+    covered_us: float | None,
+    covered_calls: int,
+    uncovered: list[UncoveredWork],
+    timed: bool,
+) -> list[UncoveredWork]:
+    """The stage's work that neither a card nor a listed item accounts for: shapes of the
+    recording that are not in these captures (other shards, or removed from the file)."""
+    if not whole:
+        return []
+    if timed:
+        rest = whole - (covered_us or 0) - sum(u.real_us or 0 for u in uncovered)
+        calls = 0
+    else:
+        calls = int(whole - covered_calls - sum(u.calls for u in uncovered))
+        rest = float(calls)
+    if rest <= REMAINDER_SHARE * whole:
+        return []
+    return [
+        UncoveredWork(
+            name="(shapes not in these captures)",
+            why="in the recording but not captured here: another shard, or removed from the"
+            " shapes file",
+            calls=max(calls, 0),
+            real_us=round(rest, 3) if timed else None,
+        )
+    ]
+
+
+def replayed(cards: list[Card]) -> float | None:
+    """The cards' summed kernel time x calls (None when a card has no summed time)."""
+    times = [c.summed_kernel_us for c in cards]
+    if any(t is None for t in times):
+        return None
+    return round(sum((c.summed_kernel_us or 0) * c.calls for c in cards), 3)
