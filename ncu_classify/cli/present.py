@@ -24,6 +24,8 @@ if TYPE_CHECKING:
         "ncu-classify summary cards.json",
         "ncu-classify summary cards.json --by kernel",
         "ncu-classify summary cards.json --by shape --csv -o shapes.csv",
+        "ncu-classify summary cards.json --by coverage",
+        "ncu-classify summary cards.json --by fidelity --csv -o fidelity.csv",
     ),
 )
 def summary_command(
@@ -33,7 +35,9 @@ def summary_command(
         typer.Option(
             "--by",
             help="stage: card classes per stage; kernel: each kernel's own class per stage;"
-            " shape: one row per card",
+            " shape: one row per card; coverage: the recorded program's kernel time per stage"
+            " the cards cover, and what they do not; fidelity: each timed card's replay against"
+            " the program's own time (the table: those more than 10 % off; CSV: all)",
         ),
     ] = "stage",
     csv: Annotated[bool, typer.Option("--csv", help="CSV instead of a table")] = False,
@@ -42,13 +46,15 @@ def summary_command(
         typer.Option("-o", "--output", help="write to this file instead (.parquet: Parquet)"),
     ] = None,
 ) -> None:
-    """Per-stage counts of primary classes and their share of summed kernel time, or per-shape
-    verdicts with the reason of every failed shape."""
-    from ..present.summary import summarize, summary_csv, summary_parquet
+    """Per-stage counts of primary classes and their share of summed kernel time, per-shape
+    verdicts with the reason of every failed shape, the recorded program's coverage, or replay
+    fidelity; a table for people ends with what share of the program's kernel time it covers."""
+    from ..present.summary import SUMMARY_VIEWS, summarize, summary_csv, summary_parquet
 
-    if by not in ("stage", "kernel", "shape"):
-        raise usage(UsageError(f"--by {by!r}: expected stage, kernel or shape"))
-    grouping: SummaryBy = by  # type: ignore[assignment]  # checked just above
+    if by not in SUMMARY_VIEWS:
+        expected = ", ".join(SUMMARY_VIEWS[:-1]) + f" or {SUMMARY_VIEWS[-1]}"
+        raise usage(UsageError(f"--by {by!r}: expected {expected}"))
+    grouping: SummaryBy = by  # narrowed by the check just above
     with errors():
         target = check_output(output, [cards_file]) if output is not None else None
         check_inputs([cards_file])

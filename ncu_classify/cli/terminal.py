@@ -136,23 +136,17 @@ def read_progress() -> Iterator[Callable[[int, int], None] | None]:
 
 def summary_table(cards: CardFile, by: SummaryBy = "stage") -> Table:
     """The summary as a rich table; every cell is plain text (a stage named `[b]` stays so)."""
-    from ..present.summary import summarize, summary_cells
+    from ..present.summary import NUMERIC, TITLES, rows_for_people, summary_cells
 
-    names, cells = summary_cells(summarize(cards, by), by, for_people=True)
+    names, cells = summary_cells(rows_for_people(cards, by), by, for_people=True)
     keep = [i for i, name in enumerate(names) if not _says_nothing(name, i, names, cells)]
     names, cells = [names[i] for i in keep], [[row[i] for i in keep] for row in cells]
-    title = {
-        "stage": "primary class per stage (share of the stage's kernel time per inference)",
-        "kernel": "kernel class per stage (each kernel under its own class; share of the"
-        " stage's kernel time per inference)",
-        "shape": "verdict per shape",
-    }[by]
-    table = Table(title=title)
+    table = Table(title=TITLES[by])
     # per stage, a row names the stage and its classes follow: a stage column would fold the
     # stage names at 80 columns; class names and figures are never cut
     grouped = by != "shape" and names[0] == "stage"
     for name in names[1:] if grouped else names:
-        numeric = name in ("cards", "kernels", "calls", "kernel_us", "share_of_stage", "untimed")
+        numeric = name in NUMERIC
         table.add_column(  # headers a word a line, so that figures need not be cut
             name.replace("_", "\n") if numeric else name.replace("_", " "),
             justify="right" if numeric else "left",
@@ -163,7 +157,8 @@ def summary_table(cards: CardFile, by: SummaryBy = "stage") -> Table:
     for texts in cells:
         if grouped and texts[0] != stage:
             stage = texts[0]
-            table.add_row(Text(printable(f"[{stage}]"), style="bold", overflow="fold"))
+            if stage != "-":  # no stage: coverage unknown for the whole file
+                table.add_row(Text(printable(f"[{stage}]"), style="bold", overflow="fold"))
         table.add_row(*(Text(printable(t)) for t in (texts[1:] if grouped else texts)))
     return table
 
@@ -174,7 +169,7 @@ def _says_nothing(name: str, index: int, names: list[str], cells: list[list[str]
     class is there: classified or unresolved; none: the class column shows the status), no
     problem."""
     column = [row[index] for row in cells]
-    if name == "calls":
+    if name == "calls" and "cards" in names:
         return column == [row[names.index("cards")] for row in cells]
     if name == "untimed":
         return all(value == "0" for value in column)
@@ -186,13 +181,18 @@ def _says_nothing(name: str, index: int, names: list[str], cells: list[list[str]
 
 
 def print_summary(cards: CardFile, console: Console, by: SummaryBy = "stage") -> None:
+    """The summary table, then the lines on what share of the program it covers."""
+    from ..present.summary import summary_notes
+
     console.print(summary_table(cards, by))
+    for line in summary_notes(cards, by):
+        console.print(Text(one_line(line)), soft_wrap=True)  # text, never markup
 
 
 def summary_table_text(cards: CardFile, by: SummaryBy) -> str:
-    """The summary table as plain text, for -o without --csv."""
+    """The summary table and its coverage lines as plain text, for -o without --csv."""
     buffer = io.StringIO()
-    Console(file=buffer, width=200, color_system=None).print(summary_table(cards, by))
+    print_summary(cards, Console(file=buffer, width=200, color_system=None), by)
     return buffer.getvalue()
 
 

@@ -5,22 +5,26 @@ carries its unit (`dur_us`, `grid_blocks`, `peak_dram_bytes_per_cycle`), ready t
     kernels = ncu_classify.load_cards("cards.json", level="kernel")
 
 A missing value is NaN (None for text), never 0. Column order is fixed, rows keep the file's
-order, so the CSV and Parquet forms are deterministic.
+order, so the CSV and Parquet forms are deterministic. `level="coverage"` gives the recorded
+program's coverage instead: the rows of `summary --by coverage`.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
 
+from ..cards.fidelity import fidelity
 from ..cards.model import Card, CardFile, KernelCard
 from ..cards.rollup import named_dominant
 from ..core.metrics import CATALOG
+from .coverage import CoverageRow, coverage_rows
 
-Level = Literal["card", "kernel"]
+Level = Literal["card", "kernel", "coverage"]
 # unit -> the suffix a column name gets unless the key already says it
 _SUFFIX = {
     "%": "pct",
@@ -62,8 +66,9 @@ METRIC_COLUMNS = {spec.key: column_name(spec.key, spec.card_unit) for spec in CA
 
 def load_cards(path: str | Path, level: Level = "card") -> pd.DataFrame:
     """A cards file (ours or legacy) as a DataFrame: one row per card (its dominant kernel's
-    figures) or per kernel (with its card's stage, group and class). A file that cannot be
-    read raises `ncu_classify.CardsError` (one line naming the file and field)."""
+    figures), per kernel (with its card's stage, group and class), or per recorded stage and
+    piece of work no card covers (coverage). A file that cannot be read raises
+    `ncu_classify.CardsError` (one line naming the file and field)."""
     from ..cards.files import load_card_file
 
     return cards_frame(load_card_file(Path(path)), level)
@@ -71,8 +76,10 @@ def load_cards(path: str | Path, level: Level = "card") -> pd.DataFrame:
 
 def cards_frame(cards: CardFile, level: Level = "card") -> pd.DataFrame:
     """`load_cards` for a CardFile already in memory."""
-    if level not in ("card", "kernel"):
-        raise ValueError(f"level must be 'card' or 'kernel', not {level!r}")
+    if level not in ("card", "kernel", "coverage"):
+        raise ValueError(f"level must be 'card', 'kernel' or 'coverage', not {level!r}")
+    if level == "coverage":
+        return coverage_frame(cards)
     if level == "kernel":
         rows = [_kernel_row(card, kernel) for card in cards.cards for kernel in card.kernels]
     else:
@@ -82,8 +89,20 @@ def cards_frame(cards: CardFile, level: Level = "card") -> pd.DataFrame:
     return frame
 
 
+def coverage_frame(cards: CardFile) -> pd.DataFrame:
+    """The rows of `summary --by coverage` (a stage's own row has item `(stage)`); calls as
+    nullable integers, times and shares as floats, NaN/NA where unknown."""
+    names = [f.name for f in dataclass_fields(CoverageRow)]
+    rows = [[getattr(row, name) for name in names] for row in coverage_rows(cards)]
+    kinds = {"stage": object, "item": object, "why": object, "basis": object}
+    dtypes = {n: kinds.get(n, "Int64" if n.endswith("calls") else "float64") for n in names}
+    frame: pd.DataFrame = pd.DataFrame(rows, columns=names).astype(dtypes)
+    return frame
+
+
 def _card_fields(card: Card) -> dict[str, Any]:
     roof = card.roofline
+    measured = fidelity(card)
     return {
         "stage": card.stage,
         "group": card.group,
@@ -101,6 +120,9 @@ def _card_fields(card: Card) -> dict[str, Any]:
         "mfu_max_clock_pct": roof.mfu_max_clock_pct if roof else None,
         "useful_over_executed_ratio": roof.useful_over_executed if roof else None,
         "calls": card.calls,
+        "real_us": card.real_us,
+        "real_kernels": card.real_kernels,
+        "fidelity_ratio": measured.ratio if measured else None,
     }
 
 
@@ -162,6 +184,9 @@ CARD_COLUMNS = [
     "mfu_max_clock_pct",
     "useful_over_executed_ratio",
     "calls",
+    "real_us",  # the program's kernel time per call (recorded on a GPU)
+    "real_kernels",
+    "fidelity_ratio",  # summed_kernel_us / real_us
 ]
 CARD_TEXT = CARD_COLUMNS[:7]  # stage .. gpu: the text columns of a card
 KERNEL_TEXT = ("kernel", "classification", "margin_metric", "hot_sm_unit", "hot_memory_unit")

@@ -1,7 +1,9 @@
 """Summaries of a CardFile: per stage (cards per class and their share of kernel time), per
 stage by each kernel's own class (a card's transposes and bias add under their own class, not
-under its dominant kernel's), or per shape (one row per card, with why a failed or incomplete
-card has no class)."""
+under its dominant kernel's), per shape (one row per card, with why a failed or incomplete
+card has no class), the recorded program's coverage per stage with what no card covers, or
+each timed card's replay against the program's own time (fidelity). Every view for people ends
+with the coverage lines (`summary_notes`)."""
 
 from __future__ import annotations
 
@@ -10,9 +12,18 @@ from typing import Literal, overload
 
 from ..cards.model import Card, CardFile
 from ..cards.rollup import KernelClassRow, SummaryRow, by_kernel_class, by_stage, card_class
+from .coverage import (
+    CoverageRow,
+    FidelityRow,
+    coverage_lines,
+    coverage_rows,
+    fidelity_line,
+    fidelity_rows,
+)
 from .tables import csv_text
 
-SummaryBy = Literal["stage", "kernel", "shape"]
+SummaryBy = Literal["stage", "kernel", "shape", "coverage", "fidelity"]
+SUMMARY_VIEWS: tuple[SummaryBy, ...] = ("stage", "kernel", "shape", "coverage", "fidelity")
 
 
 @dataclass(frozen=True)
@@ -28,12 +39,33 @@ class ShapeRow:
     problem: str | None  # error of a failed card, notes of an incomplete one
 
 
-Rows = list[SummaryRow] | list[KernelClassRow] | list[ShapeRow]
+Rows = (
+    list[SummaryRow] | list[KernelClassRow] | list[ShapeRow] | list[CoverageRow] | list[FidelityRow]
+)
 COLUMNS: dict[SummaryBy, list[str]] = {
     "stage": [f.name for f in fields(SummaryRow)],
     "kernel": [f.name for f in fields(KernelClassRow)],
     "shape": [f.name for f in fields(ShapeRow)],
+    "coverage": [f.name for f in fields(CoverageRow)],
+    "fidelity": [f.name for f in fields(FidelityRow)],
 }
+PEOPLE_COLUMNS: dict[SummaryBy, list[str]] = {
+    "coverage": ["stage", "item", "coverage_pct", "calls", "real_us", "replayed_us", "why"],
+}
+TITLES: dict[SummaryBy, str] = {
+    "stage": "primary class per stage (share of the stage's kernel time per inference)",
+    "kernel": "kernel class per stage (each kernel under its own class; share of the"
+    " stage's kernel time per inference)",
+    "shape": "verdict per shape",
+    "coverage": "coverage of the recorded program per stage (program's kernel us per run,"
+    " replayed us), and what no card covers",
+    "fidelity": "replays more than 10 % away from the program's own time per call (us per"
+    " call; difference per inference)",
+}
+NUMERIC = frozenset(
+    {"cards", "kernels", "calls", "kernel_us", "share_of_stage", "untimed", "coverage_pct"}
+    | {"covered_calls", "real_us", "covered_real_us", "replayed_us", "ratio", "difference_us"}
+)
 
 
 @overload
@@ -42,11 +74,22 @@ def summarize(cards: CardFile, by: Literal["stage"] = ...) -> list[SummaryRow]: 
 def summarize(cards: CardFile, by: Literal["kernel"]) -> list[KernelClassRow]: ...
 @overload
 def summarize(cards: CardFile, by: Literal["shape"]) -> list[ShapeRow]: ...
+@overload
+def summarize(cards: CardFile, by: Literal["coverage"]) -> list[CoverageRow]: ...
+@overload
+def summarize(cards: CardFile, by: Literal["fidelity"]) -> list[FidelityRow]: ...
+@overload
+def summarize(cards: CardFile, by: SummaryBy) -> Rows: ...
 def summarize(cards: CardFile, by: SummaryBy = "stage") -> Rows:
     """Rows per stage and card class or kernel class (stages in `stage_order`, most time
-    first) or per card (in the file's order)."""
+    first), per card (in the file's order), per recorded stage and uncovered item (coverage),
+    or per timed card (fidelity: all of them, the largest difference per inference first)."""
     if by == "shape":
         return [shape_row(card) for card in cards.cards]
+    if by == "coverage":
+        return coverage_rows(cards)
+    if by == "fidelity":
+        return fidelity_rows(cards)
     if by == "kernel":
         return by_kernel_class(cards.cards)
     return by_stage(cards.cards)
@@ -68,20 +111,37 @@ def shape_row(card: Card) -> ShapeRow:
     )
 
 
+def rows_for_people(cards: CardFile, by: SummaryBy = "stage") -> Rows:
+    """The rows a table for people shows: those of `summarize`, but for fidelity only the
+    cards more than 10 % away from the program (the CSV lists every timed card)."""
+    if by == "fidelity":
+        return fidelity_rows(cards, off_only=True)
+    return summarize(cards, by)
+
+
+def summary_notes(cards: CardFile, by: SummaryBy = "stage") -> list[str]:
+    """The lines a summary for people prints after its table (plain text, not yet escaped):
+    for fidelity how many cards are off, then the coverage of every stage (or that it is
+    unknown)."""
+    return ([fidelity_line(cards)] if by == "fidelity" else []) + coverage_lines(cards)
+
+
 def summary_cells(
     rows: Rows, by: SummaryBy = "stage", for_people: bool = False
 ) -> tuple[list[str], list[list[str]]]:
     """Column names and text cells of `summarize(cards, by)` rows (None is empty text); for
-    people, shares are percentages and times have thousands separators."""
-    names = COLUMNS[by]
+    people, shares are percentages, times have thousands separators, and the coverage table
+    leaves out what its lines say (basis, covered calls and time)."""
+    names = PEOPLE_COLUMNS.get(by, COLUMNS[by]) if for_people else COLUMNS[by]
     text = _display if for_people else _text
     return names, [[text(getattr(row, name), name) for name in names] for row in rows]
 
 
 def summary_csv(rows: Rows, by: SummaryBy = "stage") -> str:
-    """CSV text, header line first, of `summarize(cards, by)` rows; commas are quoted."""
-    names, cells = summary_cells(rows, by)
-    return csv_text(names, cells)
+    """CSV text, header line first, of `summarize(cards, by)` rows; commas are quoted, numbers
+    stay numbers (a negative one is no formula)."""
+    names = COLUMNS[by]
+    return csv_text(names, [[_csv_value(getattr(row, n), n) for n in names] for row in rows])
 
 
 def _display(value: object, name: str) -> str:
@@ -89,9 +149,19 @@ def _display(value: object, name: str) -> str:
         return "-"
     if name == "share_of_stage" and isinstance(value, float):
         return f"{100 * value:.1f}%"
-    if name == "kernel_us" and isinstance(value, float):
+    if name.endswith("_us") and isinstance(value, float):
         return f"{value:,.1f}"
+    if name == "coverage_pct" and isinstance(value, float):
+        return f"{value:.1f}%"
+    if name == "ratio" and isinstance(value, float):
+        return f"{value:.3f}"
     return str(value)
+
+
+def _csv_value(value: object, name: str) -> object:
+    if name == "share_of_stage" and isinstance(value, float):
+        return f"{value:.4f}"
+    return value
 
 
 def _text(value: object, name: str) -> str:

@@ -75,6 +75,7 @@ def test_summary_by_kernel_as_csv(capsys: pytest.CaptureFixture[str]) -> None:
     assert len(lines) == 1 + 12
 
 
-def test_a_bad_grouping_names_the_three(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_bad_grouping_names_the_views(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["summary", str(WORKLOAD), "--by", "kernels"]) == 2
-    assert "--by 'kernels': expected stage, kernel or shape" in capsys.readouterr().err
+    expected = "--by 'kernels': expected stage, kernel, shape, coverage or fidelity"
+    assert expected in capsys.readouterr().err

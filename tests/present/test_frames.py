@@ -103,7 +103,7 @@ def test_classify_summary_and_diff_write_csv_and_parquet(
 
 
 def test_load_cards_refuses_an_unknown_level_and_names_bad_files(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="level must be 'card' or 'kernel'"):
+    with pytest.raises(ValueError, match="level must be 'card', 'kernel' or 'coverage'"):
         ncu_classify.load_cards(CARDS, level="bogus")  # type: ignore[arg-type]
     broken = tmp_path / "broken.json"
     broken.write_text('{"cards": 3')

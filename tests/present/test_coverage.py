@@ -1,0 +1,212 @@
+"""Coverage and replay fidelity in every view (summary lines and tables, CSV/Parquet, the
+DataFrames), on the real H200 recording of the Wan 2.1 14B DiT
+step + VAE decode at 480x832 (fixtures/record_h200_wan14b), and the sentence every view says for
+cards that were not made from a recorded program (the smoke capture)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import ROOT
+
+import ncu_classify
+from ncu_classify.cards.coverage import StageCoverage, UncoveredWork
+from ncu_classify.cards.fidelity import slow_or_fast
+from ncu_classify.cards.files import load_card_file, write_card_file
+from ncu_classify.cards.model import CardFile
+from ncu_classify.cli.entry import run
+from ncu_classify.present.coverage import (
+    coverage_lines,
+    fidelity_line,
+    fidelity_rows,
+    stage_line,
+)
+from ncu_classify.present.frames import cards_frame
+from ncu_classify.present.summary import summarize, summary_csv
+from ncu_classify.verdicts.classify import classify
+from ncu_classify.verdicts.rules import LoadedRules
+
+RECORDING = ROOT / "fixtures" / "record_h200_wan14b"
+UNKNOWN = (
+    "coverage: unknown: these cards were not made from a recorded program (ncu-classify record)"
+)
+KERNEL_TIME = "of the program's kernel time (torch.profiler at record)"
+WAN_LINES = [
+    f"coverage dit: 100.0 % of 258.8 ms {KERNEL_TIME}; replayed 258.1 ms; not covered: nothing",
+    f"coverage output: 100.0 % of 0.189 ms {KERNEL_TIME}; replayed 0.187 ms; not covered:"
+    " (kernels outside any ATen op) 0 ms (1 call)",
+    f"coverage vae: 100.0 % of 310.2 ms {KERNEL_TIME}; replayed 306.6 ms; not covered: nothing",
+]
+OUTSIDE = "(kernels outside any ATen op)"
+OUTSIDE_WHY = "launched inside a torch call but outside any ATen op (an extension's kernel)"
+NORM = "vae:aten.linalg_vector_norm.default:1x384x1x60x104:fp32"
+NORM_NOTE = (
+    "its 9.2 MiB fit in L2: the program may find them warm, ncu flushes caches before each"
+    " replay pass"
+)
+VIEWS = ("stage", "kernel", "shape", "coverage", "fidelity")
+
+
+@pytest.fixture(scope="module")
+def wan(rules: LoadedRules) -> CardFile:
+    """The cards of the real 14B recording, with their coverage."""
+    return classify([RECORDING], rules, jobs=2)
+
+
+@pytest.fixture(scope="module")
+def wan_file(wan: CardFile, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same cards written to a file, as the CLI reads them."""
+    path = tmp_path_factory.mktemp("wan") / "cards.json"
+    write_card_file(path, wan)
+    return path
+
+
+def test_coverage_rows_of_the_wan_recording(wan: CardFile) -> None:
+    assert summary_csv(summarize(wan, "coverage"), "coverage").splitlines() == [
+        "stage,item,why,basis,coverage_pct,calls,covered_calls,real_us,covered_real_us,replayed_us",
+        "dit,(stage),,kernel_time,100.0,2433,2433,258807.187,258807.187,258146.976",
+        "output,(stage),,kernel_time,100.0,12,11,188.606,188.606,186.688",
+        f"output,{OUTSIDE},{OUTSIDE_WHY},kernel_time,,1,,0.0,,",
+        "vae,(stage),,kernel_time,100.0,1008,1008,310199.936,310199.936,306613.696",
+    ]
+    assert [(s.stage, s.real_us, s.replayed_us) for s in wan.coverage] == [
+        ("dit", 258807.187, 258146.976),
+        ("output", 188.606, 186.688),
+        ("vae", 310199.936, 306613.696),
+    ]
+
+
+def test_summary_lines_say_the_share_of_the_program_per_stage(wan: CardFile) -> None:
+    assert coverage_lines(wan) == WAN_LINES
+
+
+def test_a_stage_recorded_without_a_gpu_is_counted_by_calls() -> None:
+    stage = StageCoverage(
+        stage="vae",
+        basis="calls",
+        coverage_pct=97.5,
+        real_us=None,
+        covered_real_us=None,
+        replayed_us=1234.5,
+        calls=1200,
+        covered_calls=1170,
+        uncovered=[
+            UncoveredWork(name=f"aten.op{i}", why="not replayable", calls=10 - i, real_us=None)
+            for i in range(5)
+        ],
+    )
+    assert stage_line(stage) == (
+        "coverage vae: 97.5 % of 1,200 device-op calls (recorded without a GPU: by calls);"
+        " replayed 1.23 ms; not covered: aten.op0 (10 calls), aten.op1 (9 calls),"
+        " aten.op2 (8 calls), and 2 more"
+    )
+
+
+def test_cards_without_coverage_say_it_is_unknown(smoke_cards: CardFile) -> None:
+    assert coverage_lines(smoke_cards) == [UNKNOWN]
+    assert summary_csv(summarize(smoke_cards, "coverage"), "coverage").splitlines()[1:] == [
+        ",(coverage unknown),these cards were not made from a recorded program"
+        " (ncu-classify record),,,,,,,"
+    ]
+    assert fidelity_line(smoke_cards).startswith("fidelity: unknown: no card carries")
+    assert summarize(smoke_cards, "fidelity") == []
+
+
+def test_stages_of_cards_from_no_recording_are_named_unknown(
+    wan: CardFile, smoke_cards: CardFile
+) -> None:
+    both = wan.model_copy(update={"cards": [*wan.cards, *smoke_cards.cards]})
+    assert coverage_lines(both) == [
+        *WAN_LINES,
+        "coverage attention: unknown: its cards were not made from a recorded program"
+        " (ncu-classify record)",
+    ]
+    rows = summarize(both, "coverage")
+    assert [(r.stage, r.item) for r in rows][-1] == ("attention", "(coverage unknown)")
+
+
+def test_fidelity_rows_by_impact(wan: CardFile) -> None:
+    every = fidelity_rows(wan)
+    off = fidelity_rows(wan, off_only=True)
+    assert (len(every), len(off)) == (253, 79)
+    assert [r.group for r in off] == [f.group for f in slow_or_fast(wan.cards)]
+    top = off[0]
+    assert (top.group, top.stage, top.calls) == (NORM, "vae", 30)
+    assert (top.real_us, top.replayed_us, top.ratio, top.difference_us) == (
+        10.2868,
+        16.672,
+        1.6207,
+        191.556,
+    )
+    assert top.note == NORM_NOTE
+    [card] = [c for c in wan.cards if c.group == NORM]
+    assert (card.real_us, card.summed_kernel_us, card.calls) == (10.2868, 16.672, 30)
+    assert every[0].group == "dit:linear:M4680_N5120_K5120:bf16:bias"  # within 10 %, largest
+    assert (every[0].difference_us, every[0].note) == (1124.424, None)
+    assert fidelity_line(wan) == (
+        "fidelity: 79 of 253 timed cards replay more than 10 % away from the program's own"
+        " time per call; the largest difference per inference first"
+    )
+
+
+def test_fidelity_csv_lists_every_timed_card(wan: CardFile) -> None:
+    lines = summary_csv(summarize(wan, "fidelity"), "fidelity").splitlines()
+    assert len(lines) == 254
+    assert lines[0] == "group,stage,calls,real_us,replayed_us,ratio,difference_us,note"
+    assert (
+        lines[1]
+        == "dit:linear:M4680_N5120_K5120:bf16:bias,dit,240,298.2269,302.912,1.0157,1124.424,"
+    )
+    assert lines[2].endswith(",12,6900.5238,6833.696,0.9903,-801.934,")  # a number, not '-...
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_every_text_summary_ends_with_the_coverage(
+    view: str, wan_file: Path, smoke_cards: CardFile, tmp_path: Path
+) -> None:
+    text = tmp_path / "summary.txt"
+    assert run(["summary", str(wan_file), "--by", view, "-o", str(text)]) == 0
+    lines = text.read_text().splitlines()
+    assert lines[-3:] == WAN_LINES
+    if view == "fidelity":
+        assert lines[-4] == fidelity_line(load(wan_file))
+        assert NORM in text.read_text()
+    smoke = tmp_path / "smoke.json"
+    write_card_file(smoke, smoke_cards)
+    assert run(["summary", str(smoke), "--by", view, "-o", str(text)]) == 0
+    assert text.read_text().splitlines()[-1] == UNKNOWN
+
+
+def load(path: Path) -> CardFile:
+    """A cards file read back."""
+    return load_card_file(path)
+
+
+def test_coverage_table_as_csv_and_parquet_and_frame(wan_file: Path, tmp_path: Path) -> None:
+    frame = ncu_classify.load_cards(wan_file, level="coverage")
+    assert frame["item"].tolist() == ["(stage)", "(stage)", OUTSIDE, "(stage)"]
+    assert frame["real_us"].tolist() == [258807.187, 188.606, 0.0, 310199.936]
+    assert frame["covered_calls"].isna().tolist() == [False, False, True, False]
+    assert str(frame["calls"].dtype) == "Int64" and math.isnan(frame["coverage_pct"][2])
+    parquet = tmp_path / "coverage.parquet"
+    assert run(["summary", str(wan_file), "--by", "coverage", "-o", str(parquet)]) == 0
+    back = pd.read_parquet(parquet)
+    assert back["item"].tolist() == frame["item"].tolist()
+    assert back["replayed_us"].tolist()[:2] == [258146.976, 186.688]
+    csv = tmp_path / "coverage.csv"
+    assert run(["summary", str(wan_file), "--by", "coverage", "-o", str(csv)]) == 0
+    assert csv.read_text() == summary_csv(summarize(load(wan_file), "coverage"), "coverage")
+
+
+def test_card_frame_carries_the_program_time_and_fidelity(
+    wan_file: Path, smoke_cards: CardFile
+) -> None:
+    cards = ncu_classify.load_cards(wan_file).set_index("group")
+    row = cards.loc[NORM]
+    assert (row["real_us"], row["real_kernels"], row["fidelity_ratio"]) == (10.2868, 1.0, 1.6207)
+    assert cards["real_us"].notna().all() and len(cards) == 253
+    smoke = cards_frame(smoke_cards)
+    assert smoke[["real_us", "real_kernels", "fidelity_ratio"]].isna().all().all()
