@@ -16,6 +16,7 @@ from ..cards.model import SCOPE, CardFile
 from ..cards.rollup import KernelClassRow, SummaryRow
 from ..core.errors import UsageError
 from ..core.text import md_code, md_text, printable
+from .coverage import BASIS_SHORT, millis
 from .page_chart import DASHES, build_chart
 from .page_view import FileView, ReportView, build_view
 
@@ -73,6 +74,11 @@ def _fmt(value: float | None, spec: str) -> str:
     return spec.format(value)
 
 
+def _ms(us: float | None) -> str:
+    """Microseconds as a milliseconds figure without its unit (`258.8`, `0.189`); `-` if None."""
+    return "-" if us is None else millis(us).removesuffix(" ms")
+
+
 def _num(value: float | None) -> str:
     return "" if value is None else repr(float(value))
 
@@ -106,6 +112,8 @@ def report_html(files: list[tuple[str, CardFile]], title: str) -> str:
         "fmt": _fmt,
         "num": _num,
         "inference_us": _inference_us,
+        "ms": _ms,
+        "basis": BASIS_SHORT,
     }
     return environment.get_template("report.html.j2").render(context)
 
@@ -125,6 +133,8 @@ def report_markdown(files: list[tuple[str, CardFile]], title: str) -> str:
             )
         )
         lines += [f"  - **warning**: {md_text(w)}" for w in f.warnings]
+    lines += _coverage_markdown(view)
+    lines += _fidelity_markdown(view)
     lines += _time_table(
         view,
         "### Time per stage and class",
@@ -164,6 +174,75 @@ def _time_table(
                 f"| {MARKER_NAMES[f.marker]} {md_code(f.label)} | {md_text(row.stage)} |"
                 f" {middle} | {row.kernel_us:,.1f}{untimed} | {share} |"
             )
+    return lines
+
+
+def _coverage_markdown(view: ReportView) -> list[str]:
+    """The Coverage section in Markdown: per stage, then what no card covers (at most 20 per
+    file, largest first), or per file the sentence saying coverage is unknown."""
+    lines = ["", "### Coverage of the recorded program", ""]
+    known = [f for f in view.files if not f.coverage.unknown]
+    lines += [
+        f"- {MARKER_NAMES[f.marker]} {md_code(f.label)}: {md_text(str(f.coverage.unknown))}"
+        for f in view.files
+        if f.coverage.unknown
+    ]
+    if not known:
+        return lines
+    lines += [
+        *([""] if len(known) < len(view.files) else []),
+        "| file | stage | measured by | program ms | covered | replayed ms |",
+        "|---|---|---|---:|---:|---:|",
+    ]
+    for f in known:
+        for s in f.coverage.stages:
+            share = "-" if s.coverage_pct is None else f"{s.coverage_pct:.1f} %"
+            lines.append(
+                f"| {MARKER_NAMES[f.marker]} {md_code(f.label)} | {md_text(s.stage)} |"
+                f" {BASIS_SHORT[s.basis]} | {_ms(s.real_us)} | {share} | {_ms(s.replayed_us)} |"
+            )
+    for f in known:
+        lines += [f"- {md_text(line)}" for line in f.coverage.unknown_stages]
+    items = [(f, stage, u) for f in known for stage, u in f.coverage.uncovered]
+    lines += ["", "Not covered, largest first:", ""] if items else ["", "Nothing uncovered."]
+    if items:
+        lines += ["| file | stage | not covered | why | calls | program ms |"]
+        lines += ["|---|---|---|---|---:|---:|"]
+    for f, stage, u in items:
+        lines.append(
+            f"| {MARKER_NAMES[f.marker]} {md_code(f.label)} | {md_text(stage)} |"
+            f" {md_code(u.name)} | {md_text(u.why)} | {u.calls:,} | {_ms(u.real_us)} |"
+        )
+    lines += [
+        f"\n{MARKER_NAMES[f.marker]} {md_code(f.label)}: and {f.coverage.more_uncovered} more"
+        for f in known
+        if f.coverage.more_uncovered
+    ]
+    return lines
+
+
+def _fidelity_markdown(view: ReportView) -> list[str]:
+    """The Replay fidelity section in Markdown: per file how many timed cards replay more than
+    10 % away from the program, and those (at most 20, largest difference first)."""
+    lines = ["", "### Replay fidelity", ""]
+    for f in view.files:
+        lines.append(
+            f"- {MARKER_NAMES[f.marker]} {md_code(f.label)}: {md_text(f.coverage.fidelity_line)}"
+        )
+    rows = [(f, r) for f in view.files for r in f.coverage.fidelity]
+    if rows:
+        lines += ["", "| file | shape | calls | program us | replayed us | ratio | likely cause |"]
+        lines += ["|---|---|---:|---:|---:|---:|---|"]
+    for f, r in rows:
+        lines.append(
+            f"| {MARKER_NAMES[f.marker]} {md_code(f.label)} | {md_code(r.group)} | {r.calls} |"
+            f" {r.real_us:,.1f} | {r.replayed_us:,.1f} | {r.ratio:.3f} | {md_text(r.note or '')} |"
+        )
+    lines += [
+        f"\n{MARKER_NAMES[f.marker]} {md_code(f.label)}: and {f.coverage.more_fidelity} more"
+        for f in view.files
+        if f.coverage.more_fidelity
+    ]
     return lines
 
 

@@ -1,6 +1,7 @@
 """What a report shows, computed once for the HTML and Markdown forms: each cards file's header
-(GPU, software, rules, when), per-stage time shares, every card with its dominant kernel's
-roofline, and the points and ceilings of the roofline chart.
+(GPU, software, rules, when), the recorded program's coverage and replay fidelity, per-stage
+time shares, every card with its dominant kernel's roofline, and the points and ceilings of the
+roofline chart.
 
 All text stays as the user's files wrote it; escaping is the renderers' job (jinja2's
 autoescape, Markdown code spans).
@@ -22,6 +23,7 @@ from ..cards.rollup import (
     median_ceilings,
     named_dominant,
 )
+from .coverage import FileCoverage, file_coverage
 
 MARKERS = ("circle", "square", "triangle", "diamond", "down", "plus", "star", "hexagon")
 # The chart's range: kernels outside it (a counter gone wrong) are listed, not drawn, so that
@@ -57,6 +59,7 @@ class FileView:
     stages: list[SummaryRow]
     warnings: list[str]
     kernel_classes: list[KernelClassRow]  # the same time, each kernel under its own class
+    coverage: FileCoverage  # of the recorded program, and replay fidelity; or "unknown"
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,7 @@ def build_view(files: list[tuple[str, CardFile]], title: str) -> ReportView:
                 stages,
                 _warnings(cards),
                 by_kernel_class(cards.cards),
+                file_coverage(cards),
             )
         )
         totals: dict[str, float] = {}

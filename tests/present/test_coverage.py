@@ -1,5 +1,5 @@
 """Coverage and replay fidelity in every view (summary lines and tables, CSV/Parquet, the
-DataFrames), on the real H200 recording of the Wan 2.1 14B DiT
+DataFrames, the HTML and Markdown reports), on the real H200 recording of the Wan 2.1 14B DiT
 step + VAE decode at 480x832 (fixtures/record_h200_wan14b), and the sentence every view says for
 cards that were not made from a recorded program (the smoke capture)."""
 
@@ -25,6 +25,7 @@ from ncu_classify.present.coverage import (
     stage_line,
 )
 from ncu_classify.present.frames import cards_frame
+from ncu_classify.present.page import report_html, report_markdown
 from ncu_classify.present.summary import summarize, summary_csv
 from ncu_classify.verdicts.classify import classify
 from ncu_classify.verdicts.rules import LoadedRules
@@ -210,3 +211,79 @@ def test_card_frame_carries_the_program_time_and_fidelity(
     assert cards["real_us"].notna().all() and len(cards) == 253
     smoke = cards_frame(smoke_cards)
     assert smoke[["real_us", "real_kernels", "fidelity_ratio"]].isna().all().all()
+
+
+def test_html_report_has_coverage_and_fidelity_sections(
+    wan: CardFile, smoke_cards: CardFile
+) -> None:
+    page = report_html([("wan.json", wan), ("smoke.json", smoke_cards)], "t")
+    assert page.index("<h2>Inputs</h2>") < page.index("<h2>Coverage</h2>")
+    assert page.index("<h2>Replay fidelity</h2>") < page.index("<h2>Time per stage and class")
+    assert (
+        '<tr><td>dit</td><td>kernel time (torch.profiler at record)</td><td class="num">258.8'
+        '</td><td class="num">100.0 %</td><td class="num">258.1</td><td class="num">2,433</td>'
+        '<td class="num">2,433</td></tr>'
+    ) in page
+    assert (
+        f'<tr><td>output</td><td class="kernel">{OUTSIDE}</td><td>'
+        f"{OUTSIDE_WHY.replace(chr(39), '&#39;')}</td>"
+        '<td class="num">1</td><td class="num">0</td></tr>'
+    ) in page
+    assert (
+        f'<tr><td class="kernel">{NORM}</td><td>vae</td><td class="num">30</td>'
+        '<td class="num">10.3</td><td class="num">16.7</td><td class="num">1.621</td>'
+        f'<td class="num">+191.6</td><td>{NORM_NOTE}</td></tr>'
+    ) in page
+    fidelity = page.split('<table class="fidelity"')[1].split("</table>")[0]
+    assert fidelity.count("<tr><td") == 20
+    assert "and 59 more (<code>ncu-classify summary --by fidelity</code>" in page
+    assert (
+        "\u25a0 smoke.json: coverage unknown: these cards were not made from a recorded program"
+        " (ncu-classify record)</p>"
+    ) in page
+
+
+def test_markdown_report_has_coverage_and_fidelity(wan: CardFile, smoke_cards: CardFile) -> None:
+    text = report_markdown([("wan.json", wan), ("smoke.json", smoke_cards)], "t")
+    lines = text.splitlines()
+    start = lines.index("### Coverage of the recorded program")
+    assert lines[start + 2 : start + 9] == [
+        "- \u25a0 `smoke.json`: coverage unknown: these cards were not made from a recorded"
+        " program (ncu-classify record)",
+        "",
+        "| file | stage | measured by | program ms | covered | replayed ms |",
+        "|---|---|---|---:|---:|---:|",
+        "| \u25cf `wan.json` | dit | kernel time (torch.profiler at record) | 258.8 | 100.0 % |"
+        " 258.1 |",
+        "| \u25cf `wan.json` | output | kernel time (torch.profiler at record) | 0.189 |"
+        " 100.0 % | 0.187 |",
+        "| \u25cf `wan.json` | vae | kernel time (torch.profiler at record) | 310.2 | 100.0 % |"
+        " 306.6 |",
+    ]
+    assert f"| \u25cf `wan.json` | output | `{OUTSIDE}` | {OUTSIDE_WHY} | 1 | 0 |" in lines
+    assert f"| \u25cf `wan.json` | `{NORM}` | 30 | 10.3 | 16.7 | 1.621 | {NORM_NOTE} |" in lines
+    assert "\u25cf `wan.json`: and 59 more" in lines
+    assert lines.index("### Replay fidelity") < lines.index("### Time per stage and class")
+
+
+def test_names_in_coverage_stay_text(wan: CardFile, tmp_path: Path) -> None:
+    evil = "<script>alert(1)</script>|x\x1b[31m"
+    stages = [s.model_copy() for s in wan.coverage]
+    stages[0] = stages[0].model_copy(
+        update={"uncovered": [UncoveredWork(name=evil, why=f"why {evil}", calls=2, real_us=5.0)]}
+    )
+    cards = wan.model_copy(update={"coverage": stages})
+    page = report_html([("x.json", cards)], "t")
+    assert "<script>alert" not in page and "\x1b" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;|x\\x1b[31m" in page
+    text = report_markdown([("x.json", cards)], "t")
+    assert "`<script>alert(1)</script>\\|x\\x1b[31m`" in text
+    assert "why \\<script\\>alert(1)\\</script\\>\\|x\\\\x1b\\[31m" in text
+    path = tmp_path / "evil.json"
+    write_card_file(path, cards)
+    out = tmp_path / "out.txt"
+    assert run(["summary", str(path), "-o", str(out)]) == 0
+    assert "not covered: <script>alert(1)</script>|x\\x1b[31m 0.005 ms (2 calls)" in (
+        out.read_text()
+    )
+    assert "\x1b" not in out.read_text()
