@@ -37,6 +37,7 @@ TORCH_HOMES = {
     "record.recorder",
     "record.calls",
     "record.device_ops",
+    "record.timing",
 }
 MAX_LINES = 350
 MAX_FACE_LINES = 40

@@ -11,6 +11,7 @@ from ..core.atomic import write_text_atomic
 from ..core.errors import ManifestError, validation_line
 from ..core.facts import Facts
 from ..core.textio import MIB, read_json
+from ..core.units import NonNegative
 from ..read.names import REPORT_SUFFIXES
 from .recorded import RecordedTotals
 
@@ -86,10 +87,10 @@ class ShapeRecord(BaseModel):
     calls: int = Field(default=1, ge=1, description="runs per inference (recorded shapes)")
     source: str | None = Field(default=None, description="module paths a recording saw")
     input_source: Literal["seeded", "recorded"] = "seeded"
-    real_us: float | None = Field(
+    real_us: NonNegative | None = Field(
         default=None, description="the recorded program's kernel time per call (us)"
     )
-    real_kernels: float | None = Field(
+    real_kernels: NonNegative | None = Field(
         default=None, description="kernels per call in the recorded program"
     )
     status: Literal["pending", "ok", "failed"] = "pending"

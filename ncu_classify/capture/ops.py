@@ -10,6 +10,8 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..core.units import NonNegative
+
 Dtype = Literal["bf16", "fp16", "fp32"]
 CastTarget = Literal["bf16", "fp16", "fp32", "uint8"]  # video frames leave as uint8
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "uint8": 1}
@@ -42,8 +44,8 @@ class OpShape(BaseModel):
     inputs_file: str | None = None
     # The real program's kernel time per call (us) and kernels per call, as `record` measured
     # them on a GPU (torch.profiler); replay fidelity and coverage are reckoned against them.
-    real_us: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
-    real_kernels: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    real_us: NonNegative | None = None
+    real_kernels: NonNegative | None = None
 
     def key(self) -> str:
         """The op-specific part of the group id."""

@@ -9,11 +9,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..core.units import NonNegative
 from .aten import AtenShape
 from .ops import PositiveInt
 
 StageName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_]+$")]
-Micros = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Count = Annotated[int, Field(ge=0)]
 
 
@@ -24,8 +24,8 @@ class StageTime(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     calls: Count
     kernels: Count | None = None
-    kernel_us: Micros | None = None
-    copy_us: Micros | None = Field(
+    kernel_us: NonNegative | None = None
+    copy_us: NonNegative | None = Field(
         default=None, description="memory copies and sets: device time, but not kernels"
     )
 
@@ -40,7 +40,7 @@ class UncoveredCall(BaseModel):
     why: str
     calls: Count
     kernels: Count | None = None
-    kernel_us: Micros | None = None
+    kernel_us: NonNegative | None = None
 
 
 class RecordedTotals(BaseModel):
@@ -52,7 +52,7 @@ class RecordedTotals(BaseModel):
     basis: Literal["kernel_time", "calls"]
     stages: dict[str, StageTime]
     uncovered: list[UncoveredCall] = Field(default_factory=list)
-    setup_kernel_us: Micros | None = Field(
+    setup_kernel_us: NonNegative | None = Field(
         default=None, description="kernels of model building (initialisers, casts): not counted"
     )
 

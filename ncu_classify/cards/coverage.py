@@ -5,11 +5,11 @@ what no card covers is listed with its time and the reason, largest first."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Micros = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+from ..core.units import NonNegative
 
 
 class UncoveredWork(BaseModel):
@@ -19,7 +19,7 @@ class UncoveredWork(BaseModel):
     name: str
     why: str
     calls: int = Field(ge=0)
-    real_us: Micros | None = Field(description="its kernel time per inference in the program")
+    real_us: NonNegative | None = Field(description="its kernel time per inference in the program")
 
 
 class StageCoverage(BaseModel):
@@ -34,9 +34,11 @@ class StageCoverage(BaseModel):
     coverage_pct: float | None = Field(
         description="share of the program's kernel time (or calls) that cards stand for"
     )
-    real_us: Micros | None = Field(description="the program's kernel time in the stage, per run")
-    covered_real_us: Micros | None = Field(description="of it, in the shapes that have cards")
-    replayed_us: Micros | None = Field(description="those cards' summed kernel time x calls")
+    real_us: NonNegative | None = Field(
+        description="the program's kernel time in the stage, per run"
+    )
+    covered_real_us: NonNegative | None = Field(description="of it, in shapes that have cards")
+    replayed_us: NonNegative | None = Field(description="those cards' summed kernel time x calls")
     calls: int = Field(ge=0, description="the program's device-op calls in the stage")
     covered_calls: int = Field(ge=0)
     uncovered: list[UncoveredWork] = Field(description="what no card covers, largest first")

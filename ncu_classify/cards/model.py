@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..core.units import NonNegative
 from .coverage import StageCoverage
 from .figures import CardRoofline, Margin, Roofline
 from .hot_units import HotUnit
@@ -32,7 +33,7 @@ SCOPE = (
 CardStatus = Literal["classified", "unresolved", "failed", "incomplete", "no_kernels"]
 SourceFormat = Literal["ncu-classify", "legacy"]
 UNRESOLVED = "unresolved_no_dominant_limiter"
-NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]  # every card figure is
+# every card figure is NonNegative (core.units)
 VERDICT_FIELDS = (
     "dominant_kernel",
     "primary",

@@ -6,7 +6,12 @@ cycle. A unit this table does not know raises UnitError rather than guessing a f
 from __future__ import annotations
 
 import functools
-from typing import Literal
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+# A measured figure that cannot be negative or infinite (a time, a count of bytes, a share).
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 Dimension = Literal["time", "bytes", "rate", "percent", "count"]
 

@@ -4,6 +4,7 @@ initialiser). Calls that are no typed shape are left to the device ops they disp
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import torch
@@ -36,6 +37,27 @@ def sets_up_parameter(func: Any, first: torch.Tensor) -> bool:
         return False
     name = getattr(func, "__name__", "")
     return name in _SETUP_CALLS or (name.endswith("_") and not name.endswith("__"))
+
+
+def in_module_setup() -> bool:
+    """True inside `nn.Module._apply` (`model.to(...)`, `.half()`, `.cuda()`) or a module's
+    `__init__` (rotary tables, initialisers): building the model, not running it."""
+    frame = inspect.currentframe()
+    try:
+        for _ in range(16):
+            if frame is None:
+                return False
+            code = frame.f_code
+            if code.co_name == "_apply" and code.co_filename.endswith("module.py"):
+                return True
+            if code.co_name == "__init__" and isinstance(
+                frame.f_locals.get("self"), torch.nn.Module
+            ):
+                return True
+            frame = frame.f_back
+        return False
+    finally:
+        del frame
 
 
 def shape_of(

@@ -23,7 +23,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .._version import __version__
-from .calls import name_of, sets_up_parameter, shape_of
+from .calls import in_module_setup, name_of, sets_up_parameter, shape_of
 from .device_ops import DeviceOps
 from .timing import KernelClock
 from .totals import copy_time, document_ops, loose_work, measured, per_call
@@ -171,12 +171,14 @@ class Recorder:
     ) -> tuple[str, tuple[str, ...]]:
         """Record one call and say what its kernels are: a replayable shape ("typed"), or
         another call ("other": the device ops it dispatched are kept as `aten` shapes). Building
-        the model is not inference ("setup"): calls on a parameter (initialisers, the casts of
-        `model.to(dtype)`) and inside `Module._apply` (buffers cast by `.to`) are left out; a
-        factory without tensor inputs (noise, RoPE tables) is no shape, but its device ops are
-        kept."""
+        the model is not inference ("setup"): casts and initialisers of a parameter outside any
+        forward (`model.to(dtype)`, `weight.normal_()`) and calls inside `Module._apply` are left
+        out; inside a forward they are inference (an fp32 norm casts its bf16 weight on every
+        call: 80 kernels of the Wan 14B step); a factory without tensor inputs (noise, RoPE
+        tables) is no shape, but its device ops are kept."""
         tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
-        if _in_module_setup() or (tensors and sets_up_parameter(func, tensors[0])):
+        building = tensors and not self._stack and sets_up_parameter(func, tensors[0])
+        if in_module_setup() or building:
             return "setup", ("setup",)
         if tensors and self.recording.device == "cpu":
             self.recording.device = str(tensors[0].device.type)
@@ -297,27 +299,6 @@ class _Mode(TorchFunctionMode):
 
 
 # --- call -> shape ------------------------------------------------------------------------------
-
-
-def _in_module_setup() -> bool:
-    """True inside `nn.Module._apply` (`model.to(...)`, `.half()`, `.cuda()`) or a module's
-    `__init__` (rotary tables, initialisers): building the model, not running it."""
-    frame = inspect.currentframe()
-    try:
-        for _ in range(16):
-            if frame is None:
-                return False
-            code = frame.f_code
-            if code.co_name == "_apply" and code.co_filename.endswith("module.py"):
-                return True
-            if code.co_name == "__init__" and isinstance(
-                frame.f_locals.get("self"), torch.nn.Module
-            ):
-                return True
-            frame = frame.f_back
-        return False
-    finally:
-        del frame
 
 
 def _held_as(module: torch.nn.Module, depth: int = 0) -> str | None:

@@ -77,11 +77,74 @@ def test_record_on_the_gpu_then_capture_replays_the_recorded_inputs(tmp_path: Pa
         timeout=900,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    [shape] = json.loads((raw / "manifest.json").read_text())["shapes"]
+    shapes_seen = json.loads((raw / "manifest.json").read_text())["shapes"]
+    [shape] = [s for s in shapes_seen if s["op"] == "aten.linear.default"]
     assert (shape["status"], shape["input_source"], shape["calls"]) == ("ok", "recorded", 3)
+    # the inputs' factories are device ops of their own, replayed from the seed
+    assert {s["op"] for s in shapes_seen} == {"aten.linear.default", "aten.randn.default"}
     import hashlib
 
     digest = hashlib.sha256()
     for t in tensors:
         digest.update(t.contiguous().view(torch.uint8).numpy().tobytes())
     assert shape["input_sha256"] == digest.hexdigest()
+
+
+def test_every_device_op_is_timed_captured_and_covered(tmp_path: Path) -> None:
+    """A program of elementwise ops, a reduction, an in-place op, a strided copy and a linear:
+    record times every call on the GPU (the shapes' real time adds up to the stage's), capture
+    replays every op, and the cards cover the whole program's kernel time."""
+    script = tmp_path / "prog.py"
+    script.write_text(
+        "import torch\n"
+        "x = torch.randn(4096, 4096, device='cuda')\n"
+        "w = torch.randn(1024, 4096, device='cuda')\n"
+        "for _ in range(3):\n"
+        "    y = (x * 2 + 1).relu()\n"
+        "    y.add_(1.0)\n"
+        "    s = y.sum(dim=0)\n"
+        "    t = y.t().contiguous()\n"
+        "    z = torch.nn.functional.linear(t, w)\n"
+        "torch.cuda.synchronize()\n"
+    )
+    shapes = tmp_path / "shapes.yaml"
+    argv = ["record", "-o", str(shapes), "--", "python", str(script)]
+    proc = subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    from ncu_classify.capture.shapes import load_shapes
+
+    loaded = load_shapes(shapes)
+    assert loaded.recorded is not None and loaded.recorded.totals is not None
+    totals = loaded.recorded.totals
+    assert totals.basis == "kernel_time" and totals.uncovered == []
+    main = totals.stages["main"]
+    entries = loaded.entries()
+    assert all(e.shape.real_us and e.shape.real_us > 0 for e in entries)
+    summed = sum((e.shape.real_us or 0) * e.shape.calls for e in entries)
+    assert main.kernel_us and abs(summed - main.kernel_us) <= 0.01 * main.kernel_us
+    ops = {e.shape.aten_op() for e in entries}
+    assert {"aten.mul.Tensor", "aten.sum.dim_IntList"} <= ops
+    assert any(op.startswith("aten.add_.") for op in ops)  # the in-place add
+    assert "aten.clone.default" in ops  # the strided copy of .contiguous()
+    raw = tmp_path / "raw"
+    proc = subprocess.run(
+        [*CLI, "capture", "--shapes", str(shapes), "-o", str(raw), "--one-process"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    cards_path = tmp_path / "cards.json"
+    proc = subprocess.run(
+        [*CLI, "classify", str(raw), "-o", str(cards_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    cards = json.loads(cards_path.read_text())
+    [coverage] = cards["coverage"]
+    assert coverage["stage"] == "main" and coverage["coverage_pct"] == 100.0
+    # the replayed kernels take about what the program's did (4096^2 fp32 elementwise ops
+    # stream 64-128 MB: no cache warmth to speak of)
+    assert 0.7 < coverage["replayed_us"] / coverage["real_us"] < 1.4

@@ -158,9 +158,13 @@ def test_capture_report_alone_keeps_group_stage_and_nominal_flops(
 def test_every_captured_group_id_reads_back_to_its_shape() -> None:
     from ncu_classify.capture.group_ids import parse_group_id
 
-    seen = 0
+    seen = named = 0
     for manifest in sorted(ROOT.glob("fixtures/**/manifest.json")):
         for shape in json.loads(manifest.read_text())["shapes"]:
+            if "overload" in shape["shape_parameters"]:  # a device op: its id is a name
+                assert parse_group_id(shape["group"]) is None, shape["group"]
+                named += 1
+                continue
             entry = parse_group_id(shape["group"])
             assert entry is not None, shape["group"]
             flops, size = entry.shape.nominal_flops(), entry.shape.nominal_bytes()
@@ -170,7 +174,7 @@ def test_every_captured_group_id_reads_back_to_its_shape() -> None:
                 shape["nominal_bytes"],
             ), shape["group"]
             seen += 1
-    assert seen == 307
+    assert (seen, named) == (307 + 43, 210)  # the Wan 14B recording: 43 typed, 210 aten
     users = ["qkv_linear", "dit:qkv", "dit:linear:M1_N2_K3:bf16:bias:x", "a b:linear:M1_N2_K3:bf16"]
     for name in [*users, "dit:linear:M01_N2_K3:bf16", "dit:cast:2x3:fp32-int8"]:
         assert parse_group_id(name) is None, name
