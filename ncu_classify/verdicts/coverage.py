@@ -19,13 +19,17 @@ REMAINDER_SHARE = 0.001
 
 def program_coverage(captures: list[tuple[Manifest, list[Card]]]) -> list[StageCoverage]:
     """Coverage of every recorded program among the captures (one per shapes file), stages in
-    the order the recording lists them."""
+    the order the recording lists them. Each capture's cards are its manifest's shapes, in
+    order, then cards of kernels its reports hold beyond them (not counted here)."""
     by_file: dict[str, tuple[RecordedTotals, dict[str, Card]]] = {}
     for manifest, cards in captures:
         if manifest.recorded_totals is None:
             continue
         _, known = by_file.setdefault(manifest.shapes_sha256, (manifest.recorded_totals, {}))
-        known.update((card.group, card) for card in cards)
+        for card in cards[: len(manifest.shapes)]:  # its shapes' cards (leftovers follow)
+            old = known.get(card.group)  # a shape in two captures: the one that measured it
+            if old is None or (not has_kernels(old) and has_kernels(card)):
+                known[card.group] = card
     return [
         stage_coverage(stage, totals, [c for c in cards.values() if c.stage == stage])
         for totals, cards in by_file.values()

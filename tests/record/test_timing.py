@@ -1,0 +1,179 @@
+"""The kernel clock's bookkeeping, as pure logic on profiler-shaped events (synthetic: what
+CUPTI reports is checked on the H200 by tests/gpu): a kernel goes to the innermost call mark
+open when the PyTorch op that launched it started; copies are counted apart; marks that say
+nothing take their parent's target; the per-stage totals are the sum of their parts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import import_or_skip
+
+torch = import_or_skip("torch")
+
+from ncu_classify.record.timing import MARK, InnermostMark, KernelClock, attribute  # noqa: E402
+from ncu_classify.record.totals import loose_work, measured, stage_totals  # noqa: E402
+
+CPU = torch._C._autograd.DeviceType.CPU
+CUDA = torch._C._autograd.DeviceType.CUDA
+
+
+class Event:
+    """What attribute() reads of a torch profiler (kineto) event."""
+
+    def __init__(self, name: str, device: Any, start: int, end: int, thread: int, corr: int,
+                 linked: int, annotation: bool = False) -> None:  # fmt: skip
+        self._values = (name, device, start, end, thread, corr, linked, annotation)
+
+    def name(self) -> str:
+        return self._values[0]
+
+    def device_type(self) -> Any:
+        return self._values[1]
+
+    def start_ns(self) -> int:
+        return self._values[2]
+
+    def end_ns(self) -> int:
+        return self._values[3]
+
+    def duration_ns(self) -> int:
+        return self._values[3] - self._values[2]
+
+    def start_thread_id(self) -> int:
+        return self._values[4]
+
+    def correlation_id(self) -> int:
+        return self._values[5]
+
+    def linked_correlation_id(self) -> int:
+        return self._values[6]
+
+    def is_user_annotation(self) -> bool:
+        return self._values[7]
+
+
+def _trace() -> list[Event]:
+    """Mark 0 (a torch call) holds mark 1 (an ATen op) and later an op outside mark 1; a third
+    op runs outside every mark. The runtime launch events come from CUPTI with the OS thread id
+    (777), not torch's (1): attribution goes through the op the kernel names, not the launch."""
+    return [
+        Event(f"{MARK}0", CPU, 0, 100, 1, 1, 0, annotation=True),
+        Event(f"{MARK}1", CPU, 10, 20, 1, 2, 0, annotation=True),
+        Event("aten::mul", CPU, 12, 18, 1, 3, 0),
+        Event("cudaLaunchKernel", CPU, 13, 14, 777, 40, 3),
+        Event("mul_kernel", CUDA, 50, 60, 0, 40, 3),
+        Event("Memcpy DtoD (Device -> Device)", CUDA, 60, 65, 0, 41, 3),
+        Event(f"{MARK}1", CUDA, 50, 60, 0, 2, 2, annotation=True),  # the mark, GPU side
+        Event("aten::add", CPU, 30, 40, 1, 5, 0),
+        Event("add_kernel", CUDA, 70, 90, 0, 42, 5),
+        Event("my_range", CUDA, 70, 95, 0, 6, 6, annotation=True),  # a user's range, GPU side
+        Event("aten::neg", CPU, 200, 210, 1, 7, 0),
+        Event("neg_kernel", CUDA, 300, 301, 0, 43, 7),
+    ]
+
+
+def test_a_kernel_goes_to_the_innermost_mark_of_the_op_that_launched_it() -> None:
+    per_mark, outside = attribute(_trace())
+    assert (per_mark[1].kernels, per_mark[1].ns, per_mark[1].copy_ns) == (1, 10, 5)
+    assert (per_mark[0].kernels, per_mark[0].ns, per_mark[0].copy_ns) == (1, 20, 0)
+    assert (outside.kernels, outside.ns) == (1, 1)  # neg ran outside every mark
+
+
+@pytest.mark.parametrize(
+    ("moment", "number"),
+    [(5, 0), (10, 1), (15, 2), (21, 1), (35, 3), (45, 1), (60, 0), (150, None), (-1, None)],
+)
+def test_the_innermost_span_that_holds_a_moment(moment: int, number: int | None) -> None:
+    """0: [0,100] holds 1: [10,50], which holds 2: [12,20] and 3: [30,40]."""
+    spans = [(0, 100, 0), (10, 50, 1), (12, 20, 2), (30, 40, 3)]
+    assert InnermostMark(spans).at(moment) == number
+
+
+def test_a_mark_that_says_nothing_takes_its_parents_target() -> None:
+    clock = KernelClock(enabled=False)
+    assert clock.begin() == -1  # not measuring: no marks at all
+    clock.enabled = True
+    clock._profiler = object()  # marks are kept while a profiler runs
+    outer = clock.begin()
+    inner = clock.begin()
+    clock.end(inner)
+    clock.end(outer, ("shape", "k"))
+    lone = clock.begin()
+    clock.end(lone)
+    assert (clock.resolve(inner), clock.resolve(outer), clock.resolve(lone)) == (
+        ("shape", "k"),
+        ("shape", "k"),
+        None,
+    )
+    clock._profiler = None
+
+
+def test_kernel_time_per_target_and_what_falls_outside() -> None:
+    clock = KernelClock(enabled=True)
+    clock.events = _trace()
+    clock.marks = []
+    from ncu_classify.record.timing import Mark
+
+    clock.marks = [Mark(None, ("loose", "dit")), Mark(0, ("op", "key"))]
+    times = measured(clock)
+    assert times is not None
+    assert (times[("op", "key")].ns, times[("op", "key")].copy_ns) == (10, 5)
+    assert (times[("loose", "dit")].ns, times[("loose", "dit")].marks) == (20, 1)
+    assert times[("outside",)].ns == 1
+    items = loose_work({("vae", "aten.x.y (a distinct call beyond the 2 a recording keeps)"): 4},
+                       times)  # fmt: skip
+    names = [(i["stage"], i["name"], i["calls"], i.get("kernel_us")) for i in items]
+    assert names == [
+        ("vae", "aten.x.y (a distinct call beyond the 2 a recording keeps)", 4, 0.0),
+        ("dit", "(kernels outside any ATen op)", 1, 0.02),
+        ("(none)", "(kernels outside any recorded call)", 0, 0.001),
+    ]
+
+
+def test_stage_totals_are_the_sum_of_shapes_and_uncovered_work() -> None:
+    stages = {
+        "dit": [
+            {"calls": 40, "real_us": 298.2269, "real_kernels": 1.0},
+            {"calls": 3, "real_us": 10.5, "real_kernels": 2.0},
+        ],
+    }
+    uncovered = [{"stage": "dit", "calls": 2, "kernels": 4, "kernel_us": 7.25},
+                 {"stage": "vae", "calls": 1, "kernels": 1, "kernel_us": 1.0}]  # fmt: skip
+    totals = stage_totals(stages, uncovered, {"dit": 3.5, "output": 1.25})
+    assert totals == {
+        "dit": {"calls": 45, "kernels": 50, "kernel_us": 11967.826, "copy_us": 3.5},
+        "vae": {"calls": 1, "kernels": 1, "kernel_us": 1.0, "copy_us": 0.0},
+        "output": {"calls": 0, "kernels": 0, "kernel_us": 0.0, "copy_us": 1.25},
+    }
+    assert stage_totals(stages, [], None) == {"dit": {"calls": 43}}  # by calls: no times
+
+
+def test_a_parameter_cast_inside_a_forward_is_inference_outside_it_building(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """An fp32 norm casts its bf16 weight on every call (diffusers' FP32LayerNorm: the Wan
+    14B step ran 80 such kernels); `model.half()` and a parameter cast in user code outside
+    any forward build the model and are not recorded."""
+    import torch.nn.functional as F
+
+    from ncu_classify.record.document import validated_document
+    from ncu_classify.record.recorder import Recorder
+
+    class Norm(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.ones(8, dtype=torch.bfloat16))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return F.layer_norm(x.float(), (8,), self.weight.float())
+
+    norm = Norm()
+    recorder = Recorder([("norm*", "net")], roots={"norm": norm})
+    with recorder:
+        norm.weight.float()  # outside any forward: building
+        norm.to(torch.bfloat16)
+        for _ in range(2):
+            norm(torch.ones(4, 8, dtype=torch.bfloat16))
+    document = validated_document(recorder, "test")
+    casts = [(s["shape"], s["calls"]) for s in document["stages"]["net"] if s["op"] == "cast"]
+    assert casts == [([4, 8], 2), ([8], 2)]
