@@ -27,6 +27,12 @@ ncu-classify classify fixtures/record_h200 -o reports/record/cards_wan_480x832.j
 ncu-classify summary reports/record/cards_wan_480x832.json --csv -o reports/record/summary_wan_480x832.csv
 ncu-classify summary reports/record/cards_wan_480x832.json --by shape --csv \
   -o reports/record/shapes_wan_480x832.csv
+# The same program with every device op recorded and captured (issue 17)
+cards=reports/record/cards_wan14b_every_op_480x832.json
+ncu-classify classify fixtures/record_h200_wan14b -o "$cards" --jobs 2 >/dev/null
+for view in stage shape kernel coverage fidelity; do
+  ncu-classify summary "$cards" --by "$view" --csv -o "reports/record/wan14b_every_op_${view}.csv"
+done
 bash reports/diff/make.sh
 while IFS= read -r command; do
   eval "$command" >/dev/null

@@ -23,7 +23,8 @@ from .figures import CardRoofline, Margin, Roofline
 from .hot_units import HotUnit
 from .machine import CaptureInfo, GpuInfo
 
-SCHEMA_VERSION = "1.3"  # 1.2: tensor_pct over elapsed cycles; 1.3: captures, calls, source
+SCHEMA_VERSION = "1.4"  # 1.2: tensor_pct over elapsed cycles; 1.3: captures, calls,
+# source; 1.4: coverage of a recorded program, real_us and real_kernels per card
 SCOPE = (
     "Isolated replays under Nsight Compute kernel replay (each kernel serialised, caches flushed"
     " between passes, clocks left unlocked with --clock-control none); classifications are per"
