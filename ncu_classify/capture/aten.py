@@ -13,7 +13,16 @@ import json
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from .ops import InputSpec, OpShape
 
@@ -89,6 +98,48 @@ def tensor_specs(value: Any) -> list[TensorSpec]:
     return []
 
 
+class ArgumentError(ValueError):
+    """A recorded argument the replay cannot take, with where inside the argument list."""
+
+    def __init__(self, inner: tuple[str | int, ...], problem: str) -> None:
+        super().__init__(problem)
+        self.inner, self.problem = inner, problem
+
+    def for_pydantic(self) -> PydanticCustomError:
+        """The error pydantic reports at the field, pointing inside it (`core.errors`)."""
+        return PydanticCustomError("argument", "{problem}", {"inner": self.inner,
+                                                             "problem": self.problem})  # fmt: skip
+
+
+def checked_argument(value: Any, inner: tuple[str | int, ...]) -> Any:
+    """A recorded argument as the replay takes it, or an ArgumentError naming where inside it
+    the problem is: a tensor is exactly `{tensor: {...}}` (a valid TensorSpec), a non-finite
+    float `{float: -inf}` (a YAML `-.inf` is turned into that: JSON, which carries the argument
+    to the replay, has no such number), lists item by item, other scalars as they are."""
+    if isinstance(value, dict):
+        if set(value) == {"tensor"}:
+            try:
+                TensorSpec.model_validate(value["tensor"])
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                raise ArgumentError((*inner, "tensor", *first["loc"]), first["msg"]) from None
+            return value
+        if set(value) == {"float"} and value["float"] in ("inf", "-inf", "nan"):
+            return value
+        raise ArgumentError(
+            inner,
+            f"{value!r} is no argument the replay knows (a tensor is {{tensor: ...}},"
+            " a non-finite float {float: -inf})",
+        )
+    if isinstance(value, list):
+        return [checked_argument(item, (*inner, index)) for index, item in enumerate(value)]
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"float": str(value)}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise ArgumentError(inner, f"{value!r} is no argument the replay knows")
+
+
 class AtenShape(OpShape):
     """`torch.ops.<overload>(*args, **kwargs)` with the recorded arguments."""
 
@@ -98,6 +149,31 @@ class AtenShape(OpShape):
     kwargs: dict[str, Any] = Field(default_factory=dict)
     outputs: list[TensorSpec] = Field(default_factory=list)
     _tensors: list[TensorSpec] = PrivateAttr(default_factory=list)
+
+    @field_validator("args", mode="after")
+    @classmethod
+    def _args_known(cls, args: list[Any]) -> list[Any]:
+        try:
+            return [checked_argument(value, (index,)) for index, value in enumerate(args)]
+        except ArgumentError as exc:
+            raise exc.for_pydantic() from None
+
+    @field_validator("kwargs", mode="after")
+    @classmethod
+    def _kwargs_known(cls, kwargs: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return {key: checked_argument(value, (key,)) for key, value in kwargs.items()}
+        except ArgumentError as exc:
+            raise exc.for_pydantic() from None
+
+    @field_validator("inputs_file", mode="after")
+    @classmethod
+    def _no_inputs_file(cls, given: str | None) -> str | None:
+        if given is not None:
+            raise ValueError(
+                "recorded inputs are not kept for device ops: their storages are drawn"
+            )
+        return given
 
     @model_validator(mode="after")
     def _tensors_valid(self) -> AtenShape:

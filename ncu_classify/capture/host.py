@@ -84,6 +84,15 @@ def gpu_inventory() -> list[dict[str, str]]:
     return [dict(zip(keys, row, strict=False)) for row in rows]
 
 
+def visible_gpu_bytes(gpus: tuple[int, ...]) -> int | None:
+    """Memory of the smallest of `gpus` as nvidia-smi lists them (for a dry run, which needs
+    no ncu); None where no GPU is visible."""
+    try:
+        return Host("", "", gpu_inventory()).memory_bytes(gpus)
+    except EnvironmentProblem:
+        return None
+
+
 def probe(ncu: str, gpus: tuple[int, ...]) -> Host:
     """ncu (found, new enough) and the GPUs (the ones asked for exist), or EnvironmentProblem."""
     ncu_path = find_ncu(ncu)

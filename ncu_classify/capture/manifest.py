@@ -70,6 +70,7 @@ SHAPE_IDENTITY = (
     "input_sha256",
     "real_us",
     "real_kernels",
+    "real_calls",
 )
 
 
@@ -92,6 +93,9 @@ class ShapeRecord(BaseModel):
     )
     real_kernels: NonNegative | None = Field(
         default=None, description="kernels per call in the recorded program"
+    )
+    real_calls: int | None = Field(
+        default=None, ge=1, description="calls the recording saw (calls may have been edited)"
     )
     status: Literal["pending", "ok", "failed"] = "pending"
     error: str | None = None

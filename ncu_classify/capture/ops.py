@@ -46,6 +46,9 @@ class OpShape(BaseModel):
     # them on a GPU (torch.profiler); replay fidelity and coverage are reckoned against them.
     real_us: NonNegative | None = None
     real_kernels: NonNegative | None = None
+    # The calls the recording saw (real_us is per one of them); `calls` may be edited to weigh
+    # the summaries (50 denoising steps), coverage sets the recorded ones against the program.
+    real_calls: PositiveInt | None = None
 
     def key(self) -> str:
         """The op-specific part of the group id."""

@@ -166,6 +166,7 @@ def shape_record(entry: ShapeEntry) -> ShapeRecord:
         by_alias=True,
         exclude={
             "op", "name", "note", "calls", "source", "inputs_file", "real_us", "real_kernels",
+            "real_calls",
         },
     )  # fmt: skip
     if hasattr(entry.shape, "output"):
@@ -183,6 +184,7 @@ def shape_record(entry: ShapeEntry) -> ShapeRecord:
         input_source="recorded" if entry.shape.inputs_file else "seeded",
         real_us=entry.shape.real_us,
         real_kernels=entry.shape.real_kernels,
+        real_calls=entry.shape.real_calls,
     )
 
 

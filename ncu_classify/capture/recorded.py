@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
 
+from ..core.errors import error_loc
 from ..core.units import NonNegative
 from .aten import AtenShape
 from .ops import PositiveInt
@@ -69,6 +71,20 @@ class RecordedOp(BaseModel):
     kwargs: dict[str, Any] = Field(default_factory=dict)
     calls: PositiveInt
     source: str = ""
+
+    @model_validator(mode="after")
+    def _replayable(self) -> RecordedOp:
+        """Refused when read, naming the field, if it makes no `aten` shape."""
+        try:
+            self.as_shape()
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = list(error_loc(first))
+            where[:1] = [{"overload": "op", "name": "id"}.get(str(where[0]), where[0])]
+            raise PydanticCustomError(
+                "recorded_op", "{problem}", {"inner": tuple(where), "problem": first["msg"]}
+            ) from None
+        return self
 
     def as_shape(self) -> AtenShape:
         """The op as the shape a recording writes today (its id, less the stage, its name)."""

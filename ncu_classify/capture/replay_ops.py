@@ -27,7 +27,7 @@ from .aten import AtenShape, TensorSpec
 
 DTYPES = {name: getattr(torch, name) for name in (
     "float32", "float16", "bfloat16", "float64", "int64", "int32", "int16", "int8", "uint8",
-    "bool", "complex64",
+    "bool", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2",
 )}  # fmt: skip
 BLOCK = 1 << 22  # elements drawn on the CPU per storage; longer storages repeat the block
 

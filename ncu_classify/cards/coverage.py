@@ -32,7 +32,7 @@ class StageCoverage(BaseModel):
         " time); calls: op calls (recorded without a GPU)"
     )
     coverage_pct: float | None = Field(
-        description="share of the program's kernel time (or calls) that cards stand for"
+        ge=0, le=100, description="share of the program's kernel time (or calls) cards stand for"
     )
     real_us: NonNegative | None = Field(
         description="the program's kernel time in the stage, per run"

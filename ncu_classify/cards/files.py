@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..core.atomic import write_text_atomic
-from ..core.errors import CardsError, validation_line
+from ..core.errors import CardsError, error_loc, validation_line
 from ..core.jsonpos import value_line_col
 from ..core.metrics import complete
 from ..core.textio import MIB, read_json
@@ -51,7 +51,7 @@ def load_card_file(path: Path) -> CardFile:
 def _at(path: Path, exc: ValidationError) -> str:
     """`file:line:col` of the value the first validation error is about; the position is
     found only now, by reading the text again (a cards file reads normally without it)."""
-    loc = [part for part in exc.errors()[0]["loc"] if isinstance(part, (str, int))]
+    loc = [part for part in error_loc(exc.errors()[0]) if isinstance(part, (str, int))]
     try:
         line, col = value_line_col(path.read_text(encoding="utf-8", errors="replace"), loc)
     except (OSError, ValueError, RecursionError):

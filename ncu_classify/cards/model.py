@@ -118,6 +118,9 @@ class Card(BaseModel):
     real_kernels: NonNegative | None = Field(
         default=None, description="kernels per call in the recorded program"
     )
+    real_calls: int | None = Field(
+        default=None, ge=1, description="calls the recording saw (calls may have been edited)"
+    )
     nominal_mac_flops: int | None = None
     nominal_bytes: int | None = None
     summed_kernel_us: NonNegative | None
@@ -185,4 +188,4 @@ class CardFile(BaseModel):
 CLASSIFY_KERNEL_FIELDS = frozenset(KernelCard.model_fields) - {"metric_repairs", "legacy_fields"}
 CLASSIFY_FIELDS = frozenset(Card.model_fields) - {"notes", "legacy_fields"}
 # written only for shapes whose recording timed them on a GPU
-RECORDED_ONLY = ("real_us", "real_kernels")
+RECORDED_ONLY = ("real_us", "real_kernels", "real_calls")

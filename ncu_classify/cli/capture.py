@@ -68,8 +68,11 @@ def capture_command(
     )
     with errors():
         output_folder(output)
-        if dry_run:
-            print_plan(plan_capture(shapes, output, options))
+        if dry_run:  # checked against the GPU nvidia-smi lists, else the largest one made
+            from ..capture.host import visible_gpu_bytes
+
+            gpu_bytes = visible_gpu_bytes(options.gpus)
+            print_plan(plan_capture(shapes, output, options, gpu_bytes))
             return
     try:
         with errors(), capture_progress() as progress:

@@ -14,6 +14,7 @@ import typer
 
 from ..core.errors import RecordError, UsageError
 from ..core.text import printable
+from ..present.coverage import millis
 from ..present.tables import check_kind
 from ..record.program import loaded_files, module_file, parse_program, run_program
 from .app import app, check_output, errors, examples, human
@@ -70,6 +71,8 @@ def record_command(
             raise UsageError(f"--inputs-budget-mb {inputs_budget_mb}: expected 0 to 1e9 MB")
         if output == "-":
             raise UsageError("-o -: the program prints to standard output too; give a file")
+        if Path(output).is_dir():  # (record writes no standard output: no `-` in the hint)
+            raise UsageError(f"-o {output}: is a folder; give a file name")
         script, argv = parse_program(command)
         source = script if script is not None else module_file(argv[0])
         target = check_output(output, [p for p in (source,) if p is not None])
@@ -96,6 +99,12 @@ def record_command(
             raise RecordError(
                 f"{failure}; the {shapes} shapes recorded before it were written to {target}"
             )
+    if recorder.clock.broken:
+        warning_line(
+            "the program ran a torch.profiler of its own, which ends record's (torch: "
+            f"{recorder.clock.broken}): kernel time was not measured, coverage is by calls;"
+            " record with --no-kernel-time to leave the profiler to the program"
+        )
     for name, count in recorder.recording.not_typed.items():
         warning_line(
             f"{count} calls of {name}: no typed shape could be made; their device ops are"
@@ -118,7 +127,7 @@ def recorded_line(document: dict[str, Any], target: str) -> str:
     parts = []
     for stage, total in totals["stages"].items():
         whole = total["kernel_us"] if timed else total["calls"]
-        unit = f"{whole / 1000:,.1f} ms of kernels" if timed else f"{whole:,} calls"
+        unit = f"{millis(whole)} of kernels" if timed else f"{whole:,} calls"
         gap = missing.get(stage, 0) / whole * 100 if whole else 0.0
         parts.append(f"{printable(stage)} {unit}, {gap:.1f} % not covered")
     return (

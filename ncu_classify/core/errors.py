@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -66,11 +66,18 @@ class RecordError(CaptureError):
     a failure is still written)."""
 
 
+def error_loc(error: Any) -> tuple[str | int, ...]:
+    """Where a pydantic error points: its `loc`, then the path inside that field a validator
+    named (`ctx["inner"]`: the argument of a recorded op, which pydantic cannot type)."""
+    inner = (error.get("ctx") or {}).get("inner") or ()
+    return (*error["loc"], *inner)
+
+
 def validation_line(exc: ValidationError) -> str:
     """A pydantic error as one line: the first problem as `field.path: message`, with how many
     others there are (the one wording of every file the tool validates)."""
     problems = exc.errors()
     first = problems[0]
-    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    where = ".".join(str(part) for part in error_loc(first)) or "(top level)"
     more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
     return f"{where}: {first['msg']}{more}"

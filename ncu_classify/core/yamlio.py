@@ -19,7 +19,7 @@ from ruamel.yaml.events import (
 )
 from ruamel.yaml.reader import ReaderError
 
-from .errors import InputFileError
+from .errors import InputFileError, error_loc
 from .textio import MIB, line_col, read_text
 
 M = TypeVar("M", bound=BaseModel)
@@ -122,7 +122,7 @@ def _walk(root: Any, loc: Sequence[int | str]) -> tuple[tuple[int, int] | None, 
 def describe_validation_error(path: Path, root: Any, exc: ValidationError) -> str:
     """First pydantic error as `file:line:col: field.path: message`."""
     first = exc.errors()[0]
-    pos, keys = _walk(root, first["loc"])
+    pos, keys = _walk(root, error_loc(first))
     if first["type"] == "missing" and first["loc"]:
         keys.append(str(first["loc"][-1]))  # not in the file: name what is missing
     where = f"{path}:{pos[0]}:{pos[1]}" if pos else str(path)

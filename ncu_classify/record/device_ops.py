@@ -178,6 +178,8 @@ class DeviceOps:
             mark: int) -> None:  # fmt: skip
         """One dispatched op that may do work: held for the torch call around it, if any."""
         tensors = tensors_in([list(args), list(kwargs.values()), result])
+        if all(t.numel() == 0 for t in tensors):
+            return  # empty tensors: no work (its mark says nothing: its parent's target)
         kinds = {t.device.type for t in tensors}
         mixed = len(kinds) > 1
         seen = Seen(

@@ -80,7 +80,7 @@ def _merge(kept: dict[str, dict[str, Any]], gid: str, shape: dict[str, Any]) -> 
         if field in first and field in shape:
             weighted = first[field] * first["calls"] + shape[field] * shape["calls"]
             first[field] = round(weighted / calls, 4)
-    first["calls"] = calls
+    first["calls"] = first["real_calls"] = calls
     sources = first["source"].split(", ")
     sources += [s for s in shape["source"].split(", ") if s not in sources]
     first["source"] = ", ".join(sources)

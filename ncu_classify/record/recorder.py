@@ -226,6 +226,7 @@ class Recorder:
         stages: dict[str, list[dict[str, Any]]] = {}
         for key, entry in self.recording.entries.items():
             shape = {**entry.shape, "calls": entry.calls, "source": ", ".join(entry.sources)}
+            shape["real_calls"] = entry.calls
             if entry.inputs_file:
                 shape["inputs_file"] = inputs_prefix + entry.inputs_file
             time = times.get(("shape", key)) if times is not None else None

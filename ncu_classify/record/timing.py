@@ -10,6 +10,7 @@ kernels (ncu cannot profile them): their time is kept apart."""
 from __future__ import annotations
 
 import bisect
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,22 +61,37 @@ class KernelClock:
     _open: list[tuple[int, Any]] = field(default_factory=list)
     _profiler: Any = None
     events: list[Any] = field(default_factory=list)
+    broken: str | None = None  # why the measurement was lost (the program's own profiler)
 
     def __enter__(self) -> KernelClock:
         if self.enabled:
             from torch.profiler import ProfilerActivity, profile
 
             activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
-            self._profiler = profile(activities=activities, acc_events=False)
-            self._profiler.__enter__()
+            with warnings.catch_warnings():  # torch's note on profiler cycles: not the user's
+                warnings.simplefilter("ignore", UserWarning)
+                self._profiler = profile(activities=activities)
+                self._profiler.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._profiler is not None:
+        if self._profiler is None:
+            return
+        profiler, self._profiler = self._profiler, None
+        try:
             torch.cuda.synchronize()
-            self._profiler.__exit__(None, None, None)
-            self.events = list(self._profiler.profiler.kineto_results.events())
-            self._profiler = None
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                profiler.__exit__(None, None, None)
+            self.events = list(profiler.profiler.kineto_results.events())
+        except RuntimeError as exc:  # the program started and stopped a profiler of its own
+            self.broken = " ".join(str(exc).split())[:200]
+            self.events = []
+
+    @property
+    def measured(self) -> bool:
+        """Whether kernel time was measured (a GPU, and no profiler of the program's own)."""
+        return self.enabled and self.broken is None
 
     def begin(self) -> int:
         """Open a mark around the call about to run; -1 when not measuring."""

@@ -18,7 +18,7 @@ OUTSIDE_STAGE = "(none)"  # kernels launched outside every call the recorder saw
 def measured(clock: KernelClock) -> dict[tuple[str, ...], KernelTime] | None:
     """Kernel time per target (a typed shape, a device op, model building, uncovered work),
     and the marks behind each target that launched kernels; None when nothing was measured."""
-    if not clock.enabled:
+    if not clock.measured:
         return None
     per_mark, outside = clock.kernel_times()
     times: dict[tuple[str, ...], KernelTime] = {}
@@ -71,7 +71,8 @@ def document_ops(
         time = times.get(("op", key)) if times is not None else None
         if times is not None and (time is None or time.kernels == 0):
             continue
-        shape = {**ops.shape_of(op), **per_call(time, op.calls, times is not None)}
+        shape = {**ops.shape_of(op), "real_calls": op.calls}
+        shape.update(per_call(time, op.calls, times is not None))
         if op.why_not is None:
             stages.setdefault(op.stage, []).append(shape)
             continue

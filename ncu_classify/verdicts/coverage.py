@@ -53,13 +53,13 @@ def stage_coverage(stage: str, totals: RecordedTotals, cards: list[Card]) -> Sta
         if u.stage == stage
     ]
     uncovered += [failed_shape(card, timed) for card in cards if not has_kernels(card)]
-    covered_us = sum((c.real_us or 0) * c.calls for c in covered) if timed else None
-    covered_calls = sum(c.calls for c in covered)
+    covered_us = sum((c.real_us or 0) * recorded_calls(c) for c in covered) if timed else None
+    covered_calls = sum(recorded_calls(c) for c in covered)
     amount = whole.kernel_us if timed else whole.calls
     uncovered += remainder(amount, covered_us, covered_calls, uncovered, timed)
     uncovered.sort(key=lambda u: (-(u.real_us or 0), -u.calls, u.name))
     part = covered_us if timed else covered_calls
-    pct = 100 * part / amount if amount and part is not None else None
+    pct = min(100.0, 100 * part / amount) if amount and part is not None else None
     return StageCoverage(
         stage=stage,
         basis=totals.basis,
@@ -73,11 +73,17 @@ def stage_coverage(stage: str, totals: RecordedTotals, cards: list[Card]) -> Sta
     )
 
 
+def recorded_calls(card: Card) -> int:
+    """The calls the recording saw of a card's shape (its `calls` may have been edited)."""
+    return card.real_calls or card.calls
+
+
 def failed_shape(card: Card, timed: bool) -> UncoveredWork:
     """A shape of the recording whose card holds no measurement, with the program's time."""
     why = card.error or f"its card is {card.status}"
-    time = (card.real_us or 0) * card.calls if timed and card.real_us is not None else None
-    return UncoveredWork(name=card.group, why=f"no card: {why}", calls=card.calls, real_us=time)
+    time = card.real_us * recorded_calls(card) if timed and card.real_us is not None else None
+    calls = recorded_calls(card)
+    return UncoveredWork(name=card.group, why=f"no card: {why}", calls=calls, real_us=time)
 
 
 def remainder(
@@ -115,4 +121,4 @@ def replayed(cards: list[Card]) -> float | None:
     times = [c.summed_kernel_us for c in cards]
     if any(t is None for t in times):
         return None
-    return round(sum((c.summed_kernel_us or 0) * c.calls for c in cards), 3)
+    return round(sum((c.summed_kernel_us or 0) * recorded_calls(c) for c in cards), 3)

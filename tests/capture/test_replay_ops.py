@@ -167,10 +167,14 @@ def test_what_cannot_be_replayed_says_why() -> None:
     unknown = AtenShape(op="aten", overload="aten.no_such_op.default", calls=1)
     with pytest.raises(NotReplayable, match=r"aten\.no_such_op\.default: no such op overload"):
         prepare(unknown, seed=0, device="cpu", storages=Storages())
+    # every dtype a shapes file may name is drawn (an fp8 model's casts replay)
     fp8 = {"tensor": {"shape": [2], "dtype": "float8_e5m2", "strides": [1], "offset": 0}}
-    exotic = AtenShape(op="aten", overload="aten.neg.default", args=[fp8], calls=1)
-    with pytest.raises(NotReplayable, match="dtype float8_e5m2 is not one the replay draws"):
-        prepare(exotic, seed=0, device="cpu", storages=Storages())
+    cast = AtenShape(op="aten", overload="aten._to_copy.default", args=[fp8],
+                     kwargs={"dtype": "float32"}, calls=1)  # fmt: skip
+    assert prepare(cast, seed=0, device="cpu", storages=Storages()).run().dtype.is_floating_point
+    with pytest.raises(ValidationError, match="Input should be 'float64'"):
+        AtenShape(op="aten", overload="aten.neg.default", calls=1,
+                  args=[{"tensor": {**fp8["tensor"], "dtype": "uint64"}}])  # fmt: skip
     neg = {"tensor": {"shape": [2], "dtype": "float32", "strides": [-1], "offset": 1}}
     with pytest.raises(ValidationError, match="greater than or equal to 0"):
         AtenShape(op="aten", overload="aten.neg.default", args=[neg], calls=1)
