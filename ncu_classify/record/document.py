@@ -99,7 +99,8 @@ def shapes_yaml(document: dict[str, Any]) -> str:
         f" ({len(shapes) - len(ops)} typed, {len(ops)} device ops),"
         f" {sum(s['calls'] for s in shapes)} calls; {len(totals['uncovered'])} kinds of"
         " device work not covered (recorded.totals.uncovered).",
-        "# Edit freely: a shape's `calls` weighs its time in the summaries.",
+        "# Edit freely: a shape's `calls` weighs its time in the summaries (coverage keeps"
+        " `real_calls`, the calls recorded).",
         f"seed: {document['seed']}",
         f"warmup: {document['warmup']}",
         f"cudnn_benchmark: {json.dumps(document['cudnn_benchmark'])}",
