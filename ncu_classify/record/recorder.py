@@ -283,7 +283,8 @@ class _Mode(TorchFunctionMode):
         ops, clock = recorder.device_ops, recorder.clock
         mark = clock.begin()
         ops.open_call()  # what this call dispatches waits for its verdict
-        verdict, target = "setup", ("setup",)  # type: tuple[str, tuple[str, ...]]
+        verdict: str = "setup"
+        target: tuple[str, ...] = ("setup",)
         try:
             result = func(*args, **kwargs)
             try:

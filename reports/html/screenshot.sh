@@ -3,6 +3,6 @@
 # chromium). Run from anywhere: bash reports/html/screenshot.sh
 set -euo pipefail
 cd "$(dirname "$0")"
-chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1400,2300 \
+chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1400,3000 \
   --screenshot="$PWD/workload_h200_480x832.png" "file://$PWD/workload_h200_480x832.html" \
   2>/dev/null

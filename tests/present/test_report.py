@@ -71,7 +71,7 @@ def browse(page: Path, fragment: str = "", screenshot: Path | None = None) -> st
     argv = [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
     argv += [f"--user-data-dir={page.parent / 'profile'}", "--virtual-time-budget=3000"]
     if screenshot:
-        argv += ["--window-size=1000,2000", f"--screenshot={screenshot}"]
+        argv += ["--window-size=1000,3000", f"--screenshot={screenshot}"]
     else:
         argv += ["--dump-dom"]
     done = subprocess.run(
@@ -124,7 +124,7 @@ def test_chart_renders_with_its_markers_and_colours(tmp_path: Path) -> None:
     shot = tmp_path / "chart.png"
     browse(page, screenshot=shot)
     width, height, rows = read_png(shot)
-    assert (width, height) == (1000, 2000)
+    assert (width, height) == (1000, 3000)
     plot = _plot_box(rows)
     assert plot[2] - plot[0] > 600 and plot[3] - plot[1] > 450  # the 680 x 510 plot area
     counts = colour_counts(rows, plot)
