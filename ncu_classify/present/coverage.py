@@ -38,14 +38,19 @@ class CoverageRow:
 
     stage: str | None
     item: str
-    why: str | None
-    basis: str | None  # kernel_time or calls
-    coverage_pct: float | None
-    calls: int | None
-    covered_calls: int | None
-    real_us: float | None  # the program's kernel time per run (the stage's, or the item's)
-    covered_real_us: float | None
-    replayed_us: float | None
+    why: str | None = None
+    basis: str | None = None  # kernel_time or calls
+    coverage_pct: float | None = None
+    calls: int | None = None
+    covered_calls: int | None = None
+    real_us: float | None = None  # the program's kernel time per run (the stage's, or the item's)
+    covered_real_us: float | None = None
+    replayed_us: float | None = None
+
+
+# The figures of a stage's own row, as StageCoverage names them.
+STAGE_FIELDS = {"stage", "basis", "coverage_pct", "calls", "covered_calls", "real_us",
+                "covered_real_us", "replayed_us"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -91,36 +96,15 @@ def coverage_rows(cards: CardFile) -> list[CoverageRow]:
     for stage in cards.coverage:
         rows.append(
             CoverageRow(
-                stage=stage.stage,
                 item=STAGE_ITEM,
-                why=None,
-                basis=stage.basis,
-                coverage_pct=stage.coverage_pct,
-                calls=stage.calls,
-                covered_calls=stage.covered_calls,
-                real_us=stage.real_us,
-                covered_real_us=stage.covered_real_us,
-                replayed_us=stage.replayed_us,
+                **stage.model_dump(include=STAGE_FIELDS),
             )
         )
         rows += [_uncovered_row(stage, work) for work in stage.uncovered]
     missing: list[str | None] = [*unknown_stages(cards)] if cards.coverage else [None]
     for name in missing:
         why = STAGE_UNKNOWN if cards.coverage else UNKNOWN
-        rows.append(
-            CoverageRow(
-                stage=name,
-                item=UNKNOWN_ITEM,
-                why=why,
-                basis=None,
-                coverage_pct=None,
-                calls=None,
-                covered_calls=None,
-                real_us=None,
-                covered_real_us=None,
-                replayed_us=None,
-            )
-        )
+        rows.append(CoverageRow(stage=name, item=UNKNOWN_ITEM, why=why))
     return rows
 
 
@@ -130,12 +114,8 @@ def _uncovered_row(stage: StageCoverage, work: UncoveredWork) -> CoverageRow:
         item=work.name,
         why=work.why,
         basis=stage.basis,
-        coverage_pct=None,
         calls=work.calls,
-        covered_calls=None,
         real_us=work.real_us,
-        covered_real_us=None,
-        replayed_us=None,
     )
 
 
