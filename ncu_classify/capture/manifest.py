@@ -13,6 +13,7 @@ from ..core.facts import Facts
 from ..core.textio import MIB, read_json
 from ..core.units import NonNegative
 from ..read.names import REPORT_SUFFIXES
+from .drill import DrillRequest
 from .recorded import RecordedTotals
 
 MANIFEST_NAME = "manifest.json"
@@ -150,6 +151,9 @@ class Manifest(BaseModel):
     shapes: list[ShapeRecord]
     recorded_totals: RecordedTotals | None = Field(
         default=None, description="the recorded program's device time per stage (coverage)"
+    )
+    drill_down: DrillRequest | None = Field(
+        default=None, description="a drill-down of another capture's cards: what it settles"
     )
 
 

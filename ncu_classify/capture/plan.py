@@ -10,12 +10,12 @@ from __future__ import annotations
 import hashlib
 import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..core.errors import ShapesError, UsageError
-from ..core.metrics import capture_metric_names
 from ..read.names import is_report_name, report_stem
+from .drill import DrillRequest, capture_metrics, drill_entries, resolve_drill
 from .manifest import MANIFEST_NAME, Manifest, ShapeRecord, read_manifest
 from .ncu_cmd import ncu_argv
 from .ops import InputSpec
@@ -40,6 +40,7 @@ class CaptureOptions:
     # On Ctrl-C/SIGTERM: time for the shape in hand to finish before its target is killed;
     # under Slurm's default KillWait (30 s) ncu must have written its report by then.
     stop_grace_s: float = 20.0
+    drill: DrillRequest | None = None  # only these shapes, with the warp-state counters
 
 
 @dataclass(frozen=True)
@@ -197,6 +198,7 @@ class Plan:
     argv: dict[str, list[str]]
     kept: list[ShapeRecord]
     previous: Manifest | None
+    drill: DrillRequest | None = None  # the drill-down request, checked against the shapes
 
 
 def batch_argv(batch: Batch, out: Path, options: CaptureOptions) -> list[str]:
@@ -212,7 +214,7 @@ def batch_argv(batch: Batch, out: Path, options: CaptureOptions) -> list[str]:
     return ncu_argv(
         ncu=options.ncu,
         report_stem=work / f"{batch.name}.partial",
-        metrics=capture_metric_names(),
+        metrics=capture_metrics(options.drill),
         groups=[e.group for e in batch.entries],
         target=target,
     )
@@ -222,8 +224,9 @@ def check_capture(shapes_path: Path, out: Path, options: CaptureOptions) -> None
     """What is refused before the host is probed (no plan is made): a bad shapes file or
     shard, a shape too large for any GPU, a folder that holds a capture without --resume."""
     shapes = load_shapes(shapes_path)
-    entries = recorded_inputs(shapes_path, select_shard(shapes.entries(), *options.shard))
-    check_fits(shapes_path, entries, LARGEST_GPU_BYTES)
+    drill = resolve_drill(options.drill, {e.group for e in shapes.entries()})
+    entries = drill_entries(select_shard(shapes.entries(), *options.shard), drill)
+    check_fits(shapes_path, recorded_inputs(shapes_path, entries), LARGEST_GPU_BYTES)
     _refuse_unasked_resume(out, options)
 
 
@@ -242,7 +245,10 @@ def plan_capture(
     """Shapes of this shard, minus (on --resume) those already captured, as batches; every
     shape must fit in `gpu_bytes` (the smallest GPU used; unknown: the largest GPU made)."""
     shapes = load_shapes(shapes_path)
-    entries = recorded_inputs(shapes_path, select_shard(shapes.entries(), *options.shard))
+    drill = resolve_drill(options.drill, {e.group for e in shapes.entries()})
+    options = replace(options, drill=drill)
+    entries = drill_entries(select_shard(shapes.entries(), *options.shard), drill)
+    entries = recorded_inputs(shapes_path, entries)
     check_fits(shapes_path, entries, gpu_bytes or LARGEST_GPU_BYTES)
     previous, kept = None, []
     taken = _names_in(out)  # never write over a report or log already there
@@ -264,7 +270,7 @@ def plan_capture(
     else:
         batches = plan_batches(entries, options.max_batch, taken, options.per_stage)
     argv = {b.name: batch_argv(b, out, options) for b in batches}
-    return Plan(shapes, batches, argv, kept, previous)
+    return Plan(shapes, batches, argv, kept, previous, drill)
 
 
 def _names_in(out: Path) -> frozenset[str]:
@@ -297,6 +303,7 @@ def check_resumable(
         "warmup": (previous.warmup, shapes.warmup),
         "cudnn_benchmark": (previous.cudnn_benchmark, shapes.cudnn_benchmark),
         "--shard": (previous.shard, f"{options.shard[0]}/{options.shard[1]}"),
+        "--drill-down selection": (previous.drill_down, options.drill),
     }
     changed = [name for name, (old, new) in wanted.items() if old != new]
     if changed:

@@ -21,7 +21,7 @@ from typing import Any
 from .._version import __version__
 from ..core.clock import utc_now
 from ..core.errors import ReportError
-from ..core.metrics import capture_metric_names
+from .drill import capture_metrics
 from .folder import capture_lock, writing
 from .host import Host, counters_refused, probe
 from .manifest import BatchRecord, HostInfo, Manifest, ShapeRecord, write_manifest
@@ -174,8 +174,9 @@ def _new_manifest(shapes_path: Path, plan: Plan) -> Manifest:
         seed=plan.shapes.seed,
         warmup=plan.shapes.warmup,
         cudnn_benchmark=plan.shapes.cudnn_benchmark,
-        metrics=capture_metric_names(),
+        metrics=capture_metrics(plan.drill),
         shapes=[],
+        drill_down=plan.drill,
         recorded_totals=plan.shapes.recorded.totals if plan.shapes.recorded else None,
     )
 

@@ -19,12 +19,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.units import NonNegative
 from .coverage import StageCoverage
+from .drill import DrillDown, Settled
 from .figures import CardRoofline, Margin, Roofline
 from .hot_units import HotUnit
 from .machine import CaptureInfo, GpuInfo
 
-SCHEMA_VERSION = "1.4"  # 1.2: tensor_pct over elapsed cycles; 1.3: captures, calls,
-# source; 1.4: coverage of a recorded program, real_us and real_kernels per card
+SCHEMA_VERSION = "1.5"  # 1.2: tensor_pct over elapsed cycles; 1.3: captures, calls,
+# source; 1.4: coverage of a recorded program, real_us and real_kernels per card; 1.5:
+# drill_down per kernel, settled per card
 SCOPE = (
     "Isolated replays under Nsight Compute kernel replay (each kernel serialised, caches flushed"
     " between passes, clocks left unlocked with --clock-control none); classifications are per"
@@ -90,6 +92,9 @@ class KernelCard(BaseModel):
     verdict_note: str | None = Field(
         default=None, description="what the class alone does not say (a non-math hot unit)"
     )
+    drill_down: DrillDown | None = Field(
+        default=None, description="warp-state counters and the class they settle on"
+    )
     legacy_fields: LegacyFields = Field(default_factory=dict)
 
 
@@ -144,6 +149,11 @@ class Card(BaseModel):
     roofline: CardRoofline | None = Field(
         default=None, description="useful over executed FLOPs and MFU of the whole card"
     )
+    settled: Settled | None = Field(
+        default=None,
+        description="the class a drill-down of the dominant kernel settled on (the first"
+        " verdict stays in primary)",
+    )
     legacy_fields: LegacyFields = Field(default_factory=dict)
 
 
@@ -185,7 +195,12 @@ class CardFile(BaseModel):
 
 
 # classify writes every field except those that only converted legacy cards use.
-CLASSIFY_KERNEL_FIELDS = frozenset(KernelCard.model_fields) - {"metric_repairs", "legacy_fields"}
-CLASSIFY_FIELDS = frozenset(Card.model_fields) - {"notes", "legacy_fields"}
+# A drill-down section and a settled verdict are written only where there is one.
+CLASSIFY_KERNEL_FIELDS = frozenset(KernelCard.model_fields) - {
+    "metric_repairs",
+    "legacy_fields",
+    "drill_down",
+}
+CLASSIFY_FIELDS = frozenset(Card.model_fields) - {"notes", "legacy_fields", "settled"}
 # written only for shapes whose recording timed them on a GPU
 RECORDED_ONLY = ("real_us", "real_kernels", "real_calls")

@@ -66,7 +66,10 @@ def count_classes(
 
 
 def card_class(card: Card) -> tuple[str, str]:
-    """(stage, primary class) of a card; a card without a verdict counts under its status."""
+    """(stage, class) of a card: its primary class, or for an unresolved card the class a
+    drill-down settled it on; a card without a verdict counts under its status."""
+    if card.status == "unresolved" and card.settled is not None:
+        return card.stage, card.settled.primary
     return card.stage, card.primary or card.status
 
 

@@ -4,15 +4,25 @@ outcome to an exit code)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..core.errors import CaptureError
+from ..core.errors import CaptureError, UsageError
 from .app import EXIT_INTERRUPTED, app, errors, examples
 from .options import parse_gpus, parse_shard, positive_float, positive_int
-from .terminal import capture_progress, print_interrupted, print_manifest, print_plan
+from .terminal import (
+    capture_progress,
+    print_interrupted,
+    print_manifest,
+    print_plan,
+    warning_line,
+)
+
+if TYPE_CHECKING:
+    from ..capture.drill import DrillRequest
 
 
 @app.command(
@@ -20,6 +30,7 @@ from .terminal import capture_progress, print_interrupted, print_manifest, print
     epilog=examples(
         "ncu-classify capture --shapes fixtures/shapes/smoke.yaml -o raw/",
         "ncu-classify capture --shapes shapes.yaml -o raw/ --one-process --gpus 0,1 --resume",
+        "ncu-classify capture --shapes shapes.yaml -o drill/ --drill-down cards.json --one-process",
     ),
 )
 def capture_command(
@@ -51,11 +62,27 @@ def capture_command(
         ),
     ] = 20.0,
     dry_run: Annotated[bool, typer.Option(help="print the ncu command lines, run nothing")] = False,
+    drill_down: Annotated[
+        Path | None,
+        typer.Option(
+            "--drill-down",
+            help="a cards file: capture again only its unresolved and borderline shapes (and"
+            " those of --drill-class), with the warp-state counters; classify the capture"
+            " folder beside this one to merge",
+        ),
+    ] = None,
+    drill_class: Annotated[
+        list[str] | None,
+        typer.Option("--drill-class", help="also drill the cards of this class (repeatable)"),
+    ] = None,
 ) -> None:
     """Replay every shape under ncu into OUTPUT (reports + manifest.json)."""
     from ..capture.run import CaptureOptions, capture, plan_capture
     from .outputs import output_folder
 
+    if drill_class and drill_down is None:
+        with errors():
+            raise UsageError("--drill-class needs --drill-down CARDS")
     options = CaptureOptions(
         ncu=ncu,
         timeout_s=timeout,
@@ -68,6 +95,8 @@ def capture_command(
     )
     with errors():
         output_folder(output)
+        if drill_down is not None:
+            options = replace(options, drill=drill_request(drill_down, drill_class or []))
         if dry_run:  # checked against the GPU nvidia-smi lists, else the largest one made
             from ..capture.host import visible_gpu_bytes
 
@@ -89,3 +118,27 @@ def capture_command(
                 f"{len(failed)} of {len(manifest.shapes)} shapes failed;"
                 f" see {output / 'manifest.json'}"
             )
+
+
+def drill_request(cards_path: Path, classes: list[str]) -> DrillRequest:
+    """The drill-down request of a cards file: the shapes to capture again and why."""
+    import hashlib
+
+    from ..capture.drill import DrillRequest
+    from ..cards.selection import drill_selection
+    from .app import check_inputs, read_cards
+
+    check_inputs([cards_path])
+    cards = read_cards(cards_path)
+    known = {c.primary for c in cards.cards if c.primary}
+    for name in classes:
+        if name not in known:
+            warning_line(f"--drill-class {name}: no card of {cards_path} has that class")
+    selected = drill_selection(cards, classes)
+    if not selected:
+        raise UsageError(
+            f"{cards_path}: no card to drill down (none unresolved, borderline or of the classes"
+            " named, or all drilled already)"
+        )
+    digest = hashlib.sha256(cards_path.read_bytes()).hexdigest()
+    return DrillRequest(cards_file=str(cards_path), cards_sha256=digest, selected=selected)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .counters import BREAKDOWNS, PRODUCTS, roofline_counters
+from .stalls import DRILL_RULE_METRICS
 from .units import Dimension, unit_factor
 
 
@@ -192,13 +193,23 @@ DERIVED: tuple[DerivedMetric, ...] = (
     ),
 )
 DERIVED_BY_KEY = {d.key: d for d in DERIVED}
+# 1 for a grid of exactly one full wave (blocks = SMs x blocks per SM: the launch of persistent
+# schedulers, cuBLAS nvjet, cuDNN xmma and SDPA on the H200 launch 132 CTAs), 0 otherwise: such a
+# grid has no tail, whatever the SMs' idle time says.
+PERSISTENT = "persistent"
+# Launch figures: exact, so they never flip between runs; a verdict near one of their
+# thresholds is not borderline (the distance is reported all the same).
+EXACT_METRICS = frozenset(
+    {"waves", "grid", "block", "regs", "smem_dyn_kb", "smem_static_b", "occ_limit_regs",
+     "occ_limit_smem", "max_warps_pct", PERSISTENT}
+)  # fmt: skip
 
 # A metric that another one bounds from above, by definition: sm__throughput is the maximum
 # over the SM sub-units of its breakdown, the tensor pipe among them, so tensor_pct <= sm_pct.
 # A rule may then decide `tensor_pct < t` from sm_pct < t when tensor_pct was not measured.
 BOUNDED_BY = {"tensor_pct": "sm_pct"}
 # Every metric key a rule may test.
-RULE_METRICS = frozenset(SPECS) | frozenset(DERIVED_BY_KEY)
+RULE_METRICS = frozenset(SPECS) | frozenset(DERIVED_BY_KEY) | {PERSISTENT} | DRILL_RULE_METRICS
 # Legacy evidence block: the figures a verdict rests on.
 EVIDENCE_KEYS = (
     "sm_pct",
@@ -235,6 +246,8 @@ def derive(values: dict[str, float | None]) -> dict[str, float | None]:
     for d in DERIVED:
         num, den = values.get(d.numerator), values.get(d.denominator)
         out[d.key] = num / den if num is not None and den else None
+    waves = values.get("waves")
+    out[PERSISTENT] = None if waves is None else float(abs(waves - 1.0) < 1e-9)
     return out
 
 

@@ -25,6 +25,7 @@ import ncu_report
 from ..core.counters import BREAKDOWNS, fill_products
 from ..core.errors import ReportError
 from ..core.metrics import CATALOG, DEVICE_METRICS, PASSES_METRIC, complete
+from ..core.stalls import CPI_METRIC, DECIDERS, STALL_REASONS, stall_metric
 from ..core.textio import open_regular, os_reason
 from ..core.units import UnitError
 from .framing import SUPPORTED_FORMAT, ReportInfo, check_report, version_message
@@ -190,7 +191,27 @@ def read_kernel(
         replay_passes=_passes(action),
         device=device,
         hot_units=_hot_units(action),
+        stalls=_stalls(action),
     )
+
+
+def _stalls(action: Any) -> dict[str, float] | None:
+    """Warp-state figures where the report holds them (a drill-down capture, a `--set full`
+    report): `cpi`, each stall reason, each decider that has a value; None without a CPI (one
+    lookup for the reports that lack them)."""
+    cpi = _number(action, CPI_METRIC)
+    if cpi is None:
+        return None
+    found = {"cpi": cpi}
+    for reason in STALL_REASONS:
+        value = _number(action, stall_metric(reason))
+        if value is not None:
+            found[reason] = value
+    for decider in DECIDERS:
+        value = _number(action, decider.name)
+        if value is not None:
+            found[decider.key] = value
+    return found
 
 
 def _from_rates(action: Any, values: dict[str, float | None], sources: dict[str, str]) -> None:

@@ -24,6 +24,11 @@ class KernelRecord(BaseModel):
     hot_units: dict[str, list[tuple[str, float]]] = Field(
         default_factory=dict, description="top entries of the SM and memory breakdowns"
     )
+    stalls: dict[str, float] | None = Field(
+        default=None,
+        description="warp-state counters where the report has them: stall reason -> warps per"
+        " issue-active cycle, `cpi` and the drill-down deciders (core.stalls)",
+    )
 
 
 class ReportRead(BaseModel):

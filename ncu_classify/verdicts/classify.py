@@ -26,6 +26,7 @@ from ..read.names import report_stem
 from ..read.parallel import ReadProgress, read_all
 from ..read.records import KernelRecord
 from .coverage import program_coverage
+from .drill_merge import merge_drill_downs
 from .inputs import Source, collect_inputs, input_files
 from .judge import build_card, kernel_card
 from .rules import LoadedRules
@@ -174,6 +175,7 @@ def classify(
         (source, cards_for_source(Reads(source, ok, failed, labels), rules))
         for source in inputs.sources
     ]
+    per_source = merge_drill_downs(per_source, rules, inputs.warnings)
     cards = [card for _, found in per_source for card in found]
     summary, by_stage = count_classes(map(card_class, cards))
     return CardFile(
@@ -187,7 +189,13 @@ def classify(
         captures=[capture_environment(s) for s in inputs.sources if s.manifest],
         input_errors=[unicode_safe(e) for e in inputs.errors],
         input_warnings=[unicode_safe(w) for w in inputs.warnings + duplicate_groups(cards)],
-        coverage=program_coverage([(s.manifest, found) for s, found in per_source if s.manifest]),
+        coverage=program_coverage(
+            [
+                (s.manifest, found)
+                for s, found in per_source
+                if s.manifest and not s.manifest.drill_down
+            ]
+        ),
         cards=cards,
         summary=summary,
         by_stage=by_stage,

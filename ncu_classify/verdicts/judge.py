@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._version import __version__
+from ..cards.drill import DrillSource, Settled
 from ..cards.figures import Roofline
 from ..cards.hot_units import HotUnit, name_units
 from ..cards.machine import GpuInfo
@@ -32,9 +33,12 @@ from ..cards.rollup import card_class, count_classes, dominant
 from ..core.clock import utc_now
 from ..core.metrics import CATALOG, EVIDENCE_KEYS, derive
 from ..read.records import KernelRecord
+from .drill import build_drill_down
 from .margins import verdict_margin
 from .roofline import card_roofline, compute_dtype, kernel_roofline
 from .rules import LoadedRules, evaluate
+
+OWN_COUNTERS = "the warp-state counters of the kernel's own report"
 
 
 def kernel_values(
@@ -97,12 +101,23 @@ def _annotations(
 
 
 def kernel_card(record: KernelRecord, rules: LoadedRules) -> KernelCard:
-    """Classify one kernel row."""
+    """Classify one kernel row; one whose report holds warp-state counters gets its
+    drill-down section from them."""
     metrics = {spec.key: record.values.get(spec.key) for spec in CATALOG}
     verdict = kernel_verdict(metrics, {}, rules)
     hot = name_units(record.hot_units)
+    drilled: dict[str, Any] = {}
+    if record.stalls is not None:
+        source = DrillSource(
+            experiment=OWN_COUNTERS,
+            report=record.report,
+            replay_passes=record.replay_passes,
+            dur_us=metrics.get("dur_us"),
+        )
+        drilled["drill_down"] = build_drill_down(record.stalls, metrics, hot, source)
     return KernelCard.model_construct(  # trusted values; the file is validated in tests
-        set(CLASSIFY_KERNEL_FIELDS),
+        set(CLASSIFY_KERNEL_FIELDS) | set(drilled),
+        **drilled,
         kernel=record.demangled,
         metrics=metrics,
         **verdict,
@@ -127,7 +142,27 @@ def judge(card: Card, rules: LoadedRules, *, kernels_classified: bool = False) -
     kernels = card.kernels
     if not kernels_classified:
         kernels = [classify_kernel(k, rules, card.gpu) for k in kernels]
-    return card.model_copy(update={"kernels": kernels, **_verdict(card, kernels, rules)})
+    update = {"kernels": kernels, **_verdict(card, kernels, rules)}
+    settled = settled_verdict(card, kernels)
+    if settled is not None or card.settled is not None:
+        update["settled"] = settled
+    return card.model_copy(update=update)
+
+
+def settled_verdict(card: Card, kernels: list[KernelCard]) -> Settled | None:
+    """The class the dominant kernel's drill-down settles on, for a card that has a verdict."""
+    top = dominant(kernels)
+    drill = top.drill_down if top is not None else None
+    if card.error or card.status == "incomplete" or drill is None or drill.settled is None:
+        return None
+    return Settled(
+        primary=drill.settled,
+        rule=drill.rule,
+        counter_experiment=drill.counter_experiment,
+        finding=drill.finding,
+        settled_by=drill.source.experiment,
+        borderline=bool(drill.margin and drill.margin.borderline),
+    )
 
 
 def _verdict(card: Card, kernels: list[KernelCard], rules: LoadedRules) -> dict[str, Any]:

@@ -3,20 +3,25 @@ nearest rule that would have fired instead; within the rules file's `borderline`
 verdict is flagged (the 96-channel VAE convs read l2_pct 58-61 % around the 60 % threshold,
 and flip run to run).
 
-Distances are in the deciding metric's own unit (percentage points, waves, a ratio). A true
-`any` group is as far from flipping as its strongest true member, a true `all` group as its
-weakest; a false `any` group is as near to holding as its nearest member, a false `all` group
-as its farthest false member. Comparisons on missing metrics have no distance.
+Distances are in the deciding metric's own unit (percentage points, waves, a ratio), and are
+compared across metrics in units of each metric's borderline margin. A true `any` group is as
+far from flipping as its strongest true member, a true `all` group as its weakest; a false `any`
+group is as near to holding as its nearest member, a false `all` group as its farthest false
+member. Comparisons on missing metrics have no distance. Launch figures (waves, grid, the
+persistent flag: `EXACT_METRICS`) cannot move between runs: their distances are reported but
+never make a verdict borderline (a persistent GEMM at exactly 1.00 waves is 0 waves from
+`grid_under_one_wave`, a rule it can never meet).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..cards.figures import Margin
-from ..core.metrics import BOUNDED_BY
+from ..core.metrics import BOUNDED_BY, EXACT_METRICS
 from .rules import OPERATORS, AllOf, AnyOf, Compare, RuleSet, from_bound
 
 Distance = tuple[float, str] | None  # (how far, in the unit of which metric)
@@ -28,7 +33,10 @@ class _Node:
     distance: Distance
 
 
-def _node(cond: Compare | AnyOf | AllOf, values: Mapping[str, float | None]) -> _Node:
+Score = Callable[[Distance], float]
+
+
+def _node(cond: Compare | AnyOf | AllOf, values: Mapping[str, float | None], score: Score) -> _Node:
     if isinstance(cond, Compare):
         value = values.get(cond.metric)
         if value is None or value != value:  # missing or NaN: maybe settled by its bound
@@ -38,43 +46,44 @@ def _node(cond: Compare | AnyOf | AllOf, values: Mapping[str, float | None]) -> 
                 return _Node(None, None)
             return _Node(settled, (abs(bound - cond.value), BOUNDED_BY[cond.metric]))
         return _Node(OPERATORS[cond.op](value, cond.value), (abs(value - cond.value), cond.metric))
-    members = [_node(c, values) for c in (cond.any if isinstance(cond, AnyOf) else cond.all)]
+    members = [_node(c, values, score) for c in (cond.any if isinstance(cond, AnyOf) else cond.all)]
     true = [m for m in members if m.holds is True]
     false = [m for m in members if m.holds is False]
     if isinstance(cond, AnyOf):
         if true:
-            return _Node(True, _pick(true, max))
-        return _Node(None if len(false) < len(members) else False, _pick(false, min))
+            return _Node(True, _pick(true, max, score))
+        return _Node(None if len(false) < len(members) else False, _pick(false, min, score))
     if false:
-        return _Node(False, _pick(false, max))
-    return _Node(None if len(true) < len(members) else True, _pick(true, min))
+        return _Node(False, _pick(false, max, score))
+    return _Node(None if len(true) < len(members) else True, _pick(true, min, score))
 
 
-def _pick(nodes: list[_Node], choose: Callable[..., Any]) -> Distance:
+def _pick(nodes: list[_Node], choose: Callable[..., Any], score: Score) -> Distance:
+    """The member distance `choose` (min or max) picks, compared in borderline units; among
+    exact (launch) distances, which all score infinite, by their size."""
     known = [n.distance for n in nodes if n.distance is not None]
-    return choose(known, key=lambda d: d[0]) if known else None
+    return choose(known, key=lambda d: (score(d), d[0])) if known else None
 
 
 def verdict_margin(rules: RuleSet, fired: str, values: Mapping[str, float | None]) -> Margin:
     """The margin of the verdict `fired` (the first rule that held) and its nearest rival: an
     earlier rule close to holding, or the rule after it that would fire if it stopped holding."""
-    scale = rules.borderline
+    score = _scorer(rules.borderline)
     rival: tuple[float, str, Distance] | None = None
     margin: Distance = None
     for index, rule in enumerate(rules.rules):
         if rule.when == "always":
             break
-        node = _node(rule.when, values)
+        node = _node(rule.when, values, score)
         if rule.name == fired:
             margin = node.distance
-            after = _next_firing(rules, index, values)
+            after = _next_firing(rules, index, values, score)
             if after and margin:
-                rival = _closer(rival, (margin[0] / _scale(scale, margin[1]), after, margin))
+                rival = _closer(rival, (score(margin), after, margin))
             break
         if node.holds is False and node.distance:
-            score = node.distance[0] / _scale(scale, node.distance[1])
-            rival = _closer(rival, (score, rule.name, node.distance))
-    own = margin[0] / _scale(scale, margin[1]) if margin else None
+            rival = _closer(rival, (score(node.distance), rule.name, node.distance))
+    own = score(margin) if margin else None
     return Margin(
         metric=margin[1] if margin else None,
         distance=_round(margin[0]) if margin else None,
@@ -85,9 +94,11 @@ def verdict_margin(rules: RuleSet, fired: str, values: Mapping[str, float | None
     )
 
 
-def _next_firing(rules: RuleSet, index: int, values: Mapping[str, float | None]) -> str | None:
+def _next_firing(
+    rules: RuleSet, index: int, values: Mapping[str, float | None], score: Score
+) -> str | None:
     for rule in rules.rules[index + 1 :]:
-        if rule.when == "always" or _node(rule.when, values).holds:
+        if rule.when == "always" or _node(rule.when, values, score).holds:
             return rule.name
     return None
 
@@ -98,8 +109,15 @@ def _closer(
     return other if best is None or other[0] < best[0] else best
 
 
-def _scale(scale: Mapping[str, float], metric: str) -> float:
-    return scale.get(metric, scale.get("default", 2.0))
+def _scorer(scale: Mapping[str, float]) -> Score:
+    """A distance in units of its metric's borderline margin; infinite for a launch figure."""
+
+    def score(distance: Distance) -> float:
+        if distance is None or distance[1] in EXACT_METRICS:
+            return math.inf
+        return distance[0] / scale.get(distance[1], scale.get("default", 2.0))
+
+    return score
 
 
 def _round(value: float) -> float:

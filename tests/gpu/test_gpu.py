@@ -148,3 +148,43 @@ def test_every_device_op_is_timed_captured_and_covered(tmp_path: Path) -> None:
     # the replayed kernels take about what the program's did (4096^2 fp32 elementwise ops
     # stream 64-128 MB: no cache warmth to speak of)
     assert 0.7 < coverage["replayed_us"] / coverage["real_us"] < 1.4
+
+
+def test_drill_down_captures_the_unsettled_shapes_and_merges_into_their_cards(
+    tmp_path: Path,
+) -> None:
+    """capture, classify under rules/roofline.yaml, drill down (the unresolved K=144 GEMM and
+    the class named), classify both folders: the drilled cards keep their first verdict and
+    metrics, each kernel gets a drill-down whose shares add to 100 %, in at most 20 passes."""
+    shapes = tmp_path / "shapes.yaml"
+    shapes.write_text(
+        "stages:\n  dit:\n    - {op: linear, M: 4680, N: 5120, K: 144, dtype: bf16, bias: true}\n"
+        "    - {op: linear, M: 4680, N: 5120, K: 5120, dtype: bf16, bias: true}\n"
+        "  output:\n    - {op: cast, shape: [1, 3, 13, 480, 832], from: fp32, to: bf16}\n"
+    )
+    raw, drill, cards, merged = (tmp_path / n for n in ("raw", "drill", "c.json", "m.json"))
+    rules = ["--rules", "rules/roofline.yaml"]
+
+    def run(*args: str) -> None:
+        done = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr[-2000:]
+
+    run("capture", "--shapes", str(shapes), "-o", str(raw), "--one-process")
+    run("classify", str(raw), "-o", str(cards), *rules)
+    first = {c["group"]: c for c in json.loads(cards.read_text())["cards"]}
+    run("capture", "--shapes", str(shapes), "-o", str(drill), "--one-process",
+        "--drill-down", str(cards), "--drill-class", "dram_bandwidth_bound")  # fmt: skip
+    manifest = json.loads((drill / "manifest.json").read_text())
+    assert set(manifest["drill_down"]["selected"]) <= set(first)
+    assert all(p <= 20 for s in manifest["shapes"] for p in s["replay_passes"])
+    run("classify", str(raw), str(drill), "-o", str(merged), *rules)
+    after = {c["group"]: c for c in json.loads(merged.read_text())["cards"]}
+    assert list(after) == list(first)
+    for group in manifest["drill_down"]["selected"]:
+        card, before = after[group], first[group]
+        assert card["primary"] == before["primary"] and card["settled"]["primary"]
+        for kernel, old in zip(card["kernels"], before["kernels"], strict=True):
+            assert kernel["metrics"] == old["metrics"]
+            shares = [s["share_pct"] for s in kernel["drill_down"]["stalls"]]
+            assert abs(sum(shares) - 100) < 0.1
+            assert kernel["drill_down"]["source"]["replay_passes"] <= 20

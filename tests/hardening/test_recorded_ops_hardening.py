@@ -558,13 +558,6 @@ def test_record_of_a_program_that_profiles_itself(tmp_path: Path) -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="every record on a GPU prints torch's `UserWarning: Warning: Profiler clears events at"
-    " the end of each cycle...` (record's own profiler, acc_events=False) on stderr (H200,"
-    " torch 2.11)",
-)
 def test_record_on_a_gpu_prints_no_warning_of_its_own(tmp_path: Path) -> None:
     text = "import torch\ntorch.nn.functional.relu(torch.randn(64, device='cuda'))\n"
     code, _, err = cli("record", "-o", str(tmp_path / "s.yaml"), "--", "python",

@@ -1,0 +1,27 @@
+"""Which cards a drill-down captures again: those whose verdict is unresolved, those whose
+dominant kernel is borderline, and those of the classes the user names; never a card without a
+verdict (failed, incomplete) nor one whose dominant kernel already has a drill-down."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .model import UNRESOLVED, CardFile
+from .rollup import named_dominant
+
+
+def drill_selection(cards: CardFile, classes: Iterable[str] = ()) -> dict[str, str]:
+    """group id -> why it is drilled (`unresolved`, `borderline`, `class <name>`), file order."""
+    named = set(classes)
+    chosen: dict[str, str] = {}
+    for card in cards.cards:
+        top = named_dominant(card)
+        if card.status not in ("classified", "unresolved") or top is None or top.drill_down:
+            continue
+        if card.status == "unresolved" or card.primary == UNRESOLVED:
+            chosen.setdefault(card.group, "unresolved")
+        elif top.margin is not None and top.margin.borderline:
+            chosen.setdefault(card.group, "borderline")
+        elif card.primary in named:
+            chosen.setdefault(card.group, f"class {card.primary}")
+    return chosen

@@ -1,0 +1,108 @@
+"""A drill-down capture folded into the cards it drills: classify given the first capture and
+the drill-down folder side by side gives each card of the first its kernels' `drill_down`
+sections and a settled verdict, while keeping the first capture's metrics and verdict.
+
+Kernels pair up by name and order (the k-th launch of a function in the card with the k-th in the
+drill-down), since the same shape replays the same kernels; a kernel without a counterpart
+stays undrilled and the file says so. A drilled shape that no other input holds stays a card of
+its own (its report has every card metric too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..capture.manifest import Manifest
+from ..cards.model import Card, KernelCard
+from .inputs import Source
+from .judge import judge
+from .rules import LoadedRules
+
+SourceCards = tuple[Source, list[Card]]
+
+
+def experiment_label(manifest: Manifest, folder: Path) -> str:
+    """How a drill-down capture is named on the cards it settles."""
+    return f"drill-down capture {folder} ({manifest.created_at})"
+
+
+def _relabel(card: Card, label: str, created_at: str) -> Card:
+    """The card's drill-down sections named after the capture that made them."""
+    kernels = []
+    for kernel in card.kernels:
+        drill = kernel.drill_down
+        if drill is not None:
+            source = drill.source.model_copy(update={"experiment": label, "created_at": created_at})
+            kernel = kernel.model_copy(
+                update={"drill_down": drill.model_copy(update={"source": source})}
+            )
+        kernels.append(kernel)
+    return card.model_copy(update={"kernels": kernels})
+
+
+def _keyed(kernels: Sequence[KernelCard]) -> dict[tuple[str, int], KernelCard]:
+    """Kernels by (function name, its launch count so far)."""
+    seen: dict[str, int] = {}
+    out = {}
+    for kernel in kernels:
+        name = kernel.function_name or kernel.kernel
+        seen[name] = seen.get(name, 0) + 1
+        out[(name, seen[name])] = kernel
+    return out
+
+
+def _attach(card: Card, drilled: Card, rules: LoadedRules, warnings: list[str]) -> Card:
+    """`card` with the drill-down sections of `drilled`'s matching kernels, judged again; a
+    drill-down that replayed another backend (FA3 missing, SDPA's fallback) is not merged."""
+    used, redone = (c.shape_parameters.get("backend_used") for c in (card, drilled))
+    if used != redone:
+        warnings.append(
+            f"{card.group}: the drill-down replayed backend {redone}, the card {used}: not merged"
+        )
+        return card
+    found = _keyed(drilled.kernels)
+    kernels = []
+    for key, kernel in _keyed(card.kernels).items():
+        twin = found.pop(key, None)
+        if twin is None or twin.drill_down is None:
+            warnings.append(f"{card.group}: kernel {key[0]} (launch {key[1]}) has no drill-down")
+        else:
+            kernel = kernel.model_copy(update={"drill_down": twin.drill_down})
+        kernels.append(kernel)
+    for name, launch in found:
+        warnings.append(f"{card.group}: the drill-down has kernel {name} (launch {launch}) more")
+    return judge(card.model_copy(update={"kernels": kernels}), rules, kernels_classified=True)
+
+
+def merge_drill_downs(
+    per_source: list[SourceCards], rules: LoadedRules, warnings: list[str]
+) -> list[SourceCards]:
+    """The sources with every drill-down capture's cards folded into the other sources' cards
+    of the same group (its own cards only where no other source holds the group)."""
+    drills = [(s, cards) for s, cards in per_source if s.manifest and s.manifest.drill_down]
+    if not drills:
+        return per_source
+    firsts = [(s, cards) for s, cards in per_source if not (s.manifest and s.manifest.drill_down)]
+    drilled: dict[str, Card] = {}
+    left: list[SourceCards] = []
+    for source, cards in drills:
+        assert source.manifest is not None and source.manifest_path is not None
+        label = experiment_label(source.manifest, source.manifest_path.parent)
+        relabelled = [_relabel(c, label, source.manifest.created_at) for c in cards]
+        claimed = {c.group for _, held in firsts for c in held}
+        for card in relabelled:
+            if card.group in claimed and card.status in ("classified", "unresolved"):
+                drilled.setdefault(card.group, card)
+        left.append((source, [c for c in relabelled if c.group not in drilled]))
+    merged = [
+        (
+            s,
+            [
+                _attach(c, drilled[c.group], rules, warnings) if c.group in drilled else c
+                for c in cards
+            ],
+        )
+        for s, cards in firsts
+    ]
+    return merged + [(s, cards) for s, cards in left if cards]
