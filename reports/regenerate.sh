@@ -33,6 +33,15 @@ ncu-classify classify fixtures/record_h200_wan14b -o "$cards" --jobs 2 >/dev/nul
 for view in stage shape kernel coverage fidelity; do
   ncu-classify summary "$cards" --by "$view" --csv -o "reports/record/wan14b_every_op_${view}.csv"
 done
+# Drill-downs (issue 18): the workload under rules/roofline.yaml with its drill-down captures
+# merged, and the before/after table of all three drilled captures
+for resolution in 480x832 704x1280; do
+  cards=reports/drill/cards_${resolution}_drilled.json
+  ncu-classify classify "fixtures/workload_h200_$resolution" "fixtures/drill_h200_$resolution" \
+    --rules rules/roofline.yaml -o "$cards" --jobs 2 >/dev/null
+  ncu-classify summary "$cards" --by shape --csv -o "reports/drill/shapes_${resolution}_drilled.csv"
+done
+python reports/drill/before_after.py > reports/drill/before_after.md
 bash reports/diff/make.sh
 while IFS= read -r command; do
   eval "$command" >/dev/null

@@ -15,7 +15,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..core.errors import NoiseError
-from ..core.metrics import RULE_METRICS
+from ..core.metrics import EXACT_METRICS, RULE_METRICS
 from ..core.textio import read_text
 from ..core.yamlio import validate_yaml
 
@@ -47,8 +47,9 @@ class Noise(BaseModel):
         return metrics
 
     def of(self, metric: str) -> float:
-        """The tolerance of one metric."""
-        return self.metrics.get(metric, self.default)
+        """The tolerance of one metric; a launch figure not listed (grid, the persistent flag)
+        has none: it is fixed by the launch, so any move is real."""
+        return self.metrics.get(metric, 0.0 if metric in EXACT_METRICS else self.default)
 
 
 def load_noise(path: Path | None = None) -> tuple[Noise, str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .counters import BREAKDOWNS, PRODUCTS, roofline_counters
-from .stalls import DRILL_RULE_METRICS
+from .stalls import DRILL_RULE_METRICS, drill_metric_rows
 from .units import Dimension, unit_factor
 
 
@@ -265,7 +265,15 @@ def metric_rows() -> list[list[str]]:
         [d.key, "ratio", f"{d.numerator} / {d.denominator} (derived)", d.description]
         for d in DERIVED
     ]
-    return rows
+    rows.append(
+        [
+            PERSISTENT,
+            "0 or 1",
+            "launch__waves_per_multiprocessor == 1 (derived)",
+            "a grid of exactly one full wave (persistent kernels): never read as a tail",
+        ]
+    )
+    return rows + drill_metric_rows()
 
 
 def complete(values: dict[str, float | None], sources: dict[str, str]) -> None:

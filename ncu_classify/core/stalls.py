@@ -118,3 +118,26 @@ DRILL_RULE_METRICS = frozenset(
     | {"cpi", BANK_CONFLICT_PCT, OCCUPANCY_RATIO}
     | {d.key for d in DECIDERS}
 )
+
+
+def drill_metric_rows() -> list[list[str]]:
+    """Rows of `ncu-classify metrics` for what the settle rules test: shares of the stall
+    cycles (%) per group and per reason, the CPI, and the deciders."""
+    rows = [
+        [group_key(g), "%", " + ".join(map(stall_metric, members)) + " (share)",
+         f"share of the stall cycles: {', '.join(members)}"]
+        for g, members in STALL_GROUPS.items()
+    ]  # fmt: skip
+    rows += [
+        [f"stall_{r}_pct", "%", f"{stall_metric(r)} (share)", f"share of the stall cycles: {r}"]
+        for r in STALL_REASONS
+    ]
+    rows.append(["cpi", "cycles", CPI_METRIC, "warp cycles per issued instruction"])
+    rows += [
+        [d.key, "%" if d.key.endswith("_pct") else "count", d.name, d.description] for d in DECIDERS
+    ]
+    rows.append([BANK_CONFLICT_PCT, "%", "bank_conflicts / shared_wavefronts (derived)",
+                 "shared-memory bank conflicts per shared wavefront"])  # fmt: skip
+    rows.append([OCCUPANCY_RATIO, "ratio", "warps_active_pct / max_warps_pct (derived)",
+                 "achieved over theoretical occupancy"])  # fmt: skip
+    return rows

@@ -123,6 +123,8 @@ def _card_fields(card: Card) -> dict[str, Any]:
         "real_us": card.real_us,
         "real_kernels": card.real_kernels,
         "fidelity_ratio": measured.ratio if measured else None,
+        "settled": card.settled.primary if card.settled else None,
+        "settled_by": card.settled.settled_by if card.settled else None,
     }
 
 
@@ -141,6 +143,7 @@ def _kernel_fields(kernel: KernelCard | None) -> dict[str, Any]:
         "hot_sm_pct": hot["sm"].pct if "sm" in hot else None,
         "hot_memory_unit": hot["memory"].label if "memory" in hot else None,
         "hot_memory_pct": hot["memory"].pct if "memory" in hot else None,
+        **_drill_fields(kernel),
     }
     if roof is not None:
         fields.update(
@@ -156,6 +159,19 @@ def _kernel_fields(kernel: KernelCard | None) -> dict[str, Any]:
         )
     fields.update({METRIC_COLUMNS[k]: v for k, v in kernel.metrics.items() if k in METRIC_COLUMNS})
     return fields
+
+
+def _drill_fields(kernel: KernelCard) -> dict[str, Any]:
+    """A kernel's drill-down in three columns: its settled class, CPI and top stall reasons."""
+    drill = kernel.drill_down
+    if drill is None:
+        return {"drill_settled": None, "cpi": None, "stall_top_reasons": None}
+    shares = {s.reason: s.share_pct for s in drill.stalls}
+    return {
+        "drill_settled": drill.settled,
+        "cpi": drill.cpi,
+        "stall_top_reasons": ", ".join(f"{r} {shares[r]:.1f} %" for r in drill.top_reasons),
+    }
 
 
 def _card_row(card: Card) -> dict[str, Any]:
@@ -187,10 +203,15 @@ CARD_COLUMNS = [
     "real_us",  # the program's kernel time per call (recorded on a GPU)
     "real_kernels",
     "fidelity_ratio",  # summed_kernel_us / real_us
+    "settled",  # the class a drill-down settled the card on
+    "settled_by",
 ]
 CARD_TEXT = CARD_COLUMNS[:7]  # stage .. gpu: the text columns of a card
 KERNEL_TEXT = ("kernel", "classification", "margin_metric", "hot_sm_unit", "hot_memory_unit")
-_TEXT = frozenset([*CARD_TEXT, *KERNEL_TEXT, "flop_family", "binding_roof"])
+_TEXT = frozenset(
+    [*CARD_TEXT, *KERNEL_TEXT, "flop_family", "binding_roof", "settled", "settled_by",
+     "drill_settled", "stall_top_reasons"]
+)  # fmt: skip
 _ROOF = [
     "flop_family",
     "executed_flop",
@@ -216,6 +237,9 @@ def _columns() -> list[str]:
         "hot_sm_pct",
         "hot_memory_unit",
         "hot_memory_pct",
+        "drill_settled",
+        "cpi",
+        "stall_top_reasons",
         *_ROOF,
         *METRIC_COLUMNS.values(),
     ]

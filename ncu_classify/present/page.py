@@ -250,6 +250,12 @@ def _inference_us(card: Any) -> float | None:
     return None if card.summed_kernel_us is None else card.summed_kernel_us * card.calls
 
 
+def _class_text(card: Any) -> str:
+    """A card's class for the Markdown table: its primary, and the class a drill-down settled."""
+    text = card.primary or card.status
+    return f"{text} (settled: {card.settled.primary})" if card.settled else text
+
+
 def _top_rows(view: ReportView) -> list[str]:
     rows = []
     for f in view.files:
@@ -261,7 +267,7 @@ def _top_rows(view: ReportView) -> list[str]:
             hot = f"{units[0].label} {units[0].pct:.1f} %" if units else "-"
             rows.append(
                 f"| {MARKER_NAMES[f.marker]} {md_code(f.label)} | {md_code(c.card.group)} |"
-                f" {md_text(c.card.primary or c.card.status)} | {c.card.calls} |"
+                f" {md_text(_class_text(c.card))} | {c.card.calls} |"
                 f" {_fmt(c.card.summed_kernel_us, '{:,.1f}')} |"
                 f" {_fmt(_inference_us(c.card), '{:,.1f}')} |"
                 f" {_fmt(c.share_of_stage, '{:.1%}')} |"

@@ -31,12 +31,13 @@ from ..cards.model import (
 )
 from ..cards.rollup import card_class, count_classes, dominant
 from ..core.clock import utc_now
-from ..core.metrics import CATALOG, EVIDENCE_KEYS, derive
+from ..core.metrics import CATALOG, EVIDENCE_KEYS, PERSISTENT, derive
 from ..read.records import KernelRecord
 from .drill import build_drill_down
 from .margins import verdict_margin
 from .roofline import card_roofline, compute_dtype, kernel_roofline
 from .rules import LoadedRules, evaluate
+from .tiles import tile_note
 
 OWN_COUNTERS = "the warp-state counters of the kernel's own report"
 
@@ -142,11 +143,30 @@ def judge(card: Card, rules: LoadedRules, *, kernels_classified: bool = False) -
     kernels = card.kernels
     if not kernels_classified:
         kernels = [classify_kernel(k, rules, card.gpu) for k in kernels]
+    kernels = [_with_tiles(k, card.shape_parameters) for k in kernels]
     update = {"kernels": kernels, **_verdict(card, kernels, rules)}
     settled = settled_verdict(card, kernels)
     if settled is not None or card.settled is not None:
         update["settled"] = settled
     return card.model_copy(update=update)
+
+
+IDLE_SHARE = 0.85  # SM active over elapsed below this in a persistent grid: say why
+
+
+def _with_tiles(kernel: KernelCard, shape_parameters: dict[str, Any]) -> KernelCard:
+    """A persistent grid whose SMs idle gets, as its note, the tiles it spread over its CTAs
+    (where the kernel name and the shape tell them)."""
+    values = kernel_values(kernel.metrics, kernel.evidence)
+    active = values.get("sm_active_over_elapsed")
+    if kernel.verdict_note or values.get(PERSISTENT) != 1.0 or active is None:
+        return kernel
+    note = tile_note(kernel.kernel, shape_parameters, values.get("grid"))
+    if active >= IDLE_SHARE or note is None:
+        return kernel
+    return kernel.model_copy(
+        update={"verdict_note": f"persistent grid, SMs active {active:.0%}: {note}"}
+    )
 
 
 def settled_verdict(card: Card, kernels: list[KernelCard]) -> Settled | None:

@@ -23,7 +23,7 @@ def test_classify_writes_cards_and_prints_the_summary(tmp_path: Path) -> None:
     result = _run("classify", SMOKE, USER_FULL, "-o", out)
     assert result.exit_code == 0, result.output
     doc = json.loads(out.read_text())
-    assert doc["schema_version"] == "1.4" and doc["rules_id"] == "legacy-v1"
+    assert doc["schema_version"] == "1.5" and doc["rules_id"] == "legacy-v1"
     assert len(doc["cards"]) == 15
     assert doc["by_stage"]["dit"] == {
         "compute_bound": 1,
@@ -181,13 +181,15 @@ def test_version_and_metrics(capsys) -> None:  # type: ignore[no-untyped-def]
     assert capsys.readouterr().out == f"ncu-classify {__version__}\n"
     assert run(["metrics", "--csv"]) == 0
     rows = capsys.readouterr().out.splitlines()
-    assert rows[0] == "key,unit,ncu_names,description" and len(rows) == 1 + 54 + 1
+    assert rows[0] == "key,unit,ncu_names,description" and len(rows) == 1 + 54 + 2 + 37
     assert rows[3].startswith(
         "tensor_pct,%,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed"
         " | sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed,"
     )
     assert rows[4].startswith("tensor_active_pct,%,sm__pipe_tensor_op_hmma_cycles_active.avg.")
-    assert rows[-1].startswith("sm_active_over_elapsed,ratio,sm_cycles_active / cycles_elapsed")
+    assert rows[55].startswith("sm_active_over_elapsed,ratio,sm_cycles_active / cycles_elapsed")
+    assert rows[56].startswith("persistent,0 or 1,launch__waves_per_multiprocessor == 1")
+    assert rows[-1].startswith("occupancy_ratio,ratio,warps_active_pct / max_warps_pct")
     # every metric a rules file may name is listed (rules/default.yaml points users here)
     from ncu_classify.core.metrics import RULE_METRICS
 

@@ -65,11 +65,14 @@ def test_count_prefixes() -> None:
 
 def test_derived_ratio_is_none_when_an_input_is_missing() -> None:
     assert derive({"sm_cycles_active": 38827.5, "cycles_elapsed": 44786.0}) == {
-        "sm_active_over_elapsed": pytest.approx(0.8669563608270442)
+        "sm_active_over_elapsed": pytest.approx(0.8669563608270442),
+        "persistent": None,
     }
-    assert derive({"sm_cycles_active": 1.0, "cycles_elapsed": None}) == {
-        "sm_active_over_elapsed": None
+    assert derive({"sm_cycles_active": 1.0, "cycles_elapsed": None, "waves": 1.0}) == {
+        "sm_active_over_elapsed": None,
+        "persistent": 1.0,
     }
-    assert derive({"sm_cycles_active": 1.0, "cycles_elapsed": 0.0}) == {
-        "sm_active_over_elapsed": None
+    assert derive({"sm_cycles_active": 1.0, "cycles_elapsed": 0.0, "waves": 1.0004}) == {
+        "sm_active_over_elapsed": None,
+        "persistent": 0.0,
     }
