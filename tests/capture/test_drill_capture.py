@@ -5,6 +5,7 @@ the real H200 report of exactly the shapes that ran."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -96,7 +97,10 @@ def test_refused_requests_say_why_in_one_line(
     message: str,
 ) -> None:
     (tmp_path / "notjson.json").write_bytes(b"\xff\xfe not json")
-    paths = {"{missing}": str(tmp_path / "missing.json"), "{notjson}": str(tmp_path / "notjson.json")}
+    paths = {
+        "{missing}": str(tmp_path / "missing.json"),
+        "{notjson}": str(tmp_path / "notjson.json"),
+    }
     extra = [paths.get(a, a) for a in extra]
     out = tmp_path / "d"
     assert run(["capture", "--shapes", str(SHAPES), "-o", str(out), *extra]) == code
@@ -109,9 +113,7 @@ def test_nothing_to_drill_and_foreign_shapes_are_refused(
     first: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cards = load_card_file(first)
-    settled = cards.model_copy(
-        update={"cards": [c for c in cards.cards if c.group != K144]}
-    )
+    settled = cards.model_copy(update={"cards": [c for c in cards.cards if c.group != K144]})
     quiet = tmp_path / "quiet.json"
     quiet.write_text(card_file_text(settled))
     argv = ["capture", "--shapes", str(SHAPES), "-o", str(tmp_path / "d")]
@@ -132,3 +134,17 @@ def test_resume_must_keep_the_drill_down_selection(
     argv = ["capture", "--shapes", str(SHAPES), "-o", str(out), "--resume"]
     assert run([*argv, "--drill-down", str(first)]) == 2
     assert "--drill-down selection" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("resolution", ["480x832", "704x1280"])
+def test_the_committed_drill_downs_chose_what_the_selection_chooses(resolution: str) -> None:
+    """The H200 drill-downs were asked for by these cards files: same shapes, same reasons."""
+    cards = ROOT / "reports" / "drill" / f"cards_{resolution}_roofline.json"
+    manifest = json.loads(
+        (ROOT / "fixtures" / f"drill_h200_{resolution}" / "manifest.json").read_text()
+    )
+    assert manifest["drill_down"]["selected"] == drill_selection(load_card_file(cards))
+    assert manifest["drill_down"]["cards_file"] == f"reports/drill/cards_{resolution}_roofline.json"
+    assert manifest["drill_down"]["cards_sha256"] == hashlib.sha256(cards.read_bytes()).hexdigest()
+    reasons = sorted(manifest["drill_down"]["selected"].values())
+    assert reasons.count("unresolved") == {"480x832": 7, "704x1280": 8}[resolution]
