@@ -170,10 +170,16 @@ def _with_tiles(kernel: KernelCard, shape_parameters: dict[str, Any]) -> KernelC
 
 
 def settled_verdict(card: Card, kernels: list[KernelCard]) -> Settled | None:
-    """The class the dominant kernel's drill-down settles on, for a card that has a verdict."""
+    """The class the dominant kernel's drill-down settles on, for a card whose first verdict
+    is unresolved or borderline. A firm verdict stays the card's word: a DRAM-bound cast at
+    91 % of DRAM stalls on long_scoreboard because the memory is saturated, not for want of
+    bytes in flight (its kernels keep their drill-down sections all the same)."""
     top = dominant(kernels)
     drill = top.drill_down if top is not None else None
     if card.error or card.status == "incomplete" or drill is None or drill.settled is None:
+        return None
+    firm = top is not None and not (top.margin is not None and top.margin.borderline)
+    if firm and top is not None and top.classification != UNRESOLVED:
         return None
     return Settled(
         primary=drill.settled,

@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT
 
 from ncu_classify.cards.model import UNRESOLVED, Card, CardFile
-from ncu_classify.cards.rollup import card_class, named_dominant
+from ncu_classify.cards.rollup import card_class, dominant, named_dominant
 from ncu_classify.core.stalls import CPI_METRIC, STALL_REASONS, stall_metric
 from ncu_classify.read.inflate import plain_file
 from ncu_classify.verdicts.classify import classify
@@ -110,12 +110,14 @@ def test_settled_classes_of_real_mixes(
     drill: str, group: str, settled: str, top: list[tuple[str, float, float]] | None
 ) -> None:
     card = _dominant(cards_of(drill), group)
-    down = named_dominant(card).drill_down  # type: ignore[union-attr]
+    top_kernel = named_dominant(card)
+    down = top_kernel.drill_down  # type: ignore[union-attr]
     assert down is not None and down.settled == settled
-    assert card.settled is not None and card.settled.primary == settled
     if top is not None:
         assert [(s.reason, s.cycles_per_issue, s.share_pct) for s in down.stalls[:2]] == top
-    assert card.settled.borderline == (settled == "synchronisation")
+    assert bool(down.margin and down.margin.borderline) == (settled == "synchronisation")
+    unsettled = card.status == "unresolved" or top_kernel.margin.borderline  # type: ignore[union-attr]
+    assert (card.settled is not None and card.settled.primary == settled) == unsettled
 
 
 def test_the_vectorised_pad_waits_on_its_store_queue() -> None:
@@ -157,9 +159,13 @@ def test_merged_cards_keep_the_first_verdict_and_metrics(drill: str) -> None:
             continue
         label = f"drill-down capture {ROOT / 'fixtures' / drill} ("
         assert all(d is not None and d.source.experiment.startswith(label) for d in drilled)
-        assert (
-            after.settled is not None and after.settled.settled_by == drilled[0].source.experiment
-        )  # type: ignore[union-attr]
+        # settled where the first verdict is unresolved or borderline; a card chosen as
+        # borderline by a distance on a launch figure (before those stopped counting) is firm
+        top = dominant(after.kernels)  # by time: two launches of one kernel share a name
+        unsettled = after.status == "unresolved" or top.margin.borderline  # type: ignore[union-attr]
+        assert (after.settled is not None) == unsettled
+        if after.settled is not None:
+            assert after.settled.settled_by == drilled[0].source.experiment  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("drill", sorted(PAIRS))
