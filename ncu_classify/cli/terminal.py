@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import shlex
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +23,7 @@ from ..core.errors import NcuClassifyError
 from ..core.text import one_line, printable
 
 if TYPE_CHECKING:
+    from ..capture.drill import DrillRequest
     from ..capture.manifest import Manifest
     from ..capture.plan import Plan
     from ..cards.model import CardFile
@@ -49,6 +51,20 @@ def print_plan(plan: Plan) -> None:
         out.print(printable(shlex.join(plan.argv[batch.name])))
     total = sum(len(b.entries) for b in plan.batches)
     out.print(f"# {total} shapes to capture, {len(plan.kept)} already captured")
+    if plan.drill is not None:
+        out.print(drill_line(plan.drill))
+
+
+def drill_line(drill: DrillRequest) -> str:
+    """What a drill-down was asked for, in one line: its cards file, the reasons, the shapes
+    the shapes file lacked."""
+    reasons = Counter(why for why in drill.selected.values())
+    told = ", ".join(f"{n} {why}" for why, n in sorted(reasons.items()))
+    line = f"# drill-down of {printable(drill.cards_file)}: {len(drill.selected)} shapes ({told})"
+    if drill.not_in_shapes:
+        line += f"; {len(drill.not_in_shapes)} not in the shapes file (first: "
+        line += f"{printable(drill.not_in_shapes[0])})"
+    return line
 
 
 @contextmanager
@@ -106,6 +122,8 @@ def print_manifest(manifest: Manifest) -> None:
     for b in manifest.batches:
         where = "" if b.gpu is None else f" on GPU {b.gpu}"
         out.print(f"batch {b.name}{where}: ncu exit {b.exit_code}, {b.wall_seconds} s")
+    if manifest.drill_down is not None:
+        out.print(drill_line(manifest.drill_down).removeprefix("# "))
 
 
 @contextmanager

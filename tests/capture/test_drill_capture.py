@@ -78,6 +78,7 @@ def test_dry_run_prints_the_selected_shapes_only(
     printed = capsys.readouterr().out
     assert K144 in printed and "M4680_N5120_K5120" not in printed
     assert stall_metric("barrier") in printed and not (tmp_path / "d" / "manifest.json").exists()
+    assert printed.splitlines()[-1] == f"# drill-down of {first}: 1 shapes (1 unresolved)"
 
 
 @pytest.mark.parametrize(
