@@ -91,10 +91,21 @@ def merge_drill_downs(
         label = experiment_label(source.manifest, source.manifest_path.parent)
         relabelled = [_relabel(c, label, source.manifest.created_at) for c in cards]
         claimed = {c.group for _, held in firsts for c in held}
+        twice = [card.group for card in relabelled if card.group in drilled]
+        if twice:
+            warnings.append(
+                f"{label}: {len(twice)} shapes drilled down already by an earlier input (first:"
+                f" {twice[0]}); the earlier drill-down is merged"
+            )
         for card in relabelled:
+            if card.group in twice:
+                continue
             if card.group in claimed and card.status in ("classified", "unresolved"):
-                drilled.setdefault(card.group, card)
-        left.append((source, [c for c in relabelled if c.group not in drilled]))
+                drilled[card.group] = card
+            elif card.group in claimed:
+                why = card.error or card.status
+                warnings.append(f"{card.group}: its drill-down in {label} holds no kernels: {why}")
+        left.append((source, [c for c in relabelled if c.group not in claimed]))
     merged = [
         (
             s,

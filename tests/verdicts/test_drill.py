@@ -213,3 +213,17 @@ def test_a_set_full_report_is_drilled_without_a_capture() -> None:
     assert {k.drill_down.source.replay_passes for k in drilled} == {38}  # type: ignore[union-attr]
     [open_] = [c for c in cards.cards if c.status == "unresolved"]
     assert open_.settled is not None and open_.settled.primary == "memory_latency"
+
+
+def test_a_second_drill_down_of_the_same_shapes_is_said_and_not_merged(tmp_path: Path) -> None:
+    copy = tmp_path / "again"
+    shutil.copytree(ROOT / "fixtures" / "drill_h200_480x832", copy)
+    folders = [ROOT / "fixtures" / f for f in ("workload_h200_480x832", "drill_h200_480x832")]
+    merged = classify([*folders, copy], load_rules(ROOFLINE), jobs=2)
+    once = cards_of("workload_h200_480x832", "drill_h200_480x832")
+    assert [c.model_dump() for c in merged.cards] == [c.model_dump() for c in once.cards]
+    [warning] = merged.input_warnings
+    assert warning.startswith(f"drill-down capture {copy} (") and warning.endswith(
+        "12 shapes drilled down already by an earlier input (first:"
+        " dit:linear:M4680_N5120_K144:bf16:bias); the earlier drill-down is merged"
+    )
