@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..core.ordering import stage_order
-from .model import Card, KernelCard
+from .model import UNRESOLVED, Card, KernelCard
 
 UNCLASSIFIED = "unclassified"  # a kernel without any evidence gets no class
 
@@ -143,19 +143,25 @@ class KernelClassRow:
     untimed: int = 0  # kernels without a duration, and cards without any kernel (failed ones)
 
 
+def kernel_class(kernel: KernelCard) -> str:
+    """A kernel's class as the summaries count it: its own, or for an unresolved kernel the
+    class its drill-down settled on (`unclassified` without any evidence)."""
+    drill = kernel.drill_down
+    if kernel.classification == UNRESOLVED and drill is not None and drill.settled:
+        return drill.settled
+    return kernel.classification or UNCLASSIFIED
+
+
 def by_kernel_class(cards: Sequence[Card]) -> list[KernelClassRow]:
     """Kernel time per inference per (stage, kernel class), each kernel under its own class
-    (`unclassified` when it has none: no evidence at all). Stages in `stage_order`, most time
-    first within one, as `by_stage`."""
+    (`kernel_class`). Stages in `stage_order`, most time first within one, as `by_stage`."""
     cells: dict[tuple[str, str], list[float]] = {}  # -> [kernels, us, untimed]
     for card in cards:
         if not card.kernels:
             cell = cells.setdefault(card_class(card), [0, 0.0, 0])
             cell[2] += 1
         for kernel in card.kernels:
-            cell = cells.setdefault(
-                (card.stage, kernel.classification or UNCLASSIFIED), [0, 0.0, 0]
-            )
+            cell = cells.setdefault((card.stage, kernel_class(kernel)), [0, 0.0, 0])
             duration = kernel.metrics.get("dur_us")
             cell[0] += 1
             if duration is None:

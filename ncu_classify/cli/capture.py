@@ -130,6 +130,11 @@ def drill_request(cards_path: Path, classes: list[str]) -> DrillRequest:
 
     check_inputs([cards_path])
     cards = read_cards(cards_path)
+    if cards.source_format == "legacy":
+        raise UsageError(
+            f"{cards_path}: a legacy cards file; its group ids are not a capture's: drill down"
+            " the cards classify wrote from a capture of the shapes file"
+        )
     known = {c.primary for c in cards.cards if c.primary}
     for name in classes:
         if name not in known:

@@ -147,7 +147,7 @@ def _change(
         same = before is None and after is None and base.status == cand.status
         return "same" if same else "unclassified"
     if before == after:
-        return "same"
+        return _settled_change(base, cand, kernel)
     if crossed:
         if any(c.within_noise is None for c in crossed) and not any(
             c.within_noise is False for c in crossed
@@ -157,6 +157,14 @@ def _change(
         return "within_noise" if small and not kernel else "flipped"
     borderline = any(s is not None and s.borderline for s in sides)
     return "within_noise" if borderline and not kernel else "flipped"
+
+
+def _settled_change(base: Card, cand: Card, kernel: bool) -> Change:
+    """Same first verdict: a flip if both were settled apart (noise if either is borderline)."""
+    one, other = base.settled, cand.settled
+    if one is None or other is None or one.primary == other.primary:
+        return "same"
+    return "within_noise" if (one.borderline or other.borderline) and not kernel else "flipped"
 
 
 def _verdict_key(card: Card) -> str | None:
@@ -196,6 +204,7 @@ def _figures(card: Card) -> SideFigures:
         binding=roof.binding if roof else None,
         hot_unit=f"{hot.label} {hot.pct:.1f}%" if hot else None,
         mfu_pct=card.roofline.mfu_pct if card.roofline else None,
+        settled=card.settled.primary if card.settled else None,
     )
 
 
@@ -211,6 +220,8 @@ def _why(
     parts: list[str] = []
     if change in ("flipped", "within_noise", "missing_metric", "unclassified"):
         parts.append(f"{base.primary or base.status} -> {cand.primary or cand.status}")
+    if base.settled != cand.settled and base.settled and cand.settled:
+        parts.append(f"settled {base.settled} -> {cand.settled} (drill-down)")
     for c in crossed:
         noise = " (within noise)" if c.within_noise else ""
         parts.append(

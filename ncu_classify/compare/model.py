@@ -68,6 +68,9 @@ class SideFigures(Model):
     binding: str | None
     hot_unit: str | None = Field(description="busiest SM sub-unit and its % of peak")
     mfu_pct: float | None
+    settled: str | None = Field(
+        default=None, description="the class a drill-down settled an open verdict on"
+    )
 
 
 class Crossing(Model):

@@ -170,7 +170,9 @@ def _drill_fields(kernel: KernelCard) -> dict[str, Any]:
     return {
         "drill_settled": drill.settled,
         "cpi": drill.cpi,
-        "stall_top_reasons": ", ".join(f"{r} {shares[r]:.1f} %" for r in drill.top_reasons),
+        "stall_top_reasons": ", ".join(
+            f"{r} {shares[r]:.1f} %" if r in shares else r for r in drill.top_reasons
+        ),
     }
 
 

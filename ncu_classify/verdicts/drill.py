@@ -92,7 +92,7 @@ def build_drill_down(
     deciders[BANK_CONFLICT_PCT] = _rounded(values[BANK_CONFLICT_PCT])
     deciders[OCCUPANCY_RATIO] = _rounded(values[OCCUPANCY_RATIO])
     if not shares:
-        return DrillDown(cpi=stalls.get("cpi"), stalls=[], top_reasons=[], groups={},
+        return DrillDown(cpi=_rounded(stalls.get("cpi")), stalls=[], top_reasons=[], groups={},
                          deciders=deciders, settled=None, finding="no stall cycles recorded",
                          source=source)  # fmt: skip
     rules = settle_rules()

@@ -3,9 +3,11 @@ the drill-down folder side by side gives each card of the first its kernels' `dr
 sections and a settled verdict, while keeping the first capture's metrics and verdict.
 
 Kernels pair up by name and order (the k-th launch of a function in the card with the k-th in the
-drill-down), since the same shape replays the same kernels; a kernel without a counterpart
-stays undrilled and the file says so. A drilled shape that no other input holds stays a card of
-its own (its report has every card metric too).
+drill-down), since the same shape replays the same kernels; a drill-down that launched other
+kernels (cuDNN chose another algorithm) or ran another backend is another experiment: not
+merged, with a warning. A drilled shape that no other input holds stays a card of
+its own, and one whose first card has no kernels (its report lost, its replay failed) takes the
+drill-down's card in its place, with a note (its report has every card metric too).
 """
 
 from __future__ import annotations
@@ -38,7 +40,10 @@ def _relabel(card: Card, label: str, created_at: str) -> Card:
                 update={"drill_down": drill.model_copy(update={"source": source})}
             )
         kernels.append(kernel)
-    return card.model_copy(update={"kernels": kernels})
+    update: dict[str, object] = {"kernels": kernels}
+    if card.settled is not None:
+        update["settled"] = card.settled.model_copy(update={"settled_by": label})
+    return card.model_copy(update=update)
 
 
 def _keyed(kernels: Sequence[KernelCard]) -> dict[tuple[str, int], KernelCard]:
@@ -61,17 +66,24 @@ def _attach(card: Card, drilled: Card, rules: LoadedRules, warnings: list[str]) 
             f"{card.group}: the drill-down replayed backend {redone}, the card {used}: not merged"
         )
         return card
-    found = _keyed(drilled.kernels)
-    kernels = []
-    for key, kernel in _keyed(card.kernels).items():
-        twin = found.pop(key, None)
-        if twin is None or twin.drill_down is None:
-            warnings.append(f"{card.group}: kernel {key[0]} (launch {key[1]}) has no drill-down")
-        else:
-            kernel = kernel.model_copy(update={"drill_down": twin.drill_down})
-        kernels.append(kernel)
-    for name, launch in found:
-        warnings.append(f"{card.group}: the drill-down has kernel {name} (launch {launch}) more")
+    if card.status not in ("classified", "unresolved"):  # the drill-down holds every metric
+        why = card.error or card.status
+        note = (
+            f"the first capture has no kernels of this shape ({why}): the card is the drill-down's"
+        )
+        warnings.append(f"{card.group}: {note}")
+        return drilled.model_copy(update={"notes": [*drilled.notes, note]})
+    mine, found = _keyed(card.kernels), _keyed(drilled.kernels)
+    if mine.keys() != found.keys():
+        only = sorted(set(mine) ^ set(found))[0]
+        warnings.append(
+            f"{card.group}: the drill-down launched other kernels (first difference: {only[0]},"
+            f" launch {only[1]}): not merged"
+        )
+        return card
+    kernels = [
+        k.model_copy(update={"drill_down": found[key].drill_down}) for key, k in mine.items()
+    ]
     return judge(card.model_copy(update={"kernels": kernels}), rules, kernels_classified=True)
 
 
@@ -105,7 +117,13 @@ def merge_drill_downs(
             elif card.group in claimed:
                 why = card.error or card.status
                 warnings.append(f"{card.group}: its drill-down in {label} holds no kernels: {why}")
-        left.append((source, [c for c in relabelled if c.group not in claimed]))
+        alone = [c for c in relabelled if c.group not in claimed]
+        if alone and firsts:
+            warnings.append(
+                f"{label}: {len(alone)} drilled shapes match no card of the other inputs (first:"
+                f" {alone[0].group}); kept as cards of their own"
+            )
+        left.append((source, alone))
     merged = [
         (
             s,

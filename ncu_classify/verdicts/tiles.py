@@ -36,7 +36,7 @@ def tile_note(
     does not tell."""
     match = _TILE.search(kernel_name)
     gemm = conv_gemm(shape_parameters)
-    if match is None or gemm is None or not grid:
+    if match is None or gemm is None or grid is None or grid < 1:
         return None
     tile_m, tile_n = int(match.group(1)), int(match.group(2))
     tiles = math.ceil(gemm[0] / tile_m) * math.ceil(gemm[1] / tile_n)
