@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .model import UNRESOLVED, CardFile
-from .rollup import named_dominant
+from .rollup import dominant
 
 
 def drill_selection(cards: CardFile, classes: Iterable[str] = ()) -> dict[str, str]:
@@ -15,7 +15,7 @@ def drill_selection(cards: CardFile, classes: Iterable[str] = ()) -> dict[str, s
     named = set(classes)
     chosen: dict[str, str] = {}
     for card in cards.cards:
-        top = named_dominant(card)
+        top = dominant(card.kernels)  # by time, as the card's settled verdict takes it
         if card.status not in ("classified", "unresolved") or top is None or top.drill_down:
             continue
         if card.status == "unresolved" or card.primary == UNRESOLVED:
