@@ -12,6 +12,7 @@ from ..core.errors import UsageError
 from ..core.text import printable
 from ..present.tables import TABLE_SUFFIXES, TEXT_SUFFIXES, check_kind, csv_text, output_format
 from .app import CardsArgument, app, check_inputs, check_output, errors, examples, read_cards, usage
+from .options import positive_int
 from .terminal import metrics_table, out, print_summary, summary_table_text
 
 if TYPE_CHECKING:
@@ -87,14 +88,67 @@ def summary_command(
 def schema_command(
     output: Annotated[str, typer.Option("-o", "--output", help="file to write")] = "-",
     diff: Annotated[bool, typer.Option("--diff", help="schema of `diff --format json`")] = False,
+    next_: Annotated[bool, typer.Option("--next", help="schema of `next -o F.json`")] = False,
 ) -> None:
-    """Print (or write) the JSON Schema of the cards file (or of the diff JSON)."""
-    from ..present.schema import cards_schema_text, diff_schema_text
+    """Print (or write) the JSON Schema of the cards file (or of the diff or next JSON)."""
+    from ..present.schema import cards_schema_text, diff_schema_text, next_schema_text
 
     with errors():
+        if diff and next_:
+            raise UsageError("--diff and --next: give one")
         target = check_output(output, [])
         check_kind(output, "JSON")
-        target.write_text(diff_schema_text() if diff else cards_schema_text())
+        text = diff_schema_text() if diff else next_schema_text() if next_ else cards_schema_text()
+        target.write_text(text)
+
+
+@app.command(
+    "next",
+    epilog=examples(
+        "ncu-classify next cards.json",
+        "ncu-classify next cards.json --stage vae --top 10",
+        "ncu-classify next cards.json -o next.json",
+        "ncu-classify next cards.json -o next.md",
+    ),
+)
+def next_command(
+    cards_file: CardsArgument,
+    output: Annotated[
+        str | None,
+        typer.Option("-o", "--output", help="write to this file: .json (every move), .md, .csv"),
+    ] = None,
+    top: Annotated[
+        int, typer.Option(help="moves shown per stage (Markdown, terminal)", callback=positive_int)
+    ] = 5,
+    stage: Annotated[
+        list[str] | None, typer.Option("--stage", help="only this stage (repeatable)")
+    ] = None,
+) -> None:
+    """How much time is left on the table: per stage, the kernel time at every kernel's own
+    roof and at each op's speed of light, and the next moves ranked by the microseconds per
+    inference they could recover, each with what to try."""
+    from ..present.next_moves import next_moves
+    from ..present.next_text import next_csv, next_markdown
+
+    with errors():
+        target = check_output(output, [cards_file]) if output is not None else None
+        check_inputs([cards_file])
+        suffixes = {".json": "json", ".md": "md", ".csv": "csv"}
+        fmt = output_format(None, output, suffixes, "md", neutral=TEXT_SUFFIXES)
+        cards = read_cards(cards_file)
+        known = {c.stage for c in cards.cards}
+        for name in stage or []:
+            if name not in known:
+                raise UsageError(f"--stage {name!r}: {cards_file} has no such stage")
+        report = next_moves(cards, str(cards_file), stage or [])
+        if fmt == "json":
+            text = report.model_dump_json(indent=2) + "\n"
+        else:
+            text = next_csv(report) if fmt == "csv" else next_markdown(report, top)
+        if target is None:
+            out.print(printable(text, keep_newlines=True), end="")
+        else:
+            target.write_text(text)
 
 
 @app.command(

@@ -1,11 +1,10 @@
 """Compare two cards files shape by shape: which verdicts flipped and why, which kernels changed,
-how time moved, per stage and class; flips and slowdowns inside run-to-run noise are named so.
+how time moved, per stage and class, and the headroom left; noise is named so.
 
 Both sides are judged under one rules file when the user asks (`--reclassify`); otherwise the
 rules the sides were classified under must be the same file for a changed verdict to be pinned
-on a threshold, and a warning says when they are not. Percentages are each side's own: a
-percent of peak is of that side's GPU, so two GPUs compare fairly; a missing metric stays
-missing (None), never a change to or from 0.
+on a threshold, and a warning says when they are not. Percentages are each side's own (of its
+GPU's peaks); a missing metric stays missing (None), never a change to or from 0.
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ from ..core.ordering import natural_key, stage_order
 from ..verdicts.judge import kernel_values, reclassify
 from ..verdicts.rules import LoadedRules
 from .crossings import crossings
+from .headroom_diff import headroom_changes
 from .matching import CardPair, by_stage_order, compared_stage, pair_files, same_kernel, shortfall
 from .model import (
     SHOWN_METRICS,
@@ -93,6 +93,7 @@ def diff_cards(
         shapes=shapes,
         rollup=_rollup(pairs, pairing.stages),
         noise_seen=_noise_seen(shapes),
+        headroom=headroom_changes(*kept),
     )
 
 
@@ -330,16 +331,11 @@ def _noise_seen(shapes: list[ShapeDiff]) -> list[NoiseSeen]:
             if value is not None:
                 seen.setdefault(key, []).append(abs(value))
     return [
-        NoiseSeen(
-            metric=key,
-            shapes=len(values),
-            median=_r(statistics.median(values)),
-            p90=_r(sorted(values)[int(0.9 * (len(values) - 1))]),
-            max=_r(max(values)),
-        )
+        NoiseSeen(metric=key, shapes=len(values), median=_r(statistics.median(values)),
+                  p90=_r(sorted(values)[int(0.9 * (len(values) - 1))]), max=_r(max(values)))
         for key, values in seen.items()
         if values
-    ]
+    ]  # fmt: skip
 
 
 def _r(value: float) -> float:

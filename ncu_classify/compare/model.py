@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..cards.headroom import StageTotals
 from ..cards.machine import GpuInfo, Software
 from ..core.metrics import EVIDENCE_KEYS
 
@@ -131,6 +132,18 @@ class NoiseSeen(Model):
     max: float
 
 
+class HeadroomChange(Model):
+    """One stage's headroom per inference on both sides, and how much of it the change took."""
+
+    stage: str
+    baseline: StageTotals | None
+    candidate: StageTotals | None
+    saved_us: float | None = Field(description="baseline measured - candidate measured")
+    saved_of_sol_pct: float | None = Field(
+        description="saved_us over what the baseline could recover at the speed of light, %"
+    )
+
+
 class DiffFile(Model):
     """A whole comparison."""
 
@@ -147,3 +160,6 @@ class DiffFile(Model):
     shapes: list[ShapeDiff]
     rollup: list[StageRollup]
     noise_seen: list[NoiseSeen]
+    headroom: list[HeadroomChange] = Field(
+        default_factory=list, description="per stage: recoverable time before and after"
+    )

@@ -18,6 +18,7 @@ from rich.text import Text
 
 from ..compare.model import SHOWN_METRICS, Crossing, DiffFile, ShapeDiff, SideFigures, SideHeader
 from ..core.text import md_code, md_text, printable
+from .diff_headroom import headroom_markdown
 from .tables import csv_text
 
 DiffFormat = Literal["table", "md", "json", "csv", "parquet"]
@@ -251,6 +252,7 @@ def diff_markdown(diff: DiffFile) -> str:
             f" | {_us_untimed(row.candidate_us, row.candidate_untimed, row.candidate_cards)}"
             f" | {_us(row.delta_us, sign=True)} |"
         )
+    lines += headroom_markdown(diff)
     lines += ["", "### Change seen per metric (shapes with the same dominant kernel)", ""]
     lines += ["| metric | shapes | median | p90 | max |", "|---|---:|---:|---:|---:|"]
     for seen in diff.noise_seen:

@@ -17,6 +17,7 @@ from ..cards.rollup import KernelClassRow, SummaryRow
 from ..core.errors import UsageError
 from ..core.text import md_code, md_text, printable
 from .coverage import BASIS_SHORT, millis
+from .next_text import next_markdown
 from .page_chart import DASHES, build_chart
 from .page_view import FileView, ReportView, build_view
 
@@ -154,6 +155,11 @@ def report_markdown(files: list[tuple[str, CardFile]], title: str) -> str:
     ]
     lines += ["|---|---|---|---:|---:|---:|---:|---:|---|---|"]
     lines += _top_rows(view)
+    for f in view.files:  # the headroom and the next moves, one level down
+        headroom = (
+            next_markdown(f.headroom, top=5).replace("\n## ", "\n### ").replace("### N", "#### N")
+        )
+        lines += ["", headroom.removeprefix("## ").join(["### ", ""]).rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 

@@ -53,6 +53,7 @@ class Marker:
     tooltip: str
     anchor: str
     hollow: bool
+    stem: tuple[float, float, float] | None = None  # x, y of the kernel, y of its own roof
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,7 @@ def build_chart(
     bandwidth = [c for c in ceilings if c.kind == "bandwidth"]
     ridges = [c.value / b.value for c in compute for b in bandwidth if b.file == c.file]
     xs = [p.x for p in points] + ridges
-    ys = [p.y for p in points] + [c.value for c in compute]
+    ys = [p.y for p in points] + [c.value for c in compute] + [p.roof for p in points if p.roof]
     scale = _Scale(xs, ys)
     ticks_x = [(scale.px(10.0**d), _power(d)) for d in range(scale.x0, scale.x1 + 1)]
     ticks_y = [(scale.py(10.0**d), _power(d)) for d in range(scale.y0, scale.y1 + 1)]
@@ -107,10 +108,17 @@ def build_chart(
     lines = _apart(_spread(lines))
     markers = [
         Marker(_shape(p.marker, scale.px(p.x), scale.py(p.y)), p.colour, p.tooltip, p.anchor,
-               p.hollow)
+               p.hollow, _stem(p, scale))
         for p in points
     ]  # fmt: skip
     return Chart(WIDTH, HEIGHT, (LEFT, TOP, RIGHT, BOTTOM), ticks_x, ticks_y, lines, markers)
+
+
+def _stem(point: Point, scale: _Scale) -> tuple[float, float, float] | None:
+    """A kernel's distance to its own binding roof, drawn from the marker up to it."""
+    if point.roof is None or point.roof <= point.y:
+        return None
+    return scale.px(point.x), scale.py(point.y), scale.py(point.roof)
 
 
 def _spread(lines: list[Line]) -> list[Line]:

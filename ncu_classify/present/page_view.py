@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..cards.headroom import CardHeadroom, card_headroom, kernel_headroom
 from ..cards.machine import CaptureInfo, first_gpu, sm_clock_range
 from ..cards.model import Card, CardFile, KernelCard
 from ..cards.rollup import (
@@ -24,6 +25,7 @@ from ..cards.rollup import (
     named_dominant,
 )
 from .coverage import FileCoverage, file_coverage
+from .next_moves import NextMoves, next_moves
 
 MARKERS = ("circle", "square", "triangle", "diamond", "down", "plus", "star", "hexagon")
 # The chart's range: kernels outside it (a counter gone wrong) are listed, not drawn, so that
@@ -60,6 +62,7 @@ class FileView:
     warnings: list[str]
     kernel_classes: list[KernelClassRow]  # the same time, each kernel under its own class
     coverage: FileCoverage  # of the recorded program, and replay fidelity; or "unknown"
+    headroom: NextMoves  # per stage at kernel roofs and speed of light; the moves ranked
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,7 @@ class CardView:
     dominant: KernelCard | None
     share_of_stage: float | None
     colour: str
+    room: CardHeadroom | None = None  # recoverable time: at kernel roofs, at speed of light
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,7 @@ class Point:
     tooltip: str
     anchor: str
     hollow: bool = False  # compute-bound by a unit that is not a math pipe (verdict_note)
+    roof: float | None = None  # TFLOP/s of its own binding roof: the chart draws the distance
 
 
 @dataclass(frozen=True)
@@ -131,6 +136,7 @@ def build_view(files: list[tuple[str, CardFile]], title: str) -> ReportView:
                 _warnings(cards),
                 by_kernel_class(cards.cards),
                 file_coverage(cards),
+                next_moves(cards, label),
             )
         )
         totals: dict[str, float] = {}
@@ -143,7 +149,8 @@ def build_view(files: list[tuple[str, CardFile]], title: str) -> ReportView:
             total = totals.get(card.stage) or 0.0
             per_inference = _per_inference(card)
             share = per_inference / total if per_inference is not None and total else None
-            cards_out.append(CardView(anchor, index, card, top, share, colour))
+            room = card_headroom(card)
+            cards_out.append(CardView(anchor, index, card, top, share, colour, room))
             for kernel in card.kernels:
                 point = _point(card, kernel, index, marker, classes, anchor, label)
                 if point is None:
@@ -258,20 +265,22 @@ def _point(
         return None
     klass = kernel.classification or "unclassified"
     pct = f"{roof.pct_of_roof:.1f} % of its {roof.binding} roof" if roof.pct_of_roof else ""
+    room = kernel_headroom(kernel)
+    at_roof = f"{room.roof_us:g} us at its roof, {room.headroom_us:g} us headroom" if room else ""
     tooltip = "\n".join(
         part
         for part in (
             f"{card.group} [{label}]",
             kernel.kernel,
             f"{klass}; {y:.4g} TFLOP/s at {x:.4g} FLOP/DRAM byte; {pct}",
-            f"{kernel.metrics.get('dur_us')} us",
+            f"{kernel.metrics.get('dur_us')} us; {at_roof}",
             kernel.verdict_note or "",
         )
         if part
     )
     colour = classes.get(klass, "#7f7f7f")
     hollow = kernel.verdict_note is not None
-    return Point(x, y, index, colour, marker, tooltip, anchor, hollow)
+    return Point(x, y, index, colour, marker, tooltip, anchor, hollow, roof.roof_tflops)
 
 
 def _ceilings(index: int, cards: CardFile) -> list[Ceiling]:

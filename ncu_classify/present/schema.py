@@ -1,4 +1,5 @@
-"""The published JSON Schemas of the cards file and of `diff --format json`, generated from
+"""The published JSON Schemas of the cards file, of `diff --format json` and of `next`'s JSON,
+generated from
 the pydantic models (tests check that the committed files are current)."""
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ from pydantic import BaseModel
 
 from ..cards.model import CardFile
 from ..compare.model import DiffFile
+from .next_moves import NextMoves
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 SCHEMA_FILE = SCHEMAS / "cards.schema.json"
 DIFF_SCHEMA_FILE = SCHEMAS / "diff.schema.json"
+NEXT_SCHEMA_FILE = SCHEMAS / "next.schema.json"
 
 
 def _schema_text(model: type[BaseModel], name: str) -> str:
@@ -31,3 +34,8 @@ def cards_schema_text() -> str:
 def diff_schema_text() -> str:
     """The diff schema as stable, indented JSON text."""
     return _schema_text(DiffFile, "diff.schema.json")
+
+
+def next_schema_text() -> str:
+    """The schema of `next -o F.json` as stable, indented JSON text."""
+    return _schema_text(NextMoves, "next.schema.json")

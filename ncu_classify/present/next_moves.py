@@ -1,0 +1,175 @@
+"""Where the time is, ranked: headroom per inference per stage and overall, and the next moves,
+each card's recoverable microseconds per inference at its kernels' roofs and at the op's speed
+of light, with what to try, made concrete from the card's own facts. The JSON (`ncu-classify
+next -o F.json`, schema `ncu-classify schema --next`) is written for programs: stable field
+names, microseconds per inference (a card's figure x its calls) unless a name says per call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..cards.headroom import CardHeadroom, card_headroom
+from ..cards.model import Card, CardFile
+from ..cards.rollup import dominant
+from ..core.ordering import stage_order
+
+NEXT_SCHEMA_VERSION = "1.0"
+TRANSPOSES = ("nchwToNhwc", "nhwcToNchw")
+ELEMENTWISE = ("elementwise", "Elementwise", "CatArray", "reduce_kernel", "upsample")
+
+
+class Move(BaseModel):
+    """One card as a candidate for the next change."""
+
+    model_config = ConfigDict(extra="forbid")
+    rank: int = Field(description="1 = most recoverable at the speed of light")
+    stage: str
+    group: str
+    op: str
+    calls: int
+    primary: str | None = Field(description="the card's first verdict")
+    settled: str | None = Field(description="the class a drill-down settled it on")
+    hot_unit: str | None = Field(description="the dominant kernel's busiest SM unit, % of peak")
+    try_next: str = Field(description="what to try, from the card's own facts")
+    measured_us: float = Field(description="per inference")
+    recoverable_at_kernel_roof_us: float = Field(
+        description="per inference: every kernel at its roof"
+    )
+    recoverable_at_sol_us: float | None = Field(
+        description="per inference: the op at its speed of light"
+    )
+    sol_pct: float | None = Field(description="speed of light / measured, %")
+    headroom: CardHeadroom = Field(description="the figures per call")
+
+
+class StageHeadroom(BaseModel):
+    """One stage (or `all`), per inference."""
+
+    model_config = ConfigDict(extra="forbid")
+    stage: str
+    cards: int
+    cards_without_figures: int = Field(description="failed or untimed: not counted")
+    measured_us: float
+    kernel_roof_us: float
+    recoverable_at_kernel_roof_us: float
+    sol_us: float | None = Field(description="None when a card of the stage has no model")
+    recoverable_at_sol_us: float = Field(description="over the cards that have a model")
+    cards_without_sol: int
+
+
+class NextMoves(BaseModel):
+    """The `next` report: per stage and overall, and every move ranked."""
+
+    model_config = ConfigDict(extra="forbid")
+    schema_version: str = NEXT_SCHEMA_VERSION
+    cards_file: str
+    units: str = "microseconds per inference unless a field says per call"
+    stages: list[StageHeadroom]
+    overall: StageHeadroom
+    moves: list[Move]
+
+
+def try_next(card: Card) -> str:
+    """What to try for a card, most specific first: layout, dtype, kernel family, tiles, fusion;
+    else the settled or first verdict's counter-experiment."""
+    params, names = card.shape_parameters, [k.kernel for k in card.kernels]
+    top = dominant(card.kernels)
+    ideas = []
+    transposes = [k for k in card.kernels if any(t in k.kernel for t in TRANSPOSES)]
+    if transposes and params.get("memory_format") not in ("channels_last_3d", "channels_last"):
+        spent = sum(k.metrics.get("dur_us") or 0.0 for k in transposes)
+        layout = "channels_last" if "conv2d" in card.op else "channels_last_3d"
+        ideas.append(
+            f"{layout}: drops {len(transposes)} layout transposes ({spent:.1f} us per call)"
+        )
+    if params.get("dtype") == "fp32" and params.get("allow_tf32"):
+        ideas.append("bf16 instead of TF32 (wgmma bf16 peak is 2x TF32's)")
+    family = top.roofline.family if top is not None and top.roofline else None
+    if family and family.startswith("hmma"):
+        wgmma = (
+            "FlashAttention-3 or cuDNN SDPA"
+            if "attn" in card.op or "sdpa" in card.op
+            else "a wgmma kernel"
+        )
+        ideas.append(f"{wgmma}: this mma.sync kernel tops out at 2/3 of the wgmma peak")
+    useful = card.roofline.useful_over_executed if card.roofline else None
+    if useful is not None and useful < 0.9:
+        ideas.append(f"useful FLOPs are {useful:.0%} of those executed: a tile that pads less")
+    if top is not None and top.verdict_note and "output tiles" in top.verdict_note:
+        ideas.append(f"another tile size or stream-K ({top.verdict_note.split(': ', 1)[1]})")
+    if not card.nominal_mac_flops and any(e in n for n in names for e in ELEMENTWISE):
+        ideas.append("fuse it with its producer or consumer (torch.compile): the bytes move once")
+    if ideas:
+        return "; ".join(ideas)
+    experiment = card.settled.counter_experiment if card.settled else card.counter_experiment
+    return " ".join((experiment or "no counter-experiment on the card").split())
+
+
+def _move(card: Card, room: CardHeadroom) -> Move:
+    top = dominant(card.kernels)
+    units = top.hot_units.get("sm") if top is not None else None
+    return Move(
+        rank=0,
+        stage=card.stage,
+        group=card.group,
+        op=card.op,
+        calls=card.calls,
+        primary=card.primary,
+        settled=card.settled.primary if card.settled else None,
+        hot_unit=f"{units[0].label} {units[0].pct:.1f} %" if units else None,
+        try_next=try_next(card),
+        measured_us=round(room.measured_us * card.calls, 3),
+        recoverable_at_kernel_roof_us=round(room.kernel_headroom_us * card.calls, 3),
+        recoverable_at_sol_us=(
+            None if room.sol_headroom_us is None else round(room.sol_headroom_us * card.calls, 3)
+        ),
+        sol_pct=room.sol_pct,
+        headroom=room,
+    )
+
+
+def _stage(name: str, moves: list[Move], untimed: int) -> StageHeadroom:
+    modelled = [m for m in moves if m.headroom.sol_us is not None]
+    sol = sum((m.headroom.sol_us or 0.0) * m.calls for m in modelled)
+    return StageHeadroom(
+        stage=name,
+        cards=len(moves) + untimed,
+        cards_without_figures=untimed,
+        measured_us=round(sum(m.measured_us for m in moves), 3),
+        kernel_roof_us=round(sum(m.headroom.kernel_roof_us * m.calls for m in moves), 3),
+        recoverable_at_kernel_roof_us=round(sum(m.recoverable_at_kernel_roof_us for m in moves), 3),
+        sol_us=round(sol, 3) if len(modelled) == len(moves) else None,
+        recoverable_at_sol_us=round(sum(m.recoverable_at_sol_us or 0.0 for m in modelled), 3),
+        cards_without_sol=len(moves) - len(modelled),
+    )
+
+
+def next_moves(cards: CardFile, label: str, stages: Iterable[str] = ()) -> NextMoves:
+    """Headroom per stage and overall, and every timed card as a move, ranked by what the
+    speed of light would recover per inference (then by the kernel roof's)."""
+    wanted = set(stages)
+    moves: list[Move] = []
+    untimed: dict[str, int] = {}
+    for card in cards.cards:
+        if wanted and card.stage not in wanted:
+            continue
+        room = card_headroom(card)
+        if room is None:
+            untimed[card.stage] = untimed.get(card.stage, 0) + 1
+        else:
+            moves.append(_move(card, room))
+    moves.sort(
+        key=lambda m: (-(m.recoverable_at_sol_us or 0.0), -m.recoverable_at_kernel_roof_us, m.group)
+    )
+    moves = [m.model_copy(update={"rank": n}) for n, m in enumerate(moves, 1)]
+    names = stage_order([*(m.stage for m in moves), *untimed])
+    per_stage = [_stage(s, [m for m in moves if m.stage == s], untimed.get(s, 0)) for s in names]
+    return NextMoves(
+        cards_file=label,
+        stages=per_stage,
+        overall=_stage("all", moves, sum(untimed.values())),
+        moves=moves,
+    )

@@ -1,0 +1,97 @@
+"""The `next` report for people and spreadsheets: Markdown (per stage, then the top moves of
+each stage; also what a pull request shows) and CSV (one row per move, every figure)."""
+
+from __future__ import annotations
+
+from ..core.text import md_code, md_text
+from .next_moves import Move, NextMoves, StageHeadroom
+from .tables import csv_text
+
+MOVE_COLUMNS = [
+    "rank", "stage", "group", "op", "calls", "primary", "settled", "hot_unit", "measured_us",
+    "recoverable_at_kernel_roof_us", "recoverable_at_sol_us", "sol_pct", "kernel_roof_us_per_call",
+    "sol_us_per_call", "sol_bound", "overhead_us_per_call", "extra_kernels_us_per_call", "try_next",
+]  # fmt: skip
+
+
+def _f(value: float | None, spec: str = "{:,.1f}") -> str:
+    return "-" if value is None else spec.format(value)
+
+
+def _stage_row(s: StageHeadroom) -> str:
+    sol = _f(s.sol_us) if s.sol_us is not None else f"- ({s.cards_without_sol} without a model)"
+    return (
+        f"| {md_text(s.stage)} | {s.cards} | {_f(s.measured_us)} | {_f(s.kernel_roof_us)} |"
+        f" {_f(s.recoverable_at_kernel_roof_us)} | {sol} | {_f(s.recoverable_at_sol_us)} |"
+    )
+
+
+def _move_row(m: Move) -> str:
+    klass = m.primary or "-"
+    if m.settled:
+        klass += f" (settled: {m.settled})"
+    return (
+        f"| {m.rank} | {md_code(m.group)} | {md_text(klass)} | {md_text(m.hot_unit or '-')} |"
+        f" {_f(m.measured_us)} | {_f(m.recoverable_at_kernel_roof_us)} |"
+        f" {_f(m.recoverable_at_sol_us)} | {_f(m.sol_pct, '{:.1f} %')} | {md_text(m.try_next)} |"
+    )
+
+
+def next_markdown(report: NextMoves, top: int = 5) -> str:
+    """Per stage and overall, then the `top` moves of each stage (us per inference)."""
+    lines = [
+        f"## Headroom: {md_text(report.cards_file)}",
+        "",
+        "Microseconds per inference. Kernel roof: every kernel at its own binding roof; speed of"
+        " light (SOL): the op's nominal FLOPs at the dense peak of its dtype, or its compulsory"
+        " bytes at DRAM bandwidth, whichever is longer.",
+        "",
+        "| stage | cards | measured | at kernel roofs | recoverable there | at SOL |"
+        " recoverable there |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+        *map(_stage_row, [*report.stages, report.overall]),
+    ]
+    for stage in report.stages:
+        moves = [m for m in report.moves if m.stage == stage.stage][:top]
+        if not moves:
+            continue
+        lines += [
+            "",
+            f"### Next moves: {md_text(stage.stage)}",
+            "",
+            "| rank | shape | class | hot unit | measured | recoverable at kernel roof |"
+            " recoverable at SOL | SOL % | try |",
+            "|---:|---|---|---|---:|---:|---:|---:|---|",
+            *map(_move_row, moves),
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def next_csv(report: NextMoves) -> str:
+    """One row per move, ranked, with the per-call figures beside the per-inference ones."""
+    rows = []
+    for m in report.moves:
+        h = m.headroom
+        rows.append(
+            [
+                m.rank,
+                m.stage,
+                m.group,
+                m.op,
+                m.calls,
+                m.primary,
+                m.settled,
+                m.hot_unit,
+                m.measured_us,
+                m.recoverable_at_kernel_roof_us,
+                m.recoverable_at_sol_us,
+                m.sol_pct,
+                h.kernel_roof_us,
+                h.sol_us,
+                h.sol_bound,
+                h.overhead_us,
+                h.extra_kernels_us,
+                m.try_next,
+            ]
+        )
+    return csv_text(MOVE_COLUMNS, rows)
