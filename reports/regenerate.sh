@@ -42,6 +42,15 @@ for resolution in 480x832 704x1280; do
   ncu-classify summary "$cards" --by shape --csv -o "reports/drill/shapes_${resolution}_drilled.csv"
 done
 python reports/drill/before_after.py > reports/drill/before_after.md
+# Headroom (issue 19): the next moves of the VAE comparison and of the recorded Wan 14B, and
+# the conv floor table
+for name in w480_gpu0 vae_bf16_cl3d; do
+  ncu-classify next "reports/diff/cards/$name.json" -o "reports/headroom/next_$name.md"
+  ncu-classify next "reports/diff/cards/$name.json" -o "reports/headroom/next_$name.json"
+done
+ncu-classify next reports/record/cards_wan14b_every_op_480x832.json -o reports/headroom/next_wan14b.md
+ncu-classify next reports/record/cards_wan14b_every_op_480x832.json -o reports/headroom/next_wan14b.csv
+python reports/headroom/conv_floor.py > reports/headroom/conv_floor.md
 bash reports/diff/make.sh
 while IFS= read -r command; do
   eval "$command" >/dev/null

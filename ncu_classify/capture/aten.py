@@ -212,7 +212,11 @@ class AtenShape(OpShape):
         return 0  # a generic op has no FLOP model; its bound is the bytes it must move
 
     def nominal_bytes(self) -> int:
-        return sum(t.distinct_bytes() for t in [*self.tensors(), *self.outputs])
+        """Inputs read once and outputs written once; a `*_like` or `new_*` factory reads only
+        its input's shape (zeros_like of 9.6 MB moves 9.6 MB, not 19.2)."""
+        name = self.overload.split(".")[1] if "." in self.overload else self.overload
+        read = [] if name.endswith("_like") or name.startswith("new_") else self.tensors()
+        return sum(t.distinct_bytes() for t in [*read, *self.outputs])
 
     def inputs(self) -> list[InputSpec]:
         """The storages the replay draws: one per tensor argument, as long as its view reaches."""

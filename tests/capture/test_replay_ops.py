@@ -178,3 +178,26 @@ def test_what_cannot_be_replayed_says_why() -> None:
     neg = {"tensor": {"shape": [2], "dtype": "float32", "strides": [-1], "offset": 1}}
     with pytest.raises(ValidationError, match="greater than or equal to 0"):
         AtenShape(op="aten", overload="aten.neg.default", args=[neg], calls=1)
+
+
+def test_a_like_factory_moves_only_its_output() -> None:
+    """zeros_like of the Wan 14B decode (fixtures/record_h200_wan14b): 9.6 MB written, no input
+    read; its manifest, captured before, says 19.2 MB and the op then beat its speed of light."""
+    import json
+
+    from conftest import ROOT
+
+    from ncu_classify.capture.aten import AtenShape
+
+    shapes = json.loads((ROOT / "fixtures" / "record_h200_wan14b" / "manifest.json").read_text())
+    [recorded] = [s for s in shapes["shapes"] if s["group"].startswith("vae:aten.zeros_like")]
+    params = {
+        k: v
+        for k, v in recorded["shape_parameters"].items()
+        if k in ("overload", "args", "kwargs", "outputs")
+    }
+    shape = AtenShape.model_validate({"op": "aten", **params})
+    assert recorded["nominal_bytes"] == 2 * 1 * 384 * 60 * 104 * 4
+    assert shape.nominal_bytes() == 1 * 384 * 60 * 104 * 4
+    mul = shape.model_copy(update={"overload": "aten.mul.Tensor"})
+    assert mul.nominal_bytes() == recorded["nominal_bytes"]
