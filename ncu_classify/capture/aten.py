@@ -26,6 +26,8 @@ from pydantic_core import PydanticCustomError
 
 from .ops import InputSpec, OpShape
 
+WRITE_ONLY_FIRST = frozenset({"copy_", "fill_", "zero_", "uniform_", "normal_", "random_"})
+
 # Bytes per element of the dtypes a recording names (torch's names, without `torch.`).
 ITEMSIZE = {
     "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "complex64": 8, "complex128": 16,
@@ -212,10 +214,15 @@ class AtenShape(OpShape):
         return 0  # a generic op has no FLOP model; its bound is the bytes it must move
 
     def nominal_bytes(self) -> int:
-        """Inputs read once and outputs written once; a `*_like` or `new_*` factory reads only
-        its input's shape (zeros_like of 9.6 MB moves 9.6 MB, not 19.2)."""
+        """Inputs read once and outputs written once. A `*_like` or `new_*` factory reads only
+        its input's shape (zeros_like of 9.6 MB moves 9.6 MB, not 19.2); copy_, fill_ and the
+        in-place random fills write their first argument without reading it."""
         name = self.overload.split(".")[1] if "." in self.overload else self.overload
-        read = [] if name.endswith("_like") or name.startswith("new_") else self.tensors()
+        read = self.tensors()
+        if name.endswith("_like") or name.startswith("new_"):
+            read = []
+        elif name in WRITE_ONLY_FIRST:
+            read = read[1:]
         return sum(t.distinct_bytes() for t in [*read, *self.outputs])
 
     def inputs(self) -> list[InputSpec]:
@@ -230,3 +237,13 @@ class AtenShape(OpShape):
         outputs."""
         drawn = sum(t.span() * ITEMSIZE[t.dtype] for t in self.tensors())
         return 2 * drawn + self.output_bytes()
+
+
+def aten_nominal_bytes(params: dict[str, Any], stored: int) -> int:
+    """A recorded op's nominal bytes from its shape parameters as this version counts them;
+    `stored` (its manifest's) where they do not describe one."""
+    fields = {k: params[k] for k in ("overload", "args", "kwargs", "outputs") if k in params}
+    try:
+        return AtenShape.model_validate({"op": "aten", **fields}).nominal_bytes()
+    except (ValidationError, ValueError, TypeError):
+        return stored

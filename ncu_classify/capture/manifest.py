@@ -13,6 +13,7 @@ from ..core.facts import Facts
 from ..core.textio import MIB, read_json
 from ..core.units import NonNegative
 from ..read.names import REPORT_SUFFIXES
+from .aten import aten_nominal_bytes
 from .drill import DrillRequest
 from .recorded import RecordedTotals
 
@@ -112,6 +113,8 @@ class ShapeRecord(BaseModel):
         place they are copied; a test keeps them fields of the card): the shape, its nominal
         work, where it came from, and the backend the replay used among its parameters."""
         named = {name: getattr(self, name) for name in SHAPE_IDENTITY}
+        if "overload" in self.shape_parameters:  # counted again: the rules for it improve
+            named["nominal_bytes"] = aten_nominal_bytes(self.shape_parameters, self.nominal_bytes)
         if self.backend_used:
             named["shape_parameters"] = {**self.shape_parameters, "backend_used": self.backend_used}
         return named

@@ -11,9 +11,11 @@ op against its speed of light, from the figures the card already holds (no repor
   compulsory bytes (`nominal_bytes`: each input read once, each output written once) at the
   DRAM bandwidth its kernels measured (median). Ops without a FLOP model (elementwise, copies)
   have the bytes bound only.
-- measured - speed of light = execution (the kernels' headroom) + algorithm overhead (their
-  roof time above the speed of light: extra kernels such as layout transposes and workspace
-  init, tile padding, extra bytes).
+- measured - speed of light = execution (measured - the kernels' roof time, or the speed of
+  light where the roofs fall below it: DRAM writes still in L2 when a kernel ends) + algorithm
+  overhead (the roof time above the speed of light: extra kernels such as layout transposes
+  and workspace init, tile padding, extra bytes). Time the card's kernels do not account for
+  (a legacy card's kernels without durations) counts as at its roof: nothing is claimed.
 """
 
 from __future__ import annotations
@@ -53,7 +55,9 @@ class CardHeadroom(BaseModel):
     calls: int
     measured_us: float = Field(description="summed kernel time of the card")
     kernel_roof_us: float = Field(description="every kernel at its own binding roof")
-    kernel_headroom_us: float = Field(description="measured - kernel_roof_us: execution")
+    kernel_headroom_us: float = Field(
+        description="execution: measured - the larger of kernel_roof_us and sol_us, never negative"
+    )
     sol_us: float | None = Field(description="the op's speed of light; None: no model")
     sol_bound: str | None = Field(description="compute or dram: which bound gave sol_us")
     sol_pct: float | None = Field(description="sol_us / measured_us, %")
@@ -76,10 +80,11 @@ def kernel_headroom(kernel: KernelCard) -> KernelHeadroom | None:
         return None
     roof = kernel.roofline
     pct = roof.pct_of_roof if roof is not None else None
-    if pct is None:
+    if pct is None or pct < 0:
+        why = "no roofline" if pct is None else f"{pct:g} % of its roof, impossible"
         return KernelHeadroom(kernel=kernel.kernel, measured_us=measured, roof_us=measured,
-                              headroom_us=0.0, binding=None, pct_of_roof=None,
-                              flag="no roofline: counted at its measured time")  # fmt: skip
+                              headroom_us=0.0, binding=None, pct_of_roof=pct,
+                              flag=f"{why}: counted at its measured time")  # fmt: skip
     flag = None
     if pct > 100:
         flag = f"measured at {pct:g} % of its {roof.binding} roof: a clock or counter error"  # type: ignore[union-attr]
@@ -116,22 +121,28 @@ def card_headroom(card: Card) -> CardHeadroom | None:
     """The card's headroom; None for a card without a total time (failed, untimed)."""
     if card.summed_kernel_us is None or not card.kernels:
         return None
-    rows = [h for k in card.kernels if (h := kernel_headroom(k)) is not None]
+    pairs = [(k, h) for k in card.kernels if (h := kernel_headroom(k)) is not None]
+    rows = [h for _, h in pairs]
     top = dominant(card.kernels)
     measured = card.summed_kernel_us
-    at_roof = _us(sum(r.roof_us for r in rows))
+    # time no kernel accounts for (a legacy card's kernels without durations) claims nothing
+    unattributed = max(measured - sum(r.measured_us for r in rows), 0.0)
+    at_roof = min(_us(sum(r.roof_us for r in rows) + unattributed), measured)
     sol, bound = speed_of_light(card)
-    flags = [f"{r.kernel}: {r.flag}" for r in rows if r.flag and r.binding is not None]
+    flags = [f"{r.kernel}: {r.flag}" for r in rows if r.flag and r.pct_of_roof is not None]
     if sol is not None and sol > measured:
         flags.append(f"faster than its speed of light ({sol:g} us): nominal model or peak wrong")
-    extra = sum(r.roof_us for r, k in zip(rows, card.kernels, strict=False) if k is not top)
+    extra = sum(h.roof_us for k, h in pairs if k is not top)
+    # no kernel can beat the op's speed of light: a roof below it (DRAM writes still in L2 when
+    # the kernel ends) is taken at the speed of light, so execution + overhead = measured - SOL
+    floor = max(at_roof, sol) if sol is not None else at_roof
     return CardHeadroom(
         group=card.group,
         stage=card.stage,
         calls=card.calls,
         measured_us=measured,
         kernel_roof_us=at_roof,
-        kernel_headroom_us=_us(max(measured - at_roof, 0.0)),
+        kernel_headroom_us=_us(max(measured - floor, 0.0)),
         sol_us=sol,
         sol_bound=bound,
         sol_pct=round(100 * sol / measured, 2) if sol is not None and measured else None,

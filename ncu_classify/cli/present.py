@@ -13,7 +13,7 @@ from ..core.text import printable
 from ..present.tables import TABLE_SUFFIXES, TEXT_SUFFIXES, check_kind, csv_text, output_format
 from .app import CardsArgument, app, check_inputs, check_output, errors, examples, read_cards, usage
 from .options import positive_int
-from .terminal import metrics_table, out, print_summary, summary_table_text
+from .terminal import metrics_table, out, print_summary, summary_table_text, warning_line
 
 if TYPE_CHECKING:
     from ..present.summary import SummaryBy
@@ -128,19 +128,21 @@ def next_command(
     roof and at each op's speed of light, and the next moves ranked by the microseconds per
     inference they could recover, each with what to try."""
     from ..present.next_moves import next_moves
-    from ..present.next_text import next_csv, next_markdown
+    from ..present.next_text import flag_lines, next_csv, next_markdown
 
     with errors():
         target = check_output(output, [cards_file]) if output is not None else None
         check_inputs([cards_file])
         suffixes = {".json": "json", ".md": "md", ".csv": "csv"}
-        fmt = output_format(None, output, suffixes, "md", neutral=TEXT_SUFFIXES)
+        fmt = output_format(None, output, suffixes, "md", neutral=TEXT_SUFFIXES, has_format=False)
         cards = read_cards(cards_file)
         known = {c.stage for c in cards.cards}
         for name in stage or []:
             if name not in known:
                 raise UsageError(f"--stage {name!r}: {cards_file} has no such stage")
         report = next_moves(cards, str(cards_file), stage or [])
+        for line in flag_lines(report):
+            warning_line(line)
         if fmt == "json":
             text = report.model_dump_json(indent=2) + "\n"
         else:

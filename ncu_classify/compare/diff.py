@@ -77,6 +77,7 @@ def diff_cards(
         _shape_diff(pair, compared_stage(pair, pairing.stages), rules, options.noise)
         for pair in pairs
     ]
+    stages_of = [shape.stage for shape in shapes]
     counts: dict[str, int] = {}
     for shape in shapes:
         counts[shape.change] = counts.get(shape.change, 0) + 1
@@ -93,7 +94,7 @@ def diff_cards(
         shapes=shapes,
         rollup=_rollup(pairs, pairing.stages),
         noise_seen=_noise_seen(shapes),
-        headroom=headroom_changes(*kept),
+        headroom=headroom_changes(kept[0], kept[1], list(zip(stages_of, pairs, strict=True))),
     )
 
 

@@ -1,27 +1,49 @@
 """Headroom before and after a change, per stage: the recoverable time of both sides, and how
 much of the baseline's speed-of-light headroom the change took (a change that saves 500 us of
-1,380 us recoverable took 36 % of it)."""
+1,380 us recoverable took 36 % of it). Only shapes timed on both sides count as saved: a shape
+the candidate lost is not a saving."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from ..cards.headroom import stage_totals
 from ..cards.model import Card
 from ..core.ordering import stage_order
+from .matching import CardPair
 from .model import HeadroomChange
 
 
-def headroom_changes(baseline: list[Card], candidate: list[Card]) -> list[HeadroomChange]:
-    """Per stage present on either side (in stage order), both sides' headroom totals."""
+def _saved(pairs: Sequence[tuple[str, CardPair]]) -> dict[str, float]:
+    """Per stage, baseline minus candidate time per inference over the pairs timed on both."""
+    out: dict[str, float] = {}
+    for stage, pair in pairs:
+        one, other = pair.baseline, pair.candidate
+        if one is None or other is None or pair.repeat:
+            continue
+        if one.summed_kernel_us is None or other.summed_kernel_us is None:
+            continue
+        delta = one.summed_kernel_us * one.calls - other.summed_kernel_us * other.calls
+        out[stage] = out.get(stage, 0.0) + delta
+    return out
+
+
+def headroom_changes(
+    baseline: list[Card], candidate: list[Card], pairs: Sequence[tuple[str, CardPair]]
+) -> list[HeadroomChange]:
+    """Per stage present on either side (in stage order), both sides' headroom totals and the
+    time the paired shapes saved; `pairs` are (compared stage, pair)."""
     before, after = stage_totals(baseline), stage_totals(candidate)
+    saved = _saved(pairs)
     out = []
-    for stage in stage_order([*before, *after]):
+    for stage in stage_order([*before, *after, *saved]):
         one, other = before.get(stage), after.get(stage)
-        saved = round(one.measured_us - other.measured_us, 3) if one and other else None
+        took = round(saved[stage], 3) if stage in saved else None
         room = one.recoverable_at_sol_us if one else None
-        share = round(100 * saved / room, 2) if saved is not None and room else None
+        share = round(100 * took / room, 2) if took is not None and room else None
         out.append(
             HeadroomChange(
-                stage=stage, baseline=one, candidate=other, saved_us=saved, saved_of_sol_pct=share
+                stage=stage, baseline=one, candidate=other, saved_us=took, saved_of_sol_pct=share
             )
         )
     return out

@@ -138,7 +138,9 @@ class HeadroomChange(Model):
     stage: str
     baseline: StageTotals | None
     candidate: StageTotals | None
-    saved_us: float | None = Field(description="baseline measured - candidate measured")
+    saved_us: float | None = Field(
+        description="baseline - candidate time per inference over the shapes timed on both"
+    )
     saved_of_sol_pct: float | None = Field(
         description="saved_us over what the baseline could recover at the speed of light, %"
     )

@@ -3,8 +3,11 @@ at the speed of light on both sides, and how much of the baseline's the change t
 
 from __future__ import annotations
 
+from rich.table import Table
+from rich.text import Text
+
 from ..compare.model import DiffFile
-from ..core.text import md_text
+from ..core.text import md_text, printable
 
 
 def _f(value: float | None, spec: str = "{:,.1f}") -> str:
@@ -23,6 +26,14 @@ def headroom_markdown(diff: DiffFile) -> list[str]:
         " saved | share of the baseline's speed-of-light headroom |",
         "|---|---:|---:|---:|---:|---:|",
     ]
+    for cells in headroom_rows(diff):
+        lines.append(f"| {md_text(cells[0])} | {' | '.join(cells[1:])} |")
+    return lines
+
+
+def headroom_rows(diff: DiffFile) -> list[list[str]]:
+    """The headroom table's cells, one row per stage (shared by Markdown and the terminal)."""
+    rows = []
     for row in diff.headroom:
         one, other = row.baseline, row.candidate
         pairs = [
@@ -32,9 +43,28 @@ def headroom_markdown(diff: DiffFile) -> list[str]:
             (one.recoverable_at_sol_us if one else None,
              other.recoverable_at_sol_us if other else None),
         ]  # fmt: skip
-        cells = [f"{_f(a)} -> {_f(b)}" for a, b in pairs]
-        lines.append(
-            f"| {md_text(row.stage)} | {' | '.join(cells)} | {_f(row.saved_us)} |"
-            f" {_f(row.saved_of_sol_pct, '{:.1f} %')} |"
+        rows.append(
+            [
+                row.stage,
+                *(f"{_f(a)} -> {_f(b)}" for a, b in pairs),
+                _f(row.saved_us),
+                _f(row.saved_of_sol_pct, "{:.1f} %"),
+            ]
         )
-    return lines
+    return rows
+
+
+def headroom_table(diff: DiffFile) -> Table | None:
+    """The headroom per stage as a terminal table; None when neither side has timed cards."""
+    if not diff.headroom:
+        return None
+    table = Table(title="headroom per stage (us per inference): baseline -> candidate")
+    for name in HEADERS:
+        table.add_column(name, overflow="fold", justify="left" if name == "stage" else "right")
+    for cells in headroom_rows(diff):
+        table.add_row(*(Text(printable(c)) for c in cells))
+    return table
+
+
+HEADERS = ["stage", "measured", "recoverable at kernel roofs", "recoverable at speed of light",
+           "saved", "share of the baseline's SOL headroom"]  # fmt: skip

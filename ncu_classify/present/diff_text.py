@@ -18,7 +18,7 @@ from rich.text import Text
 
 from ..compare.model import SHOWN_METRICS, Crossing, DiffFile, ShapeDiff, SideFigures, SideHeader
 from ..core.text import md_code, md_text, printable
-from .diff_headroom import headroom_markdown
+from .diff_headroom import headroom_markdown, headroom_table
 from .tables import csv_text
 
 DiffFormat = Literal["table", "md", "json", "csv", "parquet"]
@@ -179,7 +179,8 @@ def diff_renderable(diff: DiffFile) -> Group:
     rollup = _rollup_table(diff)
     lines = [Text(printable(line)) for line in header_lines(diff)]
     lines += [Text(printable(f"warning: {w}")) for w in diff.warnings]
-    return Group(*lines, shapes, rollup)
+    headroom = headroom_table(diff)
+    return Group(*lines, shapes, rollup, *([headroom] if headroom else []))
 
 
 def _rollup_table(diff: DiffFile) -> Table:

@@ -17,6 +17,7 @@ from ..cards.rollup import dominant
 from ..core.ordering import stage_order
 
 NEXT_SCHEMA_VERSION = "1.0"
+OVERALL = "(all stages)"  # the overall row's label: no stage name has parentheses around it
 TRANSPOSES = ("nchwToNhwc", "nhwcToNchw")
 ELEMENTWISE = ("elementwise", "Elementwise", "CatArray", "reduce_kernel", "upsample")
 
@@ -56,7 +57,9 @@ class StageHeadroom(BaseModel):
     kernel_roof_us: float
     recoverable_at_kernel_roof_us: float
     sol_us: float | None = Field(description="None when a card of the stage has no model")
-    recoverable_at_sol_us: float = Field(description="over the cards that have a model")
+    recoverable_at_sol_us: float | None = Field(
+        description="over the cards that have a model; None when none has"
+    )
     cards_without_sol: int
 
 
@@ -85,10 +88,13 @@ def try_next(card: Card) -> str:
         ideas.append(
             f"{layout}: drops {len(transposes)} layout transposes ({spent:.1f} us per call)"
         )
-    if params.get("dtype") == "fp32" and params.get("allow_tf32"):
+    dtype = params.get("dtype")
+    if dtype == "fp32" and params.get("allow_tf32"):
         ideas.append("bf16 instead of TF32 (wgmma bf16 peak is 2x TF32's)")
+    elif dtype == "fp32":
+        ideas.append("TF32 or bf16: in fp32 it runs on the FP32 pipe, not the tensor pipe")
     family = top.roofline.family if top is not None and top.roofline else None
-    if family and family.startswith("hmma"):
+    if family and family.startswith("hmma") and dtype != "fp32":
         wgmma = (
             "FlashAttention-3 or cuDNN SDPA"
             if "attn" in card.op or "sdpa" in card.op
@@ -132,8 +138,11 @@ def _move(card: Card, room: CardHeadroom) -> Move:
 
 
 def _stage(name: str, moves: list[Move], untimed: int) -> StageHeadroom:
+    """A stage's totals over its timed cards; SOL only where every card has a model, what SOL
+    recovers only where one has."""
     modelled = [m for m in moves if m.headroom.sol_us is not None]
     sol = sum((m.headroom.sol_us or 0.0) * m.calls for m in modelled)
+    recovered = sum(m.recoverable_at_sol_us or 0.0 for m in modelled)
     return StageHeadroom(
         stage=name,
         cards=len(moves) + untimed,
@@ -141,8 +150,8 @@ def _stage(name: str, moves: list[Move], untimed: int) -> StageHeadroom:
         measured_us=round(sum(m.measured_us for m in moves), 3),
         kernel_roof_us=round(sum(m.headroom.kernel_roof_us * m.calls for m in moves), 3),
         recoverable_at_kernel_roof_us=round(sum(m.recoverable_at_kernel_roof_us for m in moves), 3),
-        sol_us=round(sol, 3) if len(modelled) == len(moves) else None,
-        recoverable_at_sol_us=round(sum(m.recoverable_at_sol_us or 0.0 for m in modelled), 3),
+        sol_us=round(sol, 3) if modelled and len(modelled) == len(moves) else None,
+        recoverable_at_sol_us=round(recovered, 3) if modelled else None,
         cards_without_sol=len(moves) - len(modelled),
     )
 
@@ -170,6 +179,6 @@ def next_moves(cards: CardFile, label: str, stages: Iterable[str] = ()) -> NextM
     return NextMoves(
         cards_file=label,
         stages=per_stage,
-        overall=_stage("all", moves, sum(untimed.values())),
+        overall=_stage(OVERALL, moves, sum(untimed.values())),
         moves=moves,
     )

@@ -11,6 +11,7 @@ MOVE_COLUMNS = [
     "rank", "stage", "group", "op", "calls", "primary", "settled", "hot_unit", "measured_us",
     "recoverable_at_kernel_roof_us", "recoverable_at_sol_us", "sol_pct", "kernel_roof_us_per_call",
     "sol_us_per_call", "sol_bound", "overhead_us_per_call", "extra_kernels_us_per_call", "try_next",
+    "flags",
 ]  # fmt: skip
 
 
@@ -20,10 +21,19 @@ def _f(value: float | None, spec: str = "{:,.1f}") -> str:
 
 def _stage_row(s: StageHeadroom) -> str:
     sol = _f(s.sol_us) if s.sol_us is not None else f"- ({s.cards_without_sol} without a model)"
+    cards = f"{s.cards}" + (
+        f" ({s.cards_without_figures} untimed)" if s.cards_without_figures else ""
+    )
     return (
-        f"| {md_text(s.stage)} | {s.cards} | {_f(s.measured_us)} | {_f(s.kernel_roof_us)} |"
+        f"| {md_text(s.stage)} | {cards} | {_f(s.measured_us)} | {_f(s.kernel_roof_us)} |"
         f" {_f(s.recoverable_at_kernel_roof_us)} | {sol} | {_f(s.recoverable_at_sol_us)} |"
     )
+
+
+def flag_lines(report: NextMoves) -> list[str]:
+    """One line per card whose figures carry a flag (a kernel above its roof, an op faster
+    than its speed of light): what people must not read as a measurement."""
+    return [f"{m.group}: {flag}" for m in report.moves for flag in m.headroom.flags]
 
 
 def _move_row(m: Move) -> str:
@@ -64,6 +74,9 @@ def next_markdown(report: NextMoves, top: int = 5) -> str:
             "|---:|---|---|---|---:|---:|---:|---:|---|",
             *map(_move_row, moves),
         ]
+    flagged = flag_lines(report)
+    if flagged:
+        lines += ["", "### Flagged figures", "", *(f"- {md_text(line)}" for line in flagged)]
     return "\n".join(lines) + "\n"
 
 
@@ -92,6 +105,7 @@ def next_csv(report: NextMoves) -> str:
                 h.overhead_us,
                 h.extra_kernels_us,
                 m.try_next,
+                "; ".join(h.flags),
             ]
         )
     return csv_text(MOVE_COLUMNS, rows)

@@ -32,6 +32,7 @@ def output_format(
     *,
     option: str = "-o",
     neutral: tuple[str, ...] = (),
+    has_format: bool = True,
 ) -> str:
     """The format to write `output` in. A --format the command lacks, a suffix that names
     another format than --format, and an unknown suffix without --format are usage errors;
@@ -49,7 +50,7 @@ def output_format(
         known = ", ".join(suffixes)
         raise UsageError(
             f"{option} {output}: {suffix} is not a format this command writes ({known});"
-            " rename the file or give --format"
+            " rename the file" + (" or give --format" if has_format else "")
         )
     chosen = given or implied or default or ""
     if chosen == "parquet":

@@ -107,7 +107,8 @@ def test_three_cards_recomputed_from_the_raw_report(
         [t for _, t in raw], rel=2e-5, abs=5e-4
     )
     assert (room.kernel_roof_us, room.sol_us, room.sol_bound) == (kernel_roof_us, sol_us, bound)
-    assert room.kernel_headroom_us == round(room.measured_us - room.kernel_roof_us, 3) >= 0
+    floor = max(room.kernel_roof_us, room.sol_us or 0.0)  # no kernel beats the op's SOL
+    assert room.kernel_headroom_us == round(room.measured_us - floor, 3) >= 0
     # the speed of light from the card's nominal work and the report's own peaks
     dram = statistics.median(k.roofline.bandwidth_tbps["dram"] for k in c.kernels)  # type: ignore[union-attr,type-var]
     bounds = {"dram": c.nominal_bytes / (dram * 1e12) * 1e6}  # type: ignore[operator]
@@ -124,7 +125,7 @@ def test_the_vae_bf16_decode_at_its_kernel_roofs_and_speed_of_light() -> None:
     cards = load_card_file(ROOT / "reports" / "diff" / "cards" / "vae_bf16_cl3d.json")
     vae = stage_totals([c for c in cards.cards if c.stage == "vae"])["vae"]
     assert (vae.measured_us, vae.kernel_roof_us) == (2241.856, 1473.875)
-    assert (vae.recoverable_at_kernel_roof_us, vae.recoverable_at_sol_us) == (767.981, 1380.022)
+    assert (vae.recoverable_at_kernel_roof_us, vae.recoverable_at_sol_us) == (766.342, 1380.022)
     assert vae.cards_without_sol == 0
 
 

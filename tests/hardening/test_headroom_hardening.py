@@ -5,12 +5,14 @@ xfail states the right behaviour of a defect that is still there (its reason: wh
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import jsonschema
 import pytest
 from conftest import LEGACY, ROOT
 
+from ncu_classify.capture.aten import AtenShape
 from ncu_classify.cards.headroom import card_headroom
 from ncu_classify.cards.model import Card
 from ncu_classify.cli.entry import run
@@ -35,12 +37,31 @@ def _next(tmp_path: Path, cards: Path, *extra: str) -> dict:
     return json.loads(out.read_text())
 
 
-def _edited(tmp_path: Path, source: Path, edit, name: str = "edited.json") -> Path:  # noqa: ANN001
+def _edited(
+    tmp_path: Path, source: Path, edit: Callable[[dict], None], name: str = "edited.json"
+) -> Path:
     doc = json.loads(source.read_text())
     edit(doc)
     path = tmp_path / name
     path.write_text(json.dumps(doc))
     return path
+
+
+def _pct_of_roof(tmp_path: Path, pct: float) -> Path:
+    """The VAE comparison with its first card's kernel at `pct` % of its roof."""
+    return _edited(
+        tmp_path,
+        VAE_BF16,
+        lambda d: d["cards"][0]["kernels"][0]["roofline"].update(pct_of_roof=pct),
+    )
+
+
+def _first_stage(tmp_path: Path, stage: str) -> Path:
+    return _edited(tmp_path, VAE_BF16, lambda d: d["cards"][0].update(stage=stage))
+
+
+def defect(reason: str) -> pytest.MarkDecorator:
+    return pytest.mark.xfail(strict=True, reason=reason)
 
 
 def _one_error(capsys: pytest.CaptureFixture[str]) -> str:
@@ -70,8 +91,9 @@ def test_next_json_validates_and_adds_up(tmp_path: Path, cards: Path) -> None:
         moves = [m for m in doc["moves"] if m["stage"] == s["stage"]]
         for key in ("measured_us", "recoverable_at_kernel_roof_us", "recoverable_at_sol_us"):
             assert s[key] == pytest.approx(sum(m[key] or 0.0 for m in moves), abs=0.01)
-        assert s["measured_us"] - s["kernel_roof_us"] == pytest.approx(
-            s["recoverable_at_kernel_roof_us"], abs=0.01
+        # a kernel roof below the op's speed of light counts at the speed of light
+        assert (
+            0 <= s["recoverable_at_kernel_roof_us"] <= s["measured_us"] - s["kernel_roof_us"] + 0.01
         )
     assert doc["overall"]["measured_us"] == pytest.approx(
         sum(s["measured_us"] for s in doc["stages"]), abs=0.01
@@ -81,16 +103,12 @@ def test_next_json_validates_and_adds_up(tmp_path: Path, cards: Path) -> None:
 
 def test_next_figures_of_the_vae_comparison_match_the_issue(tmp_path: Path) -> None:
     """Issue 19: "kernels at their own roofs would take 1,474 us instead of 2,242 us"."""
-    overall = _next(tmp_path, VAE_BF16)["overall"]
-    assert (overall["measured_us"], overall["kernel_roof_us"], overall["sol_us"]) == (
-        2241.856,
-        1473.875,
-        861.834,
-    )
-    assert (overall["recoverable_at_kernel_roof_us"], overall["recoverable_at_sol_us"]) == (
-        767.981,
-        1380.022,
-    )
+    o = _next(tmp_path, VAE_BF16)["overall"]
+    figures = [o["measured_us"], o["kernel_roof_us"], o["sol_us"]]
+    recoverable = [o["recoverable_at_kernel_roof_us"], o["recoverable_at_sol_us"]]
+    # 767.981 us over the kernel roofs; 1.639 us of it are under the speed of light of three
+    # small convs whose DRAM bytes fall short of the compulsory ones (outputs still in L2)
+    assert (figures, recoverable) == ([2241.856, 1473.875, 861.834], [766.342, 1380.022])
 
 
 @pytest.mark.parametrize("suffix", ["json", "md", "csv"])
@@ -106,6 +124,7 @@ def test_next_is_byte_identical_twice(tmp_path: Path, suffix: str) -> None:
     [
         (["-o", "{tmp}"], 2, "is a folder"),
         (["-o", "/dev/full"], 7, "cannot write"),
+        (["-o", str(VAE_BF16)], 2, "is also an input"),
         (["-o", "{tmp}/missing/x.json"], 2, "does not exist"),
         (["-o", "{tmp}/x.parquet"], 2, ".parquet is not a format this command writes"),
         (["-o", "{tmp}/x.html"], 2, ".html is not a format this command writes"),
@@ -124,27 +143,20 @@ def test_next_refuses_odd_arguments_in_one_line(
     assert says in _one_error(capsys)
 
 
-def test_next_never_writes_over_its_input(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    copy = tmp_path / "cards.json"
-    copy.write_bytes(VAE_BF16.read_bytes())
-    assert run(["next", str(copy), "-o", str(copy)]) == 2
-    assert "is also an input" in _one_error(capsys)
-    assert copy.read_bytes() == VAE_BF16.read_bytes()
-
-
 def test_next_text_targets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """`.txt` and `-` get the Markdown; `.JSON` is JSON; --top applies to Markdown only."""
-    assert run(["next", str(VAE_BF16), "-o", "-", "--top", "2", "--stage", "vae"]) == 0
+    """`-` and `.txt` get the Markdown; `.JSON` is JSON; --top cuts the Markdown only."""
+    assert (
+        run(["next", str(VAE_BF16), "-o", "-", "--top", "2", "--stage", "vae", "--stage", "vae"])
+        == 0
+    )
     stdout = capsys.readouterr().out
-    assert stdout.startswith("## Headroom: ") and stdout.count("| vae:conv3d:") == 0
-    assert len([r for r in stdout.splitlines() if r.startswith("| 1 | `vae:conv3d:")]) == 1
-    assert run(["next", str(VAE_BF16), "-o", str(tmp_path / "n.txt"), "--top", "10**9"]) == 2
-    assert run(["next", str(VAE_BF16), "-o", str(tmp_path / "n.txt")]) == 0
-    assert (tmp_path / "n.txt").read_text() == stdout.replace(
-        "`vae:conv3d", "`vae:conv3d"
-    ) or (tmp_path / "n.txt").read_text().startswith("## Headroom: ")
+    assert stdout.startswith("## Headroom: ")
+    assert [r.split(" | ")[0] for r in stdout.splitlines() if " | `vae:" in r] == ["| 1", "| 2"]
+    assert run(["next", str(VAE_BF16), "-o", str(tmp_path / "n.txt"), "--top", "2"]) == 0
+    assert (tmp_path / "n.txt").read_text() == stdout
     assert run(["next", str(VAE_BF16), "-o", str(tmp_path / "n.JSON"), "--top", "1"]) == 0
     assert len(json.loads((tmp_path / "n.JSON").read_text())["moves"]) == 17
+    assert run(["next", str(VAE_BF16), "--top", str(10**12)]) == 0
 
 
 def test_try_next_says_nothing_that_is_already_done(tmp_path: Path) -> None:
@@ -166,23 +178,18 @@ def test_try_next_says_nothing_that_is_already_done(tmp_path: Path) -> None:
 
 
 def test_a_kernel_above_its_roof_is_flagged_and_claims_nothing(tmp_path: Path) -> None:
-    def edit(doc: dict) -> None:
-        doc["cards"][0]["kernels"][0]["roofline"]["pct_of_roof"] = 150
-
-    doc = _next(tmp_path, _edited(tmp_path, VAE_BF16, edit))
-    [move] = [m for m in doc["moves"] if m["group"] == doc["moves"][-1]["group"]][:1] or [None]
-    room = next(m for m in doc["moves"] if m["headroom"]["kernels"][0]["pct_of_roof"] == 150)
-    kernel = room["headroom"]["kernels"][0]
-    assert (kernel["roof_us"], kernel["headroom_us"]) == (4.16, 0.0)
-    assert "150 % of its l2 roof" in kernel["flag"] and room["headroom"]["flags"]
-    assert move is not None
+    doc = _next(tmp_path, _pct_of_roof(tmp_path, 150))
+    [room] = [
+        m["headroom"] for m in doc["moves"] if m["headroom"]["kernels"][0]["pct_of_roof"] == 150
+    ]
+    kernel = room["kernels"][0]
+    assert (kernel["measured_us"], kernel["roof_us"], kernel["headroom_us"]) == (4.16, 4.16, 0.0)
+    assert "at 150 % of its l2 roof: a clock or counter error" in kernel["flag"]
+    assert room["flags"] == [f"{kernel['kernel']}: {kernel['flag']}"]
 
 
 def test_stage_names_with_markup_are_escaped(tmp_path: Path) -> None:
-    def edit(doc: dict) -> None:
-        doc["cards"][0]["stage"] = "<script>x</script>|a\nb"
-
-    cards = _edited(tmp_path, VAE_BF16, edit)
+    cards = _first_stage(tmp_path, "<script>x</script>|a\nb")
     assert run(["next", str(cards), "-o", str(tmp_path / "n.md")]) == 0
     assert "| \\<script\\>x\\</script\\>\\|a\\\\x0ab | 1 |" in (tmp_path / "n.md").read_text()
     assert run(["report", str(cards), "-o", str(tmp_path / "r.html")]) == 0
@@ -198,15 +205,11 @@ def test_cards_without_a_nominal_model_have_no_speed_of_light(tmp_path: Path) ->
 # --- defects --------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="legacy output cards have no per-kernel dur_us: roof 0, "
-                   "their whole 69.408 us counted recoverable at kernel roofs")  # fmt: skip
 def test_a_kernel_without_a_duration_claims_no_headroom(tmp_path: Path) -> None:
     [output] = [s for s in _next(tmp_path, LEGACY)["stages"] if s["stage"] == "output"]
     assert output["recoverable_at_kernel_roof_us"] == 0.0
 
 
-@pytest.mark.xfail(strict=True, reason="card_headroom zips the timed kernels with all kernels: "
-                   "an untimed first kernel shifts them, extra_kernels_us 3.505 (the dominant's)")  # fmt: skip
 def test_extra_kernels_are_the_non_dominant_ones_when_one_is_untimed() -> None:
     doc = json.loads(GPU0.read_text())
     card = next(c for c in doc["cards"] if len(c["kernels"]) == 3)
@@ -215,37 +218,24 @@ def test_extra_kernels_are_the_non_dominant_ones_when_one_is_untimed() -> None:
     assert room is not None and room.extra_kernels_us == 0.151
 
 
-@pytest.mark.xfail(strict=True, reason="pct_of_roof -20 is taken: roof_us -0.832, headroom 4.992 "
-                   "> measured 4.16, no flag, exit 0")  # fmt: skip
 def test_a_negative_pct_of_roof_is_refused_or_flagged(tmp_path: Path) -> None:
-    def edit(doc: dict) -> None:
-        doc["cards"][0]["kernels"][0]["roofline"]["pct_of_roof"] = -20
-
     out = tmp_path / "n.json"
-    code = run(["next", str(_edited(tmp_path, VAE_BF16, edit)), "-o", str(out)])
+    code = run(["next", str(_pct_of_roof(tmp_path, -20)), "-o", str(out)])
     if code != 3:
-        kernel = json.loads(out.read_text())["moves"][-1]["headroom"]["kernels"][0]
-        rows = [m["headroom"] for m in json.loads(out.read_text())["moves"]]
-        assert all(k["roof_us"] >= 0 and k["headroom_us"] <= k["measured_us"]
-                   for h in rows for k in h["kernels"])  # fmt: skip
-        assert kernel is not None
+        kernels = [
+            k for m in json.loads(out.read_text())["moves"] for k in m["headroom"]["kernels"]
+        ]
+        assert all(k["roof_us"] >= 0 and k["headroom_us"] <= k["measured_us"] for k in kernels)
 
 
-@pytest.mark.xfail(strict=True, reason="the above-roof flag is only in the JSON: not in the "
-                   "Markdown, CSV, report, nor on stderr")  # fmt: skip
 def test_a_kernel_above_its_roof_is_said_where_people_read(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def edit(doc: dict) -> None:
-        doc["cards"][0]["kernels"][0]["roofline"]["pct_of_roof"] = 150
-
-    assert run(["next", str(_edited(tmp_path, VAE_BF16, edit))]) == 0
+    assert run(["next", str(_pct_of_roof(tmp_path, 150))]) == 0
     said = capsys.readouterr()
     assert "150 %" in said.out + said.err
 
 
-@pytest.mark.xfail(strict=True, reason="zeros_like's nominal_bytes counts reading its input: "
-                   "sol 3.997 us > measured 3.808 (SOL 105 %)")  # fmt: skip
 def test_no_real_card_is_faster_than_its_speed_of_light(tmp_path: Path) -> None:
     fast = [
         (m["group"], m["headroom"]["sol_us"], m["headroom"]["measured_us"])
@@ -256,8 +246,6 @@ def test_no_real_card_is_faster_than_its_speed_of_light(tmp_path: Path) -> None:
     assert fast == []
 
 
-@pytest.mark.xfail(strict=True, reason="3 cards have sol_us above kernel_roof_us (1x1x1 convs "
-                   "whose DRAM bytes < compulsory); overhead clamps to 0, execution > measured-SOL")  # fmt: skip
 def test_execution_plus_overhead_is_the_distance_to_the_speed_of_light(tmp_path: Path) -> None:
     for m in _next(tmp_path, VAE_BF16)["moves"]:
         h = m["headroom"]
@@ -266,18 +254,24 @@ def test_execution_plus_overhead_is_the_distance_to_the_speed_of_light(tmp_path:
         ), m["group"]
 
 
-@pytest.mark.xfail(strict=True, reason="an fp32 sdpa is told 'FlashAttention-3 or cuDNN SDPA' "
-                   "(bf16/fp16 only), never bf16")  # fmt: skip
 def test_an_fp32_attention_is_told_bf16(tmp_path: Path) -> None:
-    [move] = [m for m in _next(tmp_path, WAN14B)["moves"] if m["group"].endswith("q6240_k6240:fp32")]
+    [move] = [
+        m for m in _next(tmp_path, WAN14B)["moves"] if m["group"].endswith("q6240_k6240:fp32")
+    ]
     assert "bf16" in move["try_next"]
 
 
-@pytest.mark.xfail(strict=True, reason="an fp32 GEMM on FFMA (TF32 off) gets the rule's 'Same "
-                   "dtype better tile/kernel', no TF32 or bf16")  # fmt: skip
 def test_an_fp32_gemm_without_tf32_is_told_tf32_or_bf16(tmp_path: Path) -> None:
     top = _next(tmp_path, CARDS / "dit_fp32_notf32.json")["moves"][0]
     assert "TF32" in top["try_next"] or "bf16" in top["try_next"]
+
+
+def test_copy_into_a_tensor_does_not_read_it() -> None:
+    cards = json.loads(WAN14B.read_text())["cards"]
+    [card] = [c for c in cards if c["group"] == "dit:aten.copy_.default:1x4680x40x64:bf16:strided"]
+    keys = ("overload", "args", "kwargs", "outputs")
+    params = {k: v for k, v in card["shape_parameters"].items() if k in keys}
+    assert AtenShape.model_validate({"op": "aten", **params}).nominal_bytes() == 2 * 23961600
 
 
 def _fail(card: dict, stage: str | None = None) -> None:
@@ -287,8 +281,6 @@ def _fail(card: dict, stage: str | None = None) -> None:
         card["stage"] = stage
 
 
-@pytest.mark.xfail(strict=True, reason="a stage whose only card failed reads '| 1 | 0.0 | 0.0 | "
-                   "0.0 | 0.0 | 0.0 |' with sol_us 0.0; the failure is not said")  # fmt: skip
 def test_a_stage_of_failed_cards_has_no_figures(tmp_path: Path) -> None:
     cards = _edited(tmp_path, VAE_BF16, lambda doc: _fail(doc["cards"][1], "lonely"))
     [stage] = [s for s in _next(tmp_path, cards)["stages"] if s["stage"] == "lonely"]
@@ -297,27 +289,18 @@ def test_a_stage_of_failed_cards_has_no_figures(tmp_path: Path) -> None:
     assert "| lonely | 1 | 0.0 | 0.0 | 0.0 | 0.0 | 0.0 |" not in (tmp_path / "n.md").read_text()
 
 
-@pytest.mark.xfail(strict=True, reason="a stage without any nominal model shows 0.0 recoverable "
-                   "at SOL, as if it were at its speed of light")  # fmt: skip
 def test_a_stage_without_a_model_shows_no_sol_recoverable(tmp_path: Path) -> None:
     assert run(["next", str(LEGACY), "-o", str(tmp_path / "n.md")]) == 0
     [row] = [r for r in (tmp_path / "n.md").read_text().splitlines() if r.startswith("| vae |")]
     assert row.endswith("| - (17 without a model) | - |")
 
 
-@pytest.mark.xfail(strict=True, reason="a stage named 'all' gives two '| all |' rows, the "
-                   "overall one indistinguishable")  # fmt: skip
 def test_the_overall_row_cannot_be_taken_for_a_stage(tmp_path: Path) -> None:
-    def edit(doc: dict) -> None:
-        doc["cards"][0]["stage"] = "all"
-
-    assert run(["next", str(_edited(tmp_path, VAE_BF16, edit)), "-o", str(tmp_path / "n.md")]) == 0
+    assert run(["next", str(_first_stage(tmp_path, "all")), "-o", str(tmp_path / "n.md")]) == 0
     rows = (tmp_path / "n.md").read_text().splitlines()
     assert len([r for r in rows if r.startswith("| all |")]) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="next has no --format, yet '-o x.parquet' says 'rename "
-                   "the file or give --format'")  # fmt: skip
 def test_next_suffix_error_names_no_missing_option(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -325,8 +308,6 @@ def test_next_suffix_error_names_no_missing_option(
     assert "--format" not in _one_error(capsys)
 
 
-@pytest.mark.xfail(strict=True, reason="the diff table (the default, on a terminal) has no "
-                   "headroom; only md and json do")  # fmt: skip
 def test_diff_table_shows_headroom(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -335,8 +316,6 @@ def test_diff_table_shows_headroom(
     assert "recoverable" in capsys.readouterr().out
 
 
-@pytest.mark.xfail(strict=True, reason="a candidate that lost its largest vae shape, all else "
-                   "identical, 'saved' 1525.408 us, 39.48 % of the headroom")  # fmt: skip
 def test_diff_does_not_count_a_missing_shape_as_saved(tmp_path: Path) -> None:
     def edit(doc: dict) -> None:
         vae = [c for c in doc["cards"] if c["stage"] == "vae"]

@@ -26,7 +26,7 @@ WAN = ROOT / "reports" / "record" / "cards_wan14b_every_op_480x832.json"
 def test_totals_add_up_and_physics_holds(path: Path) -> None:
     report = next_moves(load_card_file(path), str(path))
     for stage in [*report.stages, report.overall]:
-        moves = [m for m in report.moves if stage.stage in ("all", m.stage)]
+        moves = [m for m in report.moves if stage.stage in ("(all stages)", m.stage)]
         assert stage.measured_us == pytest.approx(sum(m.measured_us for m in moves), abs=0.01)
         assert stage.recoverable_at_kernel_roof_us == pytest.approx(
             sum(m.recoverable_at_kernel_roof_us for m in moves), abs=0.01
