@@ -13,6 +13,7 @@ import signal
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -149,3 +150,19 @@ def wan_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     argv += ["--stage", "=output", "--", "python", str(script), "--layers", "2"]
     assert run([*argv, "--text-tokens", "16", "--height", "64", "--width", "64"]) == 0
     return out
+
+
+def raw_actions(report: Path) -> Iterator[tuple[str, Any]]:
+    """(innermost NVTX range, ncu_report action) of every kernel of a report, read by
+    ncu_report alone (tests that recompute card figures must not use the reader)."""
+    import ncu_report
+
+    from ncu_classify.read.inflate import plain_file
+
+    with plain_file(report) as plain:
+        context = ncu_report.load_report(str(plain))
+        for r in range(context.num_ranges()):
+            for a in range(context.range_by_idx(r).num_actions()):
+                action = context.range_by_idx(r).action_by_idx(a)
+                ranges = list(action.nvtx_state().domain_by_id(0).push_pop_ranges())
+                yield (str(ranges[-1]) if ranges else ""), action

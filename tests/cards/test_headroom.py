@@ -10,14 +10,12 @@ import functools
 import statistics
 from pathlib import Path
 
-import ncu_report
 import pytest
-from conftest import ROOT
+from conftest import ROOT, raw_actions
 
 from ncu_classify.cards.headroom import card_headroom, stage_totals
 from ncu_classify.cards.model import Card
 from ncu_classify.core.counters import FP32_OPS, MEMORY_LEVELS, TENSOR_FAMILIES
-from ncu_classify.read.inflate import plain_file
 from ncu_classify.verdicts.classify import classify
 from ncu_classify.verdicts.rules import load_rules
 
@@ -37,47 +35,36 @@ def _value(action: object, name: str) -> float:
 def raw_roof_us(report: Path, group: str) -> list[tuple[float, float]]:
     """(measured us, us at its roof) of each kernel of a range, from ncu_report alone."""
     out = []
-    with plain_file(report) as plain:
-        context = ncu_report.load_report(str(plain))
-        for r in range(context.num_ranges()):
-            for a in range(context.range_by_idx(r).num_actions()):
-                act = context.range_by_idx(r).action_by_idx(a)
-                state = act.nvtx_state()
-                if str(list(state.domain_by_id(0).push_pop_ranges())[-1]) != group:
-                    continue
-                v = functools.partial(_value, act)
+    for innermost, act in raw_actions(report):
+        if innermost == group:
+            v = functools.partial(_value, act)
 
-                mem_khz = v("device__attribute_memory_clock_rate")
-                clocks = {
-                    "sm": min(v("sm__cycles_elapsed.avg.per_second"), MAX_SM_GHZ * 1e9),
-                    "dram": min(v("dram__cycles_elapsed.avg.per_second"), mem_khz * 1e3),
-                    "l2": v("lts__cycles_elapsed.avg.per_second"),
-                    "l1": min(v("l1tex__cycles_elapsed.avg.per_second"), MAX_SM_GHZ * 1e9),
-                }
-                flops = {
-                    f"{fam}_{kind}": v(f"{name}.sum")
-                    for (fam, kind), name in TENSOR_FAMILIES.items()
-                }
-                ffma = FP32_OPS["ffma"]
-                flops["fp32"] = (
-                    2 * v(f"{ffma}.sum")
-                    + v(f"{FP32_OPS['fadd']}.sum")
-                    + v(f"{FP32_OPS['fmul']}.sum")
-                )
-                times = []
-                family = max(flops, key=lambda f: flops[f])
-                if flops[family] > 0:
-                    peak = (
-                        2 * v(f"{ffma}.sum.peak_sustained")
-                        if family == "fp32"
-                        else v(f"{TENSOR_FAMILIES[tuple(family.split('_'))]}.sum.peak_sustained")
-                    )  # type: ignore[index]
-                    times.append(sum(flops.values()) / (peak * clocks["sm"]))
-                for level, (name, _) in MEMORY_LEVELS.items():
-                    times.append(
-                        v(f"{name}.sum") / (v(f"{name}.sum.peak_sustained") * clocks[level])
-                    )
-                out.append((v("gpu__time_duration.sum") / 1e3, max(times) * 1e6))
+            mem_khz = v("device__attribute_memory_clock_rate")
+            clocks = {
+                "sm": min(v("sm__cycles_elapsed.avg.per_second"), MAX_SM_GHZ * 1e9),
+                "dram": min(v("dram__cycles_elapsed.avg.per_second"), mem_khz * 1e3),
+                "l2": v("lts__cycles_elapsed.avg.per_second"),
+                "l1": min(v("l1tex__cycles_elapsed.avg.per_second"), MAX_SM_GHZ * 1e9),
+            }
+            flops = {
+                f"{fam}_{kind}": v(f"{name}.sum") for (fam, kind), name in TENSOR_FAMILIES.items()
+            }
+            ffma = FP32_OPS["ffma"]
+            flops["fp32"] = (
+                2 * v(f"{ffma}.sum") + v(f"{FP32_OPS['fadd']}.sum") + v(f"{FP32_OPS['fmul']}.sum")
+            )
+            times = []
+            family = max(flops, key=lambda f: flops[f])
+            if flops[family] > 0:
+                peak = (
+                    2 * v(f"{ffma}.sum.peak_sustained")
+                    if family == "fp32"
+                    else v(f"{TENSOR_FAMILIES[tuple(family.split('_'))]}.sum.peak_sustained")
+                )  # type: ignore[index]
+                times.append(sum(flops.values()) / (peak * clocks["sm"]))
+            for level, (name, _) in MEMORY_LEVELS.items():
+                times.append(v(f"{name}.sum") / (v(f"{name}.sum.peak_sustained") * clocks[level]))
+            out.append((v("gpu__time_duration.sum") / 1e3, max(times) * 1e6))
     return out
 
 

@@ -9,14 +9,12 @@ import json
 import shutil
 from pathlib import Path
 
-import ncu_report
 import pytest
-from conftest import ROOT
+from conftest import ROOT, raw_actions
 
 from ncu_classify.cards.model import UNRESOLVED, Card, CardFile
 from ncu_classify.cards.rollup import card_class, dominant, named_dominant
 from ncu_classify.core.stalls import CPI_METRIC, STALL_REASONS, stall_metric
-from ncu_classify.read.inflate import plain_file
 from ncu_classify.verdicts.classify import classify
 from ncu_classify.verdicts.drill import TOP_SHARE, drill_values, settle_rules
 from ncu_classify.verdicts.judge import OWN_COUNTERS
@@ -40,16 +38,9 @@ def raw_stalls(report: Path) -> dict[str, list[float]]:
     """Per NVTX range, the raw CPI then every stall reason of each kernel, straight from
     ncu_report (the reader is not used)."""
     out: dict[str, list[float]] = {}
-    with plain_file(report) as plain:
-        context = ncu_report.load_report(str(plain))
-        for r in range(context.num_ranges()):
-            for a in range(context.range_by_idx(r).num_actions()):
-                action = context.range_by_idx(r).action_by_idx(a)
-                state = action.nvtx_state()
-                group = str(list(state.domain_by_id(0).push_pop_ranges())[-1])
-                names = [CPI_METRIC, *map(stall_metric, STALL_REASONS)]
-                values = [action.metric_by_name(n).as_double() for n in names]
-                out.setdefault(group, []).extend(values)
+    names = [CPI_METRIC, *map(stall_metric, STALL_REASONS)]
+    for group, action in raw_actions(report):
+        out.setdefault(group, []).extend(action.metric_by_name(n).as_double() for n in names)
     return out
 
 
