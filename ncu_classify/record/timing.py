@@ -62,6 +62,7 @@ class KernelClock:
     _profiler: Any = None
     events: list[Any] = field(default_factory=list)
     broken: str | None = None  # why the measurement was lost (the program's own profiler)
+    _guards: list[tuple[Any, str, Any]] = field(default_factory=list)
 
     def __enter__(self) -> KernelClock:
         if self.enabled:
@@ -72,9 +73,13 @@ class KernelClock:
                 warnings.simplefilter("ignore", UserWarning)
                 self._profiler = profile(activities=activities)
                 self._profiler.__enter__()
+            self._guards = _refuse_other_profilers()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        for owner, name, original in self._guards:
+            setattr(owner, name, original)
+        self._guards = []
         if self._profiler is None:
             return
         profiler, self._profiler = self._profiler, None
@@ -196,3 +201,27 @@ class InnermostMark:
                 return self.spans[index][2]
             index = self.parents[index]
         return None
+
+
+PROFILER_TAKEN = (
+    "record measures kernel time with torch.profiler, and the program starts a profiler of its"
+    " own (only one can run): record it with --no-kernel-time"
+)
+
+
+def _refuse_other_profilers() -> list[tuple[Any, str, Any]]:
+    """Make a profiler the program starts while record's runs fail at once, saying to record
+    with --no-kernel-time, instead of breaking both measurements (Kineto runs one profiler at a
+    time: the program's own `with profile()` ended in torch's "Can't disable Kineto profiler").
+    Returns what to restore."""
+    import torch.autograd.profiler as legacy
+    import torch.profiler
+
+    def refuse(*_: object, **__: object) -> None:
+        raise RuntimeError(PROFILER_TAKEN)
+
+    guards = [(torch.profiler.profile, "start"), (legacy.profile, "__enter__")]
+    saved = [(owner, name, getattr(owner, name)) for owner, name in guards]
+    for owner, name in guards:
+        setattr(owner, name, refuse)
+    return saved

@@ -534,16 +534,6 @@ GPU_PROFILING = (
 
 
 @pytest.mark.gpu
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="on a GPU, recording a program that runs torch.profiler itself (README: it needs"
-    " --no-kernel-time) ends with `g_profiler.py raised RuntimeError: Can't disable Kineto"
-    " profiler when it's not running` (exit 5) although the program finished (its own profile"
-    " printed): the error is record's own, blamed on the program, --no-kernel-time is not named,"
-    " and the file written keeps 1 shape of 5 (the device ops lost) with real_us 0.0 and the"
-    " stage's kernel_us 0.0, a measurement of nothing (H200, torch 2.11)",
-)
 def test_record_of_a_program_that_profiles_itself(tmp_path: Path) -> None:
     out = tmp_path / "shapes.yaml"
     script = program(tmp_path, GPU_PROFILING)
