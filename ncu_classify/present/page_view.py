@@ -21,6 +21,8 @@ from ..cards.rollup import (
     SummaryRow,
     by_kernel_class,
     by_stage,
+    card_class,
+    kernel_class,
     median_ceilings,
     named_dominant,
 )
@@ -188,8 +190,9 @@ def _class(card: Card) -> str:
 def _class_colours(cards: Any) -> dict[str, str]:
     """A colour per class present (card classes and kernel classes), stable across runs."""
     names: set[str] = set()
-    for card in cards:
-        names.add(_class(card))
+    for card in cards:  # the first verdicts and the classes summaries count (settled ones)
+        names.update((_class(card), card_class(card)[1]))
+        names.update(kernel_class(k) for k in card.kernels)
         names.update(k.classification for k in card.kernels if k.classification)
     out, others = {}, iter(OTHER_COLOURS * 4)
     for name in sorted(names, key=lambda n: (n not in CLASS_COLOURS, n)):
