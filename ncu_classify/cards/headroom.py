@@ -21,6 +21,7 @@ op against its speed of light, from the figures the card already holds (no repor
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable, Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -155,39 +156,51 @@ def card_headroom(card: Card) -> CardHeadroom | None:
 
 
 class StageTotals(BaseModel):
-    """A stage's headroom per inference: measured, at kernel roofs, at speed of light."""
+    """A stage's headroom per inference (a card counts x its calls): measured, at kernel roofs,
+    at speed of light. Failed and untimed cards count nowhere but in `cards_without_figures`."""
 
     model_config = ConfigDict(extra="forbid")
     stage: str
+    cards: int
+    cards_without_figures: int = Field(description="failed or untimed: not counted")
     measured_us: float
     kernel_roof_us: float
     recoverable_at_kernel_roof_us: float
-    recoverable_at_sol_us: float = Field(description="over the cards that have a model")
+    sol_us: float | None = Field(description="None unless every timed card has a model")
+    recoverable_at_sol_us: float | None = Field(
+        description="over the cards that have a model; None when none has"
+    )
     cards_without_sol: int
 
 
-def stage_totals(cards: list[Card]) -> dict[str, StageTotals]:
-    """Per stage, in the cards' order of first appearance, the headroom per inference (a card
-    counts x its calls; failed and untimed cards count nowhere)."""
-    sums: dict[str, list[float]] = {}
+def stage_totals(
+    cards: Iterable[Card], key: Callable[[Card], str] = lambda card: card.stage
+) -> dict[str, StageTotals]:
+    """Totals per `key` (the stage; a constant for one overall row), in the cards' order of
+    first appearance."""
+    groups: dict[str, list[tuple[Card, CardHeadroom | None]]] = {}
     for card in cards:
-        room = card_headroom(card)
-        if room is None:
-            continue
-        cell = sums.setdefault(card.stage, [0.0, 0.0, 0.0, 0.0, 0])
-        cell[0] += room.measured_us * card.calls
-        cell[1] += room.kernel_roof_us * card.calls
-        cell[2] += room.kernel_headroom_us * card.calls
-        cell[3] += (room.sol_headroom_us or 0.0) * card.calls
-        cell[4] += room.sol_us is None
-    return {
-        stage: StageTotals(
-            stage=stage,
-            measured_us=_us(c[0]),
-            kernel_roof_us=_us(c[1]),
-            recoverable_at_kernel_roof_us=_us(c[2]),
-            recoverable_at_sol_us=_us(c[3]),
-            cards_without_sol=int(c[4]),
-        )
-        for stage, c in sums.items()
-    }
+        groups.setdefault(key(card), []).append((card, card_headroom(card)))
+    return {name: _totals(name, members) for name, members in groups.items()}
+
+
+def _totals(name: str, members: list[tuple[Card, CardHeadroom | None]]) -> StageTotals:
+    timed = [(card.calls, room) for card, room in members if room is not None]
+    modelled = [(calls, room) for calls, room in timed if room.sol_us is not None]
+    return StageTotals(
+        stage=name,
+        cards=len(members),
+        cards_without_figures=len(members) - len(timed),
+        measured_us=_us(sum(n * r.measured_us for n, r in timed)),
+        kernel_roof_us=_us(sum(n * r.kernel_roof_us for n, r in timed)),
+        recoverable_at_kernel_roof_us=_us(sum(n * r.kernel_headroom_us for n, r in timed)),
+        sol_us=(
+            _us(sum(n * (r.sol_us or 0.0) for n, r in modelled))
+            if modelled and len(modelled) == len(timed)
+            else None
+        ),
+        recoverable_at_sol_us=(
+            _us(sum(n * (r.sol_headroom_us or 0.0) for n, r in modelled)) if modelled else None
+        ),
+        cards_without_sol=len(timed) - len(modelled),
+    )

@@ -66,3 +66,12 @@ def md_text(text: str) -> str:
     for char in "|<>*_`[]#":
         out = out.replace(char, "\\" + char)
     return out
+
+
+def figure(value: float | None, spec: str = "{:,.1f}") -> str:
+    """A number for people; `-` when missing, 4 significant digits when far out of range."""
+    if value is None:
+        return "-"
+    if abs(value) >= 1e12 or (value and abs(value) < 1e-4):
+        return f"{value:.4g}"
+    return spec.format(value)

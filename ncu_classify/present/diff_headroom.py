@@ -7,11 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..compare.model import DiffFile
-from ..core.text import md_text, printable
-
-
-def _f(value: float | None, spec: str = "{:,.1f}") -> str:
-    return "-" if value is None else spec.format(value)
+from ..core.text import figure, md_text, printable
 
 
 def headroom_markdown(diff: DiffFile) -> list[str]:
@@ -46,9 +42,9 @@ def headroom_rows(diff: DiffFile) -> list[list[str]]:
         rows.append(
             [
                 row.stage,
-                *(f"{_f(a)} -> {_f(b)}" for a, b in pairs),
-                _f(row.saved_us),
-                _f(row.saved_of_sol_pct, "{:.1f} %"),
+                *(f"{figure(a)} -> {figure(b)}" for a, b in pairs),
+                figure(row.saved_us),
+                figure(row.saved_of_sol_pct, "{:.1f} %"),
             ]
         )
     return rows

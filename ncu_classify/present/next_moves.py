@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..cards.headroom import CardHeadroom, card_headroom
+from ..cards.headroom import CardHeadroom, StageTotals, card_headroom, stage_totals
 from ..cards.model import Card, CardFile
 from ..cards.rollup import dominant
 from ..core.ordering import stage_order
@@ -46,23 +46,6 @@ class Move(BaseModel):
     headroom: CardHeadroom = Field(description="the figures per call")
 
 
-class StageHeadroom(BaseModel):
-    """One stage (or `all`), per inference."""
-
-    model_config = ConfigDict(extra="forbid")
-    stage: str
-    cards: int
-    cards_without_figures: int = Field(description="failed or untimed: not counted")
-    measured_us: float
-    kernel_roof_us: float
-    recoverable_at_kernel_roof_us: float
-    sol_us: float | None = Field(description="None when a card of the stage has no model")
-    recoverable_at_sol_us: float | None = Field(
-        description="over the cards that have a model; None when none has"
-    )
-    cards_without_sol: int
-
-
 class NextMoves(BaseModel):
     """The `next` report: per stage and overall, and every move ranked."""
 
@@ -70,8 +53,8 @@ class NextMoves(BaseModel):
     schema_version: str = NEXT_SCHEMA_VERSION
     cards_file: str
     units: str = "microseconds per inference unless a field says per call"
-    stages: list[StageHeadroom]
-    overall: StageHeadroom
+    stages: list[StageTotals]
+    overall: StageTotals
     moves: list[Move]
 
 
@@ -137,48 +120,26 @@ def _move(card: Card, room: CardHeadroom) -> Move:
     )
 
 
-def _stage(name: str, moves: list[Move], untimed: int) -> StageHeadroom:
-    """A stage's totals over its timed cards; SOL only where every card has a model, what SOL
-    recovers only where one has."""
-    modelled = [m for m in moves if m.headroom.sol_us is not None]
-    sol = sum((m.headroom.sol_us or 0.0) * m.calls for m in modelled)
-    recovered = sum(m.recoverable_at_sol_us or 0.0 for m in modelled)
-    return StageHeadroom(
-        stage=name,
-        cards=len(moves) + untimed,
-        cards_without_figures=untimed,
-        measured_us=round(sum(m.measured_us for m in moves), 3),
-        kernel_roof_us=round(sum(m.headroom.kernel_roof_us * m.calls for m in moves), 3),
-        recoverable_at_kernel_roof_us=round(sum(m.recoverable_at_kernel_roof_us for m in moves), 3),
-        sol_us=round(sol, 3) if modelled and len(modelled) == len(moves) else None,
-        recoverable_at_sol_us=round(recovered, 3) if modelled else None,
-        cards_without_sol=len(moves) - len(modelled),
-    )
-
-
 def next_moves(cards: CardFile, label: str, stages: Iterable[str] = ()) -> NextMoves:
     """Headroom per stage and overall, and every timed card as a move, ranked by what the
     speed of light would recover per inference (then by the kernel roof's)."""
     wanted = set(stages)
-    moves: list[Move] = []
-    untimed: dict[str, int] = {}
-    for card in cards.cards:
-        if wanted and card.stage not in wanted:
-            continue
-        room = card_headroom(card)
-        if room is None:
-            untimed[card.stage] = untimed.get(card.stage, 0) + 1
-        else:
-            moves.append(_move(card, room))
+    kept = [card for card in cards.cards if not wanted or card.stage in wanted]
+    moves = [_move(card, room) for card in kept if (room := card_headroom(card)) is not None]
     moves.sort(
         key=lambda m: (-(m.recoverable_at_sol_us or 0.0), -m.recoverable_at_kernel_roof_us, m.group)
     )
-    moves = [m.model_copy(update={"rank": n}) for n, m in enumerate(moves, 1)]
-    names = stage_order([*(m.stage for m in moves), *untimed])
-    per_stage = [_stage(s, [m for m in moves if m.stage == s], untimed.get(s, 0)) for s in names]
+    per_stage = stage_totals(kept)
     return NextMoves(
         cards_file=label,
-        stages=per_stage,
-        overall=_stage(OVERALL, moves, sum(untimed.values())),
-        moves=moves,
+        stages=[per_stage[name] for name in stage_order([*(m.stage for m in moves), *per_stage])],
+        overall=stage_totals(kept, lambda _: OVERALL).get(OVERALL) or _NOTHING,
+        moves=[m.model_copy(update={"rank": n}) for n, m in enumerate(moves, 1)],
     )
+
+
+_NOTHING = StageTotals(
+    stage=OVERALL, cards=0, cards_without_figures=0, measured_us=0.0, kernel_roof_us=0.0,
+    recoverable_at_kernel_roof_us=0.0, sol_us=None, recoverable_at_sol_us=None,
+    cards_without_sol=0,
+)  # fmt: skip

@@ -3,8 +3,9 @@ each stage; also what a pull request shows) and CSV (one row per move, every fig
 
 from __future__ import annotations
 
-from ..core.text import md_code, md_text
-from .next_moves import Move, NextMoves, StageHeadroom
+from ..cards.headroom import StageTotals
+from ..core.text import figure, md_code, md_text
+from .next_moves import Move, NextMoves
 from .tables import csv_text
 
 MOVE_COLUMNS = [
@@ -15,18 +16,14 @@ MOVE_COLUMNS = [
 ]  # fmt: skip
 
 
-def _f(value: float | None, spec: str = "{:,.1f}") -> str:
-    return "-" if value is None else spec.format(value)
-
-
-def _stage_row(s: StageHeadroom) -> str:
-    sol = _f(s.sol_us) if s.sol_us is not None else f"- ({s.cards_without_sol} without a model)"
+def _stage_row(s: StageTotals) -> str:
+    sol = figure(s.sol_us) if s.sol_us is not None else f"- ({s.cards_without_sol} without a model)"
     cards = f"{s.cards}" + (
         f" ({s.cards_without_figures} untimed)" if s.cards_without_figures else ""
     )
     return (
-        f"| {md_text(s.stage)} | {cards} | {_f(s.measured_us)} | {_f(s.kernel_roof_us)} |"
-        f" {_f(s.recoverable_at_kernel_roof_us)} | {sol} | {_f(s.recoverable_at_sol_us)} |"
+        f"| {md_text(s.stage)} | {cards} | {figure(s.measured_us)} | {figure(s.kernel_roof_us)} |"
+        f" {figure(s.recoverable_at_kernel_roof_us)} | {sol} | {figure(s.recoverable_at_sol_us)} |"
     )
 
 
@@ -42,8 +39,9 @@ def _move_row(m: Move) -> str:
         klass += f" (settled: {m.settled})"
     return (
         f"| {m.rank} | {md_code(m.group)} | {md_text(klass)} | {md_text(m.hot_unit or '-')} |"
-        f" {_f(m.measured_us)} | {_f(m.recoverable_at_kernel_roof_us)} |"
-        f" {_f(m.recoverable_at_sol_us)} | {_f(m.sol_pct, '{:.1f} %')} | {md_text(m.try_next)} |"
+        f" {figure(m.measured_us)} | {figure(m.recoverable_at_kernel_roof_us)} |"
+        f" {figure(m.recoverable_at_sol_us)} | {figure(m.sol_pct, '{:.1f} %')} |"
+        f" {md_text(m.try_next)} |"
     )
 
 

@@ -15,7 +15,7 @@ from .._version import __version__
 from ..cards.model import SCOPE, CardFile
 from ..cards.rollup import KernelClassRow, SummaryRow
 from ..core.errors import UsageError
-from ..core.text import md_code, md_text, printable
+from ..core.text import figure, md_code, md_text, printable
 from .coverage import BASIS_SHORT, millis
 from .next_text import next_markdown
 from .page_chart import DASHES, build_chart
@@ -66,15 +66,6 @@ def check_files(paths: list[Path]) -> None:
         seen[real] = path
 
 
-def _fmt(value: float | None, spec: str) -> str:
-    """A number for people; `-` when missing, 4 significant digits when far out of range."""
-    if value is None:
-        return "-"
-    if abs(value) >= 1e12 or (value and abs(value) < 1e-4):
-        return f"{value:.4g}"
-    return spec.format(value)
-
-
 def _ms(us: float | None) -> str:
     """Microseconds as a milliseconds figure without its unit (`258.8`, `0.189`); `-` if None."""
     return "-" if us is None else millis(us).removesuffix(" ms")
@@ -110,7 +101,7 @@ def report_html(files: list[tuple[str, CardFile]], title: str) -> str:
         "dashes": DASHES,
         "version": __version__,
         "scope": SCOPE,
-        "fmt": _fmt,
+        "fmt": figure,
         "num": _num,
         "inference_us": _inference_us,
         "ms": _ms,
@@ -274,10 +265,10 @@ def _top_rows(view: ReportView) -> list[str]:
             rows.append(
                 f"| {MARKER_NAMES[f.marker]} {md_code(f.label)} | {md_code(c.card.group)} |"
                 f" {md_text(_class_text(c.card))} | {c.card.calls} |"
-                f" {_fmt(c.card.summed_kernel_us, '{:,.1f}')} |"
-                f" {_fmt(_inference_us(c.card), '{:,.1f}')} |"
-                f" {_fmt(c.share_of_stage, '{:.1%}')} |"
-                f" {_fmt(roof.pct_of_roof if roof else None, '{:.1f}')} |"
+                f" {figure(c.card.summed_kernel_us, '{:,.1f}')} |"
+                f" {figure(_inference_us(c.card), '{:,.1f}')} |"
+                f" {figure(c.share_of_stage, '{:.1%}')} |"
+                f" {figure(roof.pct_of_roof if roof else None, '{:.1f}')} |"
                 f" {md_text(roof.binding or '-') if roof else '-'} | {md_text(hot)} |"
             )
     return rows
