@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..cards.coverage import StageCoverage
 from ..cards.headroom import CardHeadroom, StageTotals, card_headroom, stage_totals
 from ..cards.model import Card, CardFile
 from ..cards.rollup import dominant
@@ -55,6 +56,10 @@ class NextMoves(BaseModel):
     units: str = "microseconds per inference unless a field says per call"
     stages: list[StageTotals]
     overall: StageTotals
+    coverage: list[StageCoverage] = Field(
+        description="per stage of a recorded program: the share of its real kernel time the"
+        " cards cover (empty: not made from a recording, coverage unknown)"
+    )
     moves: list[Move]
 
 
@@ -132,6 +137,7 @@ def next_moves(cards: CardFile, label: str, stages: Iterable[str] = ()) -> NextM
     per_stage = stage_totals(kept)
     return NextMoves(
         cards_file=label,
+        coverage=[c for c in cards.coverage if not wanted or c.stage in wanted],
         stages=[per_stage[name] for name in stage_order([*(m.stage for m in moves), *per_stage])],
         overall=stage_totals(kept, lambda _: OVERALL).get(OVERALL) or _NOTHING,
         moves=[m.model_copy(update={"rank": n}) for n, m in enumerate(moves, 1)],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..cards.headroom import StageTotals
 from ..core.text import figure, md_code, md_text
+from .coverage import UNKNOWN, stage_line
 from .next_moves import Move, NextMoves
 from .tables import csv_text
 
@@ -27,6 +28,13 @@ def _stage_row(s: StageTotals) -> str:
     )
 
 
+def _coverage(report: NextMoves) -> list[str]:
+    """What share of the recorded program's kernel time these figures cover, per stage."""
+    if not report.coverage:
+        return [f"coverage: unknown: {UNKNOWN}"]
+    return [stage_line(stage) for stage in report.coverage]
+
+
 def flag_lines(report: NextMoves) -> list[str]:
     """One line per card whose figures carry a flag (a kernel above its roof, an op faster
     than its speed of light): what people must not read as a measurement."""
@@ -45,8 +53,9 @@ def _move_row(m: Move) -> str:
     )
 
 
-def next_markdown(report: NextMoves, top: int = 5) -> str:
-    """Per stage and overall, then the `top` moves of each stage (us per inference)."""
+def next_markdown(report: NextMoves, top: int = 5, *, coverage: bool = True) -> str:
+    """Per stage and overall, the share of the program they cover (unless the caller says it
+    already), then the `top` moves of each stage (us per inference)."""
     lines = [
         f"## Headroom: {md_text(report.cards_file)}",
         "",
@@ -59,6 +68,8 @@ def next_markdown(report: NextMoves, top: int = 5) -> str:
         "|---|---:|---:|---:|---:|---:|---:|",
         *map(_stage_row, [*report.stages, report.overall]),
     ]
+    if coverage:
+        lines += ["", *(f"- {md_text(line)}" for line in _coverage(report))]
     for stage in report.stages:
         moves = [m for m in report.moves if m.stage == stage.stage][:top]
         if not moves:

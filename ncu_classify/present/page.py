@@ -148,7 +148,9 @@ def report_markdown(files: list[tuple[str, CardFile]], title: str) -> str:
     lines += _top_rows(view)
     for f in view.files:  # the headroom and the next moves, one level down
         headroom = (
-            next_markdown(f.headroom, top=5).replace("\n## ", "\n### ").replace("### N", "#### N")
+            next_markdown(f.headroom, top=5, coverage=False)
+            .replace("\n## ", "\n### ")
+            .replace("### N", "#### N")
         )
         lines += ["", headroom.removeprefix("## ").join(["### ", ""]).rstrip("\n")]
     return "\n".join(lines) + "\n"

@@ -115,3 +115,19 @@ def test_the_chart_draws_each_kernel_s_distance_to_its_roof() -> None:
     ]  # fmt: skip
     assert stems == len(below) > 10
     assert "<h2>Headroom</h2>" in page and "headroom us" in page
+
+
+def test_next_says_what_share_of_the_program_it_covers() -> None:
+    from ncu_classify.present.next_text import next_markdown
+
+    wan = next_markdown(next_moves(load_card_file(WAN), "wan"))
+    assert (
+        "- coverage dit: 100.0 % of 258.8 ms of the program's kernel time (torch.profiler at"
+        " record); replayed 258.1 ms; not covered: nothing"
+    ) in wan
+    assert wan.count("- coverage ") == 3
+    bf16 = next_moves(load_card_file(BF16), "bf16")
+    assert (
+        bf16.coverage == []
+        and "- coverage: unknown: these cards were not made" in next_markdown(bf16)
+    )
