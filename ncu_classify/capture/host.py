@@ -26,6 +26,7 @@ class Host:
     ncu_path: str
     ncu_version: str
     gpus: list[dict[str, str]]
+    pipeline_boost_state: str | None = None  # ncu's default, where its --help names one
 
     def memory_bytes(self, indices: tuple[int, ...]) -> int | None:
         """Memory of the smallest GPU among `indices` (all GPUs if none); None if unknown."""
@@ -60,6 +61,19 @@ def ncu_version(ncu: str) -> str:
         ) from None
     match = re.search(r"Version\s+([\d.]+)", out)
     return match.group(1) if match else out.strip().splitlines()[-1] if out.strip() else "unknown"
+
+
+def boost_state(ncu: str) -> str | None:
+    """The Tensor Core boost state ncu profiles with by default (`--pipeline-boost-state`,
+    `stable` in 2025.3), read from its --help; None where this ncu has no such option."""
+    try:
+        out = subprocess.run(
+            [ncu, "--help"], capture_output=True, text=True, timeout=60, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.search(r"--pipeline-boost-state\s+arg\s+\(=(\w+)\)", out)
+    return match.group(1) if match else None
 
 
 def gpu_inventory() -> list[dict[str, str]]:
@@ -111,7 +125,7 @@ def probe(ncu: str, gpus: tuple[int, ...]) -> Host:
                 f"GPU index {wanted} is out of range: this host has {len(inventory)} GPU(s),"
                 f" indices {', '.join(map(str, indices))}"
             )
-    return Host(ncu_path, version, inventory)
+    return Host(ncu_path, version, inventory, boost_state(ncu_path))
 
 
 def counters_refused(log: Path) -> EnvironmentProblem | None:

@@ -34,6 +34,8 @@ def _report_name(name: str | None) -> str | None:
 
 
 EndedBy = Literal["finished", "interrupted", "timeout", "refused"]  # how an ncu process ended
+BatchKind = Literal["counters", "times"]  # the card metrics, or durations only (--repeat)
+Status = Literal["pending", "ok", "failed"]
 ReportName = Annotated[str | None, AfterValidator(_report_name)]
 LogName = Annotated[str, AfterValidator(lambda name: _plain_name(name, (".ncu.log",)))]
 
@@ -55,6 +57,8 @@ class HostInfo(Facts):
     memory_bytes: int | None = None
     sm_count: int | None = None
     torch: str | None = None
+    clock_control: str | None = None  # ncu's --clock-control as capture passed it
+    pipeline_boost_state: str | None = None  # ncu's --pipeline-boost-state default, if it has one
 
 
 # The fields a shape record hands on to its card, under the same names.
@@ -99,7 +103,7 @@ class ShapeRecord(BaseModel):
     real_calls: int | None = Field(
         default=None, ge=1, description="calls the recording saw (calls may have been edited)"
     )
-    status: Literal["pending", "ok", "failed"] = "pending"
+    status: Status = "pending"
     error: str | None = None
     input_sha256: str | None = None
     backend_used: str | None = None
@@ -107,6 +111,14 @@ class ShapeRecord(BaseModel):
     report: ReportName = None
     kernels: int | None = None
     replay_passes: list[int] = Field(default_factory=list)
+    times_status: Status | None = Field(
+        default=None, description="the duration-only repeats (--repeat N): None without them"
+    )
+    times_error: str | None = None
+    times_report: ReportName = None
+    repeats: int | None = Field(
+        default=None, description="launches measured: the counters one plus the timed repeats"
+    )
 
     def identity(self) -> dict[str, Any]:
         """What a card of this shape says about it, under the card's own field names (the one
@@ -133,6 +145,7 @@ class BatchRecord(BaseModel):
     groups: list[str]
     gpu: int | None = None
     ended_by: EndedBy | None = None
+    kind: BatchKind = "counters"
 
 
 class Manifest(BaseModel):
@@ -157,6 +170,10 @@ class Manifest(BaseModel):
     )
     drill_down: DrillRequest | None = Field(
         default=None, description="a drill-down of another capture's cards: what it settles"
+    )
+    repeat: int = Field(default=1, ge=1, description="launches measured per shape (--repeat)")
+    repeat_counters: bool = Field(
+        default=False, description="every launch with the card metrics, not durations alone"
     )
 
 

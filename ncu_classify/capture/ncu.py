@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import EnvironmentProblem
+from .batch import Batch
 from .manifest import BatchRecord, EndedBy
-from .plan import Batch, CaptureOptions, Plan
+from .plan import CaptureOptions, Plan
 from .protocol import BatchFile, StatusTail, write_batch
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
@@ -90,6 +91,7 @@ def run_ncu_batch(
             cudnn_benchmark=plan.shapes.cudnn_benchmark,
             entries=batch.entries,
             parent_pid=os.getpid(),
+            **launch_plan(batch, options),
         ),
     )
     argv = plan.argv[batch.name]
@@ -117,8 +119,17 @@ def run_ncu_batch(
         groups=[e.group for e in batch.entries],
         gpu=gpu,
         ended_by=ended_by,
+        kind=batch.kind,
     )
     return BatchRun(record, tail, ended_by)
+
+
+def launch_plan(batch: Batch, options: CaptureOptions) -> dict[str, Any]:
+    """How the target measures each shape of `batch`: a counters batch launches once (N times
+    with --repeat-counters), a times batch the other N - 1 times on inputs drawn on the GPU."""
+    if batch.kind == "times":
+        return {"launches": options.repeat - 1, "first_repeat": 2, "device_inputs": True}
+    return {"launches": options.repeat if options.repeat_counters else 1}
 
 
 def _start(argv: list[str], log: Any, env: dict[str, str]) -> subprocess.Popen[bytes]:

@@ -15,10 +15,12 @@ from pathlib import Path
 
 from ..core.errors import ShapesError, UsageError
 from ..read.names import is_report_name, report_stem
+from .batch import Batch
 from .drill import DrillRequest, capture_metrics, drill_entries, resolve_drill
 from .manifest import MANIFEST_NAME, Manifest, ShapeRecord, read_manifest
 from .ncu_cmd import ncu_argv
 from .ops import InputSpec
+from .repeats import DURATION_METRIC, timed, with_times
 from .shapes import ShapeEntry, ShapesFile, load_shapes
 
 # No GPU made has more memory (B300: 288 GB): the bound when the GPU is not known (dry run).
@@ -41,15 +43,13 @@ class CaptureOptions:
     # under Slurm's default KillWait (30 s) ncu must have written its report by then.
     stop_grace_s: float = 20.0
     drill: DrillRequest | None = None  # only these shapes, with the warp-state counters
+    repeat: int = 1  # launches measured per shape (--repeat)
+    repeat_counters: bool = False  # each with the card metrics; else durations alone after one
 
-
-@dataclass(frozen=True)
-class Batch:
-    """The shapes one ncu process replays: a stage, all shapes, or one GPU's share."""
-
-    name: str
-    entries: list[ShapeEntry]
-    device: int | None = None  # the GPU it was planned for (one process per GPU), if any
+    @property
+    def timed_repeats(self) -> bool:
+        """Whether a duration-only batch follows each counters batch."""
+        return self.repeat > 1 and not self.repeat_counters
 
 
 def plan_batches(
@@ -214,7 +214,7 @@ def batch_argv(batch: Batch, out: Path, options: CaptureOptions) -> list[str]:
     return ncu_argv(
         ncu=options.ncu,
         report_stem=work / f"{batch.name}.partial",
-        metrics=capture_metrics(options.drill),
+        metrics=[DURATION_METRIC] if batch.kind == "times" else capture_metrics(options.drill),
         groups=[e.group for e in batch.entries],
         target=target,
     )
@@ -250,7 +250,7 @@ def plan_capture(
     entries = drill_entries(select_shard(shapes.entries(), *options.shard), drill)
     entries = recorded_inputs(shapes_path, entries)
     check_fits(shapes_path, entries, gpu_bytes or LARGEST_GPU_BYTES)
-    previous, kept = None, []
+    previous, kept, untimed = None, [], []
     taken = _names_in(out)  # never write over a report or log already there
     manifest_path = out / MANIFEST_NAME
     _refuse_unasked_resume(out, options)
@@ -263,12 +263,15 @@ def plan_capture(
             if r.status == "ok" and r.report and (out / r.report).exists()
         }
         kept = [done[e.group] for e in entries if e.group in done]
+        untimed = [e for e in entries if e.group in done and not timed(done[e.group], out)]
         entries = [e for e in entries if e.group not in done]
         taken |= frozenset(b.name for b in previous.batches)
     if not options.per_stage and len(options.gpus) > 1:
         batches = gpu_batches(entries, options.gpus, options.max_batch, taken)
     else:
         batches = plan_batches(entries, options.max_batch, taken, options.per_stage)
+    if options.timed_repeats:
+        batches = with_times(batches, untimed, taken)
     argv = {b.name: batch_argv(b, out, options) for b in batches}
     return Plan(shapes, batches, argv, kept, previous, drill)
 
@@ -304,6 +307,8 @@ def check_resumable(
         "cudnn_benchmark": (previous.cudnn_benchmark, shapes.cudnn_benchmark),
         "--shard": (previous.shard, f"{options.shard[0]}/{options.shard[1]}"),
         "--drill-down selection": (previous.drill_down, options.drill),
+        "--repeat": (previous.repeat, options.repeat),
+        "--repeat-counters": (previous.repeat_counters, options.repeat_counters),
     }
     changed = [name for name, (old, new) in wanted.items() if old != new]
     if changed:

@@ -37,6 +37,16 @@ class BatchFile(BaseModel):
     cudnn_benchmark: bool
     entries: list[ShapeEntry]
     parent_pid: int | None = None  # the capture process; the target stops if it is gone
+    launches: int = 1  # measured launches per shape, each in its own `repeat#N` range if > 1
+    first_repeat: int = 1  # the repeat number of the first of them
+    device_inputs: bool = False  # draw inputs on the GPU (a duration-only batch: no hashes)
+
+    def repeat_numbers(self) -> list[int] | None:
+        """The repeat number of each launch, None for a single launch of the first repeat (no
+        nested range: the reports of a capture without --repeat keep their old form)."""
+        if self.launches == 1 and self.first_repeat == 1:
+            return None
+        return list(range(self.first_repeat, self.first_repeat + self.launches))
 
 
 class EnvLine(BaseModel):
@@ -58,9 +68,10 @@ class ShapeLine(BaseModel):
     input_sha256: str | None = None
     backend_used: str | None = None
     seconds: float | None = None
+    launches: int | None = None  # measured launches, where there were several
 
 
-Replay = Callable[[ShapeEntry, int, int], dict[str, Any]]  # entry, seed, warmup -> line fields
+Replay = Callable[[ShapeEntry, "BatchFile"], dict[str, Any]]  # entry, its batch -> line fields
 Describe = Callable[[Exception], str]  # a failed shape's exception -> its error text
 
 
@@ -178,7 +189,7 @@ def _replay_one(
 ) -> ShapeLine:
     started = time.monotonic()
     try:
-        fields = replay(entry, batch.seed, batch.warmup)
+        fields = replay(entry, batch)
         line = ShapeLine(group=entry.group, status="ok", **fields)
     except Exception as exc:  # a failing shape must not stop the batch
         line = ShapeLine(group=entry.group, status="failed", error=describe(exc))

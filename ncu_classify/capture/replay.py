@@ -24,9 +24,10 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from ..read.names import REPEAT_RANGE
 from .aten import AtenShape
 from .ops import AttentionShape, CastShape, Conv2dShape, Conv3dShape, InputSpec, LinearShape
-from .protocol import read_batch, serve_batch
+from .protocol import BatchFile, read_batch, serve_batch
 from .replay_ops import NotReplayable, Storages, prepare
 from .shapes import ShapeEntry
 
@@ -59,15 +60,17 @@ class InputCache:
         self.tensors: dict[tuple[int, tuple[InputSpec, ...]], torch.Tensor] = {}
         self.shas: dict[tuple[int, tuple[InputSpec, ...]], str] = {}
 
-    def start(self, seed: int) -> Draws:
-        return Draws(self, seed)
+    def start(self, seed: int, device: str = "cpu") -> Draws:
+        return Draws(self, seed, device)
 
 
 class Draws:
-    """Seeded draws for one shape: `draw(shape, dtype, scale)`, reproducible on any machine."""
+    """Seeded draws for one shape: `draw(shape, dtype, scale)`, reproducible on any machine.
+    On `cuda` (the duration-only repeats) the same distributions are drawn on the GPU by its
+    own generator: other values, no CPU time, no hash."""
 
-    def __init__(self, cache: InputCache, seed: int) -> None:
-        self.cache, self.seed = cache, seed
+    def __init__(self, cache: InputCache, seed: int, device: str = "cpu") -> None:
+        self.cache, self.seed, self.device = cache, seed, device
         self.specs: list[InputSpec] = []
         self.made: dict[tuple[int, tuple[InputSpec, ...]], torch.Tensor] = {}
         self.gen: torch.Generator | None = None
@@ -76,13 +79,14 @@ class Draws:
     def __call__(self, shape: list[int], dtype: str, scale: float = 1.0) -> torch.Tensor:
         self.specs.append((tuple(shape), dtype, scale))
         key = (self.seed, tuple(self.specs))
-        tensor = self.cache.tensors.get(key)
+        tensor = self.cache.tensors.get(key) if self.device == "cpu" else None
         if tensor is None:
             if self.gen is None or self.consumed != len(self.specs) - 1:
-                self.gen = torch.Generator().manual_seed(self.seed)
+                self.gen = torch.Generator(self.device).manual_seed(self.seed)
                 for earlier, _, _ in self.specs[:-1]:  # fast-forward past reused draws
-                    torch.randn(earlier, generator=self.gen)
-            tensor = (torch.randn(shape, generator=self.gen) * scale).to(DTYPES[dtype])
+                    torch.randn(earlier, generator=self.gen, device=self.device)
+            drawn = torch.randn(shape, generator=self.gen, device=self.device)
+            tensor = (drawn * scale).to(DTYPES[dtype])
             self.consumed = len(self.specs)
         self.made[key] = tensor
         return tensor
@@ -91,8 +95,10 @@ class Draws:
         """Draw every input of a shape, in order."""
         return [self(list(dims), dtype, scale) for dims, dtype, scale in specs]
 
-    def finish(self, tensors: list[torch.Tensor]) -> str:
-        """sha256 of this shape's inputs; keep them for the next shape."""
+    def finish(self, tensors: list[torch.Tensor]) -> str | None:
+        """sha256 of this shape's inputs; keep them for the next shape (CPU draws only)."""
+        if self.device != "cpu":
+            return None
         key = (self.seed, tuple(self.specs))
         sha = self.cache.shas.get(key) or _hash(tensors)
         self.cache.tensors, self.cache.shas = self.made, {key: sha}
@@ -250,31 +256,51 @@ def nvtx_range(name: str) -> Iterator[None]:
 _STORAGES = Storages()  # the drawn storages of recorded device ops, shared across shapes
 
 
-def replay_one(entry: ShapeEntry, seed: int, warmup: int) -> dict[str, Any]:
-    """Build inputs (seeded, or the recorded ones), warm up outside any range, run once inside
-    the shape's range. An op that writes its arguments has them restored before each run."""
+def replay_one(entry: ShapeEntry, batch: BatchFile) -> dict[str, Any]:
+    """Build inputs (seeded, or the recorded ones), warm up outside any range, run inside the
+    shape's range: once, or (--repeat) each launch in a nested `repeat#N` range. An op that
+    writes its arguments has them restored before each run."""
     _chosen[0] = None
     reset: Callable[[], None] | None = None
+    device = "cuda" if batch.device_inputs else "cpu"
     if isinstance(entry.shape, AtenShape):
         if entry.shape.inputs_file:
             raise Unsupported("recorded inputs are not kept for device ops (aten shapes)")
-        prepared = prepare(entry.shape, seed, "cuda", _STORAGES)
+        prepared = prepare(entry.shape, batch.seed, "cuda", _STORAGES)
         op, reset, sha = prepared.run, prepared.reset, prepared.input_sha256
     else:
         given = entry.shape.inputs_file
-        draws: Any = RecordedInputs(Path(given)) if given else _CACHE.start(seed)
+        draws: Any = RecordedInputs(Path(given)) if given else _CACHE.start(batch.seed, device)
         cpu, op = BUILDERS[type(entry.shape)](entry.shape, draws)
         sha = draws.finish(cpu)
         del cpu
-    for _ in range(warmup):
+    for _ in range(batch.warmup):
         if reset:
             reset()
         op()
-    if reset:
-        reset()
-    with nvtx_range(entry.group):
+    numbers = batch.repeat_numbers()
+    launches: list[int | None] = list(numbers) if numbers else [None]
+    for number in launches:
+        if reset:  # outside the range: its copies are not the op's
+            reset()
+        with nvtx_range(entry.group):
+            _launch(op, number)
+    fields: dict[str, Any] = {"input_sha256": sha, "backend_used": _chosen[0]}
+    if numbers:
+        fields["launches"] = len(numbers)
+    return fields
+
+
+def _launch(op: Op, number: int | None) -> None:
+    """One measured launch, inside its `repeat#N` range when it is one of several."""
+    if number is None:
         op()
-    return {"input_sha256": sha, "backend_used": _chosen[0]}
+        return
+    torch.cuda.nvtx.range_push(f"{REPEAT_RANGE}{number}")
+    try:
+        op()
+    finally:
+        torch.cuda.nvtx.range_pop()
 
 
 def environment() -> dict[str, Any]:

@@ -10,6 +10,7 @@ shapes never started stay `pending` for --resume.
 
 from __future__ import annotations
 
+import itertools
 import sys
 import threading
 import time
@@ -20,99 +21,27 @@ from typing import Any
 
 from .._version import __version__
 from ..core.clock import utc_now
-from ..core.errors import ReportError
+from .batch import Batch
 from .drill import capture_metrics
 from .folder import capture_lock, writing
 from .host import Host, counters_refused, probe
-from .manifest import BatchRecord, HostInfo, Manifest, ShapeRecord, write_manifest
+from .manifest import HostInfo, Manifest, ShapeRecord, write_manifest
 from .ncu import BatchRun, Stop, run_ncu_batch
+from .outcome import apply_status, count_kernels
 from .plan import (
-    Batch,
     CaptureOptions,
     Plan,
+    batch_argv,
     check_capture,
     plan_capture,
     select_shard,
     shape_record,
     shapes_sha256,
 )
-from .protocol import ShapeLine
 
 CaptureProgress = Callable[[int, int, str, str], None]  # done, total, group, status
 
 __all__ = ["CaptureOptions", "Plan", "apply_status", "capture", "count_kernels", "plan_capture"]
-
-
-def apply_status(
-    records: dict[str, ShapeRecord], batch: BatchRecord, lines: list[ShapeLine], env: dict[str, Any]
-) -> dict[str, Any]:
-    """Fold a batch's status lines into the shape records; returns the replay environment.
-
-    A batch that ended by itself and left shapes without a line crashed on the first of them;
-    one that was interrupted leaves them `pending`, so that --resume replays them."""
-    seen: set[str] = set()
-    for line in lines:
-        rec = records[line.group]
-        seen.add(rec.group)
-        rec.status = line.status
-        rec.error = line.error
-        rec.input_sha256 = line.input_sha256
-        rec.backend_used = line.backend_used
-        rec.replay_seconds = line.seconds
-        rec.report = batch.report or None
-        if rec.status == "ok" and not batch.report:
-            rec.status = "failed"
-            rec.error = (
-                f"replayed, but ncu wrote no report (exit code {batch.exit_code};"
-                f" disk full? see {batch.log})"
-            )
-    missing = [g for g in batch.groups if g not in seen]
-    if batch.ended_by in ("interrupted", "refused"):
-        return env
-    for position, group in enumerate(missing):
-        rec = records[group]
-        rec.status = "failed"
-        if batch.ended_by == "timeout":
-            why = "still running at the --timeout deadline" if position == 0 else "not reached"
-        else:
-            why = "crashed or was killed during its replay" if position == 0 else "not reached"
-        rec.error = f"{why} (ncu exit code {batch.exit_code}; see {batch.log})"
-    return env
-
-
-def count_kernels(out: Path, records: dict[str, ShapeRecord], reports: list[str]) -> None:
-    """Count profiled kernels and replay passes per shape in this run's reports. An ok shape
-    with none has failed (its NVTX range matched nothing); so have the shapes of a report that
-    cannot be read (truncated: ncu was killed while writing it)."""
-    try:
-        from ..read.kernels import read_report
-    except ImportError:  # ncu_report not installed on the capture host: counts stay unknown
-        return
-    for report in reports:
-        try:
-            kernels = read_report(out / report).kernels
-        except ReportError as exc:
-            _fail_report(records, report, f"its report cannot be read: {exc}")
-            continue
-        for rec in records.values():
-            if rec.report == report:
-                rec.kernels, rec.replay_passes = 0, []
-        for kernel in kernels:
-            owner = records.get(kernel.nvtx_ranges[-1] if kernel.nvtx_ranges else "")
-            if owner is not None and owner.report == report:
-                owner.kernels = (owner.kernels or 0) + 1
-                if kernel.replay_passes is not None:
-                    owner.replay_passes.append(kernel.replay_passes)
-    for rec in records.values():
-        if rec.report in reports and rec.status == "ok" and not rec.kernels:
-            rec.status = "failed"
-            rec.error = "no kernel was profiled inside its NVTX range"
-
-
-def _fail_report(records: dict[str, ShapeRecord], report: str, why: str) -> None:
-    for rec in records.values():
-        if rec.report == report and rec.status == "ok":
-            rec.status, rec.error, rec.kernels = "failed", why, None
 
 
 def capture(
@@ -143,7 +72,7 @@ def _capture(
     plan = plan_capture(shapes_path, out, options, host.memory_bytes(options.gpus))  # once
     records = {r.group: r for r in plan.kept}
     records.update({e.group: shape_record(e) for b in plan.batches for e in b.entries})
-    manifest = plan.previous or _new_manifest(shapes_path, plan)
+    manifest = plan.previous or _new_manifest(shapes_path, plan, options)
     order = [e.group for e in select_shard(plan.shapes.entries(), *options.shard)]
     manifest.shapes = [records[g] for g in order if g in records]
     manifest.shard = f"{options.shard[0]}/{options.shard[1]}"
@@ -153,19 +82,21 @@ def _capture(
         ncu=host.ncu_version,
         ncu_path=host.ncu_path,
         python=sys.version.split()[0],
+        clock_control="none",
+        pipeline_boost_state=host.pipeline_boost_state,
     )
     write_manifest(out, manifest)
     run = _Run(out, plan, options, records, manifest, progress)
     try:
         run.all_queues()
     finally:
-        reports = sorted({b.report for b in manifest.batches if b.report and b.name in plan.argv})
+        reports = sorted({b.report for b in manifest.batches if b.report and b.name in run.started})
         count_kernels(out, records, reports)
         write_manifest(out, manifest)
     return manifest
 
 
-def _new_manifest(shapes_path: Path, plan: Plan) -> Manifest:
+def _new_manifest(shapes_path: Path, plan: Plan, options: CaptureOptions) -> Manifest:
     return Manifest(
         tool_version=__version__,
         created_at=utc_now(),
@@ -177,6 +108,8 @@ def _new_manifest(shapes_path: Path, plan: Plan) -> Manifest:
         metrics=capture_metrics(plan.drill),
         shapes=[],
         drill_down=plan.drill,
+        repeat=options.repeat,
+        repeat_counters=options.repeat_counters,
         recorded_totals=plan.shapes.recorded.totals if plan.shapes.recorded else None,
     )
 
@@ -202,6 +135,7 @@ class _Run:
         self.total = sum(len(b.entries) for b in plan.batches)
         self.done = 0
         self.errors: list[BaseException] = []
+        self.started: set[str] = set()  # batches that ran
 
     def on_shape(self, group: str, status: str) -> None:
         with self.lock:
@@ -211,9 +145,12 @@ class _Run:
     def queue(self, gpu: int | None, batches: list[Batch]) -> None:
         """Run one GPU's batches in turn, until done or told to stop."""
         try:
-            for batch in batches:
+            for planned in batches:
                 if self.stop.graceful.is_set():
                     return
+                batch = self.runnable(planned)
+                if batch is None:
+                    continue
                 outcome = run_ncu_batch(
                     batch, self.out, self.plan, self.options, gpu, self.on_shape, self.stop
                 )
@@ -226,6 +163,23 @@ class _Run:
         except BaseException as exc:  # re-raised by the main thread
             self.errors.append(exc)
             self.stop.graceful.set()  # the others stop too: e.g. counters not permitted
+
+    def runnable(self, batch: Batch) -> Batch | None:
+        """The batch as it runs now: a times batch keeps the shapes whose counters are ok (its
+        command line names only them); None when nothing is left to run."""
+        with self.lock:
+            self.started.add(batch.name)
+            if batch.kind != "times":
+                return batch
+            entries = [e for e in batch.entries if self.records[e.group].status == "ok"]
+            for entry in batch.entries:
+                if self.records[entry.group].status != "ok":
+                    self.records[entry.group].times_status = None
+            if not entries:
+                return None
+            batch = replace(batch, entries=entries)
+            self.plan.argv[batch.name] = batch_argv(batch, self.out, self.options)
+            return batch
 
     def record(self, outcome: BatchRun) -> None:
         with self.lock:
@@ -275,13 +229,27 @@ def _schedule(batches: list[Batch], gpus: tuple[int, ...]) -> dict[int | None, l
     if not gpus:
         return {None: list(batches)}
     queues: dict[int | None, list[Batch]] = {g: [] for g in gpus}
-    for batch in sorted(batches, key=lambda b: -len(b.entries)):
+    follows = _times_of(batches)
+    for batch in sorted(
+        (b for b in batches if b.kind == "counters" or b not in follows.values()),
+        key=lambda b: -len(b.entries),
+    ):
         if batch.device in queues:
-            queues[batch.device].append(batch)
-            continue
-        lightest = min(queues, key=lambda g: sum(len(b.entries) for b in queues[g]))
-        queues[lightest].append(batch)
+            queue = queues[batch.device]
+        else:
+            queue = queues[min(queues, key=lambda g: sum(len(b.entries) for b in queues[g]))]
+        queue += [batch] + ([follows[batch.name]] if batch.name in follows else [])
     return {gpu: queue for gpu, queue in queues.items() if queue}
+
+
+def _times_of(batches: list[Batch]) -> dict[str, Batch]:
+    """The times batch that follows each counters batch in the plan (it must run after it,
+    on the same GPU: it times the shapes the counters batch captured)."""
+    return {
+        first.name: then
+        for first, then in itertools.pairwise(batches)
+        if first.kind == "counters" and then.kind == "times"
+    }
 
 
 def _with(host: HostInfo, **facts: Any) -> HostInfo:

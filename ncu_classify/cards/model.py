@@ -23,10 +23,11 @@ from .drill import DrillDown, Settled
 from .figures import CardRoofline, Margin, Roofline
 from .hot_units import HotUnit
 from .machine import CaptureInfo, GpuInfo
+from .repeats import KernelRepeats, Measurement
 
-SCHEMA_VERSION = "1.5"  # 1.2: tensor_pct over elapsed cycles; 1.3: captures, calls,
+SCHEMA_VERSION = "1.6"  # 1.2: tensor_pct over elapsed cycles; 1.3: captures, calls,
 # source; 1.4: coverage of a recorded program, real_us and real_kernels per card; 1.5:
-# drill_down per kernel, settled per card
+# drill_down per kernel, settled per card; 1.6: repeats per kernel, measurement per card
 SCOPE = (
     "Isolated replays under Nsight Compute kernel replay (each kernel serialised, caches flushed"
     " between passes, clocks left unlocked with --clock-control none); classifications are per"
@@ -95,6 +96,9 @@ class KernelCard(BaseModel):
     drill_down: DrillDown | None = Field(
         default=None, description="warp-state counters and the class they settle on"
     )
+    repeats: KernelRepeats | None = Field(
+        default=None, description="its figures over the repeats of capture --repeat N"
+    )
     legacy_fields: LegacyFields = Field(default_factory=dict)
 
 
@@ -154,6 +158,11 @@ class Card(BaseModel):
         description="the class a drill-down of the dominant kernel settled on (the first"
         " verdict stays in primary)",
     )
+    measurement: Measurement | None = Field(
+        default=None,
+        description="capture --repeat N: time per repeat, clocks, and whether the verdict is"
+        " stable over the measured spread",
+    )
     legacy_fields: LegacyFields = Field(default_factory=dict)
 
 
@@ -200,7 +209,13 @@ CLASSIFY_KERNEL_FIELDS = frozenset(KernelCard.model_fields) - {
     "metric_repairs",
     "legacy_fields",
     "drill_down",
+    "repeats",
 }
-CLASSIFY_FIELDS = frozenset(Card.model_fields) - {"notes", "legacy_fields", "settled"}
+CLASSIFY_FIELDS = frozenset(Card.model_fields) - {
+    "notes",
+    "legacy_fields",
+    "settled",
+    "measurement",
+}
 # written only for shapes whose recording timed them on a GPU
 RECORDED_ONLY = ("real_us", "real_kernels", "real_calls")

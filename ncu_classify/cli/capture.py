@@ -12,7 +12,7 @@ import typer
 
 from ..core.errors import CaptureError, UsageError
 from .app import EXIT_INTERRUPTED, app, errors, examples
-from .options import parse_gpus, parse_shard, positive_float, positive_int
+from .options import parse_gpus, parse_shard, positive_float, positive_int, repeat_count
 from .terminal import (
     capture_progress,
     print_interrupted,
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         "ncu-classify capture --shapes fixtures/shapes/smoke.yaml -o raw/",
         "ncu-classify capture --shapes shapes.yaml -o raw/ --one-process --gpus 0,1 --resume",
         "ncu-classify capture --shapes shapes.yaml -o drill/ --drill-down cards.json --one-process",
+        "ncu-classify capture --shapes shapes.yaml -o raw5/ --one-process --repeat 5",
     ),
 )
 def capture_command(
@@ -75,6 +76,21 @@ def capture_command(
         list[str] | None,
         typer.Option("--drill-class", help="also drill the cards of this class (repeatable)"),
     ] = None,
+    repeat: Annotated[
+        int,
+        typer.Option(
+            help="measure each shape N times (2-100): the card metrics once, the duration N"
+            " times (a second, duration-only ncu process per batch); cards then carry"
+            " intervals and say whether their verdicts are stable",
+            callback=repeat_count,
+        ),
+    ] = 1,
+    repeat_counters: Annotated[
+        bool,
+        typer.Option(
+            help="with --repeat: every launch with all card metrics (N times the replay passes)"
+        ),
+    ] = False,
 ) -> None:
     """Replay every shape under ncu into OUTPUT (reports + manifest.json)."""
     from ..capture.run import CaptureOptions, capture, plan_capture
@@ -83,6 +99,9 @@ def capture_command(
     if drill_class and drill_down is None:
         with errors():
             raise UsageError("--drill-class needs --drill-down CARDS")
+    if repeat_counters and repeat < 2:
+        with errors():
+            raise UsageError("--repeat-counters needs --repeat N with N of 2 or more")
     options = CaptureOptions(
         ncu=ncu,
         timeout_s=timeout,
@@ -92,6 +111,8 @@ def capture_command(
         resume=resume,
         per_stage=per_stage,
         stop_grace_s=stop_grace,
+        repeat=repeat,
+        repeat_counters=repeat_counters,
     )
     with errors():
         output_folder(output)

@@ -15,6 +15,16 @@ def positive_int(value: int | None) -> int | None:
     return value
 
 
+MAX_REPEAT = 100  # beyond it a Student-t interval no longer narrows to anything useful
+
+
+def repeat_count(value: int) -> int:
+    """--repeat: 1 (a single measurement) to MAX_REPEAT."""
+    if not 1 <= value <= MAX_REPEAT:
+        raise typer.BadParameter(f"{value}: must be between 1 and {MAX_REPEAT}")
+    return value
+
+
 def positive_float(value: float) -> float:
     """Seconds: more than 0 (NaN refused too)."""
     if not value > 0:  # also refuses nan

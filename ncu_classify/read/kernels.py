@@ -30,6 +30,7 @@ from ..core.textio import open_regular, os_reason
 from ..core.units import UnitError
 from .framing import SUPPORTED_FORMAT, ReportInfo, check_report, version_message
 from .inflate import plain_file
+from .names import split_repeat
 from .records import KernelRecord, ReportRead
 
 # Roofline counts a `--set full` report carries only as rates (it has no `.sum` of them).
@@ -176,6 +177,7 @@ def read_kernel(
     fill_products(functools.partial(_number, action), values, sources)  # --set full names
     complete(values, sources)  # figures the other counters determine (tensor over elapsed)
     missing = [spec.key for spec in CATALOG if values[spec.key] is None]
+    ranges, repeat = split_repeat(_nvtx_stack(action))
     return KernelRecord.model_construct(  # trusted values: skip validation on the hot path
         report=report,
         range_index=range_index,
@@ -183,7 +185,8 @@ def read_kernel(
         mangled=action.name(ncu_report.IAction.NameBase_MANGLED),
         demangled=action.name(ncu_report.IAction.NameBase_DEMANGLED),
         function=action.name(ncu_report.IAction.NameBase_FUNCTION),
-        nvtx_ranges=_nvtx_stack(action),
+        nvtx_ranges=ranges,
+        repeat=repeat,
         values=values,
         sources=sources,
         missing=missing,

@@ -7,6 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 REPORT_KINDS = (".ncu-rep", ".ncu-repz", ".nsight-cuprof-report")
+# The NVTX range capture --repeat opens around each measured launch, inside the shape's range:
+# `repeat#2` is the second measurement of that shape.
+REPEAT_RANGE = "repeat#"
 
 
 COMPRESSIONS = ("", ".xz", ".gz", ".bz2")
@@ -27,3 +30,12 @@ def report_stem(path: Path | str) -> str:
 def is_report_name(path: Path | str) -> bool:
     """True for a file name classify reads as an Nsight Compute report."""
     return Path(path).name.endswith(REPORT_SUFFIXES)
+
+
+def split_repeat(ranges: list[str]) -> tuple[list[str], int | None]:
+    """A kernel's NVTX ranges without the innermost `repeat#N` one, and N (None without it)."""
+    if ranges and ranges[-1].startswith(REPEAT_RANGE):
+        number = ranges[-1].removeprefix(REPEAT_RANGE)
+        if number.isdigit():
+            return ranges[:-1], int(number)
+    return ranges, None

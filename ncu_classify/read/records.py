@@ -15,6 +15,9 @@ class KernelRecord(BaseModel):
     demangled: str
     function: str
     nvtx_ranges: list[str] = Field(default_factory=list)
+    repeat: int | None = Field(
+        default=None, description="which measurement of its shape (--repeat), if one of several"
+    )
     values: dict[str, float | None]
     sources: dict[str, str]
     missing: list[str]

@@ -29,6 +29,7 @@ from .coverage import program_coverage
 from .drill_merge import merge_drill_downs
 from .inputs import Source, collect_inputs, input_files
 from .judge import build_card, kernel_card
+from .repeats import by_repeat, with_repeats
 from .rules import LoadedRules
 
 __all__ = ["classify", "input_files"]
@@ -144,7 +145,13 @@ def cards_for_source(reads: Reads, rules: LoadedRules) -> list[Card]:
     cards = []
     for shape in source.manifest.shapes:
         stem = report_stem(shape.report) if shape.report else ""
-        cards.append(_shape_card(shape, by_range.pop((stem, shape.group), []), rules, reads))
+        found = by_range.pop((stem, shape.group), [])
+        times = report_stem(shape.times_report) if shape.times_report else None
+        timed = by_range.pop((times, shape.group), []) if times else []
+        first = [p for p in found if p[0].repeat in (None, 1)]
+        card = _shape_card(shape, first, rules, reads)
+        later = [p[0] for p in found if p[0].repeat not in (None, 1)] + [p[0] for p in timed]
+        cards.append(with_repeats(card, by_repeat(later), source.manifest, rules))
     leftovers = [pair for members in by_range.values() for pair in members]
     return cards + _foreign_cards(leftovers, rules, reads.labels)
 

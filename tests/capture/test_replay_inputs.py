@@ -14,6 +14,7 @@ from conftest import SMOKE, import_or_skip
 
 torch = import_or_skip("torch")
 
+from ncu_classify.capture.protocol import BatchFile  # noqa: E402
 from ncu_classify.capture.replay import DTYPES, InputCache  # noqa: E402
 
 
@@ -92,14 +93,51 @@ def test_builders_replay_small_shapes_on_the_cpu(monkeypatch: pytest.MonkeyPatch
         ShapeEntry.model_validate({"stage": "s", "group": f"s:{i}", "shape": shape})
         for i, shape in enumerate(shapes)
     ]
-    results = [replay.replay_one(entry, seed=0, warmup=1) for entry in entries[:3]]
+    batch = BatchFile(seed=0, warmup=1, cudnn_benchmark=False, entries=[])
+    results = [replay.replay_one(entry, batch) for entry in entries[:3]]
     assert all(len(r["input_sha256"]) == 64 for r in results)
     assert [r["backend_used"] for r in results] == [None, None, None]
     # No backend of the preference list runs on a CPU: every reason is kept.
     with pytest.raises(replay.Unsupported) as info:
-        replay.replay_one(entries[3], seed=0, warmup=1)
+        replay.replay_one(entries[3], batch)
     assert str(info.value).startswith("flash_attn: backend flash_attn is not importable here")
     assert "; sdpa_efficient: " in str(info.value)
+
+
+def test_repeats_are_launched_in_nested_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--repeat: each measured launch sits in its own `repeat#N` range inside the shape's, an op
+    that writes its arguments is reset outside both; a times batch draws on the device and
+    hashes nothing (no CUDA here: the device draw is checked by its generator's device)."""
+    from ncu_classify.capture import replay
+    from ncu_classify.capture.shapes import ShapeEntry
+
+    events: list[str] = []
+    monkeypatch.setattr(torch.Tensor, "cuda", lambda self: self)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda.nvtx, "range_push", lambda name: events.append(f"+{name}"))
+    monkeypatch.setattr(torch.cuda.nvtx, "range_pop", lambda: events.append("-"))
+    entry = ShapeEntry.model_validate(
+        {
+            "stage": "s",
+            "group": "s:0",
+            "shape": {"op": "cast", "shape": [2, 3], "from": "fp32", "to": "bf16"},
+        }
+    )
+    batch = BatchFile(
+        seed=0, warmup=1, cudnn_benchmark=False, entries=[], launches=3, first_repeat=2
+    )
+    fields = replay.replay_one(entry, batch)
+    assert fields["launches"] == 3 and len(fields["input_sha256"]) == 64
+    assert events == [
+        "+s:0", "+repeat#2", "-", "-", "+s:0", "+repeat#3", "-", "-", "+s:0", "+repeat#4", "-", "-"
+    ]  # fmt: skip
+    events.clear()
+    single = replay.replay_one(
+        entry, BatchFile(seed=0, warmup=1, cudnn_benchmark=False, entries=[])
+    )
+    assert events == ["+s:0", "-"] and "launches" not in single  # the old report form
+    draws = replay.InputCache().start(0, "cuda")
+    assert draws.finish([]) is None
 
 
 def test_out_of_memory_is_recorded_and_the_batch_goes_on(

@@ -15,7 +15,7 @@ MODE = os.environ.get("FAKE_NCU_MODE", "ok")
 done = [0]
 
 
-def replay(entry, seed, warmup):
+def replay(entry, batch):
     if MODE.startswith("crash_after_") and done[0] == int(MODE.rsplit("_", 1)[1]):
         os.abort()  # SIGABRT: ncu reports exit code 134
     if MODE == "hang":

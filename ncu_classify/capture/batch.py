@@ -1,0 +1,18 @@
+"""A batch: the shapes one ncu process replays."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .manifest import BatchKind
+from .shapes import ShapeEntry
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The shapes one ncu process replays: a stage, all shapes, or one GPU's share."""
+
+    name: str
+    entries: list[ShapeEntry]
+    device: int | None = None  # the GPU it was planned for (one process per GPU), if any
+    kind: BatchKind = "counters"  # or `times`: the repeats' durations alone, one replay pass
