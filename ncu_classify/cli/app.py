@@ -137,7 +137,7 @@ CardsArgument = Annotated[
 def check_output(given: str, inputs: list[Path], option: str = "-o") -> Output:
     """The checked output, or exit 2 before any work. The packaged rules and noise files are
     inputs of every command (read when no other is given), so no -o may replace them."""
-    from ..compare.noise import DEFAULT_NOISE
+    from ..core.noise import DEFAULT_NOISE
     from ..verdicts.rules import DEFAULT_RULES
     from .outputs import output_file
 

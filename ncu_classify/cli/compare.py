@@ -61,13 +61,19 @@ def diff_command(
             "--fail-on", help="exit 8 if: flip, slower:PCT or any (repeatable; beyond noise)"
         ),
     ] = None,
+    allow_inconclusive: Annotated[
+        bool,
+        typer.Option(
+            help="with --fail-on: pass shapes whose repeated intervals cannot rule out a change"
+        ),
+    ] = False,
 ) -> None:
     """Compare CANDIDATE with BASELINE shape by shape: flipped verdicts and the threshold each
     crossed, changed kernels, time ratios, per-stage roll-up; noise is told apart."""
     from ..compare.diff import DiffOptions, diff_cards
     from ..compare.gate import failures, parse_condition
-    from ..compare.noise import load_noise
     from ..compare.sides import readable_rules
+    from ..core.noise import load_noise
     from ..present.diff_text import diff_parquet, diff_renderable, diff_text
     from ..verdicts.rules import load_rules
 
@@ -106,7 +112,7 @@ def diff_command(
                 sink.write_text(diff_text(result, form))
             if target is not None and not target.is_stdout:
                 human(target).print(f"wrote the comparison to {printable(str(target))}")
-        problems = failures(result, conditions)
+        problems = failures(result, conditions, allow_inconclusive)
         if problems:
             raise GateFailed("; ".join(problems))
 

@@ -1,6 +1,6 @@
 """two cards files -> a diff: the diff as data (model), the sides (sides), cards paired by
-shape (matching, matching_loose), why verdicts differ (crossings), run-to-run noise (noise),
-`--fail-on` gates (gate) and the comparison (diff).
+shape (matching, matching_loose), why verdicts differ (crossings), `--fail-on` gates (gate)
+and the comparison (diff); run-to-run noise is core.noise (classify judges stability by it too).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ __all__ = [
     "DiffFile",
     "DiffOptions",
     "diff_cards",
-    "load_noise",
 ]
 __getattr__ = lazy_face(
     __name__,
@@ -19,6 +18,5 @@ __getattr__ = lazy_face(
         "DiffFile": "model",
         "DiffOptions": "diff",
         "diff_cards": "diff",
-        "load_noise": "noise",
     },
 )

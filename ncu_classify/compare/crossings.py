@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+from ..core.noise import Noise
 from ..verdicts.rules import AllOf, AnyOf, Compare, RuleSet, holds
 from .model import Crossing
-from .noise import Noise
 
 Values = Mapping[str, float | None]
 

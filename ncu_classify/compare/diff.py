@@ -16,11 +16,13 @@ from .._version import __version__
 from ..cards.model import UNRESOLVED, Card, CardFile
 from ..cards.rollup import SummaryRow, by_stage, named_dominant
 from ..core.clock import utc_now
+from ..core.noise import Noise
 from ..core.ordering import natural_key, stage_order
 from ..verdicts.judge import kernel_values, reclassify
 from ..verdicts.rules import LoadedRules
 from .crossings import crossings
 from .headroom_diff import headroom_changes
+from .intervals import TimeTest, stable_flip, time_test, verdicts_measured
 from .matching import CardPair, by_stage_order, compared_stage, pair_files, same_kernel, shortfall
 from .model import (
     SHOWN_METRICS,
@@ -33,7 +35,6 @@ from .model import (
     Speed,
     StageRollup,
 )
-from .noise import Noise
 from .sides import gpu_warnings, shared_rules, side_header
 
 DELTA_METRICS = ("dur_us", *SHOWN_METRICS)
@@ -121,7 +122,10 @@ def _shape_diff(pair: CardPair, stage: str, rules: LoadedRules | None, noise: No
     if base.dominant_kernel and cand.dominant_kernel:
         kernel_changed = not same_kernel(base.dominant_kernel, cand.dominant_kernel)
     change = _change(base, cand, crossed, sides, bool(kernel_changed))
+    if change == "flipped" and verdicts_measured(base, cand) and not kernel_changed:
+        change = "flipped" if stable_flip(base, cand) else "within_noise"
     ratio = _ratio(base.summed_kernel_us, cand.summed_kernel_us)
+    test = time_test(base, cand, noise)
     return ShapeDiff(
         stage=stage,
         op=card.op,
@@ -129,7 +133,9 @@ def _shape_diff(pair: CardPair, stage: str, rules: LoadedRules | None, noise: No
         matched_by=pair.matched_by,
         kernel_changed=kernel_changed,
         duration_ratio=ratio,
-        speed=_speed(ratio, noise),
+        speed=test.speed if test else _speed(ratio, noise),
+        judged_by="intervals" if test else "noise_file",
+        duration_intervals_us=_intervals(test),
         crossings=crossed if change in ("flipped", "within_noise", "missing_metric") else [],
         why=_why(change, sides[0], sides[1], crossed if change != "same" else [], kernel_changed),
         baseline=sides[0],
@@ -246,6 +252,13 @@ def _ratio(before: float | None, after: float | None) -> float | None:
     if before is None or after is None or before <= 0 or after <= 0:
         return None
     return _r(after / before)
+
+
+def _intervals(test: TimeTest | None) -> list[list[float]] | None:
+    """Both sides' run-to-run intervals of the summed kernel time, rounded."""
+    if test is None:
+        return None
+    return [[_r(end) for end in side.ends()] for side in (test.baseline, test.candidate)]
 
 
 def _speed(ratio: float | None, noise: Noise) -> Speed | None:

@@ -49,16 +49,33 @@ def _holds(condition: Condition, shape: ShapeDiff) -> bool:
     return shape.change in changed or bool(shape.kernel_changed or moved)
 
 
-def failures(diff: DiffFile, conditions: list[Condition]) -> list[str]:
-    """One line per condition that holds, naming how many shapes and the first few."""
+def failures(
+    diff: DiffFile, conditions: list[Condition], allow_inconclusive: bool = False
+) -> list[str]:
+    """One line per condition that holds, naming how many shapes and the first few; with any
+    condition given, shapes whose time change cannot be decided fail the gate too, unless
+    `allow_inconclusive` (a gate cannot pass on a change it could not rule out)."""
     out = []
+    unsure = [s for s in diff.shapes if s.speed == "inconclusive"]
+    if conditions and unsure and not allow_inconclusive:
+        out.append(
+            f"{_count(unsure)} inconclusive ({_names(unsure)}): their intervals cannot rule out"
+            " a change beyond noise; capture with a larger --repeat, or pass"
+            " --allow-inconclusive"
+        )
     for condition in conditions:
         hits = [s for s in diff.shapes if _holds(condition, s)]
         if hits:
-            names = ", ".join(_name(s) for s in hits[:3]) + (", ..." if len(hits) > 3 else "")
-            count = f"{len(hits)} shape{'s' if len(hits) > 1 else ''}"
-            out.append(f"--fail-on {condition}: {count} ({names})")
+            out.append(f"--fail-on {condition}: {_count(hits)} ({_names(hits)})")
     return out
+
+
+def _count(shapes: list[ShapeDiff]) -> str:
+    return f"{len(shapes)} shape{'s' if len(shapes) > 1 else ''}"
+
+
+def _names(shapes: list[ShapeDiff]) -> str:
+    return ", ".join(_name(s) for s in shapes[:3]) + (", ..." if len(shapes) > 3 else "")
 
 
 def _name(shape: ShapeDiff) -> str:

@@ -11,7 +11,8 @@ from ..cards.headroom import StageTotals
 from ..cards.machine import GpuInfo, Software
 from ..core.metrics import EVIDENCE_KEYS
 
-DIFF_VERSION = "1.1"  # 1.1: roll-up as summary computes it (x calls, untimed apart)
+DIFF_VERSION = "1.2"  # 1.1: roll-up as summary computes it (x calls, untimed apart); 1.2:
+# judged_by and duration intervals per shape, speed `inconclusive` (cards measured with --repeat)
 Change = Literal[
     "same",
     "flipped",
@@ -22,7 +23,7 @@ Change = Literal[
     "removed",
     "repeat",
 ]
-Speed = Literal["faster", "slower", "within_noise"]
+Speed = Literal["faster", "slower", "within_noise", "inconclusive"]
 SHOWN_METRICS = EVIDENCE_KEYS  # the figures a verdict rests on
 
 
@@ -96,6 +97,16 @@ class ShapeDiff(Model):
     kernel_changed: bool | None = Field(description="another dominant kernel: another algorithm")
     duration_ratio: float | None = Field(description="candidate / baseline summed kernel time")
     speed: Speed | None
+    judged_by: Literal["intervals", "noise_file"] | None = Field(
+        default=None,
+        description="intervals: both sides were measured with --repeat (their run-to-run"
+        " intervals decide); noise_file: the noise file's tolerances decide",
+    )
+    duration_intervals_us: list[list[float]] | None = Field(
+        default=None,
+        description="judged by intervals: the summed kernel time's run-to-run 95 % interval,"
+        " baseline then candidate",
+    )
     crossings: list[Crossing] = Field(default_factory=list)
     why: str | None = Field(description="one sentence on the change of verdict")
     baseline: SideFigures | None

@@ -103,6 +103,14 @@ def header_lines(diff: DiffFile) -> list[str]:
     )
     counts = [f"{n} {k.replace('_', ' ')}" for k, n in diff.counts.items()]
     lines.append("shapes: " + (", ".join(counts) or "none"))
+    judged = [s for s in diff.shapes if s.judged_by == "intervals"]
+    if judged:
+        unsure = sum(s.speed == "inconclusive" for s in judged)
+        lines.append(
+            f"time judged by the repeats' run-to-run intervals for {len(judged)} of"
+            f" {len(diff.shapes)} shapes (the noise file's tolerance for the rest);"
+            f" {unsure} inconclusive"
+        )
     return lines
 
 

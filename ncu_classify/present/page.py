@@ -20,6 +20,7 @@ from .coverage import BASIS_SHORT, millis
 from .next_text import next_markdown
 from .page_chart import DASHES, build_chart
 from .page_view import FileView, ReportView, build_view
+from .summary import stability_lines
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 MARKER_NAMES = {
@@ -127,6 +128,7 @@ def report_markdown(files: list[tuple[str, CardFile]], title: str) -> str:
         lines += [f"  - **warning**: {md_text(w)}" for w in f.warnings]
     lines += _coverage_markdown(view)
     lines += _fidelity_markdown(view)
+    lines += _stability_markdown(files)
     lines += _time_table(
         view,
         "### Time per stage and class",
@@ -245,6 +247,17 @@ def _fidelity_markdown(view: ReportView) -> list[str]:
     return lines
 
 
+def _stability_markdown(files: list[tuple[str, CardFile]]) -> list[str]:
+    """Per file measured with --repeat: how many verdicts are stable, and the unstable ones."""
+    lines: list[str] = []
+    for label, cards in files:
+        found = stability_lines(cards)
+        if found:
+            lines += ["", f"### Verdicts over repeats: {md_code(label)}", ""]
+            lines += [f"- {md_text(line)}" for line in found]
+    return lines
+
+
 def _inference_us(card: Any) -> float | None:
     return None if card.summed_kernel_us is None else card.summed_kernel_us * card.calls
 
@@ -252,7 +265,11 @@ def _inference_us(card: Any) -> float | None:
 def _class_text(card: Any) -> str:
     """A card's class for the Markdown table: its primary, and the class a drill-down settled."""
     text = card.primary or card.status
-    return f"{text} (settled: {card.settled.primary})" if card.settled else text
+    text = f"{text} (settled: {card.settled.primary})" if card.settled else text
+    stability = card.measurement.stability if card.measurement else None
+    if stability is not None and stability.verdict == "unstable":
+        text += f" (unstable: may be {stability.flips_to})"
+    return text
 
 
 def _top_rows(view: ReportView) -> list[str]:

@@ -3,7 +3,8 @@ stage by each kernel's own class (a card's transposes and bias add under their o
 under its dominant kernel's), per shape (one row per card, with why a failed or incomplete
 card has no class), the recorded program's coverage per stage with what no card covers, or
 each timed card's replay against the program's own time (fidelity). Every view for people ends
-with the coverage lines (`summary_notes`)."""
+with the stability of repeated verdicts (capture --repeat) and the coverage lines
+(`summary_notes`)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ class ShapeRow:
     kernel_us: float | None
     dominant_kernel: str | None
     problem: str | None  # error of a failed card, notes of an incomplete one
+    stability: str | None = None  # stable / unstable over its repeats (capture --repeat)
 
 
 Rows = (
@@ -108,7 +110,30 @@ def shape_row(card: Card) -> ShapeRow:
         kernel_us=card.summed_kernel_us,
         dominant_kernel=card.dominant_kernel,
         problem=problem,
+        stability=_stability(card),
     )
+
+
+def _stability(card: Card) -> str | None:
+    measured = card.measurement.stability if card.measurement else None
+    return measured.verdict if measured else None
+
+
+def stability_lines(cards: CardFile) -> list[str]:
+    """For cards measured with --repeat: how many verdicts are stable, and each unstable one
+    with the class it may flip to (nothing for cards measured once)."""
+    measured = [c for c in cards.cards if c.measurement and c.measurement.stability]
+    if not measured:
+        return []
+    unstable = [c for c in measured if _stability(c) == "unstable"]
+    lines = [
+        f"verdicts over repeats: {len(measured) - len(unstable)} of {len(measured)} stable,"
+        f" {len(unstable)} unstable (run-to-run 95 % intervals of the deciding metrics)"
+    ]
+    for card in unstable:
+        stability = card.measurement.stability if card.measurement else None
+        lines.append(f"unstable: {card.group}: {stability.why if stability else ''}")
+    return lines
 
 
 def rows_for_people(cards: CardFile, by: SummaryBy = "stage") -> Rows:
@@ -123,7 +148,8 @@ def summary_notes(cards: CardFile, by: SummaryBy = "stage") -> list[str]:
     """The lines a summary for people prints after its table (plain text, not yet escaped):
     for fidelity how many cards are off, then the coverage of every stage (or that it is
     unknown)."""
-    return ([fidelity_line(cards)] if by == "fidelity" else []) + coverage_lines(cards)
+    fidelity = [fidelity_line(cards)] if by == "fidelity" else []
+    return fidelity + stability_lines(cards) + coverage_lines(cards)
 
 
 def summary_cells(

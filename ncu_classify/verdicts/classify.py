@@ -21,6 +21,7 @@ from ..cards.machine import CaptureInfo
 from ..cards.model import Card, CardFile, KernelCard
 from ..cards.rollup import card_class, count_classes
 from ..core.clock import utc_now
+from ..core.noise import Noise, RunToRun, load_noise
 from ..core.text import unicode_safe
 from ..read.names import report_stem
 from ..read.parallel import ReadProgress, read_all
@@ -127,6 +128,7 @@ class Reads:
     ok: dict[Path, list[Classified]]
     failed: dict[Path, str]
     labels: dict[str, str]
+    run_to_run: RunToRun | None = None  # the noise between captures (stability of repeats)
 
 
 def cards_for_source(reads: Reads, rules: LoadedRules) -> list[Card]:
@@ -151,7 +153,8 @@ def cards_for_source(reads: Reads, rules: LoadedRules) -> list[Card]:
         first = [p for p in found if p[0].repeat in (None, 1)]
         card = _shape_card(shape, first, rules, reads)
         later = [p[0] for p in found if p[0].repeat not in (None, 1)] + [p[0] for p in timed]
-        cards.append(with_repeats(card, by_repeat(later), source.manifest, rules))
+        measured = with_repeats(card, by_repeat(later), source.manifest, rules, reads.run_to_run)
+        cards.append(measured)
     leftovers = [pair for members in by_range.values() for pair in members]
     return cards + _foreign_cards(leftovers, rules, reads.labels)
 
@@ -161,9 +164,13 @@ def classify(
     rules: LoadedRules,
     jobs: int | None = None,
     progress: ReadProgress | None = None,
+    noise: Noise | None = None,
 ) -> CardFile:
     """Read every report under `paths` and build the cards file (input errors listed in it).
-    An invalid capture manifest raises ManifestError before any report is read."""
+    An invalid capture manifest raises ManifestError before any report is read. `noise`
+    (default: the packaged H200 file) widens the intervals of repeated cards by the
+    run-to-run spread when their verdicts' stability is judged."""
+    noise = noise or load_noise()[0]
     inputs = collect_inputs(paths)
     all_reports = inputs.reports()
     results = read_all(
@@ -179,7 +186,7 @@ def classify(
             ok[path] = result
     labels = {unicode_safe(str(p)): unicode_safe(label) for p, label in inputs.labels.items()}
     per_source = [
-        (source, cards_for_source(Reads(source, ok, failed, labels), rules))
+        (source, cards_for_source(Reads(source, ok, failed, labels, noise.run_to_run), rules))
         for source in inputs.sources
     ]
     per_source = merge_drill_downs(per_source, rules, inputs.warnings)

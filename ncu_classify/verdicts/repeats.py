@@ -12,13 +12,16 @@ same class; the distances to the thresholds are also given in standard deviation
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from ..capture.manifest import Manifest
 from ..cards.model import Card, KernelCard
 from ..cards.repeats import Basis, ClockRegime, KernelRepeats, Measurement, Stability
 from ..cards.rollup import dominant
 from ..core.metrics import CATALOG, EXACT_METRICS
+from ..core.noise import RunToRun
 from ..core.stats import Spread, spread
 from ..read.records import KernelRecord
 from .judge import kernel_values
@@ -27,6 +30,7 @@ from .rules import LoadedRules, evaluate
 # % of peak over elapsed time: the work counted once over the elapsed cycles of each repeat.
 SCALED = tuple(s.key for s in CATALOG if s.names[0].endswith("pct_of_peak_sustained_elapsed"))
 CLOCKS = ("sm_clock_ghz", "dram_clock_ghz")
+Z95 = 1.96  # the run-to-run part of an interval: a normal 95 % quantile (many captures)
 
 
 def by_repeat(records: list[KernelRecord]) -> dict[int, list[KernelRecord]]:
@@ -38,7 +42,11 @@ def by_repeat(records: list[KernelRecord]) -> dict[int, list[KernelRecord]]:
 
 
 def with_repeats(
-    card: Card, repeats: Mapping[int, list[KernelRecord]], manifest: Manifest, rules: LoadedRules
+    card: Card,
+    repeats: Mapping[int, list[KernelRecord]],
+    manifest: Manifest,
+    rules: LoadedRules,
+    noise: RunToRun | None = None,
 ) -> Card:
     """The card with its kernels' repeats and its measurement, when the capture repeated it and
     the card has kernels; otherwise the card as it was."""
@@ -58,7 +66,7 @@ def with_repeats(
         repeats=1 + len(usable),
         basis=basis,
         summed_kernel_us=_summed(durations),
-        stability=stability(top, rules) if top is not None else None,
+        stability=stability(top, rules, noise) if top is not None else None,
         clock=_clock(kernels, [r for rows in usable for r in rows], manifest),
         notes=notes,
     )
@@ -127,78 +135,100 @@ def _summed(durations: list[list[float]]) -> Spread | None:
     return spread([sum(column) for column in zip(*durations, strict=True)])
 
 
-def stability(kernel: KernelCard, rules: LoadedRules) -> Stability | None:
+@dataclass(frozen=True)
+class Interval:
+    """Where a metric's value may lie in another capture: its own spread's 95 % interval
+    widened by the run-to-run sd (`half` combines the two), and that sd's part."""
+
+    center: float
+    half: float
+    sd: float
+    own: Spread | None
+
+    def ends(self) -> tuple[float, float]:
+        return (self.center - self.half, self.center + self.half)
+
+
+def metric_interval(
+    metric: str, value: float | None, own: Spread | None, noise: RunToRun | None
+) -> Interval | None:
+    """The interval of `metric`: its spread (if measured) and the run-to-run sd (if known)
+    combined in quadrature; None when neither is known or the metric is a launch figure."""
+    if metric in EXACT_METRICS:
+        return None
+    center = own.mean if own is not None else value
+    if center is None:
+        return None
+    own_half = own.half_width() if own is not None else None
+    own_sd = own.sd if own is not None else None
+    between = noise.sd(metric, center) if noise is not None else None
+    if own_half is None and not between:
+        return None
+    half = math.hypot(own_half or 0.0, Z95 * (between or 0.0))
+    return Interval(center, half, math.hypot(own_sd or 0.0, between or 0.0), own)
+
+
+def stability(
+    kernel: KernelCard, rules: LoadedRules, noise: RunToRun | None = None
+) -> Stability | None:
     """Whether `kernel`'s verdict survives the intervals of its deciding and rival metrics."""
     margin, measured = kernel.margin, kernel.repeats
     if margin is None or measured is None or kernel.classification is None:
         return None
     spreads = {**measured.metrics, **({"dur_us": measured.dur_us} if measured.dur_us else {})}
     values = kernel_values(kernel.metrics, kernel.evidence)
-    moving = [
-        m
+    intervals = {
+        m: metric_interval(m, values.get(m), spreads.get(m), noise)
         for m in dict.fromkeys((margin.metric, margin.alternative_metric))
-        if m and m not in EXACT_METRICS and m in spreads and spreads[m].half_width() is not None
-    ]
+        if m
+    }
+    moving = {m: i for m, i in intervals.items() if i is not None}
     flips = None
-    for corner in itertools.product(*[_ends(spreads[m]) for m in moving]):
-        probe = {**values, **dict(zip(moving, corner, strict=True))}
-        fired = evaluate(rules.rules, probe).rule.name
-        if fired != kernel.classification:
-            flips = fired
+    for corner in itertools.product(*[i.ends() for i in moving.values()]):
+        fired = evaluate(rules.rules, {**values, **dict(zip(moving, corner, strict=True))})
+        if fired.rule.name != kernel.classification:
+            flips = fired.rule.name
             break
+    own, rival = intervals.get(margin.metric or ""), intervals.get(margin.alternative_metric or "")
     return Stability(
         verdict="unmeasured" if not moving else "unstable" if flips else "stable",
         metric=margin.metric,
-        interval=_interval(spreads.get(margin.metric or "")),
-        margin_sd=_in_sd(margin.distance, spreads.get(margin.metric or "")),
+        interval=_rounded(own),
+        margin_sd=_in_sd(margin.distance, own),
         rival=margin.alternative,
         rival_metric=margin.alternative_metric,
-        rival_interval=_interval(spreads.get(margin.alternative_metric or "")),
-        rival_margin_sd=_in_sd(
-            margin.alternative_distance, spreads.get(margin.alternative_metric or "")
-        ),
+        rival_interval=_rounded(rival),
+        rival_margin_sd=_in_sd(margin.alternative_distance, rival),
         flips_to=flips,
-        why=_why(kernel, margin.metric, spreads, flips, moving),
+        why=_why(kernel, margin.metric, moving, flips),
     )
 
 
-def _ends(s: Spread) -> tuple[float, float]:
-    assert s.ci95_low is not None and s.ci95_high is not None
-    return (s.ci95_low, s.ci95_high)
+def _rounded(interval: Interval | None) -> list[float] | None:
+    return None if interval is None else [float(f"{e:.6g}") for e in interval.ends()]
 
 
-def _interval(s: Spread | None) -> list[float] | None:
-    if s is None or s.ci95_low is None or s.ci95_high is None:
+def _in_sd(distance: float | None, interval: Interval | None) -> float | None:
+    if distance is None or interval is None or not interval.sd:
         return None
-    return [s.ci95_low, s.ci95_high]
-
-
-def _in_sd(distance: float | None, s: Spread | None) -> float | None:
-    if distance is None or s is None or not s.sd:
-        return None
-    return float(f"{distance / s.sd:.3g}")
+    return float(f"{distance / interval.sd:.3g}")
 
 
 def _why(
-    kernel: KernelCard,
-    metric: str | None,
-    spreads: Mapping[str, Spread],
-    flips: str | None,
-    moving: list[str],
+    kernel: KernelCard, metric: str | None, moving: Mapping[str, Interval], flips: str | None
 ) -> str:
     """One line: what moved, within what, and what it did to the class."""
     if not moving:
         return (
             f"{kernel.classification}: its deciding metric ({metric or 'none'}) and the"
-            " rival's have no measured spread"
+            " rival's have no spread, measured or run-to-run"
         )
     shown = ", ".join(
-        f"{m} {spreads[m].mean:.4g} [{spreads[m].ci95_low:.4g}, {spreads[m].ci95_high:.4g}]"
-        for m in moving
+        f"{m} {i.center:.4g} [{i.ends()[0]:.4g}, {i.ends()[1]:.4g}]" for m, i in moving.items()
     )
     if flips:
-        return f"{kernel.classification} -> {flips} inside the 95 % intervals: {shown}"
-    return f"{kernel.classification} at every end of the 95 % intervals: {shown}"
+        return f"{kernel.classification} -> {flips} inside the run-to-run intervals: {shown}"
+    return f"{kernel.classification} at every end of the run-to-run intervals: {shown}"
 
 
 def _clock(kernels: list[KernelCard], rows: list[KernelRecord], manifest: Manifest) -> ClockRegime:
