@@ -152,6 +152,31 @@ def wan_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+REPEAT = ROOT / "fixtures" / "repeat_h200" / "w480_rep5.tar.xz"
+
+
+@pytest.fixture(scope="session")
+def repeat_capture(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The 480x832 workload captured with `--repeat 5 --one-process` on the H200 (one tarball:
+    the counters and duration reports share most bytes, so xz packs them to 2.4 MB together
+    against 5.6 MB apart), unpacked once per session."""
+    import tarfile
+
+    folder = tmp_path_factory.mktemp("repeat")
+    with tarfile.open(REPEAT) as tar:
+        tar.extractall(folder, filter="data")
+    return folder / "w480_rep5"
+
+
+@pytest.fixture(scope="session")
+def repeat_cards(repeat_capture: Path) -> CardFile:
+    """That capture classified under rules/roofline.yaml."""
+    from ncu_classify.verdicts.classify import classify
+    from ncu_classify.verdicts.rules import load_rules
+
+    return classify([repeat_capture], load_rules(ROOT / "rules" / "roofline.yaml"), jobs=2)
+
+
 def raw_actions(report: Path) -> Iterator[tuple[str, Any]]:
     """(innermost NVTX range, ncu_report action) of every kernel of a report, read by
     ncu_report alone (tests that recompute card figures must not use the reader)."""

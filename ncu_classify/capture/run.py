@@ -85,6 +85,10 @@ def _capture(
         clock_control="none",
         pipeline_boost_state=host.pipeline_boost_state,
     )
+    for batch in plan.batches:  # repeats to measure: pending until their batch says
+        if batch.kind == "times":
+            for entry in batch.entries:
+                records[entry.group].times_status = "pending"
     write_manifest(out, manifest)
     run = _Run(out, plan, options, records, manifest, progress)
     try:

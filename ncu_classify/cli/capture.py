@@ -133,12 +133,13 @@ def capture_command(
         raise
     print_manifest(manifest)
     failed = [s for s in manifest.shapes if s.status != "ok"]
-    if failed:
+    untimed = [s for s in manifest.shapes if s.status == "ok" and s.times_status == "failed"]
+    problems = [f"{len(failed)} of {len(manifest.shapes)} shapes failed"] if failed else []
+    if untimed:
+        problems.append(f"{len(untimed)} of {len(manifest.shapes)} shapes have no repeats")
+    if problems:
         with errors():
-            raise CaptureError(
-                f"{len(failed)} of {len(manifest.shapes)} shapes failed;"
-                f" see {output / 'manifest.json'}"
-            )
+            raise CaptureError(f"{'; '.join(problems)}; see {output / 'manifest.json'}")
 
 
 def drill_request(cards_path: Path, classes: list[str]) -> DrillRequest:

@@ -54,6 +54,11 @@ def with_repeats(
         return card
     basis: Basis = "counters" if manifest.repeat_counters else "durations"
     usable, notes = _usable(card.kernels, repeats)
+    if len(usable) < manifest.repeat - 1:
+        notes.append(
+            f"{manifest.repeat - 1 - len(usable)} of the {manifest.repeat - 1} repeats asked"
+            " are not measured (the manifest's times_status says why)"
+        )
     kernels, durations = [], []
     for i, kernel in enumerate(card.kernels):
         rows = [r[i] for r in usable]

@@ -16,8 +16,8 @@ from ncu_classify.cards.model import Card
 from ncu_classify.cli.entry import run
 from ncu_classify.compare.diff import DiffOptions, diff_cards
 from ncu_classify.compare.model import DiffFile, ShapeDiff
-from ncu_classify.compare.noise import load_noise
 from ncu_classify.compare.sides import readable_rules
+from ncu_classify.core.noise import load_noise
 from ncu_classify.present.schema import DIFF_SCHEMA_FILE, diff_schema_text
 from ncu_classify.verdicts.judge import reclassify
 from ncu_classify.verdicts.rules import load_rules
@@ -420,7 +420,7 @@ def test_json_on_stdout_is_the_file(
 
 
 def test_packaged_rules_and_noise_cannot_be_overwritten(capsys: pytest.CaptureFixture[str]) -> None:
-    from ncu_classify.compare.noise import DEFAULT_NOISE
+    from ncu_classify.core.noise import DEFAULT_NOISE
     from ncu_classify.verdicts.rules import DEFAULT_RULES
 
     for packaged in (DEFAULT_NOISE, DEFAULT_RULES):

@@ -10,7 +10,7 @@ import pytest
 from ncu_classify.cards.model import Card
 from ncu_classify.compare.crossings import crossings
 from ncu_classify.compare.matching import pair_cards, same_kernel
-from ncu_classify.compare.noise import Noise
+from ncu_classify.core.noise import Noise
 from ncu_classify.verdicts.rules import load_rules
 
 
