@@ -190,3 +190,44 @@ def test_drill_down_captures_the_unsettled_shapes_and_merges_into_their_cards(
             shares = [s["share_pct"] for s in kernel["drill_down"]["stalls"]]
             assert abs(sum(shares) - 100) < 0.1
             assert kernel["drill_down"]["source"]["replay_passes"] <= 20
+
+
+def test_repeat_measures_every_shape_n_times_on_the_gpu(tmp_path: Path) -> None:
+    """capture --repeat 3: the counters launch and two duration-only launches per shape (a
+    GEMM, a multi-kernel fp32 conv3d, a cast), each in its `repeat#N` range; the cards carry
+    the spreads and the stability, and nothing is left pending."""
+    shapes = tmp_path / "shapes.yaml"
+    shapes.write_text(
+        "stages:\n  dit:\n    - {op: linear, M: 4680, N: 5120, K: 5120, dtype: bf16, bias: true}\n"
+        "  vae:\n    - {op: conv3d, input: [1, 96, 3, 120, 52], weight: [96, 96, 3, 3, 3],"
+        " dtype: fp32}\n"
+        "  output:\n    - {op: cast, shape: [1, 3, 13, 480, 832], from: fp32, to: bf16}\n"
+    )
+    raw = tmp_path / "raw"
+    proc = subprocess.run(
+        [*CLI, "capture", "--shapes", str(shapes), "-o", str(raw), "--one-process",
+         "--repeat", "3"],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    manifest = json.loads((raw / "manifest.json").read_text())
+    assert [b["kind"] for b in manifest["batches"]] == ["counters", "times"]
+    assert [(s["status"], s["times_status"], s["repeats"]) for s in manifest["shapes"]] == [
+        ("ok", "ok", 3)
+    ] * 3
+    assert manifest["host"]["clock_control"] == "none"
+    cards_path = tmp_path / "cards.json"
+    proc = subprocess.run(
+        [*CLI, "classify", str(raw), "-o", str(cards_path)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    cards = json.loads(cards_path.read_text())["cards"]
+    for card in cards:
+        measured = card["measurement"]
+        assert measured["repeats"] == 3 and measured["notes"] == [], card["group"]
+        assert measured["summed_kernel_us"]["n"] == 3
+        assert measured["stability"]["verdict"] in ("stable", "unstable")
+        # the repeats time the same work: within 15 % of the counters launch
+        first = card["summed_kernel_us"]
+        assert abs(measured["summed_kernel_us"]["mean"] / first - 1) < 0.15, card["group"]
