@@ -52,6 +52,7 @@ ncu-classify next reports/record/cards_wan14b_every_op_480x832.json -o reports/h
 ncu-classify next reports/record/cards_wan14b_every_op_480x832.json -o reports/headroom/next_wan14b.csv
 python reports/headroom/conv_floor.py > reports/headroom/conv_floor.md
 bash reports/diff/make.sh
+bash reports/repeat/make.sh
 while IFS= read -r command; do
   eval "$command" >/dev/null
 done < reports/html/make.txt

@@ -64,9 +64,19 @@ def classify_command(
     table_level: Annotated[
         str, typer.Option("--table-level", help="card (one row per card) or kernel")
     ] = "card",
+    noise: Annotated[
+        Path | None,
+        typer.Option(
+            "--noise",
+            help="noise YAML whose run_to_run sd widens repeated cards' intervals (default:"
+            " measured on H200s)",
+            readable=False,
+        ),
+    ] = None,
 ) -> None:
     """Read reports, classify every kernel, write capability cards and print the summary."""
     from ..cards.files import card_file_text
+    from ..core.noise import load_noise
     from ..verdicts.classify import classify, input_files
     from ..verdicts.rules import load_rules
 
@@ -76,14 +86,16 @@ def classify_command(
     if table_level not in ("card", "kernel"):
         raise usage(UsageError(f"--table-level {table_level!r}: expected card or kernel"))
     with errors():
-        read = [*input_files(paths), *([rules] if rules else [])]
+        given = [p for p in (rules, noise) if p]
+        read = [*input_files(paths), *given]
         target = check_output(output, read)
-        check_inputs([rules] if rules else [])
+        check_inputs(given)
         check_kind(output, "JSON")
         table_target = _check_table(table, read, target) if table is not None else None
         loaded = load_rules(rules)
+        tolerances = load_noise(noise)[0]
         with read_progress() as progress:
-            cards = classify(paths, loaded, jobs=jobs, progress=progress)
+            cards = classify(paths, loaded, jobs=jobs, progress=progress, noise=tolerances)
         for problem in cards.input_errors:
             error_line(problem)
         for warning in cards.input_warnings:

@@ -22,7 +22,7 @@ from ..verdicts.judge import kernel_values, reclassify
 from ..verdicts.rules import LoadedRules
 from .crossings import crossings
 from .headroom_diff import headroom_changes
-from .intervals import TimeTest, stable_flip, time_test, verdicts_measured
+from .intervals import stable_flip, time_test, tolerance_speed, verdicts_measured
 from .matching import CardPair, by_stage_order, compared_stage, pair_files, same_kernel, shortfall
 from .model import (
     SHOWN_METRICS,
@@ -32,7 +32,6 @@ from .model import (
     NoiseSeen,
     ShapeDiff,
     SideFigures,
-    Speed,
     StageRollup,
 )
 from .sides import gpu_warnings, shared_rules, side_header
@@ -133,9 +132,9 @@ def _shape_diff(pair: CardPair, stage: str, rules: LoadedRules | None, noise: No
         matched_by=pair.matched_by,
         kernel_changed=kernel_changed,
         duration_ratio=ratio,
-        speed=test.speed if test else _speed(ratio, noise),
+        speed=test.speed if test else tolerance_speed(ratio, noise),
         judged_by="intervals" if test else "noise_file",
-        duration_intervals_us=_intervals(test),
+        duration_intervals_us=test.rounded() if test else None,
         crossings=crossed if change in ("flipped", "within_noise", "missing_metric") else [],
         why=_why(change, sides[0], sides[1], crossed if change != "same" else [], kernel_changed),
         baseline=sides[0],
@@ -252,22 +251,6 @@ def _ratio(before: float | None, after: float | None) -> float | None:
     if before is None or after is None or before <= 0 or after <= 0:
         return None
     return _r(after / before)
-
-
-def _intervals(test: TimeTest | None) -> list[list[float]] | None:
-    """Both sides' run-to-run intervals of the summed kernel time, rounded."""
-    if test is None:
-        return None
-    return [[_r(end) for end in side.ends()] for side in (test.baseline, test.candidate)]
-
-
-def _speed(ratio: float | None, noise: Noise) -> Speed | None:
-    if ratio is None:
-        return None
-    tolerance = noise.duration_pct / 100
-    if ratio > 1 + tolerance:
-        return "slower"
-    return "faster" if ratio < 1 - tolerance else "within_noise"
 
 
 def _delta(

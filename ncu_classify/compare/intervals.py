@@ -34,6 +34,12 @@ class TimeTest:
     candidate: Interval
     largest_change_pct: float
 
+    def rounded(self) -> list[list[float]]:
+        """Both sides' intervals, baseline first, to 6 significant digits."""
+        return [
+            [float(f"{e:.6g}") for e in side.ends()] for side in (self.baseline, self.candidate)
+        ]
+
 
 def time_interval(card: Card, noise: Noise) -> Interval | None:
     """The card's summed kernel time as a run-to-run interval; None unless it was repeated."""
@@ -79,3 +85,14 @@ def stable_flip(base: Card, cand: Card) -> bool:
         and c.measurement.stability.verdict == "stable"
         for c in (base, cand)
     )
+
+
+def tolerance_speed(ratio: float | None, noise: Noise) -> Speed | None:
+    """The noise file's test of a time ratio (a side measured once): beyond its
+    `duration_pct` either way, or within noise."""
+    if ratio is None:
+        return None
+    tolerance = noise.duration_pct / 100
+    if ratio > 1 + tolerance:
+        return "slower"
+    return "faster" if ratio < 1 - tolerance else "within_noise"

@@ -31,17 +31,41 @@ def timed(name, argv):
     print(f"{name}: {time.monotonic() - t0:.1f} s rc={rc}", flush=True)
 
 
-timed("capture_plain", [sys.executable, "-m", "ncu_classify.cli", "capture", "--shapes", str(SHAPES),
-                        "-o", str(work / "c1"), "--one-process"])
+timed(
+    "capture_plain",
+    [
+        sys.executable,
+        "-m",
+        "ncu_classify.cli",
+        "capture",
+        "--shapes",
+        str(SHAPES),
+        "-o",
+        str(work / "c1"),
+        "--one-process",
+    ],
+)
 for name, mode, metrics in [
     ("ncu_counters", "counters", capture_metrics(None)),
     ("ncu_dur1", "ncudur", ["gpu__time_duration.sum"]),
-    ("ncu_dur2", "ncudur", ["gpu__time_duration.sum", "sm__cycles_elapsed.avg.per_second",
-                            "dram__cycles_elapsed.avg.per_second"]),
+    (
+        "ncu_dur2",
+        "ncudur",
+        [
+            "gpu__time_duration.sum",
+            "sm__cycles_elapsed.avg.per_second",
+            "dram__cycles_elapsed.avg.per_second",
+        ],
+    ),
 ]:
-    argv = ncu_argv(ncu="ncu", report_stem=work / name, metrics=metrics, groups=groups,
-                    target=PROBE + [mode, str(SHAPES), str(work / f"{name}.jsonl"), str(N)])
+    argv = ncu_argv(
+        ncu="ncu",
+        report_stem=work / name,
+        metrics=metrics,
+        groups=groups,
+        target=[*PROBE, mode, str(SHAPES), str(work / f"{name}.jsonl"), str(N)],
+    )
     timed(name, argv)
-timed("bare", PROBE + ["bare", str(SHAPES), str(work / "bare.jsonl"), str(N)])
+timed("bare", [*PROBE, "bare", str(SHAPES), str(work / "bare.jsonl"), str(N)])
 subprocess.call(f"tar cJf {OUT}/probe.tar.xz -C {work} --exclude='c1/*.ncu-rep' .", shell=True)
 subprocess.call(f"du -sh {work}/*", shell=True)

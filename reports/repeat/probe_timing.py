@@ -53,7 +53,12 @@ def kineto(op, flush, n):
 
 
 def main() -> None:
-    mode, shapes_path, out_path, n = sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4]), int(sys.argv[5])
+    mode, shapes_path, out_path, n = (
+        sys.argv[2],
+        Path(sys.argv[3]),
+        Path(sys.argv[4]),
+        int(sys.argv[5]),
+    )
     shapes = load_shapes(shapes_path)
     flush = torch.empty(256 * 2**20, dtype=torch.uint8, device="cuda")
     with out_path.open("w") as out:
@@ -65,7 +70,7 @@ def main() -> None:
                 cpu, op = BUILDERS[type(entry.shape)](entry.shape, draws)
                 draws.finish(cpu)
                 del cpu
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 rec["error"] = str(exc)[:200]
                 out.write(json.dumps(rec) + "\n")
                 continue
@@ -87,11 +92,17 @@ def main() -> None:
                 t0 = time.monotonic()
                 rec["kineto"] = kineto(op, flush, n)
                 rec["kineto_s"] = time.monotonic() - t0
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 rec["kineto_error"] = repr(exc)[:300]
             out.write(json.dumps(rec) + "\n")
             out.flush()
-            print(entry.group, rec.get("range_s"), rec.get("kineto_s"), rec.get("kineto_error"), file=sys.stderr)
+            print(
+                entry.group,
+                rec.get("range_s"),
+                rec.get("kineto_s"),
+                rec.get("kineto_error"),
+                file=sys.stderr,
+            )
 
 
 if __name__ == "__main__":

@@ -171,6 +171,8 @@ def test_every_captured_group_id_reads_back_to_its_shape() -> None:
 
     seen = named = 0
     for manifest in sorted(ROOT.glob("fixtures/**/manifest.json")):
+        if "repeat_h200" in manifest.parts:  # the tarball unpacked by make.sh (git-ignored)
+            continue
         for shape in json.loads(manifest.read_text())["shapes"]:
             if "overload" in shape["shape_parameters"]:  # a device op: its id is a name
                 assert parse_group_id(shape["group"]) is None, shape["group"]

@@ -62,13 +62,13 @@ def test_by_shape_rows_of_the_smoke_capture(smoke_cards: CardFile) -> None:
 def test_by_shape_csv_keeps_template_names_whole(smoke_cards: CardFile) -> None:
     text = summary_csv(summarize(smoke_cards, by="shape"), by="shape")
     lines = text.splitlines()
-    assert lines[0] == "stage,group,primary,status,kernel_us,dominant_kernel,problem"
+    assert lines[0] == "stage,group,primary,status,kernel_us,dominant_kernel,problem,stability"
     assert lines[10] == (
         f"attention,{FLASH},failed,failed,,,"
-        "unsupported: backend flash_attn is not importable here: No module named 'flash_attn'"
-    )
+        "unsupported: backend flash_attn is not importable here: No module named 'flash_attn',"
+    )  # no stability: captured once
     parsed = list(csv.reader(io.StringIO(text)))
-    assert all(len(row) == 7 for row in parsed)
+    assert all(len(row) == 8 for row in parsed)
     assert parsed[8][5] == smoke_cards.cards[7].dominant_kernel  # commas inside the template
     assert "Flash_fwd_kernel_traits<(int)128, (int)128" in parsed[8][5]
 
