@@ -199,6 +199,7 @@ class Plan:
     kept: list[ShapeRecord]
     previous: Manifest | None
     drill: DrillRequest | None = None  # the drill-down request, checked against the shapes
+    repeat: int = 1  # launches measured per shape (--repeat)
 
 
 def batch_argv(batch: Batch, out: Path, options: CaptureOptions) -> list[str]:
@@ -273,7 +274,7 @@ def plan_capture(
     if options.timed_repeats:
         batches = with_times(batches, untimed, taken)
     argv = {b.name: batch_argv(b, out, options) for b in batches}
-    return Plan(shapes, batches, argv, kept, previous, drill)
+    return Plan(shapes, batches, argv, kept, previous, drill, options.repeat)
 
 
 def _names_in(out: Path) -> frozenset[str]:

@@ -45,12 +45,19 @@ def warning_line(message: str) -> None:
 
 def print_plan(plan: Plan) -> None:
     for batch in plan.batches:
-        out.print(f"# batch {batch.name}: {len(batch.entries)} shapes")
+        what = "shapes" if batch.kind == "counters" else "shapes, their repeats (durations)"
+        out.print(f"# batch {batch.name}: {len(batch.entries)} {what}")
         for entry in batch.entries:
             out.print(f"#   {printable(entry.group)}")
         out.print(printable(shlex.join(plan.argv[batch.name])))
-    total = sum(len(b.entries) for b in plan.batches)
-    out.print(f"# {total} shapes to capture, {len(plan.kept)} already captured")
+    total = sum(len(b.entries) for b in plan.batches if b.kind == "counters")
+    timed = sum(len(b.entries) for b in plan.batches if b.kind == "times")
+    line = f"# {total} shapes to capture, {len(plan.kept)} already captured"
+    if timed:
+        line += (
+            f"; {timed} shapes to measure {plan.repeat - 1} more times (--repeat {plan.repeat})"
+        )
+    out.print(line)
     if plan.drill is not None:
         out.print(drill_line(plan.drill))
 

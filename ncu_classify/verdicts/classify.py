@@ -98,16 +98,33 @@ def _foreign_cards(
         else:
             key = (stem, "kernel", rec.function)
         groups.setdefault(key, []).append((rec, card))
-    return [
-        build_card(
+    cards = []
+    for (stem, kind, name), members in groups.items():
+        first, later = _first_launch(members)
+        made = build_card(
             rules=rules,
-            records=[p[0] for p in members],
-            kernels=[p[1] for p in members],
-            ncu_output=members[0][0].report,
+            records=[p[0] for p in first],
+            kernels=[p[1] for p in first],
+            ncu_output=first[0][0].report,
             **_identity(stem, kind, name),
         )
-        for (stem, kind, name), members in groups.items()
-    ]
+        if later:
+            note = (
+                f"{later} more launches of this shape (repeat# ranges) are in the report, left"
+                " out: classify the capture folder for their spread"
+            )
+            made = made.model_copy(update={"notes": [*made.notes, note]})
+        cards.append(made)
+    return cards
+
+
+def _first_launch(members: list[Classified]) -> tuple[list[Classified], int]:
+    """The kernels of the first measured launch of a range (a report of capture --repeat
+    holds several, in `repeat#N` ranges) and how many later launches were left out."""
+    numbers = sorted({rec.repeat or 1 for rec, _ in members})
+    if len(numbers) == 1:
+        return members, 0
+    return [p for p in members if (p[0].repeat or 1) == numbers[0]], len(numbers) - 1
 
 
 def _identity(stem: str, kind: str, name: str) -> dict[str, Any]:

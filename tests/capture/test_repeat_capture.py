@@ -55,6 +55,20 @@ def test_repeat_plans_a_duration_batch_after_each_counters_batch(tmp_path: Path)
     assert len(plan_capture(SHAPES, tmp_path / "raw", CaptureOptions()).batches) == 1
 
 
+def test_dry_run_counts_shapes_once(
+    stand_in: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ncu_classify.cli.entry import run
+
+    argv = ["capture", "--shapes", str(SHAPES), "-o", str(tmp_path / "x"), "--repeat", "4"]
+    assert run([*argv, "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "# batch dit.times: 3 shapes, their repeats (durations)" in lines
+    assert lines[-1] == (
+        "# 3 shapes to capture, 0 already captured; 3 shapes to measure 3 more times (--repeat 4)"
+    )
+
+
 def test_times_status_folding_keeps_the_shapes_own() -> None:
     """A duration batch that crashed fails the repeats of the shape in hand ("crashed") and of
     those after it ("not reached"), never the shapes' counters; interrupted, they stay pending."""

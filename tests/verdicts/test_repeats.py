@@ -144,3 +144,21 @@ def test_spread_uses_students_t() -> None:
     assert pytest.approx(1.416, rel=1e-3) == 2.776 / 1.96
     with pytest.raises(ValueError):
         spread([])
+
+
+def test_a_repeated_report_read_alone_keeps_its_first_launch(repeat_capture: Path) -> None:
+    """The duration report without its folder (a loose report): one card per shape from its
+    first launch (repeat#2), never the four launches summed, and a note on the others."""
+    from ncu_classify.verdicts.classify import classify
+    from ncu_classify.verdicts.rules import load_rules
+
+    cards = classify([repeat_capture / "all.times.ncu-rep"], load_rules(), jobs=1).cards
+    raw = _raw_durations(repeat_capture)
+    assert len(cards) == 34
+    for card in cards:
+        launch = raw[card.group][2]
+        assert card.summed_kernel_us == pytest.approx(sum(us for _, us in launch), rel=1e-6)
+        assert card.notes == [
+            "3 more launches of this shape (repeat# ranges) are in the report, left out:"
+            " classify the capture folder for their spread"
+        ]
