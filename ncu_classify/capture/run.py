@@ -71,7 +71,10 @@ def _capture(
     """capture() once the host is known and the folder is this process's alone."""
     plan = plan_capture(shapes_path, out, options, host.memory_bytes(options.gpus))  # once
     records = {r.group: r for r in plan.kept}
-    records.update({e.group: shape_record(e) for b in plan.batches for e in b.entries})
+    # shapes to capture start afresh; shapes only to time again keep their record (--resume)
+    records.update(
+        {e.group: shape_record(e) for b in plan.batches if b.kind == "counters" for e in b.entries}
+    )
     manifest = plan.previous or _new_manifest(shapes_path, plan, options)
     order = [e.group for e in select_shard(plan.shapes.entries(), *options.shard)]
     manifest.shapes = [records[g] for g in order if g in records]

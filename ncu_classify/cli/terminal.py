@@ -54,9 +54,7 @@ def print_plan(plan: Plan) -> None:
     timed = sum(len(b.entries) for b in plan.batches if b.kind == "times")
     line = f"# {total} shapes to capture, {len(plan.kept)} already captured"
     if timed:
-        line += (
-            f"; {timed} shapes to measure {plan.repeat - 1} more times (--repeat {plan.repeat})"
-        )
+        line += f"; {timed} shapes to measure {plan.repeat - 1} more times (--repeat {plan.repeat})"
     out.print(line)
     if plan.drill is not None:
         out.print(drill_line(plan.drill))
@@ -114,8 +112,10 @@ def print_interrupted(output: Path) -> None:
     except NcuClassifyError:
         return
     counts = {s: sum(r.status == s for r in manifest.shapes) for s in ("ok", "failed", "pending")}
+    untimed = sum(r.status == "ok" and r.times_status == "pending" for r in manifest.shapes)
+    repeats = f", {untimed} of them without their repeats yet" if untimed else ""
     err.print(
-        f"ncu-classify: kept {counts['ok']} captured shapes ({counts['failed']} failed,"
+        f"ncu-classify: kept {counts['ok']} captured shapes{repeats} ({counts['failed']} failed,"
         f" {counts['pending']} not started) in {printable(str(output))}; rerun with --resume"
         " to finish"
     )

@@ -156,4 +156,17 @@ def test_sigterm_in_the_duration_batch_keeps_the_counters(
     assert [s.status for s in manifest.shapes] == ["ok"] * 3
     assert manifest.batches[-1].kind == "times" and manifest.batches[-1].ended_by == "interrupted"
     assert manifest.shapes[-1].times_status == "pending"
+    assert "without their repeats yet" in stderr
     assert _left_running(out) == ""
+    # --resume measures the repeats only: the shapes keep their counters and reports (found on
+    # the H200: the resume had rebuilt their records as pending and replayed nothing)
+    monkeypatch.setenv("FAKE_NCU_MODE", "ok")
+    kept = [(s.status, s.kernels, s.report, s.input_sha256) for s in manifest.shapes]
+    proc = _cli_capture(out, "--repeat", "3", "--resume")
+    _, stderr = proc.communicate(timeout=60)
+    resumed = read_manifest(out / "manifest.json")
+    assert [(s.status, s.kernels, s.report, s.input_sha256) for s in resumed.shapes] == kept
+    assert [b.kind for b in resumed.batches] == ["counters", "times", "times"]
+    assert resumed.batches[-1].groups == [  # pending, and failed (the stand-in's: no ranges)
+        s.group for s in manifest.shapes if s.times_status != "ok"
+    ]
