@@ -171,9 +171,13 @@ class Manifest(BaseModel):
     drill_down: DrillRequest | None = Field(
         default=None, description="a drill-down of another capture's cards: what it settles"
     )
-    repeat: int = Field(default=1, ge=1, description="launches measured per shape (--repeat)")
+    repeat: int = Field(
+        default=1, ge=1, le=100, strict=True, description="launches measured per shape (--repeat)"
+    )
     repeat_counters: bool = Field(
-        default=False, description="every launch with the card metrics, not durations alone"
+        default=False,
+        strict=True,
+        description="every launch with the card metrics, not durations alone",
     )
 
 

@@ -79,8 +79,9 @@ def capture_command(
     repeat: Annotated[
         int,
         typer.Option(
-            help="measure each shape N times (2-100): the card metrics once, the duration N"
-            " times (a second, duration-only ncu process per batch); cards then carry"
+            help="measure each shape N times (1-100; 1, the default: once): the card metrics"
+            " once, the duration N times (a second, duration-only ncu process per batch); cards"
+            " then carry"
             " intervals and say whether their verdicts are stable",
             callback=repeat_count,
         ),

@@ -79,6 +79,8 @@ def diff_command(
 
     with errors():
         conditions = [parse_condition(text) for text in fail_on or []]
+        if allow_inconclusive and not conditions:
+            raise UsageError("--allow-inconclusive relaxes a gate: it needs --fail-on")
         inputs = [baseline, candidate, *(p for p in (reclassify, noise) if p)]
         target = check_output(output, inputs) if output is not None else None
         check_inputs(inputs)

@@ -112,7 +112,9 @@ def print_interrupted(output: Path) -> None:
     except NcuClassifyError:
         return
     counts = {s: sum(r.status == s for r in manifest.shapes) for s in ("ok", "failed", "pending")}
-    untimed = sum(r.status == "ok" and r.times_status == "pending" for r in manifest.shapes)
+    untimed = sum(
+        r.status == "ok" and r.times_status in ("pending", "failed") for r in manifest.shapes
+    )
     repeats = f", {untimed} of them without their repeats yet" if untimed else ""
     err.print(
         f"ncu-classify: kept {counts['ok']} captured shapes{repeats} ({counts['failed']} failed,"

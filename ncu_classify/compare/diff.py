@@ -123,8 +123,11 @@ def _shape_diff(pair: CardPair, stage: str, rules: LoadedRules | None, noise: No
     change = _change(base, cand, crossed, sides, bool(kernel_changed))
     if change == "flipped" and verdicts_measured(base, cand) and not kernel_changed:
         change = "flipped" if stable_flip(base, cand) else "within_noise"
-    ratio = _ratio(base.summed_kernel_us, cand.summed_kernel_us)
     test = time_test(base, cand, noise)
+    if test is not None:  # the means of the repeats, as the test judged them
+        ratio = _ratio(test.baseline.center, test.candidate.center)
+    else:
+        ratio = _ratio(base.summed_kernel_us, cand.summed_kernel_us)
     return ShapeDiff(
         stage=stage,
         op=card.op,

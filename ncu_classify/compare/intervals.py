@@ -6,9 +6,11 @@ see: a GEMM's mean moved 0.5 % between two captures whose own intervals were +-0
 documented test:
 
 - slower / faster: the two widened intervals do not overlap;
-- within noise: they overlap, and the largest change they allow (far end over far end) is no
-  more than the noise file's `duration_pct`;
-- inconclusive: they overlap but allow a larger change (a card too noisy to rule one out).
+- within noise: they overlap, and the 95 % interval of the change (the log ratio of the means,
+  +- the two relative half-widths in quadrature) stays within the noise file's `duration_pct`;
+- inconclusive: they overlap but that interval reaches beyond it (too noisy to rule one out).
+
+Swapping the sides swaps slower and faster and changes nothing else.
 
 A verdict that differs between the sides is a flip beyond noise only when both sides' verdicts
 are stable (no value inside the run-to-run intervals of the deciding and rival metrics changes
@@ -17,6 +19,7 @@ them); otherwise the flip is within noise.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..cards.model import Card
@@ -51,15 +54,14 @@ def time_interval(card: Card, noise: Noise) -> Interval | None:
 
 def time_test(base: Card, cand: Card, noise: Noise) -> TimeTest | None:
     """The interval test of a shape's time; None when a side has no interval (the noise file's
-    tolerance decides then)."""
+    tolerance decides then). Symmetric: swapping the sides swaps slower and faster only."""
     one, other = time_interval(base, noise), time_interval(cand, noise)
-    if one is None or other is None:
+    if one is None or other is None or min(one.ends()[0], other.ends()[0]) <= 0:
         return None
     (lo_b, hi_b), (lo_c, hi_c) = one.ends(), other.ends()
-    if lo_b <= 0 or lo_c <= 0:
-        largest = float("inf")
-    else:
-        largest = 100 * max(hi_c / lo_b - 1, 1 - lo_c / hi_b)
+    change = math.log(other.center / one.center)
+    spread = math.hypot(one.half / one.center, other.half / other.center)
+    largest = 100 * (math.exp(abs(change) + spread) - 1)
     speed: Speed
     if hi_c < lo_b:
         speed = "faster"
@@ -89,10 +91,11 @@ def stable_flip(base: Card, cand: Card) -> bool:
 
 def tolerance_speed(ratio: float | None, noise: Noise) -> Speed | None:
     """The noise file's test of a time ratio (a side measured once): beyond its
-    `duration_pct` either way, or within noise."""
+    `duration_pct` either way (a ratio, so x1.08 slower and x1/1.08 faster alike), or within
+    noise."""
     if ratio is None:
         return None
-    tolerance = noise.duration_pct / 100
-    if ratio > 1 + tolerance:
+    tolerance = 1 + noise.duration_pct / 100
+    if ratio > tolerance:
         return "slower"
-    return "faster" if ratio < 1 - tolerance else "within_noise"
+    return "faster" if ratio * tolerance < 1 else "within_noise"

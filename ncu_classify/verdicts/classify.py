@@ -9,7 +9,7 @@ process per report, and merged in input order so the output does not depend on t
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -82,7 +82,10 @@ def _shape_card(
 
 
 def _foreign_cards(
-    pairs: list[Classified], rules: LoadedRules, labels: dict[str, str]
+    pairs: list[Classified],
+    rules: LoadedRules,
+    labels: dict[str, str],
+    warnings: list[str] | None = None,
 ) -> list[Card]:
     """Cards for kernels no manifest claims: per innermost NVTX range that is one of our group
     ids (a capture report read without its folder: the shape, stage and nominal FLOPs come back
@@ -99,6 +102,7 @@ def _foreign_cards(
             key = (stem, "kernel", rec.function)
         groups.setdefault(key, []).append((rec, card))
     cards = []
+    repeated: set[str] = set()
     for (stem, kind, name), members in groups.items():
         first, later = _first_launch(members)
         made = build_card(
@@ -108,6 +112,13 @@ def _foreign_cards(
             ncu_output=first[0][0].report,
             **_identity(stem, kind, name),
         )
+        if later and warnings is not None and first[0][0].report not in repeated:
+            repeated.add(first[0][0].report)
+            warnings.append(
+                f"{first[0][0].report}: launches of capture --repeat read without their capture"
+                " folder: each card is its first launch alone (durations only, if a duration"
+                " batch's report): classify the folder"
+            )
         if later:
             note = (
                 f"{later} more launches of this shape (repeat# ranges) are in the report, left"
@@ -146,6 +157,7 @@ class Reads:
     failed: dict[Path, str]
     labels: dict[str, str]
     run_to_run: RunToRun | None = None  # the noise between captures (stability of repeats)
+    warnings: list[str] = field(default_factory=list)  # the cards file's input warnings
 
 
 def cards_for_source(reads: Reads, rules: LoadedRules) -> list[Card]:
@@ -153,7 +165,7 @@ def cards_for_source(reads: Reads, rules: LoadedRules) -> list[Card]:
     source = reads.source
     pairs = [pair for path in source.reports if path in reads.ok for pair in reads.ok[path]]
     if source.manifest is None:
-        return _foreign_cards(pairs, rules, reads.labels)
+        return _foreign_cards(pairs, rules, reads.labels, reads.warnings)
     # Key kernels by (report, range): after --resume a range can sit in an older report too
     # (a crashed first attempt); a shape takes the kernels of the report its record names.
     by_range: dict[tuple[str, str], list[Classified]] = {}
@@ -173,7 +185,23 @@ def cards_for_source(reads: Reads, rules: LoadedRules) -> list[Card]:
         measured = with_repeats(card, by_repeat(later), source.manifest, rules, reads.run_to_run)
         cards.append(measured)
     leftovers = [pair for members in by_range.values() for pair in members]
-    return cards + _foreign_cards(leftovers, rules, reads.labels)
+    leftovers = _without_old_repeats(leftovers, source, reads.warnings)
+    return cards + _foreign_cards(leftovers, rules, reads.labels, reads.warnings)
+
+
+def _without_old_repeats(
+    pairs: list[Classified], source: Source, warnings: list[str]
+) -> list[Classified]:
+    """Kernels no shape claims, less those of the capture's duration batches (a batch whose
+    shapes were timed again after a crash or --resume): repeats, never cards of their own."""
+    assert source.manifest is not None
+    times = {report_stem(b.report) for b in source.manifest.batches if b.kind == "times"}
+    unused = [p for p in pairs if report_stem(p[0].report) in times]
+    for report in sorted({p[0].report for p in unused}):
+        warnings.append(
+            f"{report}: repeats of a duration batch whose shapes were timed again later; not used"
+        )
+    return [p for p in pairs if report_stem(p[0].report) not in times]
 
 
 def classify(
@@ -203,11 +231,21 @@ def classify(
             ok[path] = result
     labels = {unicode_safe(str(p)): unicode_safe(label) for p, label in inputs.labels.items()}
     per_source = [
-        (source, cards_for_source(Reads(source, ok, failed, labels, noise.run_to_run), rules))
+        (
+            source,
+            cards_for_source(
+                Reads(source, ok, failed, labels, noise.run_to_run, inputs.warnings), rules
+            ),
+        )
         for source in inputs.sources
     ]
     per_source = merge_drill_downs(per_source, rules, inputs.warnings)
     cards = [card for _, found in per_source for card in found]
+    if noise.run_to_run is None and any(c.measurement for c in cards):
+        inputs.warnings.append(
+            f"noise {noise.id}: no run_to_run: the stability of repeated verdicts rests on each"
+            " capture's own spread alone, which misses what moves between captures"
+        )
     summary, by_stage = count_classes(map(card_class, cards))
     return CardFile(
         generated_at=utc_now(),

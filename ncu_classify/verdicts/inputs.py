@@ -91,8 +91,12 @@ def _missing_reports(source: Source) -> list[str]:
     present = {report_stem(p) for p in source.reports} | set(source.problems)
     counts: dict[str, int] = {}
     for shape in source.manifest.shapes:
-        if shape.status == "ok" and shape.report and report_stem(shape.report) not in present:
-            counts[shape.report] = counts.get(shape.report, 0) + 1
+        named = [shape.report] if shape.status == "ok" else []
+        if shape.times_status == "ok":  # the repeats of capture --repeat
+            named.append(shape.times_report)
+        for name in named:
+            if name and report_stem(name) not in present:
+                counts[name] = counts.get(name, 0) + 1
     lines = []
     for name, count in counts.items():
         line = (

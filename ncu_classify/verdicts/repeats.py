@@ -71,7 +71,7 @@ def with_repeats(
         repeats=1 + len(usable),
         basis=basis,
         summed_kernel_us=_summed(durations),
-        stability=stability(top, rules, noise) if top is not None else None,
+        stability=stability(top, rules, noise) if top is not None and usable else None,
         clock=_clock(kernels, [r for rows in usable for r in rows], manifest),
         notes=notes,
     )

@@ -253,6 +253,18 @@ def _wait_for_lines(status: Path, count: int) -> None:
     raise AssertionError(f"{status}: fewer than {count} shape lines after 60 s")
 
 
+def _terminated(out: Path, batch: str, *extra: str) -> str:
+    """Start a capture, SIGTERM it once `batch` has replayed a shape; its stderr, after
+    checking that it stopped as interrupted (exit 130) without a traceback."""
+    proc = _cli_capture(out, *extra)
+    _wait_for_lines(out / ".work" / f"{batch}.status.jsonl", 1)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    return stderr
+
+
 def test_sigterm_keeps_finished_shapes_and_resume_finishes(
     fake_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -262,12 +274,7 @@ def test_sigterm_keeps_finished_shapes_and_resume_finishes(
     monkeypatch.setenv("FAKE_NCU_MODE", "slow")
     monkeypatch.setenv("FAKE_SHAPE_SECONDS", "1")
     out = tmp_path / "raw"
-    proc = _cli_capture(out)
-    _wait_for_lines(out / ".work" / "dit.status.jsonl", 1)
-    proc.send_signal(signal.SIGTERM)
-    _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stderr
-    assert "Traceback" not in stderr
+    stderr = _terminated(out, "dit")
     manifest = read_manifest(out / "manifest.json")
     done = sum(s.status == "ok" for s in manifest.shapes)
     assert 1 <= done < 3

@@ -6,13 +6,11 @@ on the H200 (tests/gpu) and is read back from fixtures/repeat_h200 (tests/verdic
 
 from __future__ import annotations
 
-import os
-import signal
 from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from test_capture import _cli_capture, _left_running, _wait_for_lines
+from test_capture import _cli_capture, _left_running, _terminated, fake_env
 
 from ncu_classify.capture.manifest import BatchRecord, read_manifest
 from ncu_classify.capture.ncu import launch_plan
@@ -22,18 +20,8 @@ from ncu_classify.capture.run import apply_status
 from ncu_classify.verdicts.classify import classify
 from ncu_classify.verdicts.rules import load_rules
 
-FAKEBIN = ROOT / "tests" / "fakebin"
-FAULTS = ROOT / "fixtures" / "fault_h200"
-SHAPES = FAULTS / "dit3.yaml"
-
-
-@pytest.fixture
-def stand_in(monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("PATH", f"{FAKEBIN}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_NCU_REPORTS", str(FAULTS))
-    for name in ("FAKE_NCU_MODE", "FAKE_SHAPE_SECONDS", "FAKE_NCU_LOG"):
-        monkeypatch.delenv(name, raising=False)
-    return SHAPES
+SHAPES = ROOT / "fixtures" / "fault_h200" / "dit3.yaml"
+__all__ = ["fake_env"]  # the stand-in ncu's environment, a fixture of test_capture
 
 
 def test_repeat_plans_a_duration_batch_after_each_counters_batch(tmp_path: Path) -> None:
@@ -56,7 +44,7 @@ def test_repeat_plans_a_duration_batch_after_each_counters_batch(tmp_path: Path)
 
 
 def test_dry_run_counts_shapes_once(
-    stand_in: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    fake_env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from ncu_classify.cli.entry import run
 
@@ -108,7 +96,7 @@ def test_times_status_folding_keeps_the_shapes_own() -> None:
 
 
 def test_repeats_without_ranges_fail_alone_and_resume_times_only(
-    stand_in: Path, tmp_path: Path
+    fake_env: Path, tmp_path: Path
 ) -> None:
     """The stand-in's duration batch holds no `repeat#N` range: the repeats fail with why, the
     shapes stay ok with their kernels, the capture says so (exit 5 from the CLI), cards keep a
@@ -129,29 +117,25 @@ def test_repeats_without_ranges_fail_alone_and_resume_times_only(
     assert (manifest.repeat, manifest.repeat_counters) == (3, False)
     cards = classify([out], load_rules(), jobs=1).cards
     assert [c.measurement.repeats if c.measurement else None for c in cards] == [1, 1, 1]
+    assert cards[0].measurement and cards[0].measurement.stability is None  # nothing repeated
     assert cards[0].measurement and cards[0].measurement.notes == [
         "2 of the 2 repeats asked are not measured (the manifest's times_status says why)"
     ]
-    plan = plan_capture(stand_in, out, CaptureOptions(repeat=3, resume=True))
+    plan = plan_capture(fake_env, out, CaptureOptions(repeat=3, resume=True))
     assert [(b.name, b.kind, len(b.entries)) for b in plan.batches] == [("times", "times", 3)]
     with pytest.raises(Exception, match="another --repeat"):
-        plan_capture(stand_in, out, CaptureOptions(repeat=5, resume=True))
+        plan_capture(fake_env, out, CaptureOptions(repeat=5, resume=True))
 
 
 def test_sigterm_in_the_duration_batch_keeps_the_counters(
-    stand_in: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fake_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """SIGTERM while the repeats run: every shape keeps its counters (ok), the repeats not
     measured stay pending, the batch says interrupted, nothing keeps running."""
     monkeypatch.setenv("FAKE_NCU_MODE", "slow")
     monkeypatch.setenv("FAKE_SHAPE_SECONDS", "0.6")
     out = tmp_path / "raw"
-    proc = _cli_capture(out, "--repeat", "3")
-    _wait_for_lines(out / ".work" / "dit.times.status.jsonl", 1)
-    proc.send_signal(signal.SIGTERM)
-    _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stderr
-    assert "Traceback" not in stderr
+    stderr = _terminated(out, "dit.times", "--repeat", "3")
     manifest = read_manifest(out / "manifest.json")
     assert [s.status for s in manifest.shapes] == ["ok"] * 3
     assert manifest.batches[-1].kind == "times" and manifest.batches[-1].ended_by == "interrupted"
@@ -170,3 +154,9 @@ def test_sigterm_in_the_duration_batch_keeps_the_counters(
     assert resumed.batches[-1].groups == [  # pending, and failed (the stand-in's: no ranges)
         s.group for s in manifest.shapes if s.times_status != "ok"
     ]
+    # the interrupted duration batch's report is not read as cards of its own
+    found = classify([out], load_rules(), jobs=1)
+    assert [c.group for c in found.cards] == [s.group for s in manifest.shapes]
+    assert "dit.times.ncu-rep: repeats of a duration batch whose shapes were timed again" in (
+        "\n".join(found.input_warnings)
+    )
