@@ -148,3 +148,18 @@ def _no_clock(text: str) -> str:
     """The output without its stamps: JSON stamp keys, and the cards' stamps the Markdown
     header quotes (the cards of the committed capture are made afresh, at another time)."""
     return re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", "<stamp>", unstamped(text))
+
+
+def test_repeat_counters_measure_every_metric(tmp_path: Path) -> None:
+    """--repeat 5 --repeat-counters on the H200 (its cards, committed): every metric has its own
+    spread; work counters and launch figures do not move."""
+    cards = _cards("w480_rep5_counters", tmp_path)
+    gemm = next(c for c in cards.cards if c.group == "dit:linear:M4680_N5120_K5120:bf16:bias")
+    kernel = gemm.kernels[0]
+    assert kernel.repeats and kernel.repeats.basis == "counters" and kernel.repeats.scaled == []
+    metrics = kernel.repeats.metrics
+    assert metrics["flops_hgmma_bf16"].rsd_pct == 0 and metrics["flops_hgmma_bf16"].n == 5
+    assert metrics["grid"].sd == 0 and metrics["waves"].max == metrics["waves"].min
+    assert metrics["l2_pct"].n == 5 and metrics["l2_pct"].sd and metrics["l2_pct"].sd > 0
+    assert gemm.measurement and gemm.measurement.basis == "counters"
+    assert gemm.measurement.stability and gemm.measurement.stability.verdict == "stable"
