@@ -47,8 +47,8 @@ def make_folder(folder: Path, copies: int) -> list[Path]:
     for i in range(copies):
         for plain in plains:
             dst = folder / f"{plain.name.removesuffix('.ncu-rep')}_{i:03d}.ncu-rep"
-            if not dst.exists():
-                os.link(plain, dst)
+            if not dst.exists():  # a copy: classify reads a hard link of a read file once
+                shutil.copyfile(plain, dst)
             out.append(dst)
     return out
 
