@@ -35,7 +35,6 @@ class TimeTest:
     speed: Speed
     baseline: Interval
     candidate: Interval
-    largest_change_pct: float
 
     def rounded(self) -> list[list[float]]:
         """Both sides' intervals, baseline first, to 6 significant digits."""
@@ -69,7 +68,7 @@ def time_test(base: Card, cand: Card, noise: Noise) -> TimeTest | None:
         speed = "slower"
     else:
         speed = "within_noise" if largest <= noise.duration_pct else "inconclusive"
-    return TimeTest(speed, one, other, round(largest, 3))
+    return TimeTest(speed, one, other)
 
 
 def verdicts_measured(base: Card, cand: Card) -> bool:

@@ -77,12 +77,5 @@ def spread(values: Sequence[float]) -> Spread:
     )
 
 
-def overlap(a: Spread, b: Spread) -> bool | None:
-    """Whether the two intervals overlap; None if either has none."""
-    if None in (a.ci95_low, a.ci95_high, b.ci95_low, b.ci95_high):
-        return None
-    return a.ci95_low <= b.ci95_high and b.ci95_low <= a.ci95_high  # type: ignore[operator]
-
-
 def _r(value: float) -> float:
     return float(f"{value:.6g}")

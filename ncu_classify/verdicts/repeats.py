@@ -143,12 +143,11 @@ def _summed(durations: list[list[float]]) -> Spread | None:
 @dataclass(frozen=True)
 class Interval:
     """Where a metric's value may lie in another capture: its own spread's 95 % interval
-    widened by the run-to-run sd (`half` combines the two), and that sd's part."""
+    widened by the run-to-run sd (`half` combines the two; `sd` both sds in quadrature)."""
 
     center: float
     half: float
     sd: float
-    own: Spread | None
 
     def ends(self) -> tuple[float, float]:
         return (self.center - self.half, self.center + self.half)
@@ -170,7 +169,7 @@ def metric_interval(
     if own_half is None and not between:
         return None
     half = math.hypot(own_half or 0.0, Z95 * (between or 0.0))
-    return Interval(center, half, math.hypot(own_sd or 0.0, between or 0.0), own)
+    return Interval(center, half, math.hypot(own_sd or 0.0, between or 0.0))
 
 
 def stability(
