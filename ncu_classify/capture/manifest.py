@@ -15,6 +15,7 @@ from ..core.units import NonNegative
 from ..read.names import REPORT_SUFFIXES
 from .aten import aten_nominal_bytes
 from .drill import DrillRequest
+from .protocol import ReplayPhases
 from .recorded import RecordedTotals
 
 MANIFEST_NAME = "manifest.json"
@@ -108,6 +109,9 @@ class ShapeRecord(BaseModel):
     input_sha256: str | None = None
     backend_used: str | None = None
     replay_seconds: float | None = None
+    replay_phases: ReplayPhases | None = Field(
+        default=None, description="where the replay's seconds went (inputs, warm-up, measured)"
+    )
     report: ReportName = None
     kernels: int | None = None
     replay_passes: list[int] = Field(default_factory=list)

@@ -57,6 +57,7 @@ def _apply_line(rec: ShapeRecord, batch: BatchRecord, line: ShapeLine) -> None:
     rec.input_sha256 = line.input_sha256
     rec.backend_used = line.backend_used
     rec.replay_seconds = line.seconds
+    rec.replay_phases = line.phases
     rec.report = batch.report or None
 
 

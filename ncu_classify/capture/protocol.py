@@ -57,6 +57,17 @@ class EnvLine(BaseModel):
     pid: int
 
 
+class ReplayPhases(BaseModel):
+    """Where a shape's replay time went, in seconds: building its inputs (draw, hash, copy to
+    the GPU), the warm-up launches (unprofiled), the measured launches (under ncu: every replay
+    pass of every kernel)."""
+
+    model_config = ConfigDict(extra="forbid")
+    inputs: float
+    warmup: float
+    measured: float
+
+
 class ShapeLine(BaseModel):
     """One replayed shape: ok, or failed with the reason."""
 
@@ -69,6 +80,7 @@ class ShapeLine(BaseModel):
     backend_used: str | None = None
     seconds: float | None = None
     launches: int | None = None  # measured launches, where there were several
+    phases: ReplayPhases | None = None
 
 
 Replay = Callable[[ShapeEntry, "BatchFile"], dict[str, Any]]  # entry, its batch -> line fields

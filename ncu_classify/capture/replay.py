@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import os
 import sys
+import time
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -261,6 +262,7 @@ def replay_one(entry: ShapeEntry, batch: BatchFile) -> dict[str, Any]:
     shape's range: once, or (--repeat) each launch in a nested `repeat#N` range. An op that
     writes its arguments has them restored before each run."""
     _chosen[0] = None
+    started = time.perf_counter()
     reset: Callable[[], None] | None = None
     device = "cuda" if batch.device_inputs else "cpu"
     if isinstance(entry.shape, AtenShape):
@@ -274,10 +276,14 @@ def replay_one(entry: ShapeEntry, batch: BatchFile) -> dict[str, Any]:
         cpu, op = BUILDERS[type(entry.shape)](entry.shape, draws)
         sha = draws.finish(cpu)
         del cpu
+    torch.cuda.synchronize()
+    built = time.perf_counter()
     for _ in range(batch.warmup):
         if reset:
             reset()
         op()
+    torch.cuda.synchronize()
+    warm = time.perf_counter()
     numbers = batch.repeat_numbers()
     launches: list[int | None] = list(numbers) if numbers else [None]
     for number in launches:
@@ -285,7 +291,13 @@ def replay_one(entry: ShapeEntry, batch: BatchFile) -> dict[str, Any]:
             reset()
         with nvtx_range(entry.group):
             _launch(op, number)
-    fields: dict[str, Any] = {"input_sha256": sha, "backend_used": _chosen[0]}
+    done = time.perf_counter()
+    phases = {"inputs": built - started, "warmup": warm - built, "measured": done - warm}
+    fields: dict[str, Any] = {
+        "input_sha256": sha,
+        "backend_used": _chosen[0],
+        "phases": {name: round(value, 4) for name, value in phases.items()},
+    }
     if numbers:
         fields["launches"] = len(numbers)
     return fields
