@@ -32,6 +32,7 @@ ALLOWED = {
 TOP = {"__init__": {"core", "present"}, "__main__": {"cli"}, "_version": set()}
 NCU_REPORT_HOME = "read.kernels"
 TORCH_HOMES = {
+    "capture.inputs",
     "capture.replay",
     "capture.replay_ops",
     "record.recorder",

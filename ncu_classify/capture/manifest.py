@@ -15,7 +15,7 @@ from ..core.units import NonNegative
 from ..read.names import REPORT_SUFFIXES
 from .aten import aten_nominal_bytes
 from .drill import DrillRequest
-from .protocol import ReplayPhases
+from .protocol import InputDraws, ReplayPhases
 from .recorded import RecordedTotals
 
 MANIFEST_NAME = "manifest.json"
@@ -164,6 +164,10 @@ class Manifest(BaseModel):
     seed: int
     warmup: int
     cudnn_benchmark: bool
+    input_draws: InputDraws = Field(
+        default="torch_cpu_randn",
+        description="the generator of seeded inputs (capture.inputs); older captures: torch's CPU",
+    )
     shard: str = "1/1"
     host: HostInfo = Field(default_factory=HostInfo)
     metrics: list[str]

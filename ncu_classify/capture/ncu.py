@@ -89,6 +89,7 @@ def run_ncu_batch(
             seed=plan.shapes.seed,
             warmup=plan.shapes.warmup,
             cudnn_benchmark=plan.shapes.cudnn_benchmark,
+            input_draws=plan.input_draws,
             entries=batch.entries,
             parent_pid=os.getpid(),
             **launch_plan(batch, options),

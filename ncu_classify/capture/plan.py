@@ -20,6 +20,7 @@ from .drill import DrillRequest, capture_metrics, drill_entries, resolve_drill
 from .manifest import MANIFEST_NAME, Manifest, ShapeRecord, read_manifest
 from .ncu_cmd import ncu_argv
 from .ops import InputSpec
+from .protocol import InputDraws
 from .repeats import DURATION_METRIC, timed, with_times
 from .shapes import ShapeEntry, ShapesFile, load_shapes
 
@@ -200,6 +201,11 @@ class Plan:
     previous: Manifest | None
     drill: DrillRequest | None = None  # the drill-down request, checked against the shapes
     repeat: int = 1  # launches measured per shape (--repeat)
+
+    @property
+    def input_draws(self) -> InputDraws:
+        """The generator of seeded inputs: a resumed capture keeps its own."""
+        return self.previous.input_draws if self.previous else "hashed_normal_v1"
 
 
 def batch_argv(batch: Batch, out: Path, options: CaptureOptions) -> list[str]:

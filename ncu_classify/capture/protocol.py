@@ -27,6 +27,9 @@ from pydantic import BaseModel, ConfigDict
 
 from .shapes import ShapeEntry
 
+# The generators of seeded inputs (capture.inputs says how each draws).
+InputDraws = Literal["hashed_normal_v1", "torch_cpu_randn"]
+
 
 class BatchFile(BaseModel):
     """What one ncu process replays, and how."""
@@ -39,7 +42,8 @@ class BatchFile(BaseModel):
     parent_pid: int | None = None  # the capture process; the target stops if it is gone
     launches: int = 1  # measured launches per shape, each in its own `repeat#N` range if > 1
     first_repeat: int = 1  # the repeat number of the first of them
-    device_inputs: bool = False  # draw inputs on the GPU (a duration-only batch: no hashes)
+    device_inputs: bool = False  # torch_cpu_randn only: the repeats draw on the GPU, no hashes
+    input_draws: InputDraws = "hashed_normal_v1"
 
     def repeat_numbers(self) -> list[int] | None:
         """The repeat number of each launch, None for a single launch of the first repeat (no

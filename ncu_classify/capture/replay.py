@@ -1,9 +1,9 @@
 """Replay shapes on the GPU, each once inside its own NVTX range; run by capture under ncu.
 
-With replay_ops (recorded device ops) the only capture code that imports torch. For each
-shape it builds inputs from a fixed seed on the CPU (so that their sha256 is reproducible
-anywhere), warms the op up outside any NVTX range (cuDNN/cuBLAS heuristics and autotuning land
-there and are not profiled), then runs it once inside the range named by the shape's group id.
+With inputs and replay_ops the only capture code that imports torch. For each shape it builds
+inputs from a fixed seed (capture.inputs: on the GPU, the same bytes on any machine), warms the
+op up outside any NVTX range (cuDNN/cuBLAS heuristics and autotuning land there and are not
+profiled), then runs it once inside the range named by the shape's group id.
 One JSON line per shape goes to the status file, flushed at once, so that a crash loses nothing
 already replayed.
 
@@ -13,7 +13,6 @@ already replayed.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import sys
 import time
@@ -27,17 +26,12 @@ import torch.nn.functional as F
 
 from ..read.names import REPEAT_RANGE
 from .aten import AtenShape
-from .ops import AttentionShape, CastShape, Conv2dShape, Conv3dShape, InputSpec, LinearShape
+from .inputs import DTYPES, InputSource, Unsupported, start_draws
+from .ops import AttentionShape, CastShape, Conv2dShape, Conv3dShape, LinearShape
 from .protocol import BatchFile, read_batch, serve_batch
 from .replay_ops import NotReplayable, Storages, prepare
 from .shapes import ShapeEntry
 
-DTYPES = {
-    "bf16": torch.bfloat16,
-    "fp16": torch.float16,
-    "fp32": torch.float32,
-    "uint8": torch.uint8,
-}
 # Attention backends that are Python packages: the module that has `flash_attn_func`.
 # fa3_fwd is the `fa3-fwd` wheel: FlashAttention-3's forward kernels, built for Hopper.
 BACKEND_MODULES = {
@@ -48,107 +42,14 @@ BACKEND_MODULES = {
 Op = Callable[[], Any]
 
 
-class Unsupported(Exception):
-    """The shape asks for something this host cannot run (a backend that is not installed)."""
-
-
-class InputCache:
-    """The previous shape's CPU inputs, by the draws that made them: the next shape reuses every
-    tensor it would draw identically (the FA2 and FA3 variants of one attention shape draw the
-    same 1.4 GB), which saves generating and hashing them again."""
-
-    def __init__(self) -> None:
-        self.tensors: dict[tuple[int, tuple[InputSpec, ...]], torch.Tensor] = {}
-        self.shas: dict[tuple[int, tuple[InputSpec, ...]], str] = {}
-
-    def start(self, seed: int, device: str = "cpu") -> Draws:
-        return Draws(self, seed, device)
-
-
-class Draws:
-    """Seeded draws for one shape: `draw(shape, dtype, scale)`, reproducible on any machine.
-    On `cuda` (the duration-only repeats) the same distributions are drawn on the GPU by its
-    own generator: other values, no CPU time, no hash."""
-
-    def __init__(self, cache: InputCache, seed: int, device: str = "cpu") -> None:
-        self.cache, self.seed, self.device = cache, seed, device
-        self.specs: list[InputSpec] = []
-        self.made: dict[tuple[int, tuple[InputSpec, ...]], torch.Tensor] = {}
-        self.gen: torch.Generator | None = None
-        self.consumed = 0  # draws the generator has advanced past
-
-    def __call__(self, shape: list[int], dtype: str, scale: float = 1.0) -> torch.Tensor:
-        self.specs.append((tuple(shape), dtype, scale))
-        key = (self.seed, tuple(self.specs))
-        tensor = self.cache.tensors.get(key) if self.device == "cpu" else None
-        if tensor is None:
-            if self.gen is None or self.consumed != len(self.specs) - 1:
-                self.gen = torch.Generator(self.device).manual_seed(self.seed)
-                for earlier, _, _ in self.specs[:-1]:  # fast-forward past reused draws
-                    torch.randn(earlier, generator=self.gen, device=self.device)
-            drawn = torch.randn(shape, generator=self.gen, device=self.device)
-            tensor = (drawn * scale).to(DTYPES[dtype])
-            self.consumed = len(self.specs)
-        self.made[key] = tensor
-        return tensor
-
-    def all(self, specs: list[InputSpec]) -> list[torch.Tensor]:
-        """Draw every input of a shape, in order."""
-        return [self(list(dims), dtype, scale) for dims, dtype, scale in specs]
-
-    def finish(self, tensors: list[torch.Tensor]) -> str | None:
-        """sha256 of this shape's inputs; keep them for the next shape (CPU draws only)."""
-        if self.device != "cpu":
-            return None
-        key = (self.seed, tuple(self.specs))
-        sha = self.cache.shas.get(key) or _hash(tensors)
-        self.cache.tensors, self.cache.shas = self.made, {key: sha}
-        return sha
-
-
-_CACHE = InputCache()
-
-
-class RecordedInputs:
-    """The real inputs `record --save-inputs` kept for a shape, handed out in the order the
-    shape's builder asks for them; they must have the shape's dims and dtypes."""
-
-    def __init__(self, path: Path) -> None:
-        try:
-            tensors = torch.load(path, weights_only=True, map_location="cpu")
-        except (OSError, RuntimeError, EOFError) as exc:
-            raise Unsupported(f"recorded inputs {path} cannot be read: {exc}") from None
-        if not isinstance(tensors, list) or not all(isinstance(t, torch.Tensor) for t in tensors):
-            raise Unsupported(f"recorded inputs {path}: not a list of tensors")
-        self.tensors, self.path = tensors, path
-
-    def all(self, specs: list[InputSpec]) -> list[torch.Tensor]:
-        got = [(tuple(t.shape), t.dtype) for t in self.tensors]
-        want = [(tuple(dims), DTYPES[dtype]) for dims, dtype, _ in specs]
-        if got != want:
-            raise Unsupported(f"recorded inputs {self.path} are {got}, the shape needs {want}")
-        return self.tensors
-
-    def finish(self, tensors: list[torch.Tensor]) -> str:
-        return _hash(tensors)
-
-
-def _hash(tensors: list[torch.Tensor]) -> str:
-    """sha256 over the CPU bytes of the inputs, in order, in their logical (contiguous) layout."""
-    digest = hashlib.sha256()
-    for t in tensors:
-        digest.update(t.contiguous().view(torch.uint8).numpy().tobytes())
-    return digest.hexdigest()
-
-
-def _linear(s: LinearShape, draw: Draws) -> tuple[list[torch.Tensor], Op]:
+def _linear(s: LinearShape, draw: InputSource) -> tuple[list[torch.Tensor], Op]:
     cpu = draw.all(s.inputs())
     x, w, *b = (t.cuda() for t in cpu)
     torch.backends.cuda.matmul.allow_tf32 = s.allow_tf32
     return cpu, lambda: F.linear(x, w, b[0] if b else None)
 
 
-def _conv3d(s: Conv3dShape, draw: Draws) -> tuple[list[torch.Tensor], Op]:
+def _conv3d(s: Conv3dShape, draw: InputSource) -> tuple[list[torch.Tensor], Op]:
     cpu = draw.all(s.inputs())
     fmt = (
         torch.channels_last_3d if s.memory_format == "channels_last_3d" else torch.contiguous_format
@@ -160,7 +61,7 @@ def _conv3d(s: Conv3dShape, draw: Draws) -> tuple[list[torch.Tensor], Op]:
     )
 
 
-def _attention(s: AttentionShape, draw: Draws) -> tuple[list[torch.Tensor], Op]:
+def _attention(s: AttentionShape, draw: InputSource) -> tuple[list[torch.Tensor], Op]:
     cpu = draw.all(s.inputs())
     q, k, v = (t.cuda() for t in cpu)
     k, v = k[:, :, : s.valid_keys], v[:, :, : s.valid_keys]  # padded buffer, valid prefix
@@ -192,7 +93,7 @@ def _attention_op(
     return lambda: module.flash_attn_func(qt, kt, vt, causal=s.causal)
 
 
-def _conv2d(s: Conv2dShape, draw: Draws) -> tuple[list[torch.Tensor], Op]:
+def _conv2d(s: Conv2dShape, draw: InputSource) -> tuple[list[torch.Tensor], Op]:
     cpu = draw.all(s.inputs())
     fmt = torch.channels_last if s.memory_format == "channels_last" else torch.contiguous_format
     x, w, *b = (t.cuda().contiguous(memory_format=fmt) if t.dim() == 4 else t.cuda() for t in cpu)
@@ -227,13 +128,13 @@ def _import_backend(name: str) -> Any:
         raise Unsupported(f"backend {name} is not importable here: {exc}") from None
 
 
-def _cast(s: CastShape, draw: Draws) -> tuple[list[torch.Tensor], Op]:
+def _cast(s: CastShape, draw: InputSource) -> tuple[list[torch.Tensor], Op]:
     cpu = draw.all(s.inputs())
     x = cpu[0].cuda()
     return cpu, lambda: x.to(DTYPES[s.to])
 
 
-BUILDERS: dict[type, Callable[[Any, Draws], tuple[list[torch.Tensor], Op]]] = {
+BUILDERS: dict[type, Callable[[Any, InputSource], tuple[list[torch.Tensor], Op]]] = {
     LinearShape: _linear,
     Conv3dShape: _conv3d,
     Conv2dShape: _conv2d,
@@ -254,7 +155,10 @@ def nvtx_range(name: str) -> Iterator[None]:
         torch.cuda.nvtx.range_pop()
 
 
-_STORAGES = Storages()  # the drawn storages of recorded device ops, shared across shapes
+# The drawn storages of recorded device ops, shared across shapes. Kept small: ncu saves and
+# restores the memory a process holds around every profiled kernel (about 4 ms per GB).
+_STORAGES = Storages(budget=2 << 30)
+DRAW_DEVICE = "cuda"  # where seeded inputs are drawn (tests on a CPU set "cpu")
 
 
 def replay_one(entry: ShapeEntry, batch: BatchFile) -> dict[str, Any]:
@@ -262,17 +166,17 @@ def replay_one(entry: ShapeEntry, batch: BatchFile) -> dict[str, Any]:
     shape's range: once, or (--repeat) each launch in a nested `repeat#N` range. An op that
     writes its arguments has them restored before each run."""
     _chosen[0] = None
+    torch.cuda.empty_cache()  # the previous shape's blocks: less memory for ncu to save
     started = time.perf_counter()
     reset: Callable[[], None] | None = None
-    device = "cuda" if batch.device_inputs else "cpu"
+    sha: str | None
     if isinstance(entry.shape, AtenShape):
         if entry.shape.inputs_file:
             raise Unsupported("recorded inputs are not kept for device ops (aten shapes)")
         prepared = prepare(entry.shape, batch.seed, "cuda", _STORAGES)
         op, reset, sha = prepared.run, prepared.reset, prepared.input_sha256
     else:
-        given = entry.shape.inputs_file
-        draws: Any = RecordedInputs(Path(given)) if given else _CACHE.start(batch.seed, device)
+        draws = start_draws(entry, batch, DRAW_DEVICE)
         cpu, op = BUILDERS[type(entry.shape)](entry.shape, draws)
         sha = draws.finish(cpu)
         del cpu

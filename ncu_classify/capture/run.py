@@ -112,6 +112,7 @@ def _new_manifest(shapes_path: Path, plan: Plan, options: CaptureOptions) -> Man
         seed=plan.shapes.seed,
         warmup=plan.shapes.warmup,
         cudnn_benchmark=plan.shapes.cudnn_benchmark,
+        input_draws=plan.input_draws,
         metrics=capture_metrics(plan.drill),
         shapes=[],
         drill_down=plan.drill,

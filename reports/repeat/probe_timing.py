@@ -19,7 +19,8 @@ from pathlib import Path
 
 import torch
 
-from ncu_classify.capture.replay import _CACHE, BUILDERS, nvtx_range
+from ncu_classify.capture.inputs import _CACHE
+from ncu_classify.capture.replay import BUILDERS, nvtx_range
 from ncu_classify.capture.shapes import load_shapes
 
 

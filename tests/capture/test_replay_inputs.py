@@ -15,7 +15,7 @@ from conftest import SMOKE, import_or_skip
 torch = import_or_skip("torch")
 
 from ncu_classify.capture.protocol import BatchFile  # noqa: E402
-from ncu_classify.capture.replay import DTYPES, InputCache  # noqa: E402
+from ncu_classify.capture.inputs import DTYPES, InputCache  # noqa: E402
 
 
 def _plain(seed: int, specs: list[tuple[list[int], str, float]]) -> list:
@@ -49,7 +49,7 @@ def test_partial_reuse_fast_forwards_the_generator() -> None:
     got = [two([8, 8], "fp32"), two([6, 4], "fp32")]
     for a, b in zip(got, _plain(0, [([8, 8], "fp32", 1.0), ([6, 4], "fp32", 1.0)]), strict=True):
         assert torch.equal(a, b)
-    from ncu_classify.capture.replay import _hash
+    from ncu_classify.capture.inputs import tensor_sha256 as _hash
 
     assert two.finish(got) == _hash(_plain(0, [([8, 8], "fp32", 1.0), ([6, 4], "fp32", 1.0)]))
 
@@ -71,6 +71,8 @@ def test_builders_replay_small_shapes_on_the_cpu(monkeypatch: pytest.MonkeyPatch
     from ncu_classify.capture.shapes import ShapeEntry
 
     monkeypatch.setattr(torch.Tensor, "cuda", lambda self: self)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(replay, "DRAW_DEVICE", "cpu")
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
     monkeypatch.setattr(torch.cuda.nvtx, "range_push", lambda name: None)
     monkeypatch.setattr(torch.cuda.nvtx, "range_pop", lambda: None)
@@ -113,6 +115,8 @@ def test_repeats_are_launched_in_nested_ranges(monkeypatch: pytest.MonkeyPatch) 
 
     events: list[str] = []
     monkeypatch.setattr(torch.Tensor, "cuda", lambda self: self)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(replay, "DRAW_DEVICE", "cpu")
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
     monkeypatch.setattr(torch.cuda.nvtx, "range_push", lambda name: events.append(f"+{name}"))
     monkeypatch.setattr(torch.cuda.nvtx, "range_pop", lambda: events.append("-"))
@@ -136,7 +140,7 @@ def test_repeats_are_launched_in_nested_ranges(monkeypatch: pytest.MonkeyPatch) 
         entry, BatchFile(seed=0, warmup=1, cudnn_benchmark=False, entries=[])
     )
     assert events == ["+s:0", "-"] and "launches" not in single  # the old report form
-    draws = replay.InputCache().start(0, "cuda")
+    draws = InputCache().start(0, "cuda")
     assert draws.finish([]) is None
 
 
@@ -147,6 +151,8 @@ def test_out_of_memory_is_recorded_and_the_batch_goes_on(
     from ncu_classify.capture import replay
 
     monkeypatch.setattr(torch.Tensor, "cuda", lambda self: self)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(replay, "DRAW_DEVICE", "cpu")
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
     monkeypatch.setattr(torch.cuda.nvtx, "range_push", lambda name: None)

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import CLI, SMOKE
+from conftest import CLI
 
 pytestmark = pytest.mark.gpu
 
@@ -30,9 +30,17 @@ def test_capture_then_classify_on_the_gpu(tmp_path: Path) -> None:
     manifest = json.loads((raw / "manifest.json").read_text())
     assert [(s["status"], s["kernels"]) for s in manifest["shapes"]] == [("ok", 1), ("ok", 1)]
     assert all(p < 20 for s in manifest["shapes"] for p in s["replay_passes"])
-    # Inputs come from a fixed seed on the CPU: the same shape hashes as in the committed capture.
-    smoke = json.loads((SMOKE / "manifest.json").read_text())["shapes"][0]
-    assert manifest["shapes"][0]["input_sha256"] == smoke["input_sha256"]
+    # Inputs are drawn on the GPU by the hashed generator: the recipe's sha256, as on a CPU.
+    from ncu_classify.capture.inputs import HashedDraws
+    from ncu_classify.capture.ops import LinearShape
+
+    linear = LinearShape.model_validate({"op": "linear", "M": 4680, "N": 5120, "K": 5120})
+    recipe = HashedDraws(0, "cpu")
+    recipe.specs = [(tuple(d), t, s) for d, t, s in linear.inputs()]
+    assert manifest["input_draws"] == "hashed_normal_v1"
+    assert manifest["shapes"][0]["input_sha256"] == recipe.finish([])
+    phases = [set(s["replay_phases"]) for s in manifest["shapes"]]
+    assert phases == [{"inputs", "warmup", "measured"}] * 2
     cards_path = tmp_path / "cards.json"
     proc = subprocess.run(
         [*cli, "classify", str(raw), "-o", str(cards_path)],
@@ -45,6 +53,23 @@ def test_capture_then_classify_on_the_gpu(tmp_path: Path) -> None:
     assert [c["primary"] for c in cards] == ["compute_bound", "dram_bandwidth_bound"]
     assert cards[0]["kernels"][0]["metrics"]["sm_pct"] >= 60
     assert cards[0]["kernels"][0]["missing_metrics"] == []
+
+
+def test_hashed_inputs_on_the_gpu_are_the_cpu_bytes() -> None:
+    """The generator's bytes on the H200 equal a CPU's, across a chunk boundary and per dtype."""
+    import hashlib
+
+    import torch
+
+    from ncu_classify.capture.inputs import HashedDraws
+
+    specs = [([40_000_000], "fp32", 1.0), ([3, 1000, 777], "bf16", 0.125), ([5000], "fp16", 2.0)]
+    digests = []
+    for device in ("cuda", "cpu"):
+        draws = HashedDraws(3, device)
+        made = [draws(*spec).cpu().contiguous().view(torch.uint8).numpy() for spec in specs]
+        digests.append([hashlib.sha256(m.tobytes()).hexdigest() for m in made])
+    assert digests[0] == digests[1]
 
 
 def test_record_on_the_gpu_then_capture_replays_the_recorded_inputs(tmp_path: Path) -> None:
