@@ -14,8 +14,8 @@ from conftest import SMOKE, import_or_skip
 
 torch = import_or_skip("torch")
 
-from ncu_classify.capture.protocol import BatchFile  # noqa: E402
 from ncu_classify.capture.inputs import DTYPES, InputCache  # noqa: E402
+from ncu_classify.capture.protocol import BatchFile  # noqa: E402
 
 
 def _plain(seed: int, specs: list[tuple[list[int], str, float]]) -> list:
