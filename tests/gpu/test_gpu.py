@@ -34,7 +34,9 @@ def test_capture_then_classify_on_the_gpu(tmp_path: Path) -> None:
     from ncu_classify.capture.inputs import HashedDraws
     from ncu_classify.capture.ops import LinearShape
 
-    linear = LinearShape.model_validate({"op": "linear", "M": 4680, "N": 5120, "K": 5120})
+    linear = LinearShape.model_validate(
+        {"op": "linear", "M": 4680, "N": 5120, "K": 5120, "dtype": "bf16", "bias": True}
+    )
     recipe = HashedDraws(0, "cpu")
     recipe.specs = [(tuple(d), t, s) for d, t, s in linear.inputs()]
     assert manifest["input_draws"] == "hashed_normal_v1"
