@@ -1,13 +1,18 @@
-"""Time `classify` against the bare cost of reading the same metrics with ncu_report.
+"""Time `classify` against the bare cost of reading what its cards are made of with ncu_report.
 
 Builds a folder of N real H200 reports (copies of the committed smoke capture, decompressed so
-that both sides read the same plain files), then prints kernels per second for:
-  bare    one process: ncu_report.load_report + the same metric look-ups, nothing else
-  tool    classify(): the same reads plus cards, rules and the JSON file
-serially and with one process per core, their ratio, and the peak memory of classify runs over
-a growing number of reports (to show it stays flat).
+that both sides read the same plain files; or, with --report, one large report alone), then
+prints kernels per second for:
+  card    one process: the ncu_report calls the tool makes for its cards, recorded once per
+          report and replayed with nothing around them (bench/card_reads.py): reading's floor
+  tool    classify(): the same reads plus units, verdicts, margins, cards and the JSON file
+  catalog one process: ncu_report.load_report + only the catalog's ~23 card metrics (the
+          issue's first "bare read"; the cards need about 5x more look-ups than that)
+serially and with one process per core, their ratios, and the peak memory of classify runs
+over a growing number of reports (to show it stays flat).
 
     python bench/classify_speed.py [--copies 8] [--memory-steps 2,8,32]
+    python bench/classify_speed.py --report fixtures/record_h200_wan14b/all.ncu-rep.xz
 """
 
 from __future__ import annotations
@@ -33,16 +38,24 @@ sys.path.insert(0, str(ROOT))
 from ncu_classify.core.metrics import CATALOG  # noqa: E402
 
 
-def make_folder(folder: Path, copies: int) -> list[Path]:
-    """`copies` copies of every smoke report, decompressed, with distinct names."""
+def make_folder(folder: Path, copies: int, sources: list[Path]) -> list[Path]:
+    """`copies` copies of every source report, decompressed, with distinct names; beside them
+    (`reads.json`) the metric names the tool looks up per kernel of each source."""
     folder.mkdir(parents=True, exist_ok=True)
+    src_dir = folder.parent / "_src"
+    src_dir.mkdir(exist_ok=True)
     plains = []
-    for src in sorted(SMOKE.glob("*.ncu-rep.xz")):
-        plain = folder / "_src" / src.name.removesuffix(".xz")
-        plain.parent.mkdir(exist_ok=True)
-        with lzma.open(src) as a, plain.open("wb") as b:
-            shutil.copyfileobj(a, b)
+    for src in sources:
+        plain = src_dir / src.name.removesuffix(".xz")
+        if not plain.exists():
+            with lzma.open(src) as a, plain.open("wb") as b:
+                shutil.copyfileobj(a, b)
         plains.append(plain)
+    reads = folder.parent / "reads.json"
+    if not reads.exists():
+        from card_reads import record
+
+        reads.write_text(json.dumps({p.name.removesuffix(".ncu-rep"): record(p) for p in plains}))
     out = []
     for i in range(copies):
         for plain in plains:
@@ -53,7 +66,7 @@ def make_folder(folder: Path, copies: int) -> list[Path]:
     return out
 
 
-def bare_read(path: Path) -> int:
+def catalog_read(path: Path) -> int:
     """Open one report and read every catalog metric of every kernel; return kernel count."""
     import ncu_report
 
@@ -75,6 +88,16 @@ def bare_read(path: Path) -> int:
     return kernels
 
 
+_READS: dict[str, list[list[str]]] = {}
+
+
+def card_read(path: Path) -> int:
+    """The tool's recorded ncu_report calls for this report's source, bare."""
+    from card_reads import replay
+
+    return replay(path, _READS[path.name.rsplit("_", 1)[0]])
+
+
 def cpu_seconds() -> float:
     """User + system CPU time of this process and its finished children."""
     own = resource.getrusage(resource.RUSAGE_SELF)
@@ -82,16 +105,19 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def child_bare(folder: Path, jobs: int) -> float:
-    """In a fresh process: seconds to read every report of `folder` with bare ncu_report."""
+def child_bare(folder: Path, jobs: int, mode: str) -> float:
+    """In a fresh process: seconds to read every report of `folder` with bare ncu_report, the
+    tool's card reads (`card`) or the catalog's metrics alone (`catalog`)."""
     paths = sorted(folder.glob("*.ncu-rep"))
+    _READS.update(json.loads((folder.parent / "reads.json").read_text()))
+    read = card_read if mode == "card" else catalog_read
     cpu = cpu_seconds()
     start = time.perf_counter()
     if jobs == 1:
-        kernels = sum(map(bare_read, paths))
+        kernels = sum(map(read, paths))
     else:
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-            kernels = sum(pool.map(bare_read, paths))
+            kernels = sum(pool.map(read, paths))
     elapsed = time.perf_counter() - start
     print(json.dumps({"seconds": elapsed, "kernels": kernels, "cpu": cpu_seconds() - cpu}))
     return elapsed
@@ -135,7 +161,9 @@ def in_child(mode: str, folder: Path, jobs: int) -> dict:
         text=True,
         env={
             **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+            "PYTHONPATH": os.pathsep.join(
+                [str(ROOT), str(ROOT / "bench"), os.environ.get("PYTHONPATH", "")]
+            ),
         },
     )
     if proc.returncode:
@@ -143,57 +171,72 @@ def in_child(mode: str, folder: Path, jobs: int) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def best(mode: str, folder: Path, jobs: int, rounds: int) -> dict:
+    """The fastest of `rounds` fresh runs of `mode`."""
+    return min((in_child(mode, folder, jobs) for _ in range(rounds)), key=lambda r: r["seconds"])
+
+
+def compare(folder: Path, rounds: int, cores: int) -> None:
+    """The three sides, serially and with one process per core, side by side."""
+    print(
+        f"{'jobs':>4} {'kernels':>8} {'card k/s':>9} {'tool k/s':>9} {'catalog k/s':>12}"
+        f" {'tool/card':>10} {'(CPU)':>6} {'tool/catalog':>13}"
+    )
+    tool_times = {}
+    for jobs in sorted({1, cores}):
+        card, catalog = best("card", folder, jobs, rounds), best("catalog", folder, jobs, rounds)
+        tool = best("tool", folder, jobs, rounds)
+        kernels = tool["kernels"]
+        tool_times[jobs] = tool["seconds"]
+        print(
+            f"{jobs:>4} {kernels:>8} {kernels / card['seconds']:>9.1f}"
+            f" {kernels / tool['seconds']:>9.1f} {kernels / catalog['seconds']:>12.1f}"
+            f" {tool['seconds'] / card['seconds']:>10.3f} {tool['cpu'] / card['cpu']:>6.3f}"
+            f" {tool['seconds'] / catalog['seconds']:>13.3f}"
+        )
+    if cores > 1:
+        speedup = tool_times[1] / tool_times[cores]
+        print(f"tool speed-up from 1 to {cores} processes: {speedup:.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--copies", type=int, default=50, help="copies of the 4 smoke reports")
+    parser.add_argument("--copies", type=int, default=50, help="copies of the source reports")
+    parser.add_argument("--report", type=Path, help="one report instead of the smoke capture")
     parser.add_argument("--memory-steps", default="16,64,256", help="copies per memory run")
     parser.add_argument("--rounds", type=int, default=3, help="best of this many timings")
     parser.add_argument("--jobs", type=int, default=0)
-    parser.add_argument("--child-bare", type=Path)
+    parser.add_argument("--child-card", type=Path)
+    parser.add_argument("--child-catalog", type=Path)
     parser.add_argument("--child-tool", type=Path)
     args = parser.parse_args()
-    if args.child_bare:
-        child_bare(args.child_bare, args.jobs)
-        return
+    for mode in ("card", "catalog"):
+        if getattr(args, f"child_{mode}"):
+            child_bare(getattr(args, f"child_{mode}"), args.jobs, mode)
+            return
     if args.child_tool:
         child_tool(args.child_tool, args.jobs)
         return
     cores = os.cpu_count() or 1
+    sources = [args.report] if args.report else sorted(SMOKE.glob("*.ncu-rep.xz"))
+    copies = 1 if args.report else args.copies
     with tempfile.TemporaryDirectory(prefix="ncu-bench-") as tmp:
         folder = Path(tmp) / "reports"
-        paths = make_folder(folder, args.copies)
+        paths = make_folder(folder, copies, sources)
         print(
             f"{len(paths)} reports, {cores} cores, python {sys.version.split()[0]};"
             f" each figure the best of {args.rounds} fresh processes"
         )
-        print(
-            f"{'jobs':>4} {'kernels':>8} {'bare k/s':>10} {'tool k/s':>10} {'tool/bare time':>15}"
-            f" {'tool/bare CPU':>14}"
-        )
-        tool_times = {}
-        for jobs in sorted({1, cores}):
-            bares = [in_child("bare", folder, jobs) for _ in range(args.rounds)]
-            runs = [in_child("tool", folder, jobs) for _ in range(args.rounds)]
-            bare, tool = min(r["seconds"] for r in bares), min(r["seconds"] for r in runs)
-            cpu_ratio = min(r["cpu"] for r in runs) / min(r["cpu"] for r in bares)
-            kernels = runs[0]["kernels"]
-            tool_times[jobs] = tool
-            print(
-                f"{jobs:>4} {kernels:>8} {kernels / bare:>10.1f} {kernels / tool:>10.1f}"
-                f" {tool / bare:>15.3f} {cpu_ratio:>14.3f}"
-            )
-        if cores > 1:
-            print(
-                f"tool speed-up from 1 to {cores} processes:"
-                f" {tool_times[1] / tool_times[cores]:.2f}x"
-            )
+        compare(folder, args.rounds, cores)
+        if args.report:
+            return
         print("peak memory of classify (MiB) as reports grow: main process, largest worker")
-        for copies in (int(x) for x in args.memory_steps.split(",")):
-            step = Path(tmp) / f"mem{copies}" / "reports"
-            make_folder(step, copies)
+        for steps in (int(x) for x in args.memory_steps.split(",")):
+            step = Path(tmp) / f"mem{steps}" / "reports"
+            make_folder(step, steps, sources)
             run = in_child("tool", step, cores)
             print(
-                f"  {4 * copies:>5} reports, {run['kernels']:>5} kernels:"
+                f"  {len(sources) * steps:>5} reports, {run['kernels']:>5} kernels:"
                 f" {run['main_kib'] / 1024:8.1f} {run['worker_kib'] / 1024:8.1f}"
             )
             shutil.rmtree(step.parent)

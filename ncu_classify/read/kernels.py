@@ -282,44 +282,56 @@ def _load(plain: Path, path: Path) -> Any:
     return context
 
 
-def _kernels(plain: Path, path: Path, label: str, info: ReportInfo) -> list[KernelRecord]:
-    """Every kernel of the checked report file `plain`, refusing a damaged one; errors name
-    `path`, rows `label`."""
+Window = tuple[int, int]  # kernels [start, stop) of a report, in report order
+
+
+def _kernels(
+    plain: Path, path: Path, label: str, info: ReportInfo, window: Window | None = None
+) -> list[KernelRecord]:
+    """Every kernel of the checked report file `plain` (those of `window` only, when given),
+    refusing a damaged one; errors name `path`, rows `label`."""
     context = _load(plain, path)
     kernels: list[KernelRecord] = []
     device: dict[str, str | int | None] | None = None
+    start, stop = window or (0, 2**62)
+    position = 0  # kernels of the report before this range
     for r in range(context.num_ranges()):
         rng = context.range_by_idx(r)
-        for a in range(rng.num_actions()):
+        count = rng.num_actions()
+        for a in range(max(0, start - position), min(count, stop - position)):
             action = rng.action_by_idx(a)
             device = device if device is not None else _device(action)
             row = read_kernel(action, label, r, a, device)
             problem = _damage(action, row)
             if problem:
                 raise ReportError(
-                    f"{path}: damaged report: kernel {len(kernels)} (range {r}, action {a}) "
+                    f"{path}: damaged report: kernel {position + a} (range {r}, action {a}) "
                     f"{problem}"
                 )
             kernels.append(row)
-    if not kernels:
+        position += count
+    if not position:
         raise ReportError(f"{path}: holds no profiled kernel (truncated, or ncu profiled nothing)")
-    if info.kernels is not None and len(kernels) < info.kernels:
+    if info.kernels is not None and position < info.kernels:
         raise ReportError(
             f"{path}: damaged report: its block headers announce {info.kernels} kernels "
-            f"but ncu_report read {len(kernels)}"
+            f"but ncu_report read {position}"
         )
     return kernels
 
 
-def read_report(path: Path, label: str | None = None, scratch: Path | None = None) -> ReportRead:
-    """Every kernel of the report at `path`; `label` is the path written into the rows;
+def read_report(
+    path: Path, label: str | None = None, scratch: Path | None = None, window: Window | None = None
+) -> ReportRead:
+    """Every kernel of the report at `path` (those of `window` only, when given: a part of a
+    large report read beside the others); `label` is the path written into the rows;
     compressed reports are inflated under `scratch` (default: the system's temporary folder)."""
     label = label or str(path)
     open_regular(path, ReportError).close()  # not a FIFO, device, folder or dangling link
     try:
         with _local_report(path, scratch) as (plain, info):
             try:
-                kernels = _kernels(plain, path, label, info)
+                kernels = _kernels(plain, path, label, info, window)
             except ReportError:
                 if info.format_version in (None, SUPPORTED_FORMAT):
                     raise

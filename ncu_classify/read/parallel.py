@@ -5,12 +5,14 @@ the report is released), so with several jobs reports are read in batches by chi
 that exit after one batch: memory stays bounded however many reports there are. Each kernel
 row is handed, where it is read, to the function the caller gives (classify gives the one that
 classifies it), so that only small results cross a process boundary and this module knows no
-rules and no cards. Compressed reports are inflated under one scratch folder that
-this process owns and removes on every way out, also when the children are killed.
+rules and no cards. A large report is read in windows of kernels by several processes
+(`slices`). Compressed reports are inflated under one scratch folder that this process owns and
+removes on every way out, also when the children are killed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -19,11 +21,12 @@ from typing import Any
 from ..core.errors import ReportError
 from ..core.text import unicode_safe
 from .records import KernelRecord
+from .slices import ReadUnit, plan_units, report_bytes
 from .workers import WorkerFailure, run_in_children
 
 REPORTS_PER_WORKER = 256
 BYTES_PER_WORKER = 1 << 30
-ReadProgress = Callable[[int, int], None]  # reports done, reports in all
+ReadProgress = Callable[[int, int], None]  # read units (reports or windows) done, in all
 PerKernel = Callable[[KernelRecord], Any]  # what the caller makes of each kernel row
 Rows = list[tuple[KernelRecord, Any]]  # one report's rows, each with what PerKernel made of it
 _per_kernel: PerKernel | None = None  # what a reader process hands each row to
@@ -37,49 +40,41 @@ def _use(per_kernel: PerKernel | None, scratch: Path | None) -> None:
     _per_kernel, _scratch = per_kernel, scratch
 
 
-def _read(path: Path) -> Rows | str:
-    """Reader: one report's kernel rows, each with its per-kernel result, or the one-line error
-    that stopped it."""
+def _read(unit: ReadUnit) -> Rows | str:
+    """Reader: one report's kernel rows (or its window's), each with its per-kernel result, or
+    the one-line error that stopped it."""
     from .kernels import read_report
 
     assert _per_kernel is not None, "_use() first"
+    label = unicode_safe(str(unit.label))
     try:
-        rows = read_report(path, label=unicode_safe(str(path)), scratch=_scratch).kernels
+        rows = read_report(unit.path, label=label, scratch=_scratch, window=unit.window).kernels
     except ReportError as exc:
-        return unicode_safe(str(exc))
+        return unicode_safe(str(exc)).replace(str(unit.path), label, 1)
     return [(row, _per_kernel(row)) for row in rows]
 
 
-def _read_batch(batch: list[tuple[int, Path]]) -> list[tuple[int, Rows | str]]:
+def _read_batch(batch: list[tuple[int, ReadUnit]]) -> list[tuple[int, Rows | str]]:
     """Worker: several reports, read by one process that then exits."""
-    return [(index, _read(path)) for index, path in batch]
+    return [(index, _read(unit)) for index, unit in batch]
 
 
-def _report_bytes(path: Path) -> int:
-    """Rough uncompressed size (xz, gzip and the zstd of .ncu-repz shrink reports ~16x)."""
-    try:
-        size = path.stat().st_size
-    except OSError:
-        return 0  # gone since it was listed: its read reports that
-    return size if path.name.endswith((".ncu-rep", ".nsight-cuprof-report")) else 16 * size
-
-
-def reader_batches(paths: list[Path], workers: int) -> list[list[tuple[int, Path]]]:
-    """Split reports over `workers` with equal bytes (largest first, to the lightest worker),
+def reader_batches(units: list[ReadUnit], workers: int) -> list[list[tuple[int, ReadUnit]]]:
+    """Split units over `workers` with equal bytes (largest first, to the lightest worker),
     then cut each worker's share into batches under the per-process caps."""
-    shares: list[list[tuple[int, Path]]] = [[] for _ in range(workers)]
+    shares: list[list[tuple[int, ReadUnit]]] = [[] for _ in range(workers)]
     loads = [0] * workers
-    sized = sorted(((_report_bytes(p), i, p) for i, p in enumerate(paths)), key=lambda t: -t[0])
-    for size, index, path in sized:
+    sized = sorted(((report_bytes(u), i, u) for i, u in enumerate(units)), key=lambda t: -t[0])
+    for size, index, unit in sized:
         lightest = loads.index(min(loads))
-        shares[lightest].append((index, path))
+        shares[lightest].append((index, unit))
         loads[lightest] += size
-    batches: list[list[tuple[int, Path]]] = []
+    batches: list[list[tuple[int, ReadUnit]]] = []
     for share in shares:
-        current: list[tuple[int, Path]] = []
+        current: list[tuple[int, ReadUnit]] = []
         budget = 0
-        for index, path in sorted(share):
-            size = _report_bytes(path)
+        for index, path in sorted(share, key=lambda item: item[0]):
+            size = report_bytes(path)
             if current and (len(current) >= REPORTS_PER_WORKER or budget + size > BYTES_PER_WORKER):
                 batches.append(current)
                 current, budget = [], 0
@@ -100,44 +95,61 @@ def read_all(
     paths: list[Path], jobs: int, per_kernel: PerKernel, progress: ReadProgress | None = None
 ) -> list[Rows | str]:
     """The rows of every report, each with `per_kernel(row)`, in the order given, read by up to
-    `jobs` processes (`per_kernel` runs in the process that read the row).
-    A batch whose child dies (a native crash on a hostile report) is read again one report per
-    child, so that the crash is pinned on its report and the others are still read."""
+    `jobs` processes (`per_kernel` runs in the process that read the row); a large report is
+    read in windows by several. A batch whose child dies (a native crash on a hostile report)
+    is read again one unit per child, so that the crash is pinned on its report and the others
+    are still read."""
     with tempfile.TemporaryDirectory(prefix="ncu-classify-") as scratch:
         _use(per_kernel, Path(scratch))
         try:
-            workers = max(1, min(jobs, len(paths)))
-            batches = reader_batches(paths, workers)
-            if workers == 1 or len(batches) <= 1 or _threaded():
-                # Read here: asked for one process, or one reader's share, or fork is unsafe.
-                # With --jobs 1 memory grows by ncu_report's 0.4 MB per kernel.
-                return _read_here(paths, progress)
-            return _read_in_children(paths, batches, workers, progress)
+            with contextlib.ExitStack() as inflated:
+                parallel = jobs > 1 and not _threaded()  # fork is unsafe beside native threads
+                planned = plan_units(paths, jobs if parallel else 1, inflated, Path(scratch))
+                units = [unit for group in planned for unit in group]
+                workers = max(1, min(jobs, len(units)))
+                batches = reader_batches(units, workers)
+                if not parallel or workers == 1 or len(batches) <= 1:
+                    # Read here. With --jobs 1 memory grows by ncu_report's 0.4 MB per kernel.
+                    return _merged(planned, _read_here(units, progress))
+                return _merged(planned, _read_in_children(units, batches, workers, progress))
         finally:
             _use(None, None)
 
 
-def _read_here(paths: list[Path], progress: ReadProgress | None) -> list[Rows | str]:
+def _merged(planned: list[list[ReadUnit]], results: list[Rows | str]) -> list[Rows | str]:
+    """Per report, its units' rows joined in window order, or the first error among them."""
+    merged: list[Rows | str] = []
+    position = 0
+    for group in planned:
+        parts = results[position : position + len(group)]
+        position += len(group)
+        errors = [part for part in parts if isinstance(part, str)]
+        rows = [row for part in parts if not isinstance(part, str) for row in part]
+        merged.append(errors[0] if errors else rows)
+    return merged
+
+
+def _read_here(units: list[ReadUnit], progress: ReadProgress | None) -> list[Rows | str]:
     results = []
-    for done, path in enumerate(paths, 1):
-        results.append(_read(path))
+    for done, unit in enumerate(units, 1):
+        results.append(_read(unit))
         if progress:
-            progress(done, len(paths))
+            progress(done, len(units))
     return results
 
 
 def _read_in_children(
-    paths: list[Path],
-    batches: list[list[tuple[int, Path]]],
+    units: list[ReadUnit],
+    batches: list[list[tuple[int, ReadUnit]]],
     workers: int,
     progress: ReadProgress | None,
 ) -> list[Rows | str]:
-    results: list[Rows | str] = ["" for _ in paths]
-    if len(batches) > workers:  # recycled workers: pay ncu_report's start once, before forking
+    results: list[Rows | str] = ["" for _ in units]
+    if len(batches) > workers or units[0].window:  # pay ncu_report's start once, before forking
         from .kernels import warm_up
 
-        warm_up(paths[0], _scratch)
-    retry: list[list[tuple[int, Path]]] = []
+        warm_up(units[0].path, _scratch)
+    retry: list[list[tuple[int, ReadUnit]]] = []
     done = 0
     for tasks in (batches, retry):
         for number, outcome in run_in_children(_read_batch, tasks, workers):
@@ -149,9 +161,9 @@ def _read_in_children(
                 retry.extend([item] for item in tasks[number])
                 continue
             else:
-                index, path = tasks[number][0]
-                results[index] = f"{path}: the report reader failed on it: {outcome.reason}"
+                index, unit = tasks[number][0]
+                results[index] = f"{unit.label}: the report reader failed on it: {outcome.reason}"
                 done += 1
             if progress:
-                progress(done, len(paths))
+                progress(done, len(units))
     return results

@@ -84,10 +84,10 @@ def test_a_report_that_crashes_its_reader_is_pinned_on_it(
     is read again one report per child."""
     real = parallel._read
 
-    def crashing(path: Path):  # type: ignore[no-untyped-def]
-        if path.name == "vae.ncu-rep.xz":
+    def crashing(unit):  # type: ignore[no-untyped-def]
+        if unit.label.name == "vae.ncu-rep.xz":
             os.kill(os.getpid(), signal.SIGSEGV)
-        return real(path)
+        return real(unit)
 
     monkeypatch.setattr(parallel, "_read", crashing)
     monkeypatch.setattr(parallel, "_threaded", lambda: False)  # torch may be loaded here

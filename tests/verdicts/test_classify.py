@@ -225,19 +225,21 @@ def test_reader_batches_balance_bytes_and_bound_each_worker(
 ) -> None:
     """Largest reports first to the lightest worker; each worker's share cut under the caps."""
     from ncu_classify.read import parallel as module
+    from ncu_classify.read.slices import ReadUnit
 
     paths = []
     for i, size in enumerate([900, 100, 100, 100, 100, 100, 100, 100, 100, 100]):
         path = tmp_path / f"r{i}.ncu-rep"
         path.write_bytes(b"x" * size)
         paths.append(path)
-    batches = module.reader_batches(paths, 2)
+    units = [ReadUnit(path, path) for path in paths]
+    batches = module.reader_batches(units, 2)
     assert [[i for i, _ in b] for b in batches] == [[0], [1, 2, 3, 4, 5, 6, 7, 8, 9]]
     monkeypatch.setattr(module, "REPORTS_PER_WORKER", 4)
-    assert [len(b) for b in module.reader_batches(paths, 2)] == [1, 4, 4, 1]
+    assert [len(b) for b in module.reader_batches(units, 2)] == [1, 4, 4, 1]
     monkeypatch.setattr(module, "BYTES_PER_WORKER", 250)
-    assert [len(b) for b in module.reader_batches(paths, 1)] == [1] + [2] * 4 + [1]
-    flat = sorted(i for b in module.reader_batches(paths, 3) for i, _ in b)
+    assert [len(b) for b in module.reader_batches(units, 1)] == [1] + [2] * 4 + [1]
+    flat = sorted(i for b in module.reader_batches(units, 3) for i, _ in b)
     assert flat == list(range(10))
 
 

@@ -1,0 +1,81 @@
+"""What each reader process reads: whole reports, or windows of kernels of a large one.
+
+One large report (a `capture --one-process` of a whole model holds hundreds to thousands of
+kernels) would otherwise be one process's work however many cores there are. Such a report is
+cut into windows of consecutive kernels, one per job, each read by its own process: ncu_report
+opens the file in each (about 0.1 s for 130 MB) and fetches only the window's kernels, which
+is where the time goes (about 1-2.5 ms per kernel). A compressed report is inflated once, here,
+and its windows read the plain copy. The kernel count comes from the report's framing (block
+headers), checked before anything is cut.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.errors import ReportError
+from .framing import check_report
+from .inflate import plain_file
+
+MIN_WINDOW = 64  # kernels: below this a window costs more to start than it saves
+Window = tuple[int, int]  # kernels [start, stop) of a report, in report order
+
+
+@dataclass(frozen=True)
+class ReadUnit:
+    """One reader task: the file to open, the report as the user named it (rows and errors
+    name it) and the window of its kernels, None for all of them."""
+
+    path: Path
+    label: Path
+    window: Window | None = None
+    share: float = 1.0  # the window's part of the report's kernels
+
+
+def windows(kernels: int, jobs: int) -> list[Window]:
+    """`kernels` cut into at most `jobs` windows of nearly equal size, none under MIN_WINDOW."""
+    count = max(1, min(jobs, kernels // MIN_WINDOW))
+    edges = [kernels * i // count for i in range(count + 1)]
+    return [(edges[i], edges[i + 1]) for i in range(count)]
+
+
+def report_bytes(unit: ReadUnit) -> int:
+    """Rough uncompressed bytes the unit reads (xz, gzip and the zstd of .ncu-repz shrink
+    reports ~16x), for balancing the readers."""
+    try:
+        size = unit.path.stat().st_size
+    except OSError:
+        return 0  # gone since it was listed: its read reports that
+    plain = unit.path.name.endswith((".ncu-rep", ".nsight-cuprof-report"))
+    return int((size if plain else 16 * size) * unit.share)
+
+
+def plan_units(
+    paths: list[Path], jobs: int, stack: contextlib.ExitStack, scratch: Path | None
+) -> list[list[ReadUnit]]:
+    """Per report, its read units: one for the whole report, or (with `jobs` > 1) one per
+    window of a report of at least 2 x MIN_WINDOW kernels. A report whose framing cannot be
+    read stays whole, for its reader to report on; inflated copies live as long as `stack`."""
+    if jobs <= 1:
+        return [[ReadUnit(path, path)] for path in paths]
+    return [_units(path, jobs, stack, scratch) for path in paths]
+
+
+def _units(
+    path: Path, jobs: int, stack: contextlib.ExitStack, scratch: Path | None
+) -> list[ReadUnit]:
+    """The units of one report when several jobs read."""
+    whole = ReadUnit(path, path)
+    if report_bytes(whole) < 2 * MIN_WINDOW * (64 << 10):  # a kernel takes at least 64 KB
+        return [whole]
+    try:
+        plain = stack.enter_context(plain_file(path, scratch))
+        kernels = check_report(plain, label=path).kernels
+    except (OSError, ReportError):
+        return [whole]  # its reader says what is wrong with it
+    if kernels is None or kernels < 2 * MIN_WINDOW:
+        return [ReadUnit(plain, path)]
+    cut = windows(kernels, jobs)
+    return [ReadUnit(plain, path, w, (w[1] - w[0]) / kernels) for w in cut]

@@ -1,0 +1,81 @@
+"""One large report read in windows of kernels by several processes: the windows cover every
+kernel once, in order, and classify gives the cards a single reader gives (the 392-kernel
+`--one-process` capture of the Wan 14B recording); errors still name the user's file."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import lzma
+from functools import partial
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, SMOKE
+
+from ncu_classify.read import parallel
+from ncu_classify.read.slices import MIN_WINDOW, ReadUnit, plan_units, windows
+from ncu_classify.verdicts.classify import classify
+from ncu_classify.verdicts.judge import kernel_card
+from ncu_classify.verdicts.rules import load_rules
+
+WAN = ROOT / "fixtures" / "record_h200_wan14b"
+
+
+@pytest.mark.parametrize(("kernels", "jobs"), [(392, 3), (392, 16), (128, 4), (1000, 7), (5, 2)])
+def test_windows_cover_every_kernel_once(kernels: int, jobs: int) -> None:
+    cut = windows(kernels, jobs)
+    assert [k for start, stop in cut for k in range(start, stop)] == list(range(kernels))
+    assert len(cut) == max(1, min(jobs, kernels // MIN_WINDOW))
+    sizes = [stop - start for start, stop in cut]
+    assert max(sizes) - min(sizes) <= 1
+
+
+def test_a_large_report_is_cut_small_ones_stay_whole(tmp_path: Path) -> None:
+    reports = [WAN / "all.ncu-rep.xz", SMOKE / "dit.ncu-rep.xz"]
+    with contextlib.ExitStack() as stack:
+        planned = plan_units(reports, 3, stack, tmp_path)
+        assert [[u.window for u in group] for group in planned] == [
+            [(0, 130), (130, 261), (261, 392)],
+            [None],
+        ]
+        assert {u.label for u in planned[0]} == {reports[0]}
+        assert planned[0][0].path.parent.parent == tmp_path  # inflated once, for all windows
+        assert planned[1] == [ReadUnit(reports[1], reports[1])]
+        assert plan_units(reports, 1, stack, tmp_path) == [[ReadUnit(r, r)] for r in reports]
+    assert not list(tmp_path.iterdir())  # the inflated copy is gone with the stack
+
+
+def test_windows_read_the_rows_and_cards_of_one_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "_threaded", lambda: False)  # torch may be loaded here
+    rules = load_rules()
+    per_kernel = partial(kernel_card, rules=rules)
+    report = [WAN / "all.ncu-rep.xz"]
+    [one] = parallel.read_all(report, 1, per_kernel)
+    [three] = parallel.read_all(report, 3, per_kernel)
+    assert not isinstance(one, str) and not isinstance(three, str)
+    assert len(one) == len(three) == 392
+    assert [(r.report, r.range_index, r.action_index) for r, _ in three] == [
+        (str(report[0]), 0, a) for a in range(392)
+    ]
+    assert [(r.values, c.classification) for r, c in three] == [
+        (r.values, c.classification) for r, c in one
+    ]
+    serial, windowed = (classify([WAN], rules, jobs=j) for j in (1, 3))
+    dump = [json.loads(c.model_dump_json(exclude={"generated_at"})) for c in (serial, windowed)]
+    assert dump[0] == dump[1] and len(serial.cards) == 253
+
+
+def test_an_error_in_a_window_names_the_users_file(tmp_path: Path) -> None:
+    plain = tmp_path / "copy" / "all.ncu-rep"
+    plain.parent.mkdir()
+    data = lzma.decompress((SMOKE / "dit.ncu-rep.xz").read_bytes())
+    plain.write_bytes(data[: len(data) // 2])
+    label = tmp_path / "mine.ncu-rep.xz"
+    parallel._use(lambda row: None, tmp_path)
+    try:
+        error = parallel._read(ReadUnit(plain, label, (0, 2)))
+    finally:
+        parallel._use(None, None)
+    assert isinstance(error, str) and error.startswith(f"{label}: ")
+    assert str(plain) not in error
