@@ -215,7 +215,6 @@ def classify(
     An invalid capture manifest raises ManifestError before any report is read. `noise`
     (default: the packaged H200 file) widens the intervals of repeated cards by the
     run-to-run spread when their verdicts' stability is judged."""
-    noise = noise or load_noise()[0]
     inputs = collect_inputs(paths)
     all_reports = inputs.reports()
     results = read_all(
@@ -230,18 +229,19 @@ def classify(
         else:
             ok[path] = result
     labels = {unicode_safe(str(p)): unicode_safe(label) for p, label in inputs.labels.items()}
+    if noise is None and any(row.repeat for rows in ok.values() for row, _ in rows):
+        noise = load_noise()[0]  # parsed only for repeated cards, the ones it judges
+    run_to_run = noise.run_to_run if noise else None
     per_source = [
         (
             source,
-            cards_for_source(
-                Reads(source, ok, failed, labels, noise.run_to_run, inputs.warnings), rules
-            ),
+            cards_for_source(Reads(source, ok, failed, labels, run_to_run, inputs.warnings), rules),
         )
         for source in inputs.sources
     ]
     per_source = merge_drill_downs(per_source, rules, inputs.warnings)
     cards = [card for _, found in per_source for card in found]
-    if noise.run_to_run is None and any(c.measurement for c in cards):
+    if noise and noise.run_to_run is None and any(c.measurement for c in cards):
         inputs.warnings.append(
             f"noise {noise.id}: no run_to_run: the stability of repeated verdicts rests on each"
             " capture's own spread alone, which misses what moves between captures"
