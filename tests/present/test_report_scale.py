@@ -86,3 +86,13 @@ def test_small_file_is_shown_whole() -> None:
     cards = load_card_file(WAN14B)
     view = build_view([("wan", cards)], "wan")
     assert len(view.cards) == len(cards.cards) and view.more == []
+
+
+def test_stage_totals_are_the_sum_over_every_card(large: CardFile) -> None:
+    """The cut changes what is shown, not what is counted: the stage table's time is the sum
+    over all 759 cards, hidden ones included."""
+    view = build_view([("big", large)], "big")
+    timed = [c for c in large.cards if c.summed_kernel_us is not None]
+    total = sum(row.kernel_us for row in view.files[0].stages)
+    assert total == pytest.approx(sum(_us(c) for c in timed), rel=1e-12)
+    assert sum(row.cards for row in view.files[0].stages) == len(large.cards)
