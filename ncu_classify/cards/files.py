@@ -22,7 +22,7 @@ from .legacy import from_legacy, is_legacy
 from .model import SCHEMA_VERSION, CardFile
 
 READABLE_MAJOR = "1."
-MAX_CARDS_BYTES = 512 * MIB
+MAX_CARDS_BYTES = 2048 * MIB  # 100k kernels of real cards are ~0.85 GB
 
 
 def load_card_file(path: Path) -> CardFile:

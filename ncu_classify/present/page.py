@@ -19,7 +19,7 @@ from ..core.text import figure, md_code, md_text, printable
 from .coverage import BASIS_SHORT, millis
 from .next_text import next_markdown
 from .page_chart import DASHES, build_chart
-from .page_view import FileView, ReportView, build_view
+from .page_view import SHOWN_CARDS, FileView, ReportView, build_view
 from .summary import stability_lines
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -107,6 +107,7 @@ def report_html(files: list[tuple[str, CardFile]], title: str) -> str:
         "inference_us": _inference_us,
         "ms": _ms,
         "basis": BASIS_SHORT,
+        "shown_cards": SHOWN_CARDS,
     }
     return environment.get_template("report.html.j2").render(context)
 

@@ -26,6 +26,7 @@ from ..cards.rollup import (
     median_ceilings,
     named_dominant,
 )
+from ..core.text import printable
 from .coverage import FileCoverage, file_coverage
 from .next_moves import NextMoves, next_moves
 
@@ -50,6 +51,10 @@ CLASS_COLOURS = {
     "unresolved_no_dominant_limiter": "#7f7f7f",
 }
 OTHER_COLOURS = ("#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd")
+# Cards per file shown with a table row, their kernels and chart markers: the ones with the most
+# kernel time per inference. A page of every card of a 100k-kernel file (64k cards) is ~1.5M
+# elements that a browser takes minutes to lay out; the rest are one text line each (`MoreCards`).
+SHOWN_CARDS = 500
 
 
 @dataclass(frozen=True)
@@ -105,6 +110,16 @@ class Ceiling:
     value: float
 
 
+@dataclass(frozen=True)
+class MoreCards:
+    """A file's cards past SHOWN_CARDS: how many, and one line each (stage, shape, class, kernel
+    us per inference) in file order, as plain text."""
+
+    file: int
+    count: int
+    text: str
+
+
 @dataclass
 class ReportView:
     """Everything a report renders."""
@@ -118,12 +133,13 @@ class ReportView:
     off_chart: int = 0  # kernels without FLOPs or bytes: not on a log-log chart
     out_of_range: int = 0  # kernels whose figures fall outside X_RANGE / Y_RANGE
     notes: list[str] = field(default_factory=list)
+    more: list[MoreCards] = field(default_factory=list)  # per file, the cards not shown
 
 
 def build_view(files: list[tuple[str, CardFile]], title: str) -> ReportView:
     """The report of `files` ((label, cards) pairs), in their order."""
     classes = _class_colours(c for _, cards in files for c in cards.cards)
-    views, cards_out, points, ceilings = [], [], [], []
+    views, cards_out, points, ceilings, more = [], [], [], [], []
     off_chart = out_of_range = 0
     for index, (label, cards) in enumerate(files):
         marker = MARKERS[index % len(MARKERS)]
@@ -144,13 +160,18 @@ def build_view(files: list[tuple[str, CardFile]], title: str) -> ReportView:
         totals: dict[str, float] = {}
         for row in stages:
             totals[row.stage] = totals.get(row.stage, 0.0) + row.kernel_us
+        shown = _shown(cards.cards)
+        hidden = []
         for number, card in enumerate(cards.cards):
             anchor = f"f{index}c{number}"
-            colour = classes.get(_class(card), "#7f7f7f")
-            top = named_dominant(card)
             total = totals.get(card.stage) or 0.0
             per_inference = _per_inference(card)
             share = per_inference / total if per_inference is not None and total else None
+            if number not in shown:
+                hidden.append(card)
+                continue
+            colour = classes.get(_class(card), "#7f7f7f")
+            top = named_dominant(card)
             room = card_headroom(card)
             cards_out.append(CardView(anchor, index, card, top, share, colour, room))
             for kernel in card.kernels:
@@ -162,6 +183,8 @@ def build_view(files: list[tuple[str, CardFile]], title: str) -> ReportView:
                 else:
                     points.append(point)
         ceilings += _ceilings(index, cards)
+        if hidden:
+            more.append(MoreCards(index, len(hidden), _more_text(hidden)))
     return ReportView(
         title=title,
         files=views,
@@ -171,7 +194,28 @@ def build_view(files: list[tuple[str, CardFile]], title: str) -> ReportView:
         classes=sorted(classes.items(), key=lambda kv: list(classes).index(kv[0])),
         off_chart=off_chart,
         out_of_range=out_of_range,
+        more=more,
     )
+
+
+def _shown(cards: list[Card]) -> set[int]:
+    """Positions of the SHOWN_CARDS cards with the most kernel time per inference (the earlier
+    card first among equal times; untimed cards last): all of them in a file of that many."""
+    if len(cards) <= SHOWN_CARDS:
+        return set(range(len(cards)))
+    ranked = sorted(range(len(cards)), key=lambda i: -(_per_inference(cards[i]) or 0.0))
+    return set(ranked[:SHOWN_CARDS])
+
+
+def _more_text(cards: list[Card]) -> str:
+    """One line per card: stage, shape, class, kernel us per inference (user text printable,
+    so one card is one line)."""
+    lines = []
+    for card in cards:
+        us = _per_inference(card)
+        time = "-" if us is None else f"{us:,.1f} us"
+        lines.append(f"{printable(card.stage)}  {printable(card.group)}  {_class(card)}  {time}")
+    return "\n".join(lines)
 
 
 def _in_range(point: Point) -> bool:
