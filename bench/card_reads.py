@@ -10,6 +10,7 @@ calls no more than that on any metric; `unit` only on the first alias found).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,30 +44,37 @@ def record(path: Path) -> list[list[str]]:
     return per_action
 
 
+def actions(path: Path) -> Iterator[Any]:
+    """Every action (profiled kernel) of the report, in report order."""
+    import ncu_report
+
+    context = ncu_report.load_report(str(path))
+    for r in range(context.num_ranges()):
+        rng = context.range_by_idx(r)
+        for a in range(rng.num_actions()):
+            yield rng.action_by_idx(a)
+
+
 def replay(path: Path, names: list[list[str]]) -> int:
     """The recorded reads, bare; returns the kernels read."""
     import ncu_report
 
-    context = ncu_report.load_report(str(path))
     kernels = 0
-    for r in range(context.num_ranges()):
-        rng = context.range_by_idx(r)
-        for a in range(rng.num_actions()):
-            action = rng.action_by_idx(a)
-            for base in (
-                ncu_report.IAction.NameBase_MANGLED,
-                ncu_report.IAction.NameBase_DEMANGLED,
-                ncu_report.IAction.NameBase_FUNCTION,
-            ):
-                action.name(base)
-            state = action.nvtx_state()
-            if state is not None:
-                for domain in state.domains():
-                    list(state.domain_by_id(domain).push_pop_ranges())
-            for name in names[kernels]:
-                metric = action.metric_by_name(name)
-                if metric is not None and metric.has_value():
-                    metric.as_double()
-                    metric.unit()
-            kernels += 1
+    for action in actions(path):
+        for base in (
+            ncu_report.IAction.NameBase_MANGLED,
+            ncu_report.IAction.NameBase_DEMANGLED,
+            ncu_report.IAction.NameBase_FUNCTION,
+        ):
+            action.name(base)
+        state = action.nvtx_state()
+        if state is not None:
+            for domain in state.domains():
+                list(state.domain_by_id(domain).push_pop_ranges())
+        for name in names[kernels]:
+            metric = action.metric_by_name(name)
+            if metric is not None and metric.has_value():
+                metric.as_double()
+                metric.unit()
+        kernels += 1
     return kernels

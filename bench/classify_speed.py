@@ -69,22 +69,19 @@ def make_folder(folder: Path, copies: int, sources: list[Path]) -> list[Path]:
 def catalog_read(path: Path) -> int:
     """Open one report and read every catalog metric of every kernel; return kernel count."""
     import ncu_report
+    from card_reads import actions
 
-    ctx = ncu_report.load_report(str(path))
     kernels = 0
-    for r in range(ctx.num_ranges()):
-        rng = ctx.range_by_idx(r)
-        for a in range(rng.num_actions()):
-            action = rng.action_by_idx(a)
-            action.name(ncu_report.IAction.NameBase_DEMANGLED)
-            for spec in CATALOG:
-                for name in spec.names:
-                    metric = action.metric_by_name(name)
-                    if metric is not None:
-                        metric.value()
-                        metric.unit()
-                        break
-            kernels += 1
+    for action in actions(path):
+        action.name(ncu_report.IAction.NameBase_DEMANGLED)
+        for spec in CATALOG:
+            for name in spec.names:
+                metric = action.metric_by_name(name)
+                if metric is not None:
+                    metric.value()
+                    metric.unit()
+                    break
+        kernels += 1
     return kernels
 
 
