@@ -18,6 +18,7 @@ from rich.text import Text
 
 from ..compare.model import SHOWN_METRICS, Crossing, DiffFile, ShapeDiff, SideFigures, SideHeader
 from ..core.text import md_code, md_text, printable
+from .diff_cut import shown_shapes
 from .diff_headroom import headroom_markdown, headroom_table
 from .tables import csv_text
 
@@ -168,8 +169,8 @@ def diff_renderable(diff: DiffFile) -> Group:
         whole = name in ("change", "class")
         justify: Literal["left", "right"] = "right" if name == "time" else "left"
         shapes.add_column(name, overflow="fold", justify=justify, no_wrap=whole)
-    stage = None
-    for shape in diff.shapes:
+    stage, (listed, shapes.caption) = None, shown_shapes(diff)
+    for shape in listed:
         if shape.stage != stage:
             stage = shape.stage
             shapes.add_row(Text(printable(f"[{stage}]"), style="bold"))
