@@ -13,10 +13,12 @@ sums), every 23rd is left out (removed), so a diff has work to report.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -111,7 +113,11 @@ class _Pipe:
             os.dup2(theirs, 4)
 
         self.proc = subprocess.Popen(  # pass_fds keeps 3 and 4 open past close_fds
-            argv, pass_fds=(3, 4), preexec_fn=fds, stderr=subprocess.DEVNULL
+            argv,
+            pass_fds=(3, 4),
+            preexec_fn=fds,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its renderer and helpers are stopped with it
         )
         os.close(to_r)
         os.close(from_w)
@@ -152,8 +158,9 @@ class _Pipe:
                 return result
 
     def close(self) -> None:
-        """Stop the browser."""
-        self.proc.kill()
+        """Stop the browser and every process it started (they write into the profile)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
         os.close(self.to_w)
         os.close(self.from_r)
@@ -170,7 +177,7 @@ def page_load(browser: str, page: Path) -> dict[str, Any]:
     """Open `page` in a fresh headless Chromium and return the wall seconds from navigation to
     the load event, the page's own DOMContentLoaded and load figures (Navigation Timing, ms),
     whether its script reached its end (`data-ready`) and its element count."""
-    with tempfile.TemporaryDirectory() as profile:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
         pipe = _Pipe(browser, Path(profile))
         try:
             target = pipe.call("Target.createTarget", url="about:blank")["targetId"]
