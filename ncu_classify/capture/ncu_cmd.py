@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+# Every ncu run of this project: no stray `config.ncu-cfg`, the clocks the GPU would run at.
+FIXED_OPTIONS = ("--config-file", "off", "--clock-control", "none")
+
 
 def nvtx_include(group: str) -> str:
     """The `--nvtx-include` expression for a push/pop range named `group` (trailing slash!)."""
@@ -27,10 +30,7 @@ def ncu_argv(
     """
     argv = [
         ncu,
-        "--config-file",
-        "off",
-        "--clock-control",
-        "none",
+        *FIXED_OPTIONS,
         "--replay-mode",
         "kernel",
         "--target-processes",

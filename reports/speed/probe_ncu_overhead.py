@@ -26,6 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from ncu_classify.capture.ncu_cmd import FIXED_OPTIONS  # noqa: E402
+
 
 def target(args: argparse.Namespace) -> None:
     """Launch the kernels and write their host-side times."""
@@ -141,10 +143,7 @@ def run(
     if ncu is not None:
         cmd = [
             "ncu",
-            "--config-file",
-            "off",
-            "--clock-control",
-            "none",
+            *FIXED_OPTIONS,
             "--replay-mode",
             "kernel",
             "--nvtx",

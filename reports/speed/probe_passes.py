@@ -20,6 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from ncu_classify.capture.ncu_cmd import FIXED_OPTIONS  # noqa: E402
+
 KERNEL = r"""
 __global__ void k(float *p) { p[threadIdx.x] += 1.0f; }
 int main() {
@@ -62,10 +64,7 @@ def passes(names: list[str], work: Path, tag: str, argv: list[str]) -> int | str
     report = work / tag
     cmd = [
         "ncu",
-        "--config-file",
-        "off",
-        "--clock-control",
-        "none",
+        *FIXED_OPTIONS,
         "-c",
         "1",
         "--metrics",
