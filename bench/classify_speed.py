@@ -13,6 +13,11 @@ over a growing number of reports (to show it stays flat).
 
     python bench/classify_speed.py [--copies 8] [--memory-steps 2,8,32]
     python bench/classify_speed.py --report fixtures/record_h200_wan14b/all.ncu-rep.xz
+    python bench/classify_speed.py --report fixtures/record_h200_wan14b/all.ncu-rep.xz --times 3
+
+`--times K` makes one report of K times the source's kernels (its result blocks repeated after
+its file header: a 1,176-kernel report from the 392 of the Wan 14B capture), to time a report
+larger than any committed one; the counters are the real ones, repeated.
 """
 
 from __future__ import annotations
@@ -38,7 +43,47 @@ sys.path.insert(0, str(ROOT))
 from ncu_classify.core.metrics import CATALOG  # noqa: E402
 
 
-def make_folder(folder: Path, copies: int, sources: list[Path]) -> list[Path]:
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        value, pos, shift = value | (byte & 0x7F) << shift, pos + 1, shift + 7
+        if not byte & 0x80:
+            return value, pos
+
+
+def _payload_size(header: bytes) -> int:
+    """Field 5 (PayloadSize) of a BlockHeader message."""
+    pos = 0
+    while pos < len(header):
+        key, pos = _varint(header, pos)
+        if key & 7 == 0:
+            value, pos = _varint(header, pos)
+            if key >> 3 == 5:
+                return value
+        elif key & 7 == 2:
+            size, pos = _varint(header, pos)
+            pos += size
+        else:
+            pos += 8 if key & 7 == 1 else 4
+    raise ValueError("a block header without a payload size")
+
+
+def repeated(plain: Path, times: int) -> None:
+    """Rewrite the plain report `plain` with its result blocks `times` over (one report of
+    `times` x its kernels; ncu_report reads them as one range)."""
+    data = plain.read_bytes()
+    start = 4 + 4 + int.from_bytes(data[4:8], "little")  # magic, FileHeader block
+    pos = start
+    while pos < len(data):
+        size = int.from_bytes(data[pos : pos + 4], "little")
+        pos += 4 + size + _payload_size(data[pos + 4 : pos + 4 + size])
+    if pos != len(data):
+        sys.exit(f"{plain}: the block framing does not end at the end of the file")
+    plain.write_bytes(data[:start] + data[start:] * times)
+
+
+def make_folder(folder: Path, copies: int, sources: list[Path], times: int = 1) -> list[Path]:
     """`copies` copies of every source report, decompressed, with distinct names; beside them
     (`reads.json`) the metric names the tool looks up per kernel of each source."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -50,6 +95,8 @@ def make_folder(folder: Path, copies: int, sources: list[Path]) -> list[Path]:
         if not plain.exists():
             with lzma.open(src) as a, plain.open("wb") as b:
                 shutil.copyfileobj(a, b)
+            if times > 1:
+                repeated(plain, times)
         plains.append(plain)
     reads = folder.parent / "reads.json"
     if not reads.exists():
@@ -200,6 +247,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", type=int, default=50, help="copies of the source reports")
     parser.add_argument("--report", type=Path, help="one report instead of the smoke capture")
+    parser.add_argument("--times", type=int, default=1, help="--report's kernels repeated K times")
     parser.add_argument("--memory-steps", default="16,64,256", help="copies per memory run")
     parser.add_argument("--rounds", type=int, default=3, help="best of this many timings")
     parser.add_argument("--jobs", type=int, default=0)
@@ -219,7 +267,7 @@ def main() -> None:
     copies = 1 if args.report else args.copies
     with tempfile.TemporaryDirectory(prefix="ncu-bench-") as tmp:
         folder = Path(tmp) / "reports"
-        paths = make_folder(folder, copies, sources)
+        paths = make_folder(folder, copies, sources, args.times if args.report else 1)
         print(
             f"{len(paths)} reports, {cores} cores, python {sys.version.split()[0]};"
             f" each figure the best of {args.rounds} fresh processes"

@@ -1,0 +1,107 @@
+"""Probe: what each part of capture's metric list costs ncu per kernel (issue 21).
+
+ncu costs about 10 ms plus 31 ms per extra replay pass per profiled kernel (`probe_ncu_overhead`),
+in kernel and application replay alike (`probe_replay_modes`). Whether every pass costs the same,
+or some metrics (SASS instruction counts, the throughput breakdowns) make passes dearer, decides
+whether a cheaper list exists. For subsets of the list this times a CUDA program with no torch
+(a one-warp kernel launched 10 and 40 times, each launch profiled) and takes the slope: seconds
+per profiled kernel, free of the process start, beside the pass count ncu reports. Run on the GPU
+host from the repository root:
+
+    python3 reports/speed/probe_pass_cost.py --json $OUT/pass_cost.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from ncu_classify.capture.drill import capture_metrics  # noqa: E402
+
+C_PROGRAM = r"""
+#include <cstdlib>
+__global__ void k(float *p) { p[threadIdx.x] += 1.0f; }
+int main(int argc, char **argv) {
+  int n = atoi(argv[1]);
+  float *p;
+  cudaMalloc(&p, 4 << 20);
+  for (int i = 0; i < n; i++) { k<<<1, 32>>>(p); cudaDeviceSynchronize(); }
+  return 0;
+}
+"""
+SASS = ("smsp__sass",)
+TENSOR = ("sm__ops_path",)
+BREAKDOWN = ("breakdown:",)
+
+
+def subsets(full: list[str]) -> dict[str, list[str]]:
+    """Named parts of the capture list."""
+    without = lambda *prefixes: [n for n in full if not n.startswith(prefixes)]  # noqa: E731
+    only = lambda *prefixes: [n for n in full if n.startswith(prefixes)]  # noqa: E731
+    return {
+        "one_metric": ["gpu__time_duration.sum"],
+        "full": full,
+        "without_breakdowns": without(*BREAKDOWN),
+        "without_sass": without(*SASS),
+        "without_tensor_ops": without(*TENSOR),
+        "without_breakdowns_sass_tensor": without(*BREAKDOWN, *SASS, *TENSOR),
+        "sm_throughput_only": ["sm__throughput.avg.pct_of_peak_sustained_elapsed"],
+        "sm_breakdown_only": ["breakdown:sm__throughput.avg.pct_of_peak_sustained_elapsed"],
+        "memory_breakdown_only": only("breakdown:gpu__compute"),
+        "sass_only": only(*SASS),
+        "tensor_ops_only": only(*TENSOR),
+    }
+
+
+def passes(report: Path) -> list[int]:
+    """Distinct replay pass counts of a report's kernels."""
+    import ncu_report  # type: ignore[import-not-found]
+
+    ctx = ncu_report.load_report(str(report))
+    rng = ctx.range_by_idx(0)
+    got = set()
+    for i in range(rng.num_actions()):
+        metric = rng.action_by_idx(i).metric_by_name("profiler__replayer_passes")
+        got.add(int(metric.as_uint64()) if metric is not None else -1)
+    return sorted(got)
+
+
+def timed(exe: Path, metrics: list[str], launches: int, stem: Path) -> float:
+    """Wall seconds of ncu profiling every one of `launches` launches."""
+    cmd = ["ncu", "--config-file", "off", "--clock-control", "none", "--replay-mode", "kernel"]
+    cmd += ["-c", str(launches), "--metrics", ",".join(metrics), "--export", str(stem)]
+    start = time.perf_counter()
+    subprocess.run([*cmd, "--force-overwrite", str(exe), str(launches)], capture_output=True)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path, required=True)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp())
+    (work / "k.cu").write_text(C_PROGRAM)
+    exe = work / "k"
+    subprocess.run(["nvcc", "-arch=sm_90", "-o", str(exe), str(work / "k.cu")], check=True)
+    rows = []
+    for name, metrics in subsets(capture_metrics(None)).items():
+        few, many = (timed(exe, metrics, n, work / f"{name}_{n}") for n in (10, 40))
+        got = passes(work / f"{name}_40.ncu-rep")
+        row = {"subset": name, "metrics": len(metrics), "passes": got}
+        row["s_per_kernel"] = round((many - few) / 30, 4)
+        row["wall_10_40"] = [round(few, 2), round(many, 2)]
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    args.json.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
