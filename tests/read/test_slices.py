@@ -1,6 +1,7 @@
 """One large report read in windows of kernels by several processes: the windows cover every
 kernel once, in order, and classify gives the cards a single reader gives (the 392-kernel
-`--one-process` capture of the Wan 14B recording); errors still name the user's file."""
+`--one-process` capture of the Wan 14B recording), reading a copy without the report's source
+blocks; errors still name the user's file."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from conftest import ROOT, SMOKE
 
 from ncu_classify.read import parallel
+from ncu_classify.read.framing import check_report
 from ncu_classify.read.slices import MIN_WINDOW, ReadUnit, plan_units, windows
 from ncu_classify.verdicts.classify import classify
 from ncu_classify.verdicts.judge import kernel_card
@@ -41,6 +43,13 @@ def test_a_large_report_is_cut_small_ones_stay_whole(tmp_path: Path) -> None:
         ]
         assert {u.label for u in planned[0]} == {reports[0]}
         assert planned[0][0].path.parent.parent == tmp_path  # inflated once, for all windows
+        # the windows read one copy without the 57 source blocks: 15.6 of 133.3 MB
+        lean = planned[0][0].path
+        assert {u.path for u in planned[0]} == {lean}
+        inflated = next(p for p in tmp_path.rglob("all.ncu-rep") if p != lean)
+        assert (inflated.stat().st_size, lean.stat().st_size) == (133_345_782, 15_584_422)
+        assert len(check_report(inflated).source_blocks) == 57
+        assert (check_report(lean).kernels, check_report(lean).source_blocks) == (392, [])
         assert planned[1] == [ReadUnit(reports[1], reports[1])]
         assert plan_units(reports, 1, stack, tmp_path) == [[ReadUnit(r, r)] for r in reports]
     assert not list(tmp_path.iterdir())  # the inflated copy is gone with the stack
