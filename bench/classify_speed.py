@@ -215,9 +215,15 @@ def in_child(mode: str, folder: Path, jobs: int) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def best(mode: str, folder: Path, jobs: int, rounds: int) -> dict:
-    """The fastest of `rounds` fresh runs of `mode`."""
-    return min((in_child(mode, folder, jobs) for _ in range(rounds)), key=lambda r: r["seconds"])
+def best(folder: Path, jobs: int, rounds: int) -> dict[str, dict]:
+    """Per mode (card, catalog, tool), the fastest of `rounds` fresh runs, the modes taken in
+    turn round by round, so that a machine whose speed drifts (a shared host) shifts all three
+    alike instead of the ratio."""
+    runs: dict[str, list[dict]] = {"card": [], "catalog": [], "tool": []}
+    for _ in range(rounds):
+        for mode, done in runs.items():
+            done.append(in_child(mode, folder, jobs))
+    return {mode: min(done, key=lambda r: r["seconds"]) for mode, done in runs.items()}
 
 
 def compare(folder: Path, rounds: int, cores: int) -> None:
@@ -228,8 +234,8 @@ def compare(folder: Path, rounds: int, cores: int) -> None:
     )
     tool_times = {}
     for jobs in sorted({1, cores}):
-        card, catalog = best("card", folder, jobs, rounds), best("catalog", folder, jobs, rounds)
-        tool = best("tool", folder, jobs, rounds)
+        fastest = best(folder, jobs, rounds)
+        card, catalog, tool = fastest["card"], fastest["catalog"], fastest["tool"]
         kernels = tool["kernels"]
         tool_times[jobs] = tool["seconds"]
         print(
@@ -270,7 +276,7 @@ def main() -> None:
         paths = make_folder(folder, copies, sources, args.times if args.report else 1)
         print(
             f"{len(paths)} reports, {cores} cores, python {sys.version.split()[0]};"
-            f" each figure the best of {args.rounds} fresh processes"
+            f" each figure the best of {args.rounds} fresh processes, the three sides in turn"
         )
         compare(folder, args.rounds, cores)
         if args.report:
