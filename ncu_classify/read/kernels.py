@@ -4,8 +4,8 @@ Values come from ncu_report in the unit the report states for each metric and ar
 card units through the metric catalog; a metric that none of its ncu names provides, or that ncu
 recorded as NaN (a kernel it could not profile), stays None and is listed as missing. Compressed
 reports are inflated into a temporary file first (`inflate`). Every report is checked whole by
-`framing` before ncu_report opens
-it (ncu_report takes a cut file for a shorter report), and the kernels it yields are checked too.
+`framing` before ncu_report opens it (it takes a cut file for a shorter report), and the
+kernels it yields are checked too.
 """
 
 from __future__ import annotations
@@ -22,12 +22,13 @@ from typing import Any
 
 import ncu_report
 
-from ..core.counters import BREAKDOWNS, fill_products
+from ..core.counters import fill_products
 from ..core.errors import ReportError
 from ..core.metrics import CATALOG, DEVICE_METRICS, PASSES_METRIC, complete
 from ..core.stalls import CPI_METRIC, DECIDERS, STALL_REASONS, stall_metric
 from ..core.textio import open_regular, os_reason
 from ..core.units import UnitError
+from .breakdowns import hot_units
 from .framing import SUPPORTED_FORMAT, ReportInfo, check_report, version_message
 from .inflate import plain_file
 from .names import split_repeat
@@ -116,29 +117,6 @@ def _device(action: Any) -> dict[str, str | int | None]:
     return out
 
 
-HOT_UNITS = 3  # entries of each breakdown kept on the card
-_BREAKDOWN_SUFFIX = ".avg.pct_of_peak_sustained_elapsed"
-
-
-def _hot_units(action: Any) -> dict[str, list[tuple[str, float]]]:
-    """The top sub-units of the SM and memory throughput breakdowns, busiest first: the
-    breakdown metric's value names its members, whose values the report holds beside it."""
-    out = {}
-    for unit, name in BREAKDOWNS.items():
-        metric = action.metric_by_name(name)
-        if metric is None or not metric.has_value():
-            continue
-        members = []
-        for member in str(metric.value()).split(","):
-            value = action.metric_by_name(member.strip())
-            number = value.as_double() if value is not None and value.has_value() else math.nan
-            if math.isfinite(number):
-                members.append((member.strip().removesuffix(_BREAKDOWN_SUFFIX), number))
-        members.sort(key=lambda item: (-item[1], item[0]))
-        out[unit] = [(member, float(f"{number:.6g}")) for member, number in members[:HOT_UNITS]]
-    return out
-
-
 def _passes(action: Any) -> int | None:
     """Replay passes ncu needed for the kernel; None when absent or NaN."""
     metric = action.metric_by_name(PASSES_METRIC)
@@ -152,8 +130,11 @@ def read_kernel(
     range_index: int,
     action_index: int,
     device: dict[str, str | int | None],
+    units: dict[str, str] | None = None,
 ) -> KernelRecord:
-    """One kernel row from an ncu_report action (`device`: the report's GPU, read once)."""
+    """One kernel row from an ncu_report action (`device`: the report's GPU, read once;
+    `units`: each metric name's unit, one per report, filled as its kernels are read)."""
+    units = {} if units is None else units
     values: dict[str, float | None] = {}
     sources: dict[str, str] = {}
     problems: list[str] = []
@@ -168,7 +149,8 @@ def read_kernel(
             if not math.isfinite(raw):  # NaN: ncu could not measure it (kernel not profiled)
                 continue
             try:
-                values[spec.key] = spec.from_report(raw, metric.unit())
+                unit = units.get(name) or units.setdefault(name, metric.unit())
+                values[spec.key] = spec.from_report(raw, unit)
                 sources[spec.key] = name
             except UnitError as exc:
                 problems.append(f"{name}: {exc}")
@@ -193,7 +175,7 @@ def read_kernel(
         unit_problems=problems,
         replay_passes=_passes(action),
         device=device,
-        hot_units=_hot_units(action),
+        hot_units=hot_units(action),
         stalls=_stalls(action),
     )
 
@@ -293,6 +275,7 @@ def _kernels(
     context = _load(plain, path)
     kernels: list[KernelRecord] = []
     device: dict[str, str | int | None] | None = None
+    units: dict[str, str] = {}
     start, stop = window or (0, 2**62)
     position = 0  # kernels of the report before this range
     for r in range(context.num_ranges()):
@@ -301,7 +284,7 @@ def _kernels(
         for a in range(max(0, start - position), min(count, stop - position)):
             action = rng.action_by_idx(a)
             device = device if device is not None else _device(action)
-            row = read_kernel(action, label, r, a, device)
+            row = read_kernel(action, label, r, a, device, units)
             problem = _damage(action, row)
             if problem:
                 raise ReportError(

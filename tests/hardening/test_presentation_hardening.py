@@ -23,6 +23,7 @@ from ncu_classify.core.ordering import stage_order
 from ncu_classify.present.page_chart import build_chart, label_box
 from ncu_classify.present.page_view import CLASS_COLOURS, build_view
 from ncu_classify.present.summary import summarize
+from ncu_classify.read import breakdowns
 from ncu_classify.read import kernels as report_reader
 
 WORKLOAD = ROOT / "fixtures" / "workload_h200_480x832" / "cards.json"
@@ -41,7 +42,7 @@ def test_every_breakdown_entry_of_the_committed_h200_reports_has_a_label(
 ) -> None:
     """Every member of both breakdowns (all of them, not only the top 3 a card keeps) of every
     committed H200 report, `--metrics` captures and `--set full` ones, is a labelled counter."""
-    monkeypatch.setattr(report_reader, "HOT_UNITS", 10**6)
+    monkeypatch.setattr(breakdowns, "HOT_UNITS", 10**6)
     seen: dict[str, set[str]] = {"sm": set(), "memory": set()}
     for path in H200_REPORTS:
         for kernel in report_reader.read_report(path).kernels:
