@@ -1,0 +1,100 @@
+"""Where one `classify` run's wall time goes, phase by phase, at each `--jobs`: planning the
+read units (framing check, the windows' copy without sources), the parent's ncu_report warm-up,
+the readers (forked children, or this process with one job), the cards and the JSON file. What
+is not the readers is serial: it bounds the gain of more cores on one large report.
+
+    python bench/classify_phases.py fixtures/record_h200_wan14b/all.ncu-rep.xz --times 3 --jobs 1,16
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def timed(module: Any, name: str, phases: dict[str, float]) -> None:
+    """Wrap `module.name` so that its wall time adds to `phases[name]`."""
+    original: Callable[..., Any] = getattr(module, name)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            phases[name] = phases.get(name, 0.0) + time.perf_counter() - start
+
+    setattr(module, name, wrapper)
+
+
+def child(folder: Path, jobs: int) -> None:
+    """In a fresh process: one classify run, its phases as one JSON line."""
+    from ncu_classify.cards.files import write_card_file
+    from ncu_classify.read import kernels, parallel
+    from ncu_classify.verdicts import classify as classify_module
+    from ncu_classify.verdicts.rules import load_rules
+
+    phases: dict[str, float] = {}
+    timed(parallel, "plan_units", phases)
+    timed(kernels, "warm_up", phases)
+    timed(parallel, "_read_in_children", phases)
+    timed(parallel, "_read_here", phases)
+    timed(classify_module, "cards_for_source", phases)
+    rules = load_rules()
+    start = time.perf_counter()
+    cards = classify_module.classify([folder], rules, jobs=jobs)
+    phases["classify"] = time.perf_counter() - start
+    start = time.perf_counter()
+    write_card_file(folder.parent / "cards.json", cards)
+    phases["write"] = time.perf_counter() - start
+    readers = phases.get("_read_in_children", 0.0) + phases.get("_read_here", 0.0)
+    phases["readers"] = readers - phases.get("warm_up", 0.0)
+    phases["kernels"] = sum(len(c.kernels) for c in cards.cards)
+    print(json.dumps(phases))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("report", type=Path, nargs="?")
+    parser.add_argument("--times", type=int, default=1)
+    parser.add_argument("--jobs", default="1,2")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--child", type=Path)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, int(args.jobs))
+        return
+    sys.path.insert(0, str(ROOT / "bench"))
+    from classify_speed import make_folder
+
+    order = ("plan_units", "warm_up", "readers", "cards_for_source", "write", "classify")
+    with tempfile.TemporaryDirectory(prefix="ncu-phases-") as tmp:
+        folder = Path(tmp) / "reports"
+        make_folder(folder, 1, [args.report], args.times)
+        print("jobs kernels " + " ".join(f"{p:>16}" for p in order) + "  (seconds, best run)")
+        for jobs in (int(j) for j in args.jobs.split(",")):
+            runs = []
+            for _ in range(args.rounds):
+                done = subprocess.run(
+                    [sys.executable, __file__, "--child", str(folder), "--jobs", str(jobs)],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
+                runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            run = min(runs, key=lambda r: r["classify"] + r["write"])
+            figures = " ".join(f"{run.get(p, 0.0):>16.3f}" for p in order)
+            print(f"{jobs:>4} {int(run['kernels']):>7} {figures}")
+
+
+if __name__ == "__main__":
+    main()
