@@ -35,10 +35,10 @@ from .plan import (
     batch_argv,
     check_capture,
     plan_capture,
-    select_shard,
     shape_record,
     shapes_sha256,
 )
+from .shards import select_shard
 
 CaptureProgress = Callable[[int, int, str, str], None]  # done, total, group, status
 
@@ -78,7 +78,8 @@ def _capture(
         {e.group: shape_record(e) for b in plan.batches if b.kind == "counters" for e in b.entries}
     )
     manifest = plan.previous or _new_manifest(shapes_path, plan, options)
-    order = [e.group for e in select_shard(plan.shapes.entries(), *options.shard)]
+    entries = select_shard(plan.shapes.entries(), *options.shard, plan.shard_method)
+    order = [e.group for e in entries]
     manifest.shapes = [records[g] for g in order if g in records]
     manifest.shard = f"{options.shard[0]}/{options.shard[1]}"
     manifest.host = _with(
@@ -121,6 +122,7 @@ def _new_manifest(shapes_path: Path, plan: Plan, options: CaptureOptions) -> Man
         repeat=options.repeat,
         repeat_counters=options.repeat_counters,
         recorded_totals=plan.shapes.recorded.totals if plan.shapes.recorded else None,
+        shard_method=plan.shard_method,
     )
 
 
