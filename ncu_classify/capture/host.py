@@ -127,7 +127,7 @@ def allocated(rows: list[dict[str, str]], visible: list[str] | None) -> list[dic
     unset. An EnvironmentProblem where it names no GPU nvidia-smi lists."""
     if visible is None:
         return rows
-    chosen = []
+    chosen: list[dict[str, str]] = []
     for device in visible:
         row = next((r for r in rows if device in (r["index"], r.get("uuid"))), None)
         if row is None:
