@@ -16,8 +16,6 @@ from pathlib import Path
 
 from ..core.errors import UsageError
 
-SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "csh", "tcsh", "fish"})
-
 
 def in_slurm_job() -> bool:
     """True inside a Slurm job (batch script, srun step or salloc shell)."""
@@ -42,21 +40,23 @@ def parent_of(pid: int) -> int | None:
 
 
 def check_job_script(pid: int | None = None) -> None:
-    """UsageError when this process runs inside a Slurm batch step under the job script's
-    shell (the shell is the step's direct child, capture its child): there scancel would lose
-    the shard. Nothing is checked outside Slurm, inside an srun step or an salloc shell."""
+    """UsageError when this process runs inside a Slurm batch step but is not the step's direct
+    child (slurmstepd's): the job script's shell (or a wrapper) is, and on scancel only it
+    would be signalled. Nothing is checked outside Slurm, inside an srun step or an salloc
+    shell."""
     if not in_slurm_job() or os.environ.get("SLURM_STEP_ID", "batch") != "batch":
         return
-    parent = parent_of(pid or os.getpid())
-    grandparent = parent_of(parent) if parent else None
-    if parent is None or grandparent is None:
+    chain = [pid or os.getpid()]
+    while len(chain) < 32 and (parent := parent_of(chain[-1])) not in (None, 0, 1):
+        chain.append(parent)
+    names = [process_name(p) for p in chain]
+    if names[1:2] == ["slurmstepd"] or "slurmstepd" not in names:
         return
-    shell, stepd = process_name(parent), process_name(grandparent)
-    if shell in SHELLS and stepd.startswith("slurmstepd"):
-        job = os.environ.get("SLURM_JOB_ID", "?")
-        raise UsageError(
-            f"capture runs under the job script's shell ({shell}, pid {parent}) in Slurm job"
-            f" {job}: on scancel Slurm signals that shell alone and kills capture 2 s later,"
-            " losing the shard; start it with `exec ncu-classify capture ...` or"
-            " `srun ncu-classify capture ...`"
-        )
+    child = names.index("slurmstepd") - 1  # the process Slurm would signal
+    job = os.environ.get("SLURM_JOB_ID", "?")
+    raise UsageError(
+        f"capture runs under the job script ({names[child]}, pid {chain[child]}) in Slurm job"
+        f" {job}: on scancel Slurm signals that process alone and kills capture 2 s later,"
+        " losing the shard; start it with `exec ncu-classify capture ...` or"
+        " `srun ncu-classify capture ...`"
+    )
