@@ -61,7 +61,7 @@ def _script(folder: Path, shard: str, form: str = "exec", extra: str = "") -> Pa
     prefix = {"exec": "exec ", "srun": "srun ", "shell": ""}[form]
     path = folder.parent / f"{folder.name}.sh"
     path.write_text(
-        "#!/bin/bash\n#SBATCH --gpus=1\n#SBATCH --requeue\n"
+        f"#!/bin/bash\n#SBATCH --gpus=1\n#SBATCH --requeue\n#SBATCH --chdir={folder.parent}\n"
         f"#SBATCH -o {folder.parent}/{folder.name}-%A_%a.out\n{extra}{prefix}{command}\n"
         + ("echo capture exited $?\n" if form == "shell" else "")  # bash runs it as a child
     )
