@@ -12,8 +12,8 @@ from conftest import ROOT
 
 from ncu_classify.capture.ncu_cmd import ncu_argv
 from ncu_classify.capture.plan import CaptureOptions, plan_batches, plan_capture, shape_record
-from ncu_classify.capture.shards import input_units, select_shard, shard_costs, unit_cost
 from ncu_classify.capture.shapes import load_shapes
+from ncu_classify.capture.shards import input_units, select_shard, shard_costs, unit_cost
 from ncu_classify.cli.entry import run
 from ncu_classify.core.errors import ShapesError, UsageError
 from ncu_classify.core.metrics import capture_metric_names
