@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -189,6 +190,16 @@ def test_classify_names_a_missing_shard(workload_env: Path, tmp_path: Path) -> N
     assert "pass --partial" in line and len(cards.cards) == 10 + 8
     partial = classify([tmp_path / "shard1", tmp_path / "shard3"], rules, jobs=1, partial=True)
     assert partial.input_errors == [] and partial.input_warnings == [line]
+    stray = tmp_path / "stray"  # shard 3 of another shapes file (its manifest says so)
+    shutil.copytree(tmp_path / "shard3", stray)
+    doc = json.loads((stray / "manifest.json").read_text())
+    doc["shapes_sha256"], doc["shapes_file"] = "f" * 64, "other.yaml"
+    (stray / "manifest.json").write_text(json.dumps(doc))
+    mixed = classify([tmp_path / "shard1", stray], rules, jobs=1).input_errors
+    assert [line.split(": ", 1)[1][:40] for line in mixed] == [
+        f"shards 2/4, 3/4, 4/4 of {SHAPES}"[:40],
+        "shards 1/4, 2/4, 4/4 of other.yaml (sha2",
+    ]
     out = tmp_path / "cards.json"
     done = subprocess.run(
         [*CLI, "classify", str(tmp_path / "shard1"), "-o", str(out)],
