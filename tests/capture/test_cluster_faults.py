@@ -208,3 +208,24 @@ def test_classify_names_a_missing_shard(workload_env: Path, tmp_path: Path) -> N
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert done.returncode == 4 and "shards 2/4, 3/4, 4/4 of" in done.stderr and out.exists()
+
+
+def test_resume_keeps_the_shard_method_of_an_older_capture(
+    workload_env: Path, tmp_path: Path
+) -> None:
+    """A capture made before cost_v1 (no shard_method in its manifest: hash shards) is resumed
+    with its own shards, so no shape it holds is dropped and none of another shard is added."""
+    out = tmp_path / "shard2"
+    options = CaptureOptions(ncu=str(FAKEBIN / "ncu"), shard=(2, 4), per_stage=False)
+    capture(workload_env, out, replace(options, shard_method="hash"))
+    doc = json.loads((out / "manifest.json").read_text())
+    del doc["shard_method"]
+    for shape in doc["shapes"][1:]:
+        shape.update(status="pending", report=None, kernels=None)
+    (out / "manifest.json").write_text(json.dumps(doc))
+    resumed = capture(workload_env, out, replace(options, resume=True))
+    hashed = [e.group for e in select_shard(load_shapes(SHAPES).entries(), 2, 4, "hash")]
+    assert hashed != [e.group for e in select_shard(load_shapes(SHAPES).entries(), 2, 4)]
+    assert [s.group for s in resumed.shapes] == hashed and resumed.shard_method == "hash"
+    assert {s.status for s in resumed.shapes} == {"ok"}
+    assert resumed.batches[-1].groups == hashed[1:]
