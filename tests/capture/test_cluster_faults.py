@@ -94,8 +94,8 @@ def test_any_shard_of_the_workload_captures_without_a_gpu(
     assert "failed" not in {c.status for c in cards}
 
 
-def _capture_cli(out: Path, seconds: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "FAKE_SHAPE_SECONDS": seconds, "PYTHONPATH": str(ROOT)}
+def _capture_cli(out: Path, seconds: str, **job: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "FAKE_SHAPE_SECONDS": seconds, "PYTHONPATH": str(ROOT), **job}
     argv = [*CLI, "capture", "--shapes", str(SHAPES), "-o", str(out), "--shard", "1/4"]
     argv += ["--one-process", "--ncu", str(FAKEBIN / "ncu")]
     return subprocess.Popen(
@@ -117,20 +117,23 @@ def _pids(pattern: str) -> list[int]:
     return [int(p) for p in found.stdout.split()]
 
 
-@pytest.mark.parametrize("whom", ["ncu", "every process"])
+@pytest.mark.parametrize("whom", ["ncu", "every process", "every process of a job"])
 def test_ncu_signalled_from_outside_is_an_interrupt(
     whom: str, workload_env: Path, tmp_path: Path
 ) -> None:
     """SIGTERM to ncu alone (a `kill`), or to every process of the capture (proctrack/
-    linuxproc): ncu ends its target and writes the report of what it finished; those shapes
-    stay ok with their kernels, the rest pending (none failed), the batch says interrupted,
-    capture exits 130 and nothing is left running."""
+    linuxproc; in a job, where ncu shares capture's process group): ncu ends its target and
+    writes the report of what it finished; those shapes stay ok with their kernels, the rest
+    pending (none failed), the batch says interrupted, capture exits 130 and nothing is left
+    running."""
     out = tmp_path / "raw"
-    proc = _capture_cli(out, "1.0")
+    job = {"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0"} if whom.endswith("job") else {}
+    proc = _capture_cli(out, "1.0", **job)
     _wait_ok(out / ".work" / "all.status.jsonl", 2)
     ncu = [p for p in _pids(f"fakebin/ncu .*{out}")]
-    targets = [proc.pid] if whom == "every process" else []
-    targets += ncu + (_pids(f"fake_target.py .*{out}") if whom == "every process" else [])
+    everyone = whom.startswith("every process")
+    targets = [proc.pid] if everyone else []
+    targets += ncu + (_pids(f"fake_target.py .*{out}") if everyone else [])
     for pid in targets:
         os.kill(pid, signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
@@ -229,3 +232,21 @@ def test_resume_keeps_the_shard_method_of_an_older_capture(
     assert [s.group for s in resumed.shapes] == hashed and resumed.shard_method == "hash"
     assert {s.status for s in resumed.shapes} == {"ok"}
     assert resumed.batches[-1].groups == hashed[1:]
+
+
+def test_inside_a_job_ncu_stays_in_the_job_s_process_group(
+    workload_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside a job ncu leads a process group of its own (a Ctrl-C reaches capture alone);
+    inside a Slurm job (an srun step here) it stays in capture's, which proctrack/pgid signals."""
+    log = tmp_path / "runs.jsonl"
+    monkeypatch.setenv("FAKE_NCU_LOG", str(log))
+    options = CaptureOptions(ncu=str(FAKEBIN / "ncu"), shard=(4, 4), per_stage=False)
+    capture(workload_env, tmp_path / "alone", options)
+    monkeypatch.setenv("SLURM_JOB_ID", "7")
+    monkeypatch.setenv("SLURM_STEP_ID", "0")
+    manifest = capture(workload_env, tmp_path / "job", options)
+    outside, inside = [json.loads(line) for line in log.read_text().splitlines()]
+    assert outside["pgid"] == outside["pid"] and inside["pgid"] == os.getpgid(0)
+    assert {s.status for s in manifest.shapes} == {"ok"}
+    assert _pids(str(tmp_path)) == []
