@@ -2,6 +2,12 @@
 
 Every problem is an EnvironmentProblem that says how to fix it (exit 6), found before any
 shape is replayed where it can be.
+
+The GPUs are those of the allocation: where CUDA_VISIBLE_DEVICES is set (a scheduler such as
+Slurm sets it to the GPUs a job was given), nvidia-smi's rows (every GPU of the node) are
+narrowed to those, in that order, and `--gpus` indices count within them, as CUDA's do. The
+program run for the inventory is `nvidia-smi`, or the one NCU_CLASSIFY_NVIDIA_SMI names (the
+seam the CPU tests and the Slurm test use to stand in for a GPU host).
 """
 
 from __future__ import annotations
@@ -17,6 +23,22 @@ from ..core.errors import EnvironmentProblem
 
 MIN_NCU = (2023, 1)
 PERMISSION_MARK = "ERR_NVGPUCTRPERM"
+SMI_VARIABLE = "NCU_CLASSIFY_NVIDIA_SMI"
+
+
+def visible_devices() -> list[str] | None:
+    """The devices CUDA_VISIBLE_DEVICES names (indices or UUIDs), or None where it is unset."""
+    given = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if given is None:
+        return None
+    return [d.strip() for d in given.split(",") if d.strip()]
+
+
+def device_of(index: int) -> str:
+    """What CUDA_VISIBLE_DEVICES must say for `--gpus` index `index`: the index itself, or,
+    inside an allocation, the allocated device at that position."""
+    visible = visible_devices()
+    return visible[index] if visible is not None and index < len(visible) else str(index)
 
 
 @dataclass(frozen=True)
@@ -80,9 +102,10 @@ def gpu_inventory() -> list[dict[str, str]]:
     """GPUs as nvidia-smi lists them (index, name, driver, uuid, memory_mib); an
     EnvironmentProblem if there is none."""
     query = "--query-gpu=index,name,driver_version,uuid,memory.total"
+    smi = os.environ.get(SMI_VARIABLE) or "nvidia-smi"
     try:
         out = subprocess.run(
-            ["nvidia-smi", query, "--format=csv,noheader,nounits"],
+            [smi, query, "--format=csv,noheader,nounits"],
             capture_output=True,
             text=True,
             timeout=60,
@@ -95,7 +118,29 @@ def gpu_inventory() -> list[dict[str, str]]:
     if not rows:
         raise EnvironmentProblem("no NVIDIA GPU visible: nvidia-smi lists none")
     keys = ("index", "name", "driver", "uuid", "memory_mib")
-    return [dict(zip(keys, row, strict=False)) for row in rows]
+    return allocated([dict(zip(keys, row, strict=False)) for row in rows], visible_devices())
+
+
+def allocated(rows: list[dict[str, str]], visible: list[str] | None) -> list[dict[str, str]]:
+    """nvidia-smi's rows narrowed to the devices CUDA_VISIBLE_DEVICES names, in its order and
+    indexed from 0 as CUDA sees them (`node_index`: nvidia-smi's index); all rows where it is
+    unset. An EnvironmentProblem where it names no GPU nvidia-smi lists."""
+    if visible is None:
+        return rows
+    chosen: list[dict[str, str]] = []
+    for device in visible:
+        row = next((r for r in rows if device in (r["index"], r.get("uuid"))), None)
+        if row is None:
+            row = next((r for r in rows if r.get("uuid", "").startswith(device)), None)
+        if row is None:
+            raise EnvironmentProblem(
+                f"CUDA_VISIBLE_DEVICES={','.join(visible)}: nvidia-smi lists no GPU {device}"
+                f" (it lists indices {', '.join(r['index'] for r in rows)})"
+            )
+        chosen.append({**row, "index": str(len(chosen)), "node_index": row["index"]})
+    if not chosen:
+        raise EnvironmentProblem("no NVIDIA GPU visible: CUDA_VISIBLE_DEVICES names none")
+    return chosen
 
 
 def visible_gpu_bytes(gpus: tuple[int, ...]) -> int | None:
@@ -121,8 +166,14 @@ def probe(ncu: str, gpus: tuple[int, ...]) -> Host:
     indices = [int(g["index"]) for g in inventory if g["index"].isdigit()]
     for wanted in gpus:
         if wanted not in indices:
+            where = (
+                "this host has"
+                if visible_devices() is None
+                else f"this allocation (CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']})"
+                " was given"
+            )
             raise EnvironmentProblem(
-                f"GPU index {wanted} is out of range: this host has {len(inventory)} GPU(s),"
+                f"GPU index {wanted} is out of range: {where} {len(inventory)} GPU(s),"
                 f" indices {', '.join(map(str, indices))}"
             )
     return Host(ncu_path, version, inventory, boost_state(ncu_path))

@@ -17,6 +17,7 @@ from .aten import aten_nominal_bytes
 from .drill import DrillRequest
 from .protocol import InputDraws, ReplayPhases
 from .recorded import RecordedTotals
+from .shards import ShardMethod
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 1
@@ -169,6 +170,9 @@ class Manifest(BaseModel):
         description="the generator of seeded inputs (capture.inputs); older captures: torch's CPU",
     )
     shard: str = "1/1"
+    shard_method: ShardMethod = Field(
+        default="hash", description="how --shard chose the shapes (captures before cost_v1: hash)"
+    )
     host: HostInfo = Field(default_factory=HostInfo)
     metrics: list[str]
     batches: list[BatchRecord] = Field(default_factory=list)

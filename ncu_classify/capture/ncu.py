@@ -4,9 +4,14 @@ what it has profiled.
 
 Stopping (Ctrl-C, SIGTERM, the deadline) is graceful first: the replay target gets SIGTERM and
 stops after the shape in hand, so ncu writes the report of every shape replayed so far; if the
-target does not end within the grace time it is killed, and if ncu does not end either, its
-whole process group is. A second interrupt kills at once. Reports are written under a
-temporary name and renamed when ncu has ended.
+target does not end within the grace time it is killed, and if ncu does not end either, it and
+everything below it are (procs.py). A second interrupt kills at once. Reports are written under
+a temporary name and renamed when ncu has ended.
+
+ncu may also be signalled by someone else (a scheduler that signals every process of a job, a
+`kill -TERM` of the process tree): real ncu then ends its target, writes the report of the shapes
+it finished and dies of the signal. That batch was interrupted, not crashed: it says so, and its
+unfinished shapes stay `pending`.
 """
 
 from __future__ import annotations
@@ -24,11 +29,16 @@ from typing import Any
 
 from ..core.errors import EnvironmentProblem
 from .batch import Batch
+from .host import device_of
 from .manifest import BatchRecord, EndedBy
 from .plan import CaptureOptions, Plan
+from .procs import kill_leftover, own_group, runs_under, signal_tree
 from .protocol import BatchFile, StatusTail, write_batch
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+# how an ncu that was told to stop from outside ends: killed by, or exiting 128 + (a shell's way)
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+STOPPED_CODES = frozenset(code for sig in STOP_SIGNALS for code in (-sig, 128 + sig))
 POLL_S = 0.2
 KILL_WAIT_S = 30.0  # after killing the target: time for ncu to write its report
 
@@ -51,7 +61,8 @@ class BatchRun:
 
 
 def replay_env(gpu: int | None, parallel: int) -> dict[str, str]:
-    """Environment of one ncu process: this package importable, its GPU alone visible, and,
+    """Environment of one ncu process: this package importable, its GPU alone visible (`gpu`
+    counts within the allocation's CUDA_VISIBLE_DEVICES where that is set), and,
     when `parallel` processes share the host, torch's CPU threads split between them (unless
     OMP_NUM_THREADS is set) so that their input generation does not oversubscribe the cores."""
     env = {
@@ -61,7 +72,7 @@ def replay_env(gpu: int | None, parallel: int) -> dict[str, str]:
         ),
     }
     if gpu is not None:
-        env["CUDA_VISIBLE_DEVICES"] = str(gpu)
+        env["CUDA_VISIBLE_DEVICES"] = device_of(gpu)
     if parallel > 1:
         env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // parallel)))
     return env
@@ -99,14 +110,16 @@ def run_ncu_batch(
     log = out / f"{batch.name}.ncu.log"
     tail = StatusTail(status_file)
     started = time.monotonic()
+    grouped = own_group()
     with log.open("wb") as log_handle:
-        proc = _start(argv, log_handle, replay_env(gpu, len(options.gpus)))
+        proc = _start(argv, log_handle, replay_env(gpu, len(options.gpus)), grouped)
+        watch = _Watch(proc, tail, stop, grouped)
         try:
-            ended_by = _supervise(proc, tail, on_shape, stop, started + options.timeout_s, options)
+            ended_by = _supervise(watch, on_shape, started + options.timeout_s, options)
         except BaseException:
-            _kill_group(proc)
+            watch.kill()
             raise
-        _signal_group(proc, signal.SIGKILL)  # ncu has ended: sweep anything left in its group
+        watch.sweep(status_file)  # ncu has ended: kill anything of its run still there
     for line in tail.poll():
         on_shape(line.group, line.status)
     report = _move_report(out, work, batch.name)
@@ -133,8 +146,10 @@ def launch_plan(batch: Batch, options: CaptureOptions) -> dict[str, Any]:
     return {"launches": options.repeat if options.repeat_counters else 1}
 
 
-def _start(argv: list[str], log: Any, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """ncu in a new session (its own process group), output to the log file."""
+def _start(
+    argv: list[str], log: Any, env: dict[str, str], grouped: bool
+) -> subprocess.Popen[bytes]:
+    """ncu, in a new session (its own process group) unless inside a job, output to the log."""
     try:
         return subprocess.Popen(
             argv,
@@ -142,85 +157,89 @@ def _start(argv: list[str], log: Any, env: dict[str, str]) -> subprocess.Popen[b
             stderr=subprocess.STDOUT,
             env=env,
             stdin=subprocess.DEVNULL,
-            start_new_session=True,
+            start_new_session=grouped,
         )
     except OSError as exc:
         raise EnvironmentProblem(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
 
 
+@dataclass
+class _Watch:
+    """One running ncu, the status tail of its target, and how to signal them."""
+
+    proc: subprocess.Popen[bytes]
+    tail: StatusTail
+    stop: Stop
+    grouped: bool  # ncu leads a process group of its own (procs.own_group)
+
+    def kill(self) -> None:
+        """Kill ncu and everything below it, and reap ncu."""
+        signal_tree(self.proc.pid, signal.SIGKILL, self.grouped)
+        self.proc.wait()
+
+    def sweep(self, status_file: Path) -> None:
+        """After ncu ended: kill what is left of its run (its group; inside a job, its target)."""
+        signal_tree(self.proc.pid, signal.SIGKILL, self.grouped)
+        if not self.grouped:
+            kill_leftover(self.tail.env.pid if self.tail.env else None, status_file)
+
+    def wait(self, seconds: float) -> bool:
+        """True if ncu ended within `seconds`; False at once on a hard stop."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end and not self.stop.hard.is_set():
+            if self.proc.poll() is not None:
+                return True
+            time.sleep(POLL_S)
+        return self.proc.poll() is not None
+
+
 def _supervise(
-    proc: subprocess.Popen[bytes],
-    tail: StatusTail,
+    watch: _Watch,
     on_shape: Callable[[str, str], None],
-    stop: Stop,
     deadline: float,
     options: CaptureOptions,
 ) -> EndedBy:
-    """Wait for ncu, reporting shapes as they finish; wind down on a stop or the deadline."""
+    """Wait for ncu, reporting shapes as they finish; wind down on a stop or the deadline. An
+    ncu that died of SIGTERM/SIGINT/SIGHUP (or exited 128 + one) was stopped from outside."""
+    proc, stop = watch.proc, watch.stop
     while proc.poll() is None:
-        for line in tail.poll():
+        for line in watch.tail.poll():
             on_shape(line.group, line.status)
         if stop.hard.is_set():
-            _kill_group(proc)
+            watch.kill()
             return "interrupted"
         if stop.graceful.is_set():
-            _wind_down(proc, tail, stop, options.stop_grace_s)
+            _wind_down(watch, options.stop_grace_s)
             return "interrupted"
         if time.monotonic() > deadline:
-            _wind_down(proc, tail, stop, min(options.stop_grace_s, 15.0))
+            _wind_down(watch, min(options.stop_grace_s, 15.0))
             return "timeout"
         time.sleep(POLL_S)
+    if proc.returncode in STOPPED_CODES or stop.graceful.is_set():
+        return "interrupted"
     return "finished"
 
 
-def _wind_down(proc: subprocess.Popen[bytes], tail: StatusTail, stop: Stop, grace: float) -> None:
-    """Ask the target to stop after its current shape; kill it, then ncu's group, if it does
-    not end in time (a second interrupt kills at once)."""
-    tail.poll()
-    target = tail.env.pid if tail.env else None
-    if target is None or not _in_group(target, proc.pid):
-        _signal_group(proc, signal.SIGTERM)  # no target yet: nothing replayed to keep
+def _wind_down(watch: _Watch, grace: float) -> None:
+    """Ask the target to stop after its current shape; kill it, then ncu and what is below
+    it, if it does not end in time (a second interrupt kills at once)."""
+    watch.tail.poll()
+    proc = watch.proc
+    target = watch.tail.env.pid if watch.tail.env else None
+    if target is None or not runs_under(target, proc.pid, watch.grouped):
+        signal_tree(proc.pid, signal.SIGTERM, watch.grouped)  # no target yet: nothing to keep
     else:
         _signal(target, signal.SIGTERM)
-        if _wait(proc, grace, stop):
+        if watch.wait(grace):
             return
         _signal(target, signal.SIGKILL)
-    if not _wait(proc, KILL_WAIT_S, stop):
-        _kill_group(proc)
-
-
-def _wait(proc: subprocess.Popen[bytes], seconds: float, stop: Stop) -> bool:
-    """True if ncu ended within `seconds`; False at once on a hard stop."""
-    end = time.monotonic() + seconds
-    while time.monotonic() < end and not stop.hard.is_set():
-        if proc.poll() is not None:
-            return True
-        time.sleep(POLL_S)
-    return proc.poll() is not None
-
-
-def _in_group(pid: int, group: int) -> bool:
-    """True if `pid` still runs in ncu's process group (so a reused PID is never signalled)."""
-    try:
-        return os.getpgid(pid) == group
-    except ProcessLookupError:
-        return False
+    if not watch.wait(KILL_WAIT_S):
+        watch.kill()
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)
-
-
-def _signal_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, sig)
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """Kill ncu and everything in its process group, and reap ncu."""
-    _signal_group(proc, signal.SIGKILL)
-    proc.wait()
 
 
 def _move_report(out: Path, work: Path, name: str) -> Path | None:

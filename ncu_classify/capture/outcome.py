@@ -42,8 +42,12 @@ def apply_status(
 
 
 def _apply_line(rec: ShapeRecord, batch: BatchRecord, line: ShapeLine) -> None:
-    """One status line into its shape's record."""
+    """One status line into its shape's record. A shape replayed in a batch that was
+    interrupted before ncu wrote any report stays `pending`: nothing of it was kept."""
     status, error = line.status, line.error
+    if status == "ok" and not batch.report and batch.ended_by == "interrupted":
+        _set_status(rec, batch.kind, "pending", None)  # never in a report: --resume replays it
+        return
     if status == "ok" and not batch.report:
         status = "failed"
         error = (

@@ -8,7 +8,6 @@ here, with the bytes it needs, before any process starts.
 from __future__ import annotations
 
 import hashlib
-import math
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -19,10 +18,10 @@ from .batch import Batch
 from .drill import DrillRequest, capture_metrics, drill_entries, resolve_drill
 from .manifest import MANIFEST_NAME, Manifest, ShapeRecord, read_manifest
 from .ncu_cmd import ncu_argv
-from .ops import InputSpec
 from .protocol import InputDraws
 from .repeats import DURATION_METRIC, timed, with_times
 from .shapes import ShapeEntry, ShapesFile, load_shapes
+from .shards import ShardMethod, input_units, select_shard, unit_cost
 
 # No GPU made has more memory (B300: 288 GB): the bound when the GPU is not known (dry run).
 LARGEST_GPU_BYTES = 300 * 2**30
@@ -37,6 +36,7 @@ class CaptureOptions:
     timeout_s: float = 3600.0
     gpus: tuple[int, ...] = ()  # CUDA device indices; empty: the default device only
     shard: tuple[int, int] = (1, 1)  # K of N
+    shard_method: ShardMethod = "cost_v1"  # --resume takes the capture's own (shards.py)
     max_batch: int = 0  # shapes per ncu process; 0: no limit
     per_stage: bool = True  # one ncu process per stage; False: as few processes as possible
     resume: bool = False
@@ -78,29 +78,6 @@ def plan_batches(
     return batches
 
 
-def draw_cost(entry: ShapeEntry) -> float:
-    """Rough seconds to generate and hash a shape's inputs on the CPU (~80 M elements/s on
-    the H200 hosts, measured on the workload's attention buffers)."""
-    return sum(math.prod(dims) for dims, _, _ in entry.shape.inputs()) / 8e7
-
-
-def run_cost(entry: ShapeEntry) -> float:
-    """Rough seconds a shape adds besides its inputs: a fixed part and its kernels under 9
-    replay passes (~50 TFLOP/s)."""
-    return 0.5 + 9 * entry.shape.nominal_flops() / 5e14
-
-
-def input_units(entries: list[ShapeEntry]) -> list[list[tuple[int, ShapeEntry]]]:
-    """Shapes (with their file positions) grouped by the inputs they draw, in order of first
-    appearance: a unit goes to one GPU whole and replays back to back, so its shapes share one
-    draw (the FA2 and FA3 variants of an attention shape draw the same 1.4 GB)."""
-    units: dict[tuple[str, tuple[InputSpec, ...]], list[tuple[int, ShapeEntry]]] = {}
-    for index, entry in enumerate(entries):
-        key = (entry.shape.op, tuple(entry.shape.inputs()))
-        units.setdefault(key, []).append((index, entry))
-    return list(units.values())
-
-
 def gpu_batches(
     entries: list[ShapeEntry],
     gpus: tuple[int, ...],
@@ -127,23 +104,6 @@ def gpu_batches(
                 name += ".r"
             batches.append(Batch(name, batch.entries, device))
     return [b for b in batches if b.entries]
-
-
-def unit_cost(unit: list[tuple[int, ShapeEntry]]) -> float:
-    """Estimated seconds of a unit: its inputs are drawn once, then each shape runs."""
-    return draw_cost(unit[0][1]) + sum(run_cost(entry) for _, entry in unit)
-
-
-def select_shard(entries: list[ShapeEntry], index: int, count: int) -> list[ShapeEntry]:
-    """Shard `index` of `count` (1-based): shapes whose group id hashes to it. Stable when the
-    file grows or is reordered, so a job array can fan out over hosts."""
-    if not 1 <= index <= count:
-        raise UsageError(f"--shard {index}/{count}: K must be between 1 and N")
-    return [
-        e
-        for e in entries
-        if int(hashlib.sha256(e.group.encode()).hexdigest(), 16) % count == index - 1
-    ]
 
 
 def recorded_inputs(shapes_path: Path, entries: list[ShapeEntry]) -> list[ShapeEntry]:
@@ -201,6 +161,7 @@ class Plan:
     previous: Manifest | None
     drill: DrillRequest | None = None  # the drill-down request, checked against the shapes
     repeat: int = 1  # launches measured per shape (--repeat)
+    shard_method: ShardMethod = "cost_v1"  # how --shard picks this capture's shapes
 
     @property
     def input_draws(self) -> InputDraws:
@@ -232,9 +193,18 @@ def check_capture(shapes_path: Path, out: Path, options: CaptureOptions) -> None
     shard, a shape too large for any GPU, a folder that holds a capture without --resume."""
     shapes = load_shapes(shapes_path)
     drill = resolve_drill(options.drill, {e.group for e in shapes.entries()})
-    entries = drill_entries(select_shard(shapes.entries(), *options.shard), drill)
-    check_fits(shapes_path, recorded_inputs(shapes_path, entries), LARGEST_GPU_BYTES)
     _refuse_unasked_resume(out, options)
+    method = resumed_method(out, options)
+    entries = drill_entries(select_shard(shapes.entries(), *options.shard, method), drill)
+    check_fits(shapes_path, recorded_inputs(shapes_path, entries), LARGEST_GPU_BYTES)
+
+
+def resumed_method(out: Path, options: CaptureOptions) -> ShardMethod:
+    """The shard method of the capture --resume continues (its manifest's), else the option's."""
+    path = out / MANIFEST_NAME
+    if options.resume and path.exists():
+        return read_manifest(path).shard_method
+    return options.shard_method
 
 
 def _refuse_unasked_resume(out: Path, options: CaptureOptions) -> None:
@@ -253,14 +223,15 @@ def plan_capture(
     shape must fit in `gpu_bytes` (the smallest GPU used; unknown: the largest GPU made)."""
     shapes = load_shapes(shapes_path)
     drill = resolve_drill(options.drill, {e.group for e in shapes.entries()})
-    options = replace(options, drill=drill)
-    entries = drill_entries(select_shard(shapes.entries(), *options.shard), drill)
+    _refuse_unasked_resume(out, options)
+    options = replace(options, drill=drill, shard_method=resumed_method(out, options))
+    entries = select_shard(shapes.entries(), *options.shard, options.shard_method)
+    entries = drill_entries(entries, drill)
     entries = recorded_inputs(shapes_path, entries)
     check_fits(shapes_path, entries, gpu_bytes or LARGEST_GPU_BYTES)
     previous, kept, untimed = None, [], []
     taken = _names_in(out)  # never write over a report or log already there
     manifest_path = out / MANIFEST_NAME
-    _refuse_unasked_resume(out, options)
     if manifest_path.exists():
         previous = read_manifest(manifest_path)
         check_resumable(previous, shapes, shapes_sha256(shapes_path), options, out)
@@ -280,7 +251,7 @@ def plan_capture(
     if options.timed_repeats:
         batches = with_times(batches, untimed, taken)
     argv = {b.name: batch_argv(b, out, options) for b in batches}
-    return Plan(shapes, batches, argv, kept, previous, drill, options.repeat)
+    return Plan(shapes, batches, argv, kept, previous, drill, options.repeat, options.shard_method)
 
 
 def _names_in(out: Path) -> frozenset[str]:

@@ -25,6 +25,7 @@ from .batch import Batch
 from .drill import capture_metrics
 from .folder import capture_lock, writing
 from .host import Host, counters_refused, probe
+from .jobs import check_job_script
 from .manifest import HostInfo, Manifest, ShapeRecord, write_manifest
 from .ncu import BatchRun, Stop, run_ncu_batch
 from .outcome import apply_status, count_kernels
@@ -34,10 +35,10 @@ from .plan import (
     batch_argv,
     check_capture,
     plan_capture,
-    select_shard,
     shape_record,
     shapes_sha256,
 )
+from .shards import select_shard
 
 CaptureProgress = Callable[[int, int, str, str], None]  # done, total, group, status
 
@@ -55,6 +56,7 @@ def capture(
     is raised again."""
     options = options or CaptureOptions()
     check_capture(shapes_path, out, options)  # a bad file fails before the host is probed
+    check_job_script()  # under a Slurm job script's shell, scancel would lose the shard
     host = probe(options.ncu, options.gpus)
     options = replace(options, ncu=host.ncu_path)
     with writing(out), capture_lock(out):
@@ -76,7 +78,8 @@ def _capture(
         {e.group: shape_record(e) for b in plan.batches if b.kind == "counters" for e in b.entries}
     )
     manifest = plan.previous or _new_manifest(shapes_path, plan, options)
-    order = [e.group for e in select_shard(plan.shapes.entries(), *options.shard)]
+    entries = select_shard(plan.shapes.entries(), *options.shard, plan.shard_method)
+    order = [e.group for e in entries]
     manifest.shapes = [records[g] for g in order if g in records]
     manifest.shard = f"{options.shard[0]}/{options.shard[1]}"
     manifest.host = _with(
@@ -119,6 +122,7 @@ def _new_manifest(shapes_path: Path, plan: Plan, options: CaptureOptions) -> Man
         repeat=options.repeat,
         repeat_counters=options.repeat_counters,
         recorded_totals=plan.shapes.recorded.totals if plan.shapes.recorded else None,
+        shard_method=plan.shard_method,
     )
 
 
@@ -142,7 +146,8 @@ class _Run:
         self.stop = Stop()
         self.total = sum(len(b.entries) for b in plan.batches)
         self.done = 0
-        self.errors: list[BaseException] = []
+        self.errors: list[BaseException] = []  # the first is raised (KeyboardInterrupt: a
+        # batch whose ncu was signalled by someone else, e.g. a scheduler)
         self.started: set[str] = set()  # batches that ran
 
     def on_shape(self, group: str, status: str) -> None:
@@ -168,6 +173,8 @@ class _Run:
                 self.record(outcome)
                 if refused:
                     raise refused
+                if outcome.ended_by == "interrupted" and not self.stop.graceful.is_set():
+                    raise KeyboardInterrupt  # ncu was stopped from outside: so is the capture
         except BaseException as exc:  # re-raised by the main thread
             self.errors.append(exc)
             self.stop.graceful.set()  # the others stop too: e.g. counters not permitted

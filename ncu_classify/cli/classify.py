@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         "ncu-classify classify raw/ -o cards.json",
         "ncu-classify classify my_run.ncu-rep -o cards.json --rules my_rules.yaml",
         "ncu-classify classify raw/ -o cards.json --table kernels.csv --table-level kernel",
+        "ncu-classify classify raw/shard* -o cards.json   # every shard of a split capture",
     ),
 )
 def classify_command(
@@ -73,6 +74,14 @@ def classify_command(
             readable=False,
         ),
     ] = None,
+    partial: Annotated[
+        bool,
+        typer.Option(
+            "--partial",
+            help="accept a split capture (capture --shard) with shards missing: a warning"
+            " instead of an error (exit 4)",
+        ),
+    ] = False,
 ) -> None:
     """Read reports, classify every kernel, write capability cards and print the summary."""
     from ..cards.files import card_file_text
@@ -95,7 +104,9 @@ def classify_command(
         loaded = load_rules(rules)
         tolerances = load_noise(noise)[0]
         with read_progress() as progress:
-            cards = classify(paths, loaded, jobs=jobs, progress=progress, noise=tolerances)
+            cards = classify(
+                paths, loaded, jobs=jobs, progress=progress, noise=tolerances, partial=partial
+            )
         for problem in cards.input_errors:
             error_line(problem)
         for warning in cards.input_warnings:

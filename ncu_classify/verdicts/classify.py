@@ -8,9 +8,9 @@ process per report, and merged in input order so the output does not depend on t
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from .inputs import Source, collect_inputs, input_files
 from .judge import build_card, kernel_card
 from .repeats import by_repeat, with_repeats
 from .rules import LoadedRules
+from .shards import missing_shards
 
 __all__ = ["classify", "input_files"]
 
@@ -210,15 +211,21 @@ def classify(
     jobs: int | None = None,
     progress: ReadProgress | None = None,
     noise: Noise | None = None,
+    partial: bool = False,
 ) -> CardFile:
     """Read every report under `paths` and build the cards file (input errors listed in it).
     An invalid capture manifest raises ManifestError before any report is read. `noise`
     (default: the packaged H200 file) widens the intervals of repeated cards by the
-    run-to-run spread when their verdicts' stability is judged."""
+    run-to-run spread when their verdicts' stability is judged. Shards of a split capture
+    that are not among `paths` are input errors (warnings with `partial`)."""
     inputs = collect_inputs(paths)
+    (inputs.warnings if partial else inputs.errors).extend(missing_shards(inputs.sources))
     all_reports = inputs.reports()
     results = read_all(
-        all_reports, jobs or os.cpu_count() or 1, partial(kernel_card, rules=rules), progress
+        all_reports,
+        jobs or os.cpu_count() or 1,
+        functools.partial(kernel_card, rules=rules),
+        progress,
     )
     ok: dict[Path, list[Classified]] = {}
     failed: dict[Path, str] = {}

@@ -11,16 +11,9 @@ import pytest
 from conftest import ROOT
 
 from ncu_classify.capture.ncu_cmd import ncu_argv
-from ncu_classify.capture.plan import (
-    CaptureOptions,
-    input_units,
-    plan_batches,
-    plan_capture,
-    select_shard,
-    shape_record,
-    unit_cost,
-)
+from ncu_classify.capture.plan import CaptureOptions, plan_batches, plan_capture, shape_record
 from ncu_classify.capture.shapes import load_shapes
+from ncu_classify.capture.shards import input_units, select_shard, shard_costs, unit_cost
 from ncu_classify.cli.entry import run
 from ncu_classify.core.errors import ShapesError, UsageError
 from ncu_classify.core.metrics import capture_metric_names
@@ -84,23 +77,47 @@ def test_one_batch_per_stage_in_file_order() -> None:
     assert record.op == "aten.conv3d.default" and record.nominal_mac_flops == 99373547520
 
 
-def test_shards_partition_the_shapes_deterministically() -> None:
-    """Shards are pinned: a job array relies on a shape landing in the same shard on every
-    host, release and file order (sha256 of the group id, mod N)."""
+def test_hash_shards_of_older_captures_stay_pinned() -> None:
+    """Captures made before cost_v1 (manifest shard_method `hash`) are resumed with their own
+    shards: sha256 of the group id, mod N."""
     entries = load_shapes(WORKLOAD).entries()
-    shards = [select_shard(entries, k, 4) for k in range(1, 5)]
-    groups = [e.group for shard in shards for e in shard]
-    assert sorted(groups) == sorted(e.group for e in entries) and len(set(groups)) == 34
+    shards = [select_shard(entries, k, 4, "hash") for k in range(1, 5)]
     assert [(len(s), s[0].group) for s in shards] == [
         (8, "dit:linear:M4680_N5120_K144:bf16:bias"),
         (14, "dit:linear:M4680_N5120_K5120:bf16:bias"),
         (7, "vae:conv3d:in1x192x3x242x106_w192x192x3x3x3_s1x1x1_p0x0x0:fp32:tf32"),
         (5, "dit:linear:M1170_N15360_K5120:bf16:bias"),
     ]
-    reordered = list(reversed(entries))
-    assert {e.group for e in select_shard(reordered, 2, 4)} == {e.group for e in shards[1]}
     with pytest.raises(UsageError, match=r"--shard 5/4"):
         select_shard(entries, 5, 4)
+
+
+def test_shards_partition_the_shapes_by_cost_deterministically() -> None:
+    """Shards are pinned: a job array relies on a shape landing in the same shard on every
+    host, release and file order; they balance capture's cost model, and the shapes that draw
+    the same inputs (FA2/FA3 of one attention shape) share a shard."""
+    entries = load_shapes(WORKLOAD).entries()
+    shards = [select_shard(entries, k, 4) for k in range(1, 5)]
+    groups = [e.group for shard in shards for e in shard]
+    assert sorted(groups) == sorted(e.group for e in entries) and len(set(groups)) == 34
+    assert [(len(s), s[0].group) for s in shards] == [
+        (11, "dit:linear:M4680_N5120_K144:bf16:bias"),
+        (5, "dit:linear:M3_N30720_K5120:bf16:bias"),
+        (9, "dit:linear:M4680_N5120_K5120:bf16:bias"),
+        (9, "dit:linear:M4680_N5120_K1536:bf16:bias"),
+    ]
+    reordered = list(reversed(entries))
+    assert {e.group for e in select_shard(reordered, 2, 4)} == {e.group for e in shards[1]}
+    for unit in input_units(entries):
+        assert len({n for _, e in unit for n, s in enumerate(shards) if e in s}) == 1
+    for count in (2, 4, 8):
+        costs = shard_costs(entries, count, "cost_v1")
+        biggest_unit = max(unit_cost(u) for u in input_units(entries))
+        assert max(costs) <= max(1.1 * sum(costs) / count, biggest_unit) + 1e-9
+    hashed = shard_costs(
+        load_shapes(ROOT / "fixtures/shapes/workload_480x832.yaml").entries(), 8, "hash"
+    )
+    assert round(max(hashed) / (sum(hashed) / 8), 2) == 2.79  # the imbalance cost_v1 removes
 
 
 def test_max_batch_splits_stages_and_names_stay_unique() -> None:

@@ -1,0 +1,44 @@
+"""Is a split capture whole? The shards of one shapes file given to classify, and the missing.
+
+Every capture manifest records its shard (`K/N`), how the shards were chosen and the sha256 of
+its shapes file. Captures of one file split the same way belong together; any K of 1..N that
+none of them holds is a shard whose shapes have no card. Captures of another shapes file (or
+another split) form a set of their own, so a stray folder is named too.
+"""
+
+from __future__ import annotations
+
+from .inputs import Source
+
+
+def missing_shards(sources: list[Source]) -> list[str]:
+    """One line per set of shards (same shapes file, split the same way) that lacks some."""
+    sets: dict[tuple[str, int, str, str | None], dict[int, list[str]]] = {}
+    for source in sources:
+        manifest = source.manifest
+        if manifest is None or source.manifest_path is None:
+            continue
+        index, count = (int(part) for part in manifest.shard.split("/"))
+        drill = manifest.drill_down.cards_sha256 if manifest.drill_down else None
+        key = (manifest.shapes_sha256, count, manifest.shard_method, drill)
+        folder = str(source.manifest_path.parent)
+        sets.setdefault(key, {}).setdefault(index, []).append(folder)
+    lines = []
+    for (sha256, count, method, _), found in sets.items():
+        absent = [k for k in range(1, count + 1) if k not in found]
+        if not absent:
+            continue
+        folders = ", ".join(f for k in sorted(found) for f in found[k])
+        shapes_file = next(
+            s.manifest.shapes_file
+            for s in sources
+            if s.manifest and s.manifest.shapes_sha256 == sha256
+        )
+        named = ", ".join(f"{k}/{count}" for k in absent)
+        lines.append(
+            f"{folders}: shard{'s' if len(absent) > 1 else ''} {named} of {shapes_file}"
+            f" (sha256 {sha256[:12]}, {method} shards) not given: the cards lack"
+            f" {'their' if len(absent) > 1 else 'its'} shapes; give every shard's folder, or"
+            " pass --partial to accept the cards of these alone"
+        )
+    return lines
