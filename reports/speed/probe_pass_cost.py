@@ -26,17 +26,9 @@ sys.path.insert(0, str(ROOT))
 
 from ncu_classify.capture.drill import capture_metrics  # noqa: E402
 
-C_PROGRAM = r"""
-#include <cstdlib>
-__global__ void k(float *p) { p[threadIdx.x] += 1.0f; }
-int main(int argc, char **argv) {
-  int n = atoi(argv[1]);
-  float *p;
-  cudaMalloc(&p, 4 << 20);
-  for (int i = 0; i < n; i++) { k<<<1, 32>>>(p); cudaDeviceSynchronize(); }
-  return 0;
-}
-"""
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from probe_replay_modes import C_PROGRAM  # noqa: E402  (the same one-warp program)
+
 SASS = ("smsp__sass",)
 TENSOR = ("sm__ops_path",)
 BREAKDOWN = ("breakdown:",)
