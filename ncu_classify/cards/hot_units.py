@@ -9,7 +9,11 @@ not a math pipe says so on the kernel.
 
 from __future__ import annotations
 
+import functools
+
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+
+from ..core.trusted import trusted
 
 # ncu counter (without `.avg.pct_of_peak_sustained_elapsed`) -> (label, kind): every member of
 # the two breakdowns that the committed H200 reports carry (`--metrics` captures and `--set full`
@@ -124,6 +128,7 @@ class HotUnit(BaseModel):
         return unit_label_kind(unit)[0] if isinstance(unit, str) and label == unit else label
 
 
+@functools.lru_cache(maxsize=1024)
 def unit_label_kind(unit: str) -> tuple[str, str]:
     """(label, kind) of a breakdown counter: KNOWN's, or one read from the counter's name."""
     if unit in KNOWN:
@@ -152,8 +157,9 @@ def name_units(raw: dict[str, list[tuple[str, float]]]) -> dict[str, list[HotUni
     out: dict[str, list[HotUnit]] = {}
     for breakdown, entries in raw.items():
         units = [
-            HotUnit(unit=u, pct=p, label=unit_label_kind(u)[0], kind=unit_label_kind(u)[1])
+            trusted(HotUnit, unit=u, pct=p, label=label, kind=kind)
             for u, p in entries
+            for label, kind in (unit_label_kind(u),)
         ]
         units.sort(
             key=lambda h: (-h.pct, _KIND_ORDER.get(h.kind, 3), h.label != "tensor pipe", h.unit)

@@ -27,6 +27,7 @@ from ..core.errors import ReportError
 from ..core.metrics import CATALOG, DEVICE_METRICS, PASSES_METRIC, complete
 from ..core.stalls import CPI_METRIC, DECIDERS, STALL_REASONS, stall_metric
 from ..core.textio import open_regular, os_reason
+from ..core.trusted import trusted
 from ..core.units import UnitError
 from .breakdowns import hot_units
 from .framing import SUPPORTED_FORMAT, ReportInfo, check_report, version_message
@@ -160,7 +161,8 @@ def read_kernel(
     complete(values, sources)  # figures the other counters determine (tensor over elapsed)
     missing = [spec.key for spec in CATALOG if values[spec.key] is None]
     ranges, repeat = split_repeat(_nvtx_stack(action))
-    return KernelRecord.model_construct(  # trusted values: skip validation on the hot path
+    return trusted(  # trusted values: skip validation on the hot path
+        KernelRecord,
         report=report,
         range_index=range_index,
         action_index=action_index,
@@ -321,4 +323,4 @@ def read_report(
                 raise ReportError(version_message(path, info, installed_version())) from None
     except OSError as exc:  # unreadable, or gone since it was listed
         raise ReportError(f"{path}: cannot read: {os_reason(path, exc)}") from None
-    return ReportRead.model_construct(path=label, kernels=kernels)
+    return trusted(ReportRead, path=label, kernels=kernels)

@@ -32,6 +32,7 @@ from ..cards.model import (
 from ..cards.rollup import card_class, count_classes, dominant
 from ..core.clock import utc_now
 from ..core.metrics import CATALOG, EVIDENCE_KEYS, PERSISTENT, derive
+from ..core.trusted import trusted
 from ..read.records import KernelRecord
 from .drill import build_drill_down
 from .margins import verdict_margin
@@ -116,8 +117,9 @@ def kernel_card(record: KernelRecord, rules: LoadedRules) -> KernelCard:
             dur_us=metrics.get("dur_us"),
         )
         drilled["drill_down"] = build_drill_down(record.stalls, metrics, hot, source)
-    return KernelCard.model_construct(  # trusted values; the file is validated in tests
-        set(CLASSIFY_KERNEL_FIELDS) | set(drilled),
+    return trusted(  # trusted values; the file is validated in tests
+        KernelCard,
+        CLASSIFY_KERNEL_FIELDS | set(drilled),
         **drilled,
         kernel=record.demangled,
         metrics=metrics,
@@ -134,6 +136,7 @@ def kernel_card(record: KernelRecord, rules: LoadedRules) -> KernelCard:
         metric_sources=dict(record.sources),
         missing_metrics=list(record.missing),
         metric_repairs=[],  # given: a default factory costs more than classifying the kernel
+        legacy_fields={},  # (pydantic asks inspect.signature of each factory on each call)
     )
 
 
@@ -237,8 +240,9 @@ def build_card(
     gpu = gpu_of(records)
     undecided: dict[str, Any] = dict.fromkeys(VERDICT_FIELDS)
     untimed = {name for name in RECORDED_ONLY if fields.get(name) is None}
-    card = Card.model_construct(  # trusted values; the file is validated in tests
-        set(CLASSIFY_FIELDS) - untimed,
+    card = trusted(  # trusted values; the file is validated in tests
+        Card,
+        CLASSIFY_FIELDS - untimed,
         group=group,
         stage=stage,
         op=op,
@@ -257,6 +261,7 @@ def build_card(
             compute_dtype(fields.get("shape_parameters") or {}),
             gpu,
         ),
+        legacy_fields={},
         **{"shape_parameters": {}, **fields},  # given: default factories are slow to construct
     )
     return judge(card, rules, kernels_classified=True)

@@ -17,51 +17,54 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ..cards.figures import Margin
 from ..core.metrics import BOUNDED_BY, EXACT_METRICS
+from ..core.trusted import trusted
 from .rules import OPERATORS, AllOf, AnyOf, Compare, RuleSet, from_bound
 
 Distance = tuple[float, str] | None  # (how far, in the unit of which metric)
 
 
-@dataclass(frozen=True)
-class _Node:
-    holds: bool | None
-    distance: Distance
-
+# A condition's outcome: (holds: True, False or None when unknown; its distance to flipping).
+_Node = tuple[bool | None, Distance]
+_UNKNOWN: _Node = (None, None)
 
 Score = Callable[[Distance], float]
 
 
 def _node(cond: Compare | AnyOf | AllOf, values: Mapping[str, float | None], score: Score) -> _Node:
-    if isinstance(cond, Compare):
+    """Whether `cond` holds on `values` and how far it is from flipping (plain tuples: this
+    runs for every condition of every kernel)."""
+    if type(cond) is Compare:
         value = values.get(cond.metric)
         if value is None or value != value:  # missing or NaN: maybe settled by its bound
             settled = from_bound(cond, values)
             bound = values.get(BOUNDED_BY.get(cond.metric, ""))
             if settled is None or bound is None:
-                return _Node(None, None)
-            return _Node(settled, (abs(bound - cond.value), BOUNDED_BY[cond.metric]))
-        return _Node(OPERATORS[cond.op](value, cond.value), (abs(value - cond.value), cond.metric))
-    members = [_node(c, values, score) for c in (cond.any if isinstance(cond, AnyOf) else cond.all)]
-    true = [m for m in members if m.holds is True]
-    false = [m for m in members if m.holds is False]
-    if isinstance(cond, AnyOf):
+                return _UNKNOWN
+            return settled, (abs(bound - cond.value), BOUNDED_BY[cond.metric])
+        return OPERATORS[cond.op](value, cond.value), (abs(value - cond.value), cond.metric)
+    is_any = type(cond) is AnyOf
+    members = [_node(c, values, score) for c in (cond.any if is_any else cond.all)]  # type: ignore[union-attr]
+    true = [m[1] for m in members if m[0] is True]
+    false = [m[1] for m in members if m[0] is False]
+    if is_any:
         if true:
-            return _Node(True, _pick(true, max, score))
-        return _Node(None if len(false) < len(members) else False, _pick(false, min, score))
+            return True, _pick(true, max, score)
+        return (None if len(false) < len(members) else False), _pick(false, min, score)
     if false:
-        return _Node(False, _pick(false, max, score))
-    return _Node(None if len(true) < len(members) else True, _pick(true, min, score))
+        return False, _pick(false, max, score)
+    return (None if len(true) < len(members) else True), _pick(true, min, score)
 
 
-def _pick(nodes: list[_Node], choose: Callable[..., Any], score: Score) -> Distance:
+def _pick(distances: list[Distance], choose: Callable[..., Any], score: Score) -> Distance:
     """The member distance `choose` (min or max) picks, compared in borderline units; among
     exact (launch) distances, which all score infinite, by their size."""
-    known = [n.distance for n in nodes if n.distance is not None]
+    known = [d for d in distances if d is not None]
+    if len(known) == 1:
+        return known[0]
     return choose(known, key=lambda d: (score(d), d[0])) if known else None
 
 
@@ -72,19 +75,20 @@ def verdict_margin(rules: RuleSet, fired: str, values: Mapping[str, float | None
     rival: tuple[float, str, Distance] | None = None
     margin: Distance = None
     for index, rule in enumerate(rules.rules):
-        if rule.when == "always":
+        if rule.always:
             break
-        node = _node(rule.when, values, score)
+        holds, distance = _node(rule.when, values, score)
         if rule.name == fired:
-            margin = node.distance
+            margin = distance
             after = _next_firing(rules, index, values, score)
             if after and margin:
                 rival = _closer(rival, (score(margin), after, margin))
             break
-        if node.holds is False and node.distance:
-            rival = _closer(rival, (score(node.distance), rule.name, node.distance))
+        if holds is False and distance:
+            rival = _closer(rival, (score(distance), rule.name, distance))
     own = score(margin) if margin else None
-    return Margin(
+    return trusted(  # every field given, each of its type
+        Margin,
         metric=margin[1] if margin else None,
         distance=_round(margin[0]) if margin else None,
         alternative=rival[1] if rival else None,
@@ -98,7 +102,7 @@ def _next_firing(
     rules: RuleSet, index: int, values: Mapping[str, float | None], score: Score
 ) -> str | None:
     for rule in rules.rules[index + 1 :]:
-        if rule.when == "always" or _node(rule.when, values, score).holds:
+        if rule.always or _node(rule.when, values, score)[0]:
             return rule.name
     return None
 

@@ -20,6 +20,7 @@ from typing import Any
 from ..cards.figures import CardRoofline, Roofline
 from ..cards.machine import GpuInfo
 from ..core.counters import MEMORY_LEVELS, TENSOR_FAMILIES
+from ..core.trusted import trusted
 
 FAMILY_KEYS = {f"{family}_{kind}": f"flops_{family}_{kind}" for family, kind in TENSOR_FAMILIES}
 LEVELS = tuple(MEMORY_LEVELS)
@@ -133,7 +134,8 @@ def kernel_roofline(metrics: Mapping[str, float | None], device: GpuInfo | None 
     if binding is None and moved:  # no FLOPs: the level whose bandwidth it uses most
         binding = max(moved, key=lambda level: moved[level] / bandwidth[level])
         pct = 100 * moved[binding] / bandwidth[binding]
-    return Roofline(
+    return trusted(  # every value below is of its field's type
+        Roofline,
         family=family,
         executed_flops=total,
         achieved_tflops=_t(achieved),

@@ -104,6 +104,12 @@ class Rule(BaseModel):
     alternative_explanation: str
     counter_experiment: str
 
+    @property
+    def always(self) -> bool:
+        """The catch-all rule (`when: always`); a type test, as comparing a condition model
+        with a string costs a pydantic __eq__ per rule per kernel."""
+        return isinstance(self.when, str)
+
 
 class RuleSet(BaseModel):
     """An ordered rules file; first match wins."""
@@ -204,7 +210,7 @@ def evaluate(rules: RuleSet, values: Mapping[str, float | None]) -> Verdict:
     fire (the next is tried) and the metrics it could not check are listed."""
     unchecked: list[str] = []
     for rule in rules.rules:
-        if rule.when == "always":
+        if rule.always:
             return Verdict(rule, unchecked)
         missing: list[str] = []
         result = holds(rule.when, values, missing)
