@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
@@ -31,14 +31,14 @@ def _plan(cls: type[BaseModel]) -> Plan:
         or cls.model_config.get("extra") == "allow"
     ):
         return None
-    plan = []
+    plan: list[tuple[str, Any, Callable[[], Any] | None]] = []
     for name, field in cls.__pydantic_fields__.items():
         if field.alias not in (None, name) or field.validation_alias is not None:
             return None
         if field.default_factory is not None:
             if field.default_factory_takes_validated_data:
                 return None
-            plan.append((name, None, field.default_factory))
+            plan.append((name, None, cast(Callable[[], Any], field.default_factory)))
         elif field.default is PydanticUndefined:
             plan.append((name, PydanticUndefined, None))
         elif isinstance(field.default, _IMMUTABLE):

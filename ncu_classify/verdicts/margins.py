@@ -75,7 +75,7 @@ def verdict_margin(rules: RuleSet, fired: str, values: Mapping[str, float | None
     rival: tuple[float, str, Distance] | None = None
     margin: Distance = None
     for index, rule in enumerate(rules.rules):
-        if rule.always:
+        if isinstance(rule.when, str):
             break
         holds, distance = _node(rule.when, values, score)
         if rule.name == fired:
@@ -102,7 +102,7 @@ def _next_firing(
     rules: RuleSet, index: int, values: Mapping[str, float | None], score: Score
 ) -> str | None:
     for rule in rules.rules[index + 1 :]:
-        if rule.always or _node(rule.when, values, score)[0]:
+        if isinstance(rule.when, str) or _node(rule.when, values, score)[0]:
             return rule.name
     return None
 

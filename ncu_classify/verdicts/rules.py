@@ -104,12 +104,6 @@ class Rule(BaseModel):
     alternative_explanation: str
     counter_experiment: str
 
-    @property
-    def always(self) -> bool:
-        """The catch-all rule (`when: always`); a type test, as comparing a condition model
-        with a string costs a pydantic __eq__ per rule per kernel."""
-        return isinstance(self.when, str)
-
 
 class RuleSet(BaseModel):
     """An ordered rules file; first match wins."""
@@ -210,8 +204,8 @@ def evaluate(rules: RuleSet, values: Mapping[str, float | None]) -> Verdict:
     fire (the next is tried) and the metrics it could not check are listed."""
     unchecked: list[str] = []
     for rule in rules.rules:
-        if rule.always:
-            return Verdict(rule, unchecked)
+        if isinstance(rule.when, str):  # `always` (a type test: `== "always"` costs a
+            return Verdict(rule, unchecked)  # pydantic __eq__ per rule and kernel)
         missing: list[str] = []
         result = holds(rule.when, values, missing)
         if result:
