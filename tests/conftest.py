@@ -32,6 +32,19 @@ LEGACY = ROOT / "fixtures" / "legacy" / "legacy_cards_480x832.json"
 SEED_SHAPES = ROOT / "fixtures" / "legacy" / "seed_shapes_all.json"
 
 
+@pytest.fixture(autouse=True, scope="session")
+def own_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The cache of validated rules files (core.cache) in a folder of this test session's, for
+    this process and the CLI children it starts: the user's ~/.cache stays untouched."""
+    saved = os.environ.get("NCU_CLASSIFY_CACHE")
+    os.environ["NCU_CLASSIFY_CACHE"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if saved is None:
+        os.environ.pop("NCU_CLASSIFY_CACHE", None)
+    else:
+        os.environ["NCU_CLASSIFY_CACHE"] = saved
+
+
 @pytest.fixture(autouse=True)
 def ticking_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every stamp an output carries is a second later than the last one, so that a test that

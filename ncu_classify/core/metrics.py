@@ -29,8 +29,12 @@ class MetricSpec:
     def from_report(self, value: float, unit: str) -> float:
         """Card value of a raw report value in `unit`, to 12 significant digits (no float noise
         such as 303.00800000000004 from ns -> us)."""
-        factor = unit_factor(self.dimension, unit, self.per_base)
-        return value if factor == 1.0 else float(f"{value * factor:.12g}")
+        return scaled(value, unit_factor(self.dimension, unit, self.per_base))
+
+
+def scaled(value: float, factor: float) -> float:
+    """`value` x `factor` to 12 significant digits (the reader keeps each report's factors)."""
+    return value if factor == 1.0 else float(f"{value * factor:.12g}")
 
 
 TENSOR_ELAPSED = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed"

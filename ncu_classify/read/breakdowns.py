@@ -18,18 +18,19 @@ def hot_units(action: Any) -> dict[str, list[tuple[str, float]]]:
     """The top sub-units of the SM and memory throughput breakdowns, busiest first: the
     breakdown metric's value names its members, whose values the report holds beside it."""
     out = {}
+    lookup = action.metric_by_name
     for unit, name in BREAKDOWNS.items():
-        metric = action.metric_by_name(name)
+        metric = lookup(name)
         if metric is None or not metric.has_value():
             continue
-        members = []
-        for member, short in _members(str(metric.value())):
-            value = action.metric_by_name(member)
+        ranked = []  # (-value, member): sorted, busiest first, a tie by name
+        for member, short in _members(metric.as_string()):  # its value lists the members
+            value = lookup(member)
             number = value.as_double() if value is not None and value.has_value() else math.nan
             if math.isfinite(number):
-                members.append((short, number))
-        members.sort(key=lambda item: (-item[1], item[0]))
-        out[unit] = [(member, float(f"{number:.6g}")) for member, number in members[:HOT_UNITS]]
+                ranked.append((-number, short))
+        ranked.sort()
+        out[unit] = [(short, float(f"{-negated:.6g}")) for negated, short in ranked[:HOT_UNITS]]
     return out
 
 

@@ -24,17 +24,18 @@ import ncu_report
 
 from ..core.counters import fill_products
 from ..core.errors import ReportError
-from ..core.metrics import CATALOG, DEVICE_METRICS, PASSES_METRIC, complete
+from ..core.metrics import CATALOG, DEVICE_METRICS, PASSES_METRIC, MetricSpec, complete, scaled
 from ..core.stalls import CPI_METRIC, DECIDERS, STALL_REASONS, stall_metric
 from ..core.textio import open_regular, os_reason
 from ..core.trusted import trusted
-from ..core.units import UnitError
+from ..core.units import UnitError, unit_factor
 from .breakdowns import hot_units
 from .framing import SUPPORTED_FORMAT, ReportInfo, check_report, version_message
 from .inflate import plain_file
 from .names import split_repeat
 from .records import KernelRecord, ReportRead
 
+CATALOG_KEYS = tuple(spec.key for spec in CATALOG)
 # Roofline counts a `--set full` report carries only as rates (it has no `.sum` of them).
 RATE_FALLBACK_SPECS = tuple(
     s for s in CATALOG if s.names[0].endswith(".sum") and s.dimension in ("count", "bytes")
@@ -131,30 +132,33 @@ def read_kernel(
     range_index: int,
     action_index: int,
     device: dict[str, str | int | None],
-    units: dict[str, str] | None = None,
+    units: dict[str, float | str] | None = None,
 ) -> KernelRecord:
     """One kernel row from an ncu_report action (`device`: the report's GPU, read once;
-    `units`: each metric name's unit, one per report, filled as its kernels are read)."""
-    units = {} if units is None else units
-    values: dict[str, float | None] = {}
+    `units`: per metric name, the factor from the unit the report states to the card's, or
+    why there is none; one per report, filled as its kernels are read)."""
+    factors = {} if units is None else units
+    values: dict[str, float | None] = dict.fromkeys(CATALOG_KEYS)
     sources: dict[str, str] = {}
     problems: list[str] = []
+    lookup = action.metric_by_name
     for spec in CATALOG:
-        values[spec.key] = None
         for name in spec.names:
-            metric = action.metric_by_name(name)
+            metric = lookup(name)
             if metric is None or not metric.has_value():
                 continue
             # as_double() reads every numeric kind; value() would dispatch in Python first.
             raw = metric.as_double()
             if not math.isfinite(raw):  # NaN: ncu could not measure it (kernel not profiled)
                 continue
-            try:
-                unit = units.get(name) or units.setdefault(name, metric.unit())
-                values[spec.key] = spec.from_report(raw, unit)
+            factor = factors.get(name)
+            if factor is None:
+                factor = factors[name] = _factor(spec, metric.unit())
+            if isinstance(factor, str):
+                problems.append(f"{name}: {factor}")
+            else:
+                values[spec.key] = scaled(raw, factor)
                 sources[spec.key] = name
-            except UnitError as exc:
-                problems.append(f"{name}: {exc}")
             break
     _from_rates(action, values, sources)
     fill_products(functools.partial(_number, action), values, sources)  # --set full names
@@ -180,6 +184,14 @@ def read_kernel(
         hot_units=hot_units(action),
         stalls=_stalls(action),
     )
+
+
+def _factor(spec: MetricSpec, unit: str) -> float | str:
+    """The factor from `unit` to the card unit of `spec`, or why `unit` cannot be converted."""
+    try:
+        return unit_factor(spec.dimension, unit, spec.per_base)
+    except UnitError as exc:
+        return str(exc)
 
 
 def _stalls(action: Any) -> dict[str, float] | None:
@@ -277,7 +289,7 @@ def _kernels(
     context = _load(plain, path)
     kernels: list[KernelRecord] = []
     device: dict[str, str | int | None] | None = None
-    units: dict[str, str] = {}
+    units: dict[str, float | str] = {}
     start, stop = window or (0, 2**62)
     position = 0  # kernels of the report before this range
     for r in range(context.num_ranges()):

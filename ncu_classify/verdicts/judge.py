@@ -318,8 +318,10 @@ def gpu_of(records: list[KernelRecord]) -> GpuInfo:
     across its kernels."""
     if not records:
         return GpuInfo()
-    facts: dict[str, Any] = dict(records[0].device)
+    # the report's facts validated once per report (a fact of an odd kind is kept aside, not
+    # fatal); the clocks are the reader's own floats
+    device = _device(tuple(records[0].device.items()))
     seen = [c for r in records if (c := r.values.get("sm_clock_ghz")) is not None]
-    if seen:
-        facts["sm_clock_ghz_min"], facts["sm_clock_ghz_max"] = min(seen), max(seen)
-    return GpuInfo.model_validate(facts)  # a fact of an odd kind is kept aside, not fatal
+    if not seen:
+        return device
+    return device.model_copy(update={"sm_clock_ghz_min": min(seen), "sm_clock_ghz_max": max(seen)})

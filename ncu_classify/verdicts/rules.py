@@ -29,6 +29,7 @@ from pydantic import (
     model_validator,
 )
 
+from ..core.cache import cached, keep
 from ..core.errors import RulesError
 from ..core.metrics import BOUNDED_BY, RULE_METRICS
 from ..core.textio import read_text
@@ -219,7 +220,10 @@ def load_rules(path: Path | None = None) -> LoadedRules:
     """Validate a rules file (default: the packaged legacy rules); errors name file:line:field."""
     path = path or DEFAULT_RULES
     text = read_text(path, RulesError, MAX_RULES_BYTES)
-    ruleset = validate_yaml(path, RuleSet, RulesError, text)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    ruleset = cached(RuleSet, digest)
+    if ruleset is None:
+        ruleset = validate_yaml(path, RuleSet, RulesError, text)
+        keep(ruleset, digest)
     label = "default" if path == DEFAULT_RULES else str(path)
     return LoadedRules(ruleset, label, digest)
