@@ -8,6 +8,7 @@ process per report, and merged in input order so the output does not depend on t
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 from dataclasses import dataclass, field
@@ -95,7 +96,7 @@ def _foreign_cards(
     groups: dict[tuple[str, str, str], list[Classified]] = {}
     for rec, card in pairs:
         stem = labels.get(rec.report) or report_stem(rec.report)
-        if rec.nvtx_ranges and parse_group_id(rec.nvtx_ranges[-1]) is not None:
+        if rec.nvtx_ranges and _told_by_id(rec.nvtx_ranges[-1]) is not None:
             key = (stem, "group", rec.nvtx_ranges[-1])
         elif rec.nvtx_ranges:
             key = (stem, "nvtx_range", "/".join(rec.nvtx_ranges))
@@ -142,9 +143,20 @@ def _first_launch(members: list[Classified]) -> tuple[list[Classified], int]:
 def _identity(stem: str, kind: str, name: str) -> dict[str, Any]:
     """Group, stage, op (and for a group id its shape and nominal FLOPs and bytes, as capture
     computes them) of a card no manifest describes."""
-    entry = parse_group_id(name) if kind == "group" else None
-    if entry is None:
+    told = _told_by_id(name) if kind == "group" else None
+    if told is None:
         return {"group": f"{stem}:{name}", "stage": stem, "op": kind}
+    return copy.deepcopy(told)  # a card's own: the cache keeps the original
+
+
+@functools.lru_cache(maxsize=4096)
+def _told_by_id(name: str) -> dict[str, Any] | None:
+    """What a group id tells of its shape (ID_TELLS), None for a name that is not one of our
+    ids; once per id (a folder of many reports of one capture repeats every id: parsing and
+    checking an id costs more than classifying its kernels)."""
+    entry = parse_group_id(name)
+    if entry is None:
+        return None
     told = shape_record_of_id(entry).identity()
     return {key: told[key] for key in ID_TELLS}
 

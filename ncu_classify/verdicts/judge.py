@@ -160,9 +160,11 @@ IDLE_SHARE = 0.85  # SM active over elapsed below this in a persistent grid: say
 def _with_tiles(kernel: KernelCard, shape_parameters: dict[str, Any]) -> KernelCard:
     """A persistent grid whose SMs idle gets, as its note, the tiles it spread over its CTAs
     (where the kernel name and the shape tell them)."""
+    if kernel.verdict_note or not _one_wave(kernel):  # most kernels: no values to derive
+        return kernel
     values = kernel_values(kernel.metrics, kernel.evidence)
     active = values.get("sm_active_over_elapsed")
-    if kernel.verdict_note or values.get(PERSISTENT) != 1.0 or active is None:
+    if values.get(PERSISTENT) != 1.0 or active is None:
         return kernel
     note = tile_note(kernel.kernel, shape_parameters, values.get("grid"))
     if active >= IDLE_SHARE or note is None:
@@ -170,6 +172,15 @@ def _with_tiles(kernel: KernelCard, shape_parameters: dict[str, Any]) -> KernelC
     return kernel.model_copy(
         update={"verdict_note": f"persistent grid, SMs active {active:.0%}: {note}"}
     )
+
+
+def _one_wave(kernel: KernelCard) -> bool:
+    """Whether the kernel's grid is one full wave (PERSISTENT), from its waves as
+    `kernel_values` reads them (its metrics, else its evidence)."""
+    waves = kernel.metrics.get("waves")
+    if waves is None:
+        waves = kernel.evidence.get("waves")
+    return waves is not None and derive({"waves": waves})[PERSISTENT] == 1.0
 
 
 def settled_verdict(card: Card, kernels: list[KernelCard]) -> Settled | None:
