@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from pathlib import Path
 from typing import TypeVar
 
@@ -42,8 +43,11 @@ def cached(model: type[M], digest: str) -> M | None:
     that is unreadable, too large or no longer valid)."""
     entry = _entry(model, digest)
     try:
-        if entry is None or entry.stat().st_size > MAX_ENTRY_BYTES:
+        if entry is None:
             return None
+        info = entry.stat()
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ENTRY_BYTES:
+            return None  # a FIFO or a device there would block or never end
         return model.model_validate_json(entry.read_bytes())
     except (OSError, ValidationError, ValueError):
         return None

@@ -74,3 +74,16 @@ def test_invalid_rules_are_never_kept(cache: Path, tmp_path: Path) -> None:
     with pytest.raises(RulesError, match=r"bad\.yaml"):
         load_rules(bad)
     assert not cache.exists() or list(cache.iterdir()) == []
+
+
+def test_fifo_or_device_at_the_entry_is_passed_over(cache: Path) -> None:
+    import os
+
+    load_rules()
+    (entry,) = cache.iterdir()
+    entry.unlink()
+    os.mkfifo(entry)  # reading it would block forever
+    assert load_rules().rules == validate_yaml(DEFAULT_RULES, RuleSet, RulesError)
+    entry.unlink()
+    entry.symlink_to("/dev/zero")  # reading it would never end
+    assert load_rules().rules == validate_yaml(DEFAULT_RULES, RuleSet, RulesError)
