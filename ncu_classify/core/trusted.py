@@ -16,8 +16,8 @@ from pydantic_core import PydanticUndefined
 
 Model = TypeVar("Model", bound=BaseModel)
 _IMMUTABLE = (type(None), bool, int, float, str, bytes, tuple, frozenset)
-# Per field: (name, a default to share, a callable making a fresh default), the last two
-# None/None for a required field; None for a model model_construct must build itself.
+# Per field: (name, a default to share, a callable making a fresh default): PydanticUndefined
+# and None for a required field; a model that model_construct must build itself has no plan.
 Plan = tuple[tuple[str, Any, Callable[[], Any] | None], ...] | None
 _PLANS: dict[type, Plan] = {}
 

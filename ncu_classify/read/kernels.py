@@ -132,12 +132,12 @@ def read_kernel(
     range_index: int,
     action_index: int,
     device: dict[str, str | int | None],
-    units: dict[str, float | str] | None = None,
+    factors: dict[str, float | str] | None = None,
 ) -> KernelRecord:
     """One kernel row from an ncu_report action (`device`: the report's GPU, read once;
-    `units`: per metric name, the factor from the unit the report states to the card's, or
+    `factors`: per metric name, the factor from the unit the report states to the card's, or
     why there is none; one per report, filled as its kernels are read)."""
-    factors = {} if units is None else units
+    factors = {} if factors is None else factors
     values: dict[str, float | None] = dict.fromkeys(CATALOG_KEYS)
     sources: dict[str, str] = {}
     problems: list[str] = []
@@ -289,7 +289,7 @@ def _kernels(
     context = _load(plain, path)
     kernels: list[KernelRecord] = []
     device: dict[str, str | int | None] | None = None
-    units: dict[str, float | str] = {}
+    factors: dict[str, float | str] = {}  # per metric name, for every kernel of the report
     start, stop = window or (0, 2**62)
     position = 0  # kernels of the report before this range
     for r in range(context.num_ranges()):
@@ -298,7 +298,7 @@ def _kernels(
         for a in range(max(0, start - position), min(count, stop - position)):
             action = rng.action_by_idx(a)
             device = device if device is not None else _device(action)
-            row = read_kernel(action, label, r, a, device, units)
+            row = read_kernel(action, label, r, a, device, factors)
             problem = _damage(action, row)
             if problem:
                 raise ReportError(

@@ -135,8 +135,6 @@ def kernel_card(record: KernelRecord, rules: LoadedRules) -> KernelCard:
         replay_passes=record.replay_passes,
         metric_sources=dict(record.sources),
         missing_metrics=list(record.missing),
-        metric_repairs=[],  # given: a default factory costs more than classifying the kernel
-        legacy_fields={},  # (pydantic asks inspect.signature of each factory on each call)
     )
 
 
@@ -272,8 +270,7 @@ def build_card(
             compute_dtype(fields.get("shape_parameters") or {}),
             gpu,
         ),
-        legacy_fields={},
-        **{"shape_parameters": {}, **fields},  # given: default factories are slow to construct
+        **fields,
     )
     return judge(card, rules, kernels_classified=True)
 
