@@ -5,6 +5,9 @@ that both sides read the same plain files; or, with --report, one large report a
 prints kernels per second for:
   card    one process: the ncu_report calls the tool makes for its cards, recorded once per
           report and replayed with nothing around them (bench/card_reads.py): reading's floor
+  lean    the same calls on copies of the reports without their source blocks, made before the
+          timing: what the tool's readers open (read/lean.py), so tool/lean is the tool's own
+          Python over the reads it makes
   tool    classify(): the same reads plus units, verdicts, margins, cards and the JSON file
   catalog one process: ncu_report.load_report + only the catalog's ~23 card metrics (the
           issue's first "bare read"; the cards need about 5x more look-ups than that)
@@ -113,6 +116,18 @@ def make_folder(folder: Path, copies: int, sources: list[Path], times: int = 1) 
     return out
 
 
+def lean_copies(folder: Path) -> None:
+    """Beside `folder`, in `lean/`, each report without its source blocks, as the tool reads it."""
+    from ncu_classify.read.framing import check_report
+    from ncu_classify.read.lean import lean_report
+
+    lean = folder.parent / "lean"
+    lean.mkdir(exist_ok=True)
+    for path in sorted(folder.glob("*.ncu-rep")):
+        with lean_report(path, check_report(path, label=path), lean) as copy:
+            shutil.copyfile(copy, lean / path.name)
+
+
 def catalog_read(path: Path) -> int:
     """Open one report and read every catalog metric of every kernel; return kernel count."""
     import ncu_report
@@ -152,9 +167,9 @@ def cpu_seconds() -> float:
 def child_bare(folder: Path, jobs: int, mode: str) -> float:
     """In a fresh process: seconds to read every report of `folder` with bare ncu_report, the
     tool's card reads (`card`) or the catalog's metrics alone (`catalog`)."""
-    paths = sorted(folder.glob("*.ncu-rep"))
+    paths = sorted((folder.parent / "lean" if mode == "lean" else folder).glob("*.ncu-rep"))
     _READS.update(json.loads((folder.parent / "reads.json").read_text()))
-    read = card_read if mode == "card" else catalog_read
+    read = catalog_read if mode == "catalog" else card_read
     cpu = cpu_seconds()
     start = time.perf_counter()
     if jobs == 1:
@@ -216,10 +231,10 @@ def in_child(mode: str, folder: Path, jobs: int) -> dict:
 
 
 def best(folder: Path, jobs: int, rounds: int) -> dict[str, dict]:
-    """Per mode (card, catalog, tool), the fastest of `rounds` fresh runs, the modes taken in
+    """Per mode (card, lean, catalog, tool), the fastest of `rounds` fresh runs, the modes taken in
     turn round by round, so that a machine whose speed drifts (a shared host) shifts all three
     alike instead of the ratio."""
-    runs: dict[str, list[dict]] = {"card": [], "catalog": [], "tool": []}
+    runs: dict[str, list[dict]] = {"card": [], "lean": [], "catalog": [], "tool": []}
     for _ in range(rounds):
         for mode, done in runs.items():
             done.append(in_child(mode, folder, jobs))
@@ -227,21 +242,22 @@ def best(folder: Path, jobs: int, rounds: int) -> dict[str, dict]:
 
 
 def compare(folder: Path, rounds: int, cores: int) -> None:
-    """The three sides, serially and with one process per core, side by side."""
+    """The four sides, serially and with one process per core, side by side."""
     print(
         f"{'jobs':>4} {'kernels':>8} {'card k/s':>9} {'tool k/s':>9} {'catalog k/s':>12}"
-        f" {'tool/card':>10} {'(CPU)':>6} {'tool/catalog':>13}"
+        f" {'tool/card':>10} {'(CPU)':>6} {'tool/lean':>10} {'tool/catalog':>13}"
     )
     tool_times = {}
     for jobs in sorted({1, cores}):
         fastest = best(folder, jobs, rounds)
-        card, catalog, tool = fastest["card"], fastest["catalog"], fastest["tool"]
+        card, catalog, tool, lean = (fastest[m] for m in ("card", "catalog", "tool", "lean"))
         kernels = tool["kernels"]
         tool_times[jobs] = tool["seconds"]
         print(
             f"{jobs:>4} {kernels:>8} {kernels / card['seconds']:>9.1f}"
             f" {kernels / tool['seconds']:>9.1f} {kernels / catalog['seconds']:>12.1f}"
             f" {tool['seconds'] / card['seconds']:>10.3f} {tool['cpu'] / card['cpu']:>6.3f}"
+            f" {tool['seconds'] / lean['seconds']:>10.3f}"
             f" {tool['seconds'] / catalog['seconds']:>13.3f}"
         )
     if cores > 1:
@@ -259,9 +275,10 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=0)
     parser.add_argument("--child-card", type=Path)
     parser.add_argument("--child-catalog", type=Path)
+    parser.add_argument("--child-lean", type=Path)
     parser.add_argument("--child-tool", type=Path)
     args = parser.parse_args()
-    for mode in ("card", "catalog"):
+    for mode in ("card", "lean", "catalog"):
         if getattr(args, f"child_{mode}"):
             child_bare(getattr(args, f"child_{mode}"), args.jobs, mode)
             return
@@ -274,9 +291,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ncu-bench-") as tmp:
         folder = Path(tmp) / "reports"
         paths = make_folder(folder, copies, sources, args.times if args.report else 1)
+        lean_copies(folder)
         print(
             f"{len(paths)} reports, {cores} cores, python {sys.version.split()[0]};"
-            f" each figure the best of {args.rounds} fresh processes, the three sides in turn"
+            f" each figure the best of {args.rounds} fresh processes, the four sides in turn"
         )
         compare(folder, args.rounds, cores)
         if args.report:

@@ -32,6 +32,7 @@ from ..core.units import UnitError, unit_factor
 from .breakdowns import hot_units
 from .framing import SUPPORTED_FORMAT, ReportInfo, check_report, version_message
 from .inflate import plain_file
+from .lean import lean_report
 from .names import split_repeat
 from .records import KernelRecord, ReportRead
 
@@ -59,20 +60,22 @@ def _quiet_stderr() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _local_report(path: Path, scratch: Path | None) -> Iterator[tuple[Path, ReportInfo]]:
-    """The report checked whole, as a plain file whose suffix tells ncu_report its content
-    (ncu_report picks zstd by the `.ncu-repz` suffix alone and reads a misnamed file as empty)."""
-    with plain_file(path, scratch) as plain:
-        info = check_report(plain, label=path)
-        named_right = plain.name.endswith(".ncu-repz") == (info.kind == ".ncu-repz")
-        if named_right and _utf8(plain.resolve()):
-            yield plain, info
-            return
-        # a misnamed report, or a path ncu_report cannot take (it wants UTF-8: b"r\xff.ncu-rep"
-        # fails in SWIG): read through a link of a plain name
-        with tempfile.TemporaryDirectory(prefix="ncu-classify-", dir=scratch) as tmp:
-            renamed = Path(tmp) / f"report{info.kind}"
-            renamed.symlink_to(plain.resolve())
-            yield renamed, info
+    """The report checked whole, as a plain file without its source blocks (`lean`) whose
+    suffix tells ncu_report its content (ncu_report picks zstd by the `.ncu-repz` suffix alone
+    and reads a misnamed file as empty)."""
+    with plain_file(path, scratch) as whole:
+        info = check_report(whole, label=path)
+        with lean_report(whole, info, scratch) as plain:
+            named_right = plain.name.endswith(".ncu-repz") == (info.kind == ".ncu-repz")
+            if named_right and _utf8(plain.resolve()):
+                yield plain, info
+                return
+            # a misnamed report, or a path ncu_report cannot take (it wants UTF-8:
+            # b"r\xff.ncu-rep" fails in SWIG): read through a link of a plain name
+            with tempfile.TemporaryDirectory(prefix="ncu-classify-", dir=scratch) as tmp:
+                renamed = Path(tmp) / f"report{info.kind}"
+                renamed.symlink_to(plain.resolve())
+                yield renamed, info
 
 
 def _utf8(path: Path) -> bool:

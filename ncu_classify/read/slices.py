@@ -4,24 +4,21 @@ One large report (a `capture --one-process` of a whole model holds hundreds to t
 kernels) would otherwise be one process's work however many cores there are. Such a report is
 cut into windows of consecutive kernels, one per job, each read by its own process, which
 fetches only the window's kernels (about 1-2.5 ms each). Every process opens the report whole,
-so the windows read a copy without its source blocks (the SASS and CUDA source of the profiled
-modules: 88 % of a capture's bytes, none of its counters; ncu_report opens the 1,176-kernel
-report in 0.16 s, the copy in 0.02 s). A compressed report is inflated once, here. The kernel
-count and the source blocks come from the report's framing (block headers), checked before
-anything is cut.
+so the windows share one copy without its source blocks (`lean`), made here once, as a
+compressed report is inflated once, here. The kernel count and the source blocks come from the
+report's framing (block headers), checked before anything is cut.
 """
 
 from __future__ import annotations
 
 import contextlib
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 from ..core.errors import ReportError
-from .framing import SUPPORTED_FORMAT, ReportInfo, check_report
+from .framing import check_report
 from .inflate import plain_file
+from .lean import lean_report
 
 MIN_WINDOW = 64  # kernels: below this a window costs more to start than it saves
 Window = tuple[int, int]  # kernels [start, stop) of a report, in report order
@@ -82,37 +79,6 @@ def _units(
     kernels = info.kernels
     if kernels is None or kernels < 2 * MIN_WINDOW:
         return [ReadUnit(plain, path)]
-    lean = _without_sources(plain, info, stack, scratch)
+    lean = stack.enter_context(lean_report(plain, info, scratch))
     cut = windows(kernels, jobs)
     return [ReadUnit(lean, path, w, (w[1] - w[0]) / kernels) for w in cut]
-
-
-def _without_sources(
-    plain: Path, info: ReportInfo, stack: contextlib.ExitStack, scratch: Path | None
-) -> Path:
-    """A copy of the plain report `plain` without its source-only blocks, living as long as
-    `stack`; `plain` itself where it has none, is in another format, or cannot be copied."""
-    if info.format_version != SUPPORTED_FORMAT or not info.source_blocks:
-        return plain
-    folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="lean-", dir=scratch)))
-    lean = folder / "report.ncu-rep"
-    try:
-        with plain.open("rb") as src, lean.open("wb") as dst:
-            position = 0
-            for start, end in [*info.source_blocks, (info.size, info.size)]:
-                src.seek(position)
-                _copy(src, dst, start - position)
-                position = end
-    except OSError:
-        return plain  # a full scratch disk: the windows read the report itself
-    return lean
-
-
-def _copy(src: BinaryIO, dst: BinaryIO, size: int) -> None:
-    """Copy `size` bytes from `src`'s position to `dst`, 8 MB at a time."""
-    while size > 0:
-        chunk = src.read(min(size, 8 << 20))
-        if not chunk:
-            raise OSError("the report shrank while it was copied")
-        dst.write(chunk)
-        size -= len(chunk)

@@ -22,6 +22,7 @@ from ..cards.machine import CaptureInfo
 from ..cards.model import Card, CardFile, KernelCard
 from ..cards.rollup import card_class, count_classes
 from ..core.clock import utc_now
+from ..core.collector import collector_paused
 from ..core.noise import Noise, RunToRun, load_noise
 from ..core.text import unicode_safe
 from ..read.names import report_stem
@@ -230,6 +231,18 @@ def classify(
     (default: the packaged H200 file) widens the intervals of repeated cards by the
     run-to-run spread when their verdicts' stability is judged. Shards of a split capture
     that are not among `paths` are input errors (warnings with `partial`)."""
+    with collector_paused():
+        return _classify(paths, rules, jobs, progress, noise, partial)
+
+
+def _classify(
+    paths: list[Path],
+    rules: LoadedRules,
+    jobs: int | None,
+    progress: ReadProgress | None,
+    noise: Noise | None,
+    partial: bool,
+) -> CardFile:
     inputs = collect_inputs(paths)
     (inputs.warnings if partial else inputs.errors).extend(missing_shards(inputs.sources))
     all_reports = inputs.reports()

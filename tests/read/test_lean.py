@@ -1,0 +1,103 @@
+"""Every report is read through a copy without its source blocks (`read/lean.py`): the rows are
+those of the report itself, ncu_report opens the copy, not the user's file, the copy is gone
+afterwards, and where it cannot be made (a full disk) the report itself is read."""
+
+from __future__ import annotations
+
+import lzma
+import os
+import shutil
+from pathlib import Path
+
+import ncu_report
+import pytest
+from conftest import SMOKE
+
+from ncu_classify.read import lean
+from ncu_classify.read.framing import check_report
+from ncu_classify.read.kernels import read_report
+
+
+@pytest.fixture(scope="module")
+def attention(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The smoke capture's attention report, plain: 3 kernels, 1,643,346 of its 1,715,138
+    bytes in source blocks."""
+    plain = tmp_path_factory.mktemp("lean") / "attention.ncu-rep"
+    with lzma.open(SMOKE / "attention.ncu-rep.xz") as src, plain.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return plain
+
+
+def _opened(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """(path, size) of every file ncu_report opens from now on."""
+    opened: list[tuple[str, int]] = []
+    original = ncu_report.load_report
+
+    def load(path: str) -> object:
+        opened.append((Path(path).name, Path(path).stat().st_size))
+        return original(path)
+
+    monkeypatch.setattr(ncu_report, "load_report", load)
+    return opened
+
+
+def _rows(path: Path, scratch: Path) -> list[dict[str, object]]:
+    return [row.model_dump() for row in read_report(path, scratch=scratch).kernels]
+
+
+def test_the_copy_reads_the_rows_of_the_report(
+    attention: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    info = check_report(attention)
+    assert (info.size, lean.source_bytes(info), info.kernels) == (1_715_138, 1_643_346, 3)
+    opened = _opened(monkeypatch)
+    through_copy = _rows(attention, tmp_path)
+    assert opened == [("report.ncu-rep", 1_715_138 - 1_643_346)]  # the copy, 71,792 bytes
+    assert list(tmp_path.iterdir()) == []  # and it is gone
+    monkeypatch.setattr(lean, "MIN_SOURCE_BYTES", 1 << 40)
+    whole = _rows(attention, tmp_path)
+    assert opened[1] == ("attention.ncu-rep", 1_715_138)
+    assert through_copy == whole
+    assert str(whole[1]["demangled"])[:40] == "void pytorch_flash::flash_fwd_kernel<Fla"
+
+
+def test_a_report_with_little_source_is_read_as_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plain = tmp_path / "dit.ncu-rep"  # 48,152 source bytes of 120,947
+    with lzma.open(SMOKE / "dit.ncu-rep.xz") as src, plain.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    opened = _opened(monkeypatch)
+    assert len(read_report(plain).kernels) == 3
+    assert opened == [("dit.ncu-rep", 120_947)]
+
+
+def test_without_copy_file_range_the_copy_is_the_same(
+    attention: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    info = check_report(attention)
+    with lean.lean_report(attention, info, tmp_path) as fast:
+        expected = fast.read_bytes()
+
+    def refuse(*args: object) -> int:
+        raise OSError(18, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "copy_file_range", refuse)
+    with lean.lean_report(attention, info, tmp_path) as slow:
+        assert slow.read_bytes() == expected
+        copied = check_report(slow)
+    assert len(expected) == 71_792
+    assert (copied.kernels, copied.source_blocks) == (3, [])
+
+
+def test_a_copy_that_cannot_be_written_reads_the_report(
+    attention: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(*args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(lean, "_copy_kept", full)
+    opened = _opened(monkeypatch)
+    assert len(read_report(attention, scratch=tmp_path).kernels) == 3
+    assert opened == [("attention.ncu-rep", 1_715_138)]
+    assert list(tmp_path.iterdir()) == []
