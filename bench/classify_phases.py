@@ -1,6 +1,7 @@
 """Where one `classify` run's wall time goes, phase by phase, at each `--jobs`: planning the
 read units (framing check, the windows' copy without sources), the parent's ncu_report warm-up,
-the readers (forked children, or this process with one job), the cards and the JSON file. What
+the readers (forked children, or this process with one job; of which the parent's forks,
+`_start`, and its unpickling of their rows, `_result`), the cards and the JSON file. What
 is not the readers is serial: it bounds the gain of more cores on one large report.
 
     python bench/classify_phases.py fixtures/record_h200_wan14b/all.ncu-rep.xz --times 3 --jobs 1,16
@@ -39,7 +40,7 @@ def timed(module: Any, name: str, phases: dict[str, float]) -> None:
 def child(folder: Path, jobs: int) -> None:
     """In a fresh process: one classify run, its phases as one JSON line."""
     from ncu_classify.cards.files import write_card_file
-    from ncu_classify.read import kernels, parallel
+    from ncu_classify.read import kernels, parallel, workers
     from ncu_classify.verdicts import classify as classify_module
     from ncu_classify.verdicts.rules import load_rules
 
@@ -49,6 +50,8 @@ def child(folder: Path, jobs: int) -> None:
     timed(parallel, "_read_in_children", phases)
     timed(parallel, "_read_here", phases)
     timed(classify_module, "cards_for_source", phases)
+    timed(workers, "_start", phases)  # forking the readers
+    timed(workers, "_result", phases)  # unpickling what they send back
     rules = load_rules()
     start = time.perf_counter()
     cards = classify_module.classify([folder], rules, jobs=jobs)
@@ -76,7 +79,16 @@ def main() -> None:
     sys.path.insert(0, str(ROOT / "bench"))
     from classify_speed import make_folder
 
-    order = ("plan_units", "warm_up", "readers", "cards_for_source", "write", "classify")
+    order = (
+        "plan_units",
+        "warm_up",
+        "readers",
+        "_start",
+        "_result",
+        "cards_for_source",
+        "write",
+        "classify",
+    )
     with tempfile.TemporaryDirectory(prefix="ncu-phases-") as tmp:
         folder = Path(tmp) / "reports"
         make_folder(folder, 1, [args.report], args.times)
