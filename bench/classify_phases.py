@@ -37,10 +37,15 @@ def timed(module: Any, name: str, phases: dict[str, float]) -> None:
     setattr(module, name, wrapper)
 
 
-def child(folder: Path, jobs: int) -> None:
-    """In a fresh process: one classify run, its phases as one JSON line."""
+def child(folder: Path, jobs: int, per_job: int) -> None:
+    """In a fresh process: one classify run, its phases as one JSON line; a large report cut
+    into `per_job` windows per job (1: as classify cuts it)."""
     from ncu_classify.cards.files import write_card_file
-    from ncu_classify.read import kernels, parallel, workers
+    from ncu_classify.read import kernels, parallel, slices, workers
+
+    if per_job > 1:
+        cut = slices.windows
+        slices.windows = lambda count, jobs: cut(count, jobs * per_job)  # type: ignore[assignment]
     from ncu_classify.verdicts import classify as classify_module
     from ncu_classify.verdicts.rules import load_rules
 
@@ -71,10 +76,11 @@ def main() -> None:
     parser.add_argument("--times", type=int, default=1)
     parser.add_argument("--jobs", default="1,2")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--windows-per-job", default="1", help="e.g. 1,2,4: windows per job")
     parser.add_argument("--child", type=Path)
     args = parser.parse_args()
     if args.child:
-        child(args.child, int(args.jobs))
+        child(args.child, int(args.jobs), int(args.windows_per_job))
         return
     sys.path.insert(0, str(ROOT / "bench"))
     from classify_speed import make_folder
@@ -92,20 +98,26 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ncu-phases-") as tmp:
         folder = Path(tmp) / "reports"
         make_folder(folder, 1, [args.report], args.times)
-        print("jobs kernels " + " ".join(f"{p:>16}" for p in order) + "  (seconds, best run)")
+        print(
+            "jobs win/job kernels " + " ".join(f"{p:>16}" for p in order) + "  (seconds, best run)"
+        )
         for jobs in (int(j) for j in args.jobs.split(",")):
-            runs = []
-            for _ in range(args.rounds):
-                done = subprocess.run(
-                    [sys.executable, __file__, "--child", str(folder), "--jobs", str(jobs)],
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                )
-                runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
-            run = min(runs, key=lambda r: r["classify"] + r["write"])
-            figures = " ".join(f"{run.get(p, 0.0):>16.3f}" for p in order)
-            print(f"{jobs:>4} {int(run['kernels']):>7} {figures}")
+            for per_job in (int(k) for k in args.windows_per_job.split(",")):
+                if jobs == 1 and per_job > 1:
+                    continue
+                runs = []
+                for _ in range(args.rounds):
+                    argv = [__file__, "--child", str(folder), "--jobs", str(jobs)]
+                    done = subprocess.run(
+                        [sys.executable, *argv, "--windows-per-job", str(per_job)],
+                        capture_output=True,
+                        text=True,
+                        check=True,
+                    )
+                    runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+                run = min(runs, key=lambda r: r["classify"] + r["write"])
+                figures = " ".join(f"{run.get(p, 0.0):>16.3f}" for p in order)
+                print(f"{jobs:>4} {per_job:>7} {int(run['kernels']):>7} {figures}")
 
 
 if __name__ == "__main__":

@@ -7,4 +7,4 @@ export PYTHONPATH=/tmp/site:/tmp/wheel:$PWD PYTHONUNBUFFERED=1 NCU_CLASSIFY_CACH
 nproc; python3 --version
 timeout 200 python3 bench/classify_speed.py --report fixtures/record_h200_wan14b/all.ncu-rep.xz --times 4 --rounds 3 > $OUT/classify_times4.txt 2>&1; echo "times 4 rc $?"; cat $OUT/classify_times4.txt
 timeout 150 python3 bench/classify_speed.py --copies 75 --rounds 3 --memory-steps 16 > $OUT/classify_smoke300.txt 2>&1; echo "smoke rc $?"; cat $OUT/classify_smoke300.txt
-timeout 150 python3 bench/classify_phases.py fixtures/record_h200_wan14b/all.ncu-rep.xz --times 4 --jobs 1,16 --rounds 3 > $OUT/phases_times4.txt 2>&1; echo "phases rc $?"; cat $OUT/phases_times4.txt
+timeout 150 python3 bench/classify_phases.py fixtures/record_h200_wan14b/all.ncu-rep.xz --times 4 --jobs 1,16 --windows-per-job 1,2,4 --rounds 3 > $OUT/phases_times4.txt 2>&1; echo "phases rc $?"; cat $OUT/phases_times4.txt
