@@ -30,17 +30,19 @@ def source_bytes(info: ReportInfo) -> int:
 def lean_report(plain: Path, info: ReportInfo, scratch: Path | None) -> Iterator[Path]:
     """`plain` without its source blocks, as a temporary file under `scratch` removed on the
     way out; `plain` itself where there is little to drop, the format is another, or the copy
-    cannot be written (a full disk)."""
+    cannot be written (no temporary folder, a full disk)."""
     if info.format_version != SUPPORTED_FORMAT or source_bytes(info) < MIN_SOURCE_BYTES:
         yield plain
         return
-    with tempfile.TemporaryDirectory(prefix="lean-", dir=scratch) as folder:
-        lean = Path(folder) / "report.ncu-rep"
+    with contextlib.ExitStack() as stack:
         try:
+            folder = tempfile.TemporaryDirectory(
+                prefix="lean-", dir=scratch, ignore_cleanup_errors=True
+            )
+            lean = Path(stack.enter_context(folder)) / "report.ncu-rep"
             _copy_kept(plain, lean, info)
         except OSError:
-            yield plain
-            return
+            lean = plain
         yield lean
 
 

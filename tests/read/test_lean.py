@@ -101,3 +101,12 @@ def test_a_copy_that_cannot_be_written_reads_the_report(
     assert len(read_report(attention, scratch=tmp_path).kernels) == 3
     assert opened == [("attention.ncu-rep", 1_715_138)]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_without_a_temporary_folder_the_report_is_read(
+    attention: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened = _opened(monkeypatch)
+    rows = read_report(attention, scratch=tmp_path / "gone").kernels
+    assert [r.action_index for r in rows] == [0, 1, 2]
+    assert opened == [("attention.ncu-rep", 1_715_138)]
