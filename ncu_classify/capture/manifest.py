@@ -151,6 +151,9 @@ class BatchRecord(BaseModel):
     gpu: int | None = None
     ended_by: EndedBy | None = None
     kind: BatchKind = "counters"
+    dropped_source_bytes: int | None = Field(
+        default=None, description="bytes of SASS and source removed by --drop-sources"
+    )
 
 
 class Manifest(BaseModel):

@@ -34,6 +34,7 @@ from .manifest import BatchRecord, EndedBy
 from .plan import CaptureOptions, Plan
 from .procs import kill_leftover, own_group, runs_under, signal_tree
 from .protocol import BatchFile, StatusTail, write_batch
+from .slim import drop_sources
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 # how an ncu that was told to stop from outside ends: killed by, or exiting 128 + (a shell's way)
@@ -122,7 +123,7 @@ def run_ncu_batch(
         watch.sweep(status_file)  # ncu has ended: kill anything of its run still there
     for line in tail.poll():
         on_shape(line.group, line.status)
-    report = _move_report(out, work, batch.name)
+    report, dropped = _move_report(out, work, batch.name, options.drop_sources)
     record = BatchRecord(
         name=batch.name,
         report=report.name if report else "",
@@ -134,6 +135,7 @@ def run_ncu_batch(
         gpu=gpu,
         ended_by=ended_by,
         kind=batch.kind,
+        dropped_source_bytes=dropped,
     )
     return BatchRun(record, tail, ended_by)
 
@@ -242,13 +244,15 @@ def _signal(pid: int, sig: signal.Signals) -> None:
         os.kill(pid, sig)
 
 
-def _move_report(out: Path, work: Path, name: str) -> Path | None:
-    """Rename ncu's finished report into the capture folder; None if it wrote none. ncu
-    2026.3 and later write `.ncu-repz` by default, older ones `.ncu-rep`."""
+def _move_report(out: Path, work: Path, name: str, drop: bool) -> tuple[Path | None, int | None]:
+    """Rename ncu's finished report into the capture folder (with `drop`, rewritten without
+    its source blocks first); (None, None) if it wrote none, else the report and the bytes
+    dropped. ncu 2026.3 and later write `.ncu-repz` by default, older ones `.ncu-rep`."""
     for suffix in (".ncu-rep", ".ncu-repz"):
         produced = work / f"{name}.partial{suffix}"
         report = out / f"{name}{suffix}"
         if produced.exists():
+            dropped = drop_sources(produced) if drop else None
             os.replace(produced, report)
-            return report
-    return None
+            return report, dropped
+    return None, None

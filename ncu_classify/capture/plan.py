@@ -46,6 +46,7 @@ class CaptureOptions:
     drill: DrillRequest | None = None  # only these shapes, with the warp-state counters
     repeat: int = 1  # launches measured per shape (--repeat)
     repeat_counters: bool = False  # each with the card metrics; else durations alone after one
+    drop_sources: bool = False  # reports rewritten without their SASS and source (capture.slim)
 
     @property
     def timed_repeats(self) -> bool:

@@ -92,6 +92,14 @@ def capture_command(
             help="with --repeat: every launch with all card metrics (N times the replay passes)"
         ),
     ] = False,
+    drop_sources: Annotated[
+        bool,
+        typer.Option(
+            help="rewrite each report without the SASS and source of its kernels (about 88 %"
+            " of its bytes, no counter: the cards stay the same; Nsight Compute's Source page"
+            " then shows nothing)"
+        ),
+    ] = False,
 ) -> None:
     """Replay every shape under ncu into OUTPUT (reports + manifest.json)."""
     from ..capture.run import CaptureOptions, capture, plan_capture
@@ -114,6 +122,7 @@ def capture_command(
         stop_grace_s=stop_grace,
         repeat=repeat,
         repeat_counters=repeat_counters,
+        drop_sources=drop_sources,
     )
     with errors():
         output_folder(output)

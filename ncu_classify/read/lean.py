@@ -40,14 +40,14 @@ def lean_report(plain: Path, info: ReportInfo, scratch: Path | None) -> Iterator
                 prefix="lean-", dir=scratch, ignore_cleanup_errors=True
             )
             lean = Path(stack.enter_context(folder)) / "report.ncu-rep"
-            _copy_kept(plain, lean, info)
+            copy_without_sources(plain, lean, info)
         except OSError:
             lean = plain
         yield lean
 
 
-def _copy_kept(plain: Path, lean: Path, info: ReportInfo) -> None:
-    """Copy every byte of `plain` outside its source blocks into `lean`."""
+def copy_without_sources(plain: Path, lean: Path, info: ReportInfo) -> None:
+    """Copy every byte of `plain` outside its source blocks (`info`: its framing) into `lean`."""
     kept, position = [], 0
     for start, end in [*info.source_blocks, (info.size, info.size)]:
         kept.append((position, start - position))

@@ -96,7 +96,7 @@ def test_a_copy_that_cannot_be_written_reads_the_report(
     def full(*args: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(lean, "_copy_kept", full)
+    monkeypatch.setattr(lean, "copy_without_sources", full)
     opened = _opened(monkeypatch)
     assert len(read_report(attention, scratch=tmp_path).kernels) == 3
     assert opened == [("attention.ncu-rep", 1_715_138)]

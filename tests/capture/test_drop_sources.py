@@ -1,0 +1,121 @@
+"""`capture --drop-sources`: ncu's report is rewritten without its source blocks before it
+enters the folder, the manifest says how many bytes went, the cards are those of the report
+as ncu wrote it, and a report that cannot be rewritten (cut short, compressed, a full disk) is
+kept exactly as ncu wrote it. The stand-in ncu serves real H200 reports (fixtures/fault_h200)."""
+
+from __future__ import annotations
+
+import json
+import lzma
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from ncu_classify.capture import slim
+from ncu_classify.capture.plan import CaptureOptions
+from ncu_classify.capture.run import capture
+from ncu_classify.read.framing import check_report
+from ncu_classify.verdicts.classify import classify
+from ncu_classify.verdicts.rules import load_rules
+
+FAULTS = ROOT / "fixtures" / "fault_h200"
+DIT_123 = (120_954, 48_152)  # the real report of the three DiT shapes: bytes, source bytes
+
+
+@pytest.fixture
+def fake_env(monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("PATH", f"{ROOT / 'tests' / 'fakebin'}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_NCU_REPORTS", str(FAULTS))
+    for name in ("FAKE_NCU_MODE", "FAKE_SHAPE_SECONDS", "FAKE_NCU_LOG"):
+        monkeypatch.delenv(name, raising=False)
+    return FAULTS / "dit3.yaml"
+
+
+def _cards_text(folder: Path) -> str:
+    """The cards of a capture folder as JSON, without the folder's own path."""
+    cards = classify([folder], load_rules(), jobs=1).cards
+    return json.dumps([c.model_dump(mode="json") for c in cards]).replace(str(folder), "F")
+
+
+def test_the_folder_gets_the_report_without_sources_and_the_same_cards(
+    fake_env: Path, tmp_path: Path
+) -> None:
+    whole, dropped = tmp_path / "whole", tmp_path / "dropped"
+    capture(fake_env, whole)
+    manifest = capture(fake_env, dropped, CaptureOptions(drop_sources=True))
+    assert [s.status for s in manifest.shapes] == ["ok"] * 3
+    assert manifest.batches[0].dropped_source_bytes == DIT_123[1]
+    kept = check_report(dropped / "dit.ncu-rep")
+    assert (kept.size, kept.kernels, kept.source_blocks) == (DIT_123[0] - DIT_123[1], 3, [])
+    assert check_report(whole / "dit.ncu-rep").size == DIT_123[0]
+    assert (
+        json.loads((dropped / "manifest.json").read_text())["batches"][0]["dropped_source_bytes"]
+        == DIT_123[1]
+    )
+    assert _cards_text(dropped) == _cards_text(whole)
+    assert not list((dropped / ".work").glob("*.slim"))
+
+
+def test_a_report_cut_short_is_kept_as_ncu_wrote_it(
+    fake_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_NCU_MODE", "truncated")
+    out = tmp_path / "raw"
+    manifest = capture(fake_env, out, CaptureOptions(drop_sources=True))
+    assert manifest.batches[0].dropped_source_bytes is None
+    assert (out / "dit.ncu-rep").stat().st_size == int(DIT_123[0] * 0.6)
+    assert [s.status for s in manifest.shapes] == ["failed"] * 3
+
+
+@pytest.fixture
+def report(tmp_path: Path) -> Path:
+    plain = tmp_path / "dit.partial.ncu-rep"
+    with lzma.open(FAULTS / "dit_123.ncu-rep.xz") as src, plain.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return plain
+
+
+def test_a_full_disk_leaves_the_report_untouched(
+    report: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = report.read_bytes()
+
+    def full(plain: Path, lean: Path, info: object) -> None:
+        lean.write_bytes(before[:1000])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(slim, "copy_without_sources", full)
+    assert slim.drop_sources(report) is None
+    assert report.read_bytes() == before
+    assert [p.name for p in report.parent.iterdir()] == [report.name]
+
+
+def test_a_copy_missing_kernels_is_not_renamed_over_the_report(
+    report: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy is checked before it replaces anything: one that lost a kernel is thrown away."""
+    before = report.read_bytes()
+    cut = slim.copy_without_sources
+
+    def short(plain: Path, lean: Path, info: object) -> None:
+        cut(plain, lean, info)  # type: ignore[arg-type]
+        lean.write_bytes(lean.read_bytes()[:-100])
+
+    monkeypatch.setattr(slim, "copy_without_sources", short)
+    assert slim.drop_sources(report) is None
+    assert report.read_bytes() == before
+    assert [p.name for p in report.parent.iterdir()] == [report.name]
+
+
+def test_dropping_twice_drops_nothing_more_and_zstd_is_left(report: Path) -> None:
+    assert slim.drop_sources(report) == DIT_123[1]
+    once = report.read_bytes()
+    assert slim.drop_sources(report) is None
+    assert report.read_bytes() == once
+    zstd = report.with_name("dit.partial.ncu-repz")
+    zstd.write_bytes(b"\x28\xb5\x2f\xfd" + b"\0" * 64)
+    assert slim.drop_sources(zstd) is None
+    assert zstd.stat().st_size == 68
