@@ -154,6 +154,9 @@ class BatchRecord(BaseModel):
     dropped_source_bytes: int | None = Field(
         default=None, description="bytes of SASS and source removed by --drop-sources"
     )
+    sources_kept: str | None = Field(
+        default=None, description="why --drop-sources left the report as ncu wrote it"
+    )
 
 
 class Manifest(BaseModel):
@@ -199,7 +202,14 @@ class Manifest(BaseModel):
 def write_manifest(folder: Path, manifest: Manifest) -> Path:
     """Write `manifest.json` atomically into `folder`."""
     path = folder / MANIFEST_NAME
-    write_text_atomic(path, manifest.model_dump_json(indent=2) + "\n")
+    # fields of --drop-sources only where it was asked for: older releases can still read it
+    unasked = {
+        index: {"dropped_source_bytes", "sources_kept"}
+        for index, batch in enumerate(manifest.batches)
+        if batch.dropped_source_bytes is None and batch.sources_kept is None
+    }
+    text = manifest.model_dump_json(indent=2, exclude={"batches": unasked} if unasked else None)
+    write_text_atomic(path, text + "\n")
     return path
 
 

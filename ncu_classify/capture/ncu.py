@@ -95,6 +95,8 @@ def run_ncu_batch(
     status_file.unlink(missing_ok=True)
     for stale in (".ncu-rep", ".ncu-repz"):  # a killed run's leftovers must not pass for ours
         (work / f"{batch.name}.partial{stale}").unlink(missing_ok=True)
+    for stale_copy in work.glob("*.slim"):  # --drop-sources' copies, of any killed run
+        stale_copy.unlink(missing_ok=True)
     write_batch(
         work / f"{batch.name}.batch.json",
         BatchFile(
@@ -124,6 +126,7 @@ def run_ncu_batch(
     for line in tail.poll():
         on_shape(line.group, line.status)
     report, dropped = _move_report(out, work, batch.name, options.drop_sources)
+    kept_because = dropped if isinstance(dropped, str) else None
     record = BatchRecord(
         name=batch.name,
         report=report.name if report else "",
@@ -135,7 +138,8 @@ def run_ncu_batch(
         gpu=gpu,
         ended_by=ended_by,
         kind=batch.kind,
-        dropped_source_bytes=dropped,
+        dropped_source_bytes=dropped if isinstance(dropped, int) else None,
+        sources_kept=kept_because,
     )
     return BatchRun(record, tail, ended_by)
 
@@ -244,10 +248,13 @@ def _signal(pid: int, sig: signal.Signals) -> None:
         os.kill(pid, sig)
 
 
-def _move_report(out: Path, work: Path, name: str, drop: bool) -> tuple[Path | None, int | None]:
+def _move_report(
+    out: Path, work: Path, name: str, drop: bool
+) -> tuple[Path | None, int | str | None]:
     """Rename ncu's finished report into the capture folder (with `drop`, rewritten without
     its source blocks first); (None, None) if it wrote none, else the report and the bytes
-    dropped. ncu 2026.3 and later write `.ncu-repz` by default, older ones `.ncu-rep`."""
+    dropped or why none were. ncu 2026.3 and later write `.ncu-repz` by default, older ones
+    `.ncu-rep`."""
     for suffix in (".ncu-rep", ".ncu-repz"):
         produced = work / f"{name}.partial{suffix}"
         report = out / f"{name}{suffix}"

@@ -19,18 +19,20 @@ from ..read.framing import SUPPORTED_FORMAT, check_report
 from ..read.lean import copy_without_sources
 
 
-def drop_sources(report: Path) -> int | None:
+def drop_sources(report: Path) -> int | str:
     """Rewrite the plain report `report` in place without its source blocks; the bytes
-    dropped, or None where it is left as ncu wrote it: damaged (its readers will say how),
-    compressed (`.ncu-repz`), of another format, without sources, or not rewritable."""
+    dropped (0: it had none), or why it is left as ncu wrote it: damaged (its readers will
+    say how), compressed (`.ncu-repz`), of another format, or not rewritable here."""
     try:
         info = check_report(report, label=report)
-    except (ReportError, OSError):
-        return None
-    if info.kind != ".ncu-rep" or info.format_version != SUPPORTED_FORMAT:
-        return None
+    except (ReportError, OSError) as exc:
+        return f"left as ncu wrote it: {exc}"
+    if info.kind != ".ncu-rep":
+        return "left as ncu wrote it: a zstd report (.ncu-repz) is not rewritten"
+    if info.format_version != SUPPORTED_FORMAT:
+        return f"left as ncu wrote it: report format {info.format_version} is not rewritten"
     if not info.source_blocks:
-        return None
+        return 0
     slim = report.with_name(f"{report.name}.slim")
     try:
         copy_without_sources(report, slim, info)
@@ -38,10 +40,15 @@ def drop_sources(report: Path) -> int | None:
             os.fsync(handle.fileno())
         kept = check_report(slim, label=slim)
         if kept.kernels != info.kernels or kept.source_blocks:
-            raise ReportError(f"{slim}: the copy does not hold the report's kernels")
+            raise ReportError("the copy does not hold the report's kernels")
         os.replace(slim, report)
-    except (ReportError, OSError):
+    except (ReportError, OSError) as exc:
         with contextlib.suppress(OSError):  # the report stays as ncu wrote it
             slim.unlink(missing_ok=True)
-        return None
+        return f"left as ncu wrote it: its copy failed: {os_text(exc)}"
     return info.size - kept.size
+
+
+def os_text(exc: Exception) -> str:
+    """An OSError as its reason alone (`No space left on device`), other errors as they are."""
+    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)

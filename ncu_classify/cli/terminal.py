@@ -131,6 +131,10 @@ def print_manifest(manifest: Manifest) -> None:
     for b in manifest.batches:
         where = "" if b.gpu is None else f" on GPU {b.gpu}"
         out.print(f"batch {b.name}{where}: ncu exit {b.exit_code}, {b.wall_seconds} s")
+        if b.dropped_source_bytes:
+            out.print(f"  sources dropped: {b.dropped_source_bytes:,} bytes")
+        if b.sources_kept:
+            out.print(printable(f"  sources kept: {b.sources_kept}"))
     if manifest.drill_down is not None:
         out.print(drill_line(manifest.drill_down).removeprefix("# "))
 

@@ -32,7 +32,7 @@ from ..core.units import UnitError, unit_factor
 from .breakdowns import hot_units
 from .framing import SUPPORTED_FORMAT, ReportInfo, check_report, version_message
 from .inflate import plain_file
-from .lean import lean_report
+from .lean import lean_report, utf8_path
 from .names import split_repeat
 from .records import KernelRecord, ReportRead
 
@@ -67,7 +67,7 @@ def _local_report(path: Path, scratch: Path | None) -> Iterator[tuple[Path, Repo
         info = check_report(whole, label=path)
         with lean_report(whole, info, scratch) as plain:
             named_right = plain.name.endswith(".ncu-repz") == (info.kind == ".ncu-repz")
-            if named_right and _utf8(plain.resolve()):
+            if named_right and utf8_path(plain.resolve()):
                 yield plain, info
                 return
             # a misnamed report, or a path ncu_report cannot take (it wants UTF-8:
@@ -76,16 +76,6 @@ def _local_report(path: Path, scratch: Path | None) -> Iterator[tuple[Path, Repo
                 renamed = Path(tmp) / f"report{info.kind}"
                 renamed.symlink_to(plain.resolve())
                 yield renamed, info
-
-
-def _utf8(path: Path) -> bool:
-    """Whether `path` is UTF-8 text (a file name may be any bytes; Python keeps the others as
-    surrogate escapes, which ncu_report's SWIG layer refuses)."""
-    try:
-        str(path).encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 @functools.lru_cache(maxsize=1)

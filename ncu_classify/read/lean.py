@@ -30,16 +30,21 @@ def source_bytes(info: ReportInfo) -> int:
 def lean_report(plain: Path, info: ReportInfo, scratch: Path | None) -> Iterator[Path]:
     """`plain` without its source blocks, as a temporary file under `scratch` removed on the
     way out; `plain` itself where there is little to drop, the format is another, or the copy
-    cannot be written (no temporary folder, a full disk)."""
-    if info.format_version != SUPPORTED_FORMAT or source_bytes(info) < MIN_SOURCE_BYTES:
+    cannot be written (no temporary folder, one whose path is not UTF-8, a full disk)."""
+    folder = Path(tempfile.gettempdir()) if scratch is None else scratch
+    if (
+        info.format_version != SUPPORTED_FORMAT
+        or source_bytes(info) < MIN_SOURCE_BYTES
+        or not utf8_path(folder)  # ncu_report could not open the copy there
+    ):
         yield plain
         return
     with contextlib.ExitStack() as stack:
         try:
-            folder = tempfile.TemporaryDirectory(
+            made = tempfile.TemporaryDirectory(
                 prefix="lean-", dir=scratch, ignore_cleanup_errors=True
             )
-            lean = Path(stack.enter_context(folder)) / "report.ncu-rep"
+            lean = Path(stack.enter_context(made)) / "report.ncu-rep"
             copy_without_sources(plain, lean, info)
         except OSError:
             lean = plain
@@ -55,6 +60,16 @@ def copy_without_sources(plain: Path, lean: Path, info: ReportInfo) -> None:
     with plain.open("rb") as src, lean.open("wb") as dst:
         for offset, size in kept:
             _copy_range(src.fileno(), dst.fileno(), offset, size)
+
+
+def utf8_path(path: Path) -> bool:
+    """Whether `path` is UTF-8 text (a file name may be any bytes; Python keeps the others as
+    surrogate escapes, which ncu_report's SWIG layer refuses)."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _copy_range(src: int, dst: int, offset: int, size: int) -> None:

@@ -57,6 +57,18 @@ def test_the_folder_gets_the_report_without_sources_and_the_same_cards(
     )
     assert _cards_text(dropped) == _cards_text(whole)
     assert not list((dropped / ".work").glob("*.slim"))
+    # a capture without the flag writes neither field: releases before it read its manifest
+    assert "dropped_source_bytes" not in (whole / "manifest.json").read_text()
+    assert manifest.batches[0].sources_kept is None
+
+
+def test_a_killed_runs_copy_is_removed_at_the_next_batch(fake_env: Path, tmp_path: Path) -> None:
+    out = tmp_path / "raw"
+    (out / ".work").mkdir(parents=True)
+    stale = out / ".work" / "vae.partial.ncu-rep.slim"  # another batch's, SIGKILLed mid-copy
+    stale.write_bytes(b"NVR\x00" + b"\0" * 100)
+    capture(fake_env, out, CaptureOptions(drop_sources=True))
+    assert not stale.exists()
 
 
 def test_a_report_cut_short_is_kept_as_ncu_wrote_it(
@@ -66,6 +78,8 @@ def test_a_report_cut_short_is_kept_as_ncu_wrote_it(
     out = tmp_path / "raw"
     manifest = capture(fake_env, out, CaptureOptions(drop_sources=True))
     assert manifest.batches[0].dropped_source_bytes is None
+    kept = manifest.batches[0].sources_kept or ""
+    assert kept.startswith("left as ncu wrote it: ") and "truncated" in kept
     assert (out / "dit.ncu-rep").stat().st_size == int(DIT_123[0] * 0.6)
     assert [s.status for s in manifest.shapes] == ["failed"] * 3
 
@@ -88,7 +102,8 @@ def test_a_full_disk_leaves_the_report_untouched(
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(slim, "copy_without_sources", full)
-    assert slim.drop_sources(report) is None
+    why = "left as ncu wrote it: its copy failed: No space left on device"
+    assert slim.drop_sources(report) == why
     assert report.read_bytes() == before
     assert [p.name for p in report.parent.iterdir()] == [report.name]
 
@@ -105,7 +120,8 @@ def test_a_copy_missing_kernels_is_not_renamed_over_the_report(
         lean.write_bytes(lean.read_bytes()[:-100])
 
     monkeypatch.setattr(slim, "copy_without_sources", short)
-    assert slim.drop_sources(report) is None
+    why = str(slim.drop_sources(report))
+    assert why.startswith("left as ncu wrote it: its copy failed: ") and "truncated" in why
     assert report.read_bytes() == before
     assert [p.name for p in report.parent.iterdir()] == [report.name]
 
@@ -113,9 +129,9 @@ def test_a_copy_missing_kernels_is_not_renamed_over_the_report(
 def test_dropping_twice_drops_nothing_more_and_zstd_is_left(report: Path) -> None:
     assert slim.drop_sources(report) == DIT_123[1]
     once = report.read_bytes()
-    assert slim.drop_sources(report) is None
+    assert slim.drop_sources(report) == 0
     assert report.read_bytes() == once
     zstd = report.with_name("dit.partial.ncu-repz")
     zstd.write_bytes(b"\x28\xb5\x2f\xfd" + b"\0" * 64)
-    assert slim.drop_sources(zstd) is None
+    assert str(slim.drop_sources(zstd)).startswith("left as ncu wrote it: ")
     assert zstd.stat().st_size == 68

@@ -7,6 +7,7 @@ from __future__ import annotations
 import lzma
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import ncu_report
@@ -110,3 +111,19 @@ def test_without_a_temporary_folder_the_report_is_read(
     rows = read_report(attention, scratch=tmp_path / "gone").kernels
     assert [r.action_index for r in rows] == [0, 1, 2]
     assert opened == [("attention.ncu-rep", 1_715_138)]
+
+
+def test_a_temporary_folder_that_is_not_utf8_reads_the_report(
+    attention: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ncu_report takes UTF-8 paths only: a copy there could not be opened (a TMPDIR of other
+    bytes made every report with sources unreadable)."""
+    odd = Path(os.fsdecode(bytes(tmp_path) + b"/t\xff"))
+    odd.mkdir()
+    opened = _opened(monkeypatch)
+    assert len(read_report(attention, scratch=odd).kernels) == 3
+    monkeypatch.setenv("TMPDIR", str(odd))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    assert len(read_report(attention).kernels) == 3
+    assert opened == [("attention.ncu-rep", 1_715_138)] * 2
+    assert list(odd.iterdir()) == []
