@@ -21,6 +21,7 @@ from typing import Any
 
 from .._version import __version__
 from ..core.clock import utc_now
+from ..core.text import unicode_safe
 from .batch import Batch
 from .drill import capture_metrics
 from .folder import capture_lock, writing
@@ -110,7 +111,7 @@ def _new_manifest(shapes_path: Path, plan: Plan, options: CaptureOptions) -> Man
     return Manifest(
         tool_version=__version__,
         created_at=utc_now(),
-        shapes_file=str(shapes_path),
+        shapes_file=unicode_safe(str(shapes_path)),  # JSON holds UTF-8 text alone
         shapes_sha256=shapes_sha256(shapes_path),
         seed=plan.shapes.seed,
         warmup=plan.shapes.warmup,

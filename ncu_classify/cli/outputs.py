@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..core.atomic import write_bytes_atomic
 from ..core.errors import OutputError, UsageError
+from ..core.text import unicode_safe
 from ..read.names import REPORT_SUFFIXES
 
 STDOUT = "-"
@@ -98,6 +99,11 @@ def output_folder(given: str | Path) -> Path:
     """Check `-o given` for a command that writes a folder (capture): it must be a folder or
     not exist yet."""
     path = Path(given)
+    try:
+        os.fsencode(path).decode("utf-8")
+    except UnicodeDecodeError:  # the manifest (JSON) and ncu's argv hold the folder's path
+        shown = unicode_safe(str(given))
+        raise UsageError(f"-o {shown}: the folder's path must be UTF-8 text") from None
     target = Path(os.path.realpath(path))
     if target.exists() and not target.is_dir():
         kind = _kind(target.stat().st_mode)

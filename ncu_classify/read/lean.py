@@ -31,11 +31,10 @@ def lean_report(plain: Path, info: ReportInfo, scratch: Path | None) -> Iterator
     """`plain` without its source blocks, as a temporary file under `scratch` removed on the
     way out; `plain` itself where there is little to drop, the format is another, or the copy
     cannot be written (no temporary folder, one whose path is not UTF-8, a full disk)."""
-    folder = Path(tempfile.gettempdir()) if scratch is None else scratch
     if (
         info.format_version != SUPPORTED_FORMAT
         or source_bytes(info) < MIN_SOURCE_BYTES
-        or not utf8_path(folder)  # ncu_report could not open the copy there
+        or not _usable(scratch)
     ):
         yield plain
         return
@@ -60,6 +59,16 @@ def copy_without_sources(plain: Path, lean: Path, info: ReportInfo) -> None:
     with plain.open("rb") as src, lean.open("wb") as dst:
         for offset, size in kept:
             _copy_range(src.fileno(), dst.fileno(), offset, size)
+
+
+def _usable(scratch: Path | None) -> bool:
+    """Whether the copy can go under `scratch` (default: the system's temporary folder) and
+    be opened there: ncu_report takes UTF-8 paths only."""
+    try:
+        folder = Path(tempfile.gettempdir()) if scratch is None else scratch
+    except OSError:  # no usable temporary folder at all
+        return False
+    return utf8_path(folder)
 
 
 def utf8_path(path: Path) -> bool:

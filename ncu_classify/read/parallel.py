@@ -99,12 +99,13 @@ def read_all(
     read in windows by several. A batch whose child dies (a native crash on a hostile report)
     is read again one unit per child, so that the crash is pinned on its report and the others
     are still read."""
-    with tempfile.TemporaryDirectory(prefix="ncu-classify-") as scratch:
-        _use(per_kernel, Path(scratch))
+    with contextlib.ExitStack() as owned:
+        scratch = _scratch_folder(owned)
+        _use(per_kernel, scratch)
         try:
             with contextlib.ExitStack() as inflated:
                 parallel = jobs > 1 and not _threaded()  # fork is unsafe beside native threads
-                planned = plan_units(paths, jobs if parallel else 1, inflated, Path(scratch))
+                planned = plan_units(paths, jobs if parallel else 1, inflated, scratch)
                 units = [unit for group in planned for unit in group]
                 workers = max(1, min(jobs, len(units)))
                 batches = reader_batches(units, workers)
@@ -114,6 +115,16 @@ def read_all(
                 return _merged(planned, _read_in_children(units, batches, workers, progress))
         finally:
             _use(None, None)
+
+
+def _scratch_folder(owned: contextlib.ExitStack) -> Path | None:
+    """A temporary folder this process owns for the inflated and lean copies, removed with
+    `owned`; None when none can be made (plain reports are then read as they are, and each
+    compressed one fails alone, saying why)."""
+    try:
+        return Path(owned.enter_context(tempfile.TemporaryDirectory(prefix="ncu-classify-")))
+    except OSError:
+        return None
 
 
 def _merged(planned: list[list[ReadUnit]], results: list[Rows | str]) -> list[Rows | str]:

@@ -9,10 +9,11 @@ import json
 import lzma
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import CLI, ROOT
 
 from ncu_classify.capture import slim
 from ncu_classify.capture.plan import CaptureOptions
@@ -135,3 +136,24 @@ def test_dropping_twice_drops_nothing_more_and_zstd_is_left(report: Path) -> Non
     zstd.write_bytes(b"\x28\xb5\x2f\xfd" + b"\0" * 64)
     assert str(slim.drop_sources(zstd)).startswith("left as ncu wrote it: ")
     assert zstd.stat().st_size == 68
+
+
+def test_paths_that_are_not_utf8(fake_env: Path, tmp_path: Path) -> None:
+    """The manifest is JSON and ncu's argv names the folder: an -o path of other bytes is
+    refused at once (it ended in an internal error after the capture); a shapes file of such
+    a name is written with its odd byte escaped."""
+    odd_out = os.fsdecode(bytes(tmp_path) + b"/raw\xfd")
+    refused = subprocess.run(
+        [*CLI, "capture", "--shapes", str(fake_env), "-o", odd_out],
+        capture_output=True,
+        text=True,
+        errors="replace",
+    )
+    assert refused.returncode == 2
+    assert refused.stderr.strip().endswith(": the folder's path must be UTF-8 text")
+    assert not Path(odd_out).exists()
+    odd_shapes = Path(os.fsdecode(bytes(tmp_path) + b"/s\xff.yaml"))
+    shutil.copyfile(fake_env, odd_shapes)
+    manifest = capture(odd_shapes, tmp_path / "raw")
+    assert manifest.shapes_file.endswith("/s\\xff.yaml")
+    assert [s.status for s in manifest.shapes] == ["ok"] * 3

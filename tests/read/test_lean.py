@@ -127,3 +127,22 @@ def test_a_temporary_folder_that_is_not_utf8_reads_the_report(
     assert len(read_report(attention).kernels) == 3
     assert opened == [("attention.ncu-rep", 1_715_138)] * 2
     assert list(odd.iterdir()) == []
+
+
+def test_without_any_temporary_folder_plain_reports_are_read(
+    attention: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No usable temporary folder at all: plain reports are read as they are, a compressed one
+    fails alone, naming its file (the run used to stop with a misleading output error)."""
+    from ncu_classify.verdicts.classify import classify
+    from ncu_classify.verdicts.rules import load_rules
+
+    def none(*args: object, **kwargs: object) -> None:
+        raise FileNotFoundError(2, "No usable temporary directory found")
+
+    rules = load_rules()
+    monkeypatch.setattr(tempfile, "TemporaryDirectory", none)
+    monkeypatch.setattr(tempfile, "gettempdir", none)
+    cards = classify([attention, SMOKE / "dit.ncu-rep.xz"], rules, jobs=1)
+    assert len(cards.cards) == 3 and len(cards.input_errors) == 1
+    assert cards.input_errors[0].startswith(f"{SMOKE / 'dit.ncu-rep.xz'}: cannot read: ")
