@@ -140,9 +140,9 @@ def legacy_path() -> Path:
 
 @pytest.fixture(autouse=True)
 def _signal_handlers_are_restored() -> Iterator[None]:
-    """Every test leaves SIGTERM and SIGINT as it found them: a handler left behind is
+    """Every test leaves SIGTERM, SIGINT and SIGHUP as it found them: a handler left behind is
     inherited by every process forked later (the suite once hung that way)."""
-    before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
     yield
     after = {sig: signal.getsignal(sig) for sig in before}
     assert after == before, f"signal handlers changed by this test: {before} -> {after}"

@@ -15,14 +15,19 @@ from contextlib import contextmanager
 
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """Inside the block SIGTERM (a scheduler's kill) raises KeyboardInterrupt like Ctrl-C, so
-    that capture stops its ncu processes and keeps its manifest; the previous handler is put
-    back on the way out. Outside the main thread (no signals there) it does nothing."""
+    """Inside the block SIGTERM (a scheduler's kill) and SIGHUP (a closed terminal or ssh
+    session) raise KeyboardInterrupt like Ctrl-C, so that capture stops its ncu processes and
+    keeps its manifest and every command removes its temporary copies; the previous handlers
+    are put back on the way out. Outside the main thread (no signals there) it does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    previous = {sig: signal.signal(sig, signal.default_int_handler) for sig in UNWINDING}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+UNWINDING = (signal.SIGTERM, signal.SIGHUP)  # signals that unwind like Ctrl-C

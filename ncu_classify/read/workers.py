@@ -47,6 +47,7 @@ def _child_main(fn: Callable[[T], R], task: T, write_fd: int) -> None:
     code = 1
     try:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C for us
         faulthandler.disable()  # a crash is reported by the parent, in one line
         try:

@@ -165,7 +165,7 @@ def test_interrupted_classify_leaves_no_scratch_and_exits_130(tmp_path: Path) ->
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     env = {**os.environ, "TMPDIR": str(scratch)}
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         argv = [*CLI, "classify", str(reports), "-o",
                 str(tmp_path / "c.json"), "--jobs", "2"]  # fmt: skip
         proc = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
