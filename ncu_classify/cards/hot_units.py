@@ -156,17 +156,16 @@ def name_units(raw: dict[str, list[tuple[str, float]]]) -> dict[str, list[HotUni
     tensor pipe twice under two names)."""
     out: dict[str, list[HotUnit]] = {}
     for breakdown, entries in raw.items():
-        units = [
-            trusted(HotUnit, unit=u, pct=p, label=label, kind=kind)
-            for u, p in entries
-            for label, kind in (unit_label_kind(u),)
-        ]
-        units.sort(
-            key=lambda h: (-h.pct, _KIND_ORDER.get(h.kind, 3), h.label != "tensor pipe", h.unit)
+        ranked = sorted(  # plain tuples: the models are made for the kept entries alone
+            (-pct, _KIND_ORDER.get(kind, 3), label != "tensor pipe", unit, pct, label, kind)
+            for unit, pct in entries
+            for label, kind in (unit_label_kind(unit),)
         )
         kept: list[HotUnit] = []
-        for unit in units:
-            if all(unit.label != other.label for other in kept):
-                kept.append(unit)
+        labels: set[str] = set()
+        for *_, unit, pct, label, kind in ranked:
+            if label not in labels:
+                labels.add(label)
+                kept.append(trusted(HotUnit, unit=unit, pct=pct, label=label, kind=kind))
         out[breakdown] = kept
     return out

@@ -41,6 +41,8 @@ from .rules import LoadedRules, evaluate
 from .tiles import tile_note
 
 OWN_COUNTERS = "the warp-state counters of the kernel's own report"
+CATALOG_KEYS = tuple(spec.key for spec in CATALOG)
+CATALOG_KEY_SET = frozenset(CATALOG_KEYS)
 
 
 def kernel_values(
@@ -48,7 +50,11 @@ def kernel_values(
 ) -> dict[str, float | None]:
     """Rule inputs of a kernel: its metrics and derived ratios, else its evidence block (legacy
     kernels whose metrics were lost keep only their evidence)."""
-    values: dict[str, float | None] = {spec.key: metrics.get(spec.key) for spec in CATALOG}
+    values: dict[str, float | None] = (
+        dict(metrics)  # a kernel read by this tool: every catalog key (a C-level copy)
+        if metrics.keys() == CATALOG_KEY_SET
+        else {spec.key: metrics.get(spec.key) for spec in CATALOG}
+    )
     values.update(derive(values))
     for key in EVIDENCE_KEYS:
         if values[key] is None:
@@ -105,7 +111,11 @@ def _annotations(
 def kernel_card(record: KernelRecord, rules: LoadedRules) -> KernelCard:
     """Classify one kernel row; one whose report holds warp-state counters gets its
     drill-down section from them."""
-    metrics = {spec.key: record.values.get(spec.key) for spec in CATALOG}
+    metrics = (  # in catalog order, as the reader made it (else rebuilt in that order)
+        dict(record.values)
+        if tuple(record.values) == CATALOG_KEYS
+        else {spec.key: record.values.get(spec.key) for spec in CATALOG}
+    )
     verdict = kernel_verdict(metrics, {}, rules)
     hot = name_units(record.hot_units)
     drilled: dict[str, Any] = {}

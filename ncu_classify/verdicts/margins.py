@@ -34,29 +34,55 @@ _UNKNOWN: _Node = (None, None)
 Score = Callable[[Distance], float]
 
 
-def _node(cond: Compare | AnyOf | AllOf, values: Mapping[str, float | None], score: Score) -> _Node:
-    """Whether `cond` holds on `values` and how far it is from flipping (plain tuples: this
-    runs for every condition of every kernel)."""
+Node = Callable[[Mapping[str, float | None]], _Node]
+
+
+def _compiled(cond: Compare | AnyOf | AllOf, score: Score) -> Node:
+    """`cond` as a function of the values giving whether it holds and how far it is from
+    flipping (built once per rules file: this runs for every condition of every kernel)."""
     if type(cond) is Compare:
-        value = values.get(cond.metric)
-        if value is None or value != value:  # missing or NaN: maybe settled by its bound
+        return _leaf(cond)
+    is_any = type(cond) is AnyOf
+    members = tuple(_compiled(c, score) for c in (cond.any if is_any else cond.all))  # type: ignore[union-attr]
+    count = len(members)
+
+    def group(values: Mapping[str, float | None]) -> _Node:
+        true: list[Distance] = []
+        false: list[Distance] = []
+        for member in members:
+            holds, distance = member(values)
+            if holds is True:
+                true.append(distance)
+            elif holds is False:
+                false.append(distance)
+        if is_any:
+            if true:
+                return True, _pick(true, max, score)
+            return (None if len(false) < count else False), _pick(false, min, score)
+        if false:
+            return False, _pick(false, max, score)
+        return (None if len(true) < count else True), _pick(true, min, score)
+
+    return group
+
+
+def _leaf(cond: Compare) -> Node:
+    """A comparison: its distance in its metric's unit; a metric missing or NaN may be settled
+    by the metric that bounds it (then the distance is that metric's)."""
+    metric, threshold, compare = cond.metric, cond.value, OPERATORS[cond.op]
+    bound_metric = BOUNDED_BY.get(metric, "")
+
+    def leaf(values: Mapping[str, float | None]) -> _Node:
+        value = values.get(metric)
+        if value is None or value != value:
             settled = from_bound(cond, values)
-            bound = values.get(BOUNDED_BY.get(cond.metric, ""))
+            bound = values.get(bound_metric)
             if settled is None or bound is None:
                 return _UNKNOWN
-            return settled, (abs(bound - cond.value), BOUNDED_BY[cond.metric])
-        return OPERATORS[cond.op](value, cond.value), (abs(value - cond.value), cond.metric)
-    is_any = type(cond) is AnyOf
-    members = [_node(c, values, score) for c in (cond.any if is_any else cond.all)]  # type: ignore[union-attr]
-    true = [m[1] for m in members if m[0] is True]
-    false = [m[1] for m in members if m[0] is False]
-    if is_any:
-        if true:
-            return True, _pick(true, max, score)
-        return (None if len(false) < len(members) else False), _pick(false, min, score)
-    if false:
-        return False, _pick(false, max, score)
-    return (None if len(true) < len(members) else True), _pick(true, min, score)
+            return settled, (abs(bound - threshold), bound_metric)
+        return compare(value, threshold), (abs(value - threshold), metric)
+
+    return leaf
 
 
 def _pick(distances: list[Distance], choose: Callable[..., Any], score: Score) -> Distance:
@@ -71,16 +97,16 @@ def _pick(distances: list[Distance], choose: Callable[..., Any], score: Score) -
 def verdict_margin(rules: RuleSet, fired: str, values: Mapping[str, float | None]) -> Margin:
     """The margin of the verdict `fired` (the first rule that held) and its nearest rival: an
     earlier rule close to holding, or the rule after it that would fire if it stopped holding."""
-    score = _scorer(rules.borderline)
+    score, conditions = _plan(rules)
     rival: tuple[float, str, Distance] | None = None
     margin: Distance = None
-    for index, rule in enumerate(rules.rules):
-        if isinstance(rule.when, str):
+    for index, (rule, condition) in enumerate(zip(rules.rules, conditions, strict=True)):
+        if condition is None:  # `always`
             break
-        holds, distance = _node(rule.when, values, score)
+        holds, distance = condition(values)
         if rule.name == fired:
             margin = distance
-            after = _next_firing(rules, index, values, score)
+            after = _next_firing(rules, conditions, index, values)
             if after and margin:
                 rival = _closer(rival, (score(margin), after, margin))
             break
@@ -98,11 +124,30 @@ def verdict_margin(rules: RuleSet, fired: str, values: Mapping[str, float | None
     )
 
 
+_PLANS: dict[int, tuple[RuleSet, Score, list[Node | None]]] = {}
+
+
+def _plan(rules: RuleSet) -> tuple[Score, list[Node | None]]:
+    """The scorer and each rule's compiled condition (None for `always`), kept per rules
+    object (a run loads one or two; the object is kept with them, so that its id stays its)."""
+    kept = _PLANS.get(id(rules))
+    if kept is None or kept[0] is not rules:
+        if len(_PLANS) > 64:
+            _PLANS.clear()
+        score = _scorer(rules.borderline)
+        conditions = [
+            None if isinstance(rule.when, str) else _compiled(rule.when, score)
+            for rule in rules.rules
+        ]
+        kept = _PLANS[id(rules)] = (rules, score, conditions)
+    return kept[1], kept[2]
+
+
 def _next_firing(
-    rules: RuleSet, index: int, values: Mapping[str, float | None], score: Score
+    rules: RuleSet, conditions: list[Node | None], index: int, values: Mapping[str, float | None]
 ) -> str | None:
-    for rule in rules.rules[index + 1 :]:
-        if isinstance(rule.when, str) or _node(rule.when, values, score)[0]:
+    for rule, condition in zip(rules.rules[index + 1 :], conditions[index + 1 :], strict=True):
+        if condition is None or condition(values)[0]:
             return rule.name
     return None
 
