@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import CLI, ROOT
+from test_capture import fake_env
 
 from ncu_classify.capture import slim
 from ncu_classify.capture.plan import CaptureOptions
@@ -24,15 +25,7 @@ from ncu_classify.verdicts.rules import load_rules
 
 FAULTS = ROOT / "fixtures" / "fault_h200"
 DIT_123 = (120_954, 48_152)  # the real report of the three DiT shapes: bytes, source bytes
-
-
-@pytest.fixture
-def fake_env(monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("PATH", f"{ROOT / 'tests' / 'fakebin'}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_NCU_REPORTS", str(FAULTS))
-    for name in ("FAKE_NCU_MODE", "FAKE_SHAPE_SECONDS", "FAKE_NCU_LOG"):
-        monkeypatch.delenv(name, raising=False)
-    return FAULTS / "dit3.yaml"
+__all__ = ["fake_env"]  # the stand-in ncu's environment, a fixture of test_capture
 
 
 def _cards_text(folder: Path) -> str:
