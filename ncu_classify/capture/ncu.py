@@ -126,7 +126,6 @@ def run_ncu_batch(
     for line in tail.poll():
         on_shape(line.group, line.status)
     report, dropped = _move_report(out, work, batch.name, options.drop_sources)
-    kept_because = dropped if isinstance(dropped, str) else None
     record = BatchRecord(
         name=batch.name,
         report=report.name if report else "",
@@ -139,7 +138,7 @@ def run_ncu_batch(
         ended_by=ended_by,
         kind=batch.kind,
         dropped_source_bytes=dropped if isinstance(dropped, int) else None,
-        sources_kept=kept_because,
+        sources_kept=dropped if isinstance(dropped, str) else None,
     )
     return BatchRun(record, tail, ended_by)
 

@@ -1,11 +1,11 @@
 """`capture --drop-sources`: each finished report rewritten without its source blocks.
 
 ncu embeds the SASS and CUDA source of every profiled module in the report: 88 % of a
-capture's bytes (357 KB a kernel in the Wan 14B capture, 40 KB without), none of them a
-counter, so no card figure changes. What is lost is Nsight Compute's Source page for these
-kernels (they have no source counters anyway: capture asks for `--metrics` only). The rewrite
-happens on ncu's own file before it enters the capture folder, through a checked copy and a
-rename, so a crash or a full disk leaves the report as ncu wrote it.
+capture's bytes (340 KB a kernel in the Wan 14B capture, 40 KB without: bench/report_size.py),
+none of them a counter, so no card figure changes. What is lost is Nsight Compute's Source page
+for these kernels (they have no source counters anyway: capture asks for `--metrics` only). The
+rewrite happens on ncu's own file before it enters the capture folder, through a checked copy
+and a rename, so a crash or a full disk leaves the report as ncu wrote it.
 """
 
 from __future__ import annotations
