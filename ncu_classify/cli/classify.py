@@ -86,8 +86,11 @@ def classify_command(
     """Read reports, classify every kernel, write capability cards and print the summary."""
     from ..cards.files import card_file_text
     from ..core.noise import load_noise
+    from ..read.preload import start_loading
     from ..verdicts.classify import classify, input_files
     from ..verdicts.rules import load_rules
+
+    start_loading()  # NVIDIA's metrics library loads while the rules and inputs are read
 
     if "" in inputs:
         raise usage(UsageError("an input is the empty string; give a report or a folder"))

@@ -13,6 +13,7 @@ removes on every way out, also when the children are killed.
 from __future__ import annotations
 
 import contextlib
+import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 
 from ..core.errors import ReportError
 from ..core.text import unicode_safe
+from .preload import finish_loading, loading_task
 from .records import KernelRecord
 from .slices import ReadUnit, plan_units, report_bytes
 from .workers import WorkerFailure, run_in_children
@@ -86,9 +88,13 @@ def reader_batches(units: list[ReadUnit], workers: int) -> list[list[tuple[int, 
 
 
 def _threaded() -> bool:
-    """True if this process runs other native threads (torch does): fork could deadlock."""
+    """True if this process runs other native threads (torch does): fork could deadlock. The
+    thread that loads NVIDIA's library (preload) does not count: it is waited for first."""
     tasks = Path("/proc/self/task")
-    return tasks.is_dir() and sum(1 for _ in tasks.iterdir()) > 1
+    if not tasks.is_dir():
+        return False
+    others = {task.name for task in tasks.iterdir()} - {str(os.getpid()), loading_task()}
+    return bool(others)
 
 
 def read_all(
@@ -107,6 +113,7 @@ def read_all(
                 parallel = jobs > 1 and not _threaded()  # fork is unsafe beside native threads
                 planned = plan_units(paths, jobs if parallel else 1, inflated, scratch)
                 units = [unit for group in planned for unit in group]
+                finish_loading()  # NVIDIA's library, loading beside the plan, before any fork
                 workers = max(1, min(jobs, len(units)))
                 batches = reader_batches(units, workers)
                 if not parallel or workers == 1 or len(batches) <= 1:

@@ -27,6 +27,7 @@ from ..core.noise import Noise, RunToRun, load_noise
 from ..core.text import unicode_safe
 from ..read.names import report_stem
 from ..read.parallel import ReadProgress, read_all
+from ..read.preload import start_loading
 from ..read.records import KernelRecord
 from .coverage import program_coverage
 from .drill_merge import merge_drill_downs
@@ -244,6 +245,7 @@ def _classify(
     noise: Noise | None,
     partial: bool,
 ) -> CardFile:
+    start_loading()  # NVIDIA's metrics library loads while the inputs are listed
     inputs = collect_inputs(paths)
     (inputs.warnings if partial else inputs.errors).extend(missing_shards(inputs.sources))
     all_reports = inputs.reports()
