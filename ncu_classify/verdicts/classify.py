@@ -19,7 +19,7 @@ from .._version import __version__
 from ..capture.group_ids import parse_group_id, shape_record_of_id
 from ..capture.manifest import ShapeRecord
 from ..cards.machine import CaptureInfo
-from ..cards.model import Card, CardFile, KernelCard
+from ..cards.model import Card, CardFile, KernelCard, KernelJson
 from ..cards.rollup import card_class, count_classes
 from ..core.clock import utc_now
 from ..core.collector import collector_paused
@@ -252,17 +252,19 @@ def _classify(
     results = read_all(
         all_reports,
         jobs or os.cpu_count() or 1,
-        functools.partial(kernel_card, rules=rules),
+        functools.partial(_card_and_json, rules=rules),
         progress,
     )
     ok: dict[Path, list[Classified]] = {}
     failed: dict[Path, str] = {}
+    texts: KernelJson = {}
     for path, result in zip(all_reports, results, strict=True):
         if isinstance(result, str):
             inputs.errors.append(result)
             failed[path] = result
         else:
-            ok[path] = result
+            ok[path] = [(row, card) for row, (card, _) in result]
+            texts.update((id(card), (card, text)) for _, (card, text) in result)
     labels = {unicode_safe(str(p)): unicode_safe(label) for p, label in inputs.labels.items()}
     if noise is None and any(row.repeat for rows in ok.values() for row, _ in rows):
         noise = load_noise()[0]  # parsed only for repeated cards, the ones it judges
@@ -303,7 +305,14 @@ def _classify(
         cards=cards,
         summary=summary,
         by_stage=by_stage,
-    )
+    ).keep_kernel_json(texts)
+
+
+def _card_and_json(record: KernelRecord, rules: LoadedRules) -> tuple[KernelCard, str]:
+    """A kernel's card and its JSON, made where the kernel is read: by the parallel readers,
+    instead of the one process that writes the file."""
+    card = kernel_card(record, rules)
+    return card, card.model_dump_json(exclude_unset=True)
 
 
 def capture_environment(source: Source) -> CaptureInfo:
