@@ -1,5 +1,6 @@
 """Where one `classify` run's wall time goes, phase by phase, at each `--jobs`: planning the
-read units (framing check, the windows' copy without sources), the parent's ncu_report warm-up,
+read units (framing check, the windows' copy without sources), the wait for NVIDIA's library,
+which loads on a thread meanwhile (`finish_loading`), the parent's ncu_report warm-up,
 the readers (forked children, or this process with one job; of which the parent's forks,
 `_start`, and its unpickling of their rows, `_result`), the cards and the JSON file. What
 is not the readers is serial: it bounds the gain of more cores on one large report.
@@ -51,6 +52,7 @@ def child(folder: Path, jobs: int, per_job: int) -> None:
 
     phases: dict[str, float] = {}
     timed(parallel, "plan_units", phases)
+    timed(parallel, "finish_loading", phases)  # what the plan left of NVIDIA's library load
     timed(kernels, "warm_up", phases)
     timed(parallel, "_read_in_children", phases)
     timed(parallel, "_read_here", phases)
@@ -87,6 +89,7 @@ def main() -> None:
 
     order = (
         "plan_units",
+        "finish_loading",
         "warm_up",
         "readers",
         "_start",
