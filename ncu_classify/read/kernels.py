@@ -16,7 +16,7 @@ import importlib.metadata
 import math
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -276,11 +276,11 @@ Window = tuple[int, int]  # kernels [start, stop) of a report, in report order
 
 def _kernels(
     plain: Path, path: Path, label: str, info: ReportInfo, window: Window | None = None
-) -> list[KernelRecord]:
+) -> Iterator[KernelRecord]:
     """Every kernel of the checked report file `plain` (those of `window` only, when given),
-    refusing a damaged one; errors name `path`, rows `label`."""
+    as it is read, refusing a damaged one (the refusal can come after some kernels); errors
+    name `path`, rows `label`."""
     context = _load(plain, path)
-    kernels: list[KernelRecord] = []
     device: dict[str, str | int | None] | None = None
     factors: dict[str, float | str] = {}  # per metric name, for every kernel of the report
     start, stop = window or (0, 2**62)
@@ -298,7 +298,7 @@ def _kernels(
                     f"{path}: damaged report: kernel {position + a} (range {r}, action {a}) "
                     f"{problem}"
                 )
-            kernels.append(row)
+            yield row
         position += count
     if not position:
         raise ReportError(f"{path}: holds no profiled kernel (truncated, or ncu profiled nothing)")
@@ -307,7 +307,6 @@ def _kernels(
             f"{path}: damaged report: its block headers announce {info.kernels} kernels "
             f"but ncu_report read {position}"
         )
-    return kernels
 
 
 def read_report(
@@ -316,16 +315,24 @@ def read_report(
     """Every kernel of the report at `path` (those of `window` only, when given: a part of a
     large report read beside the others); `label` is the path written into the rows;
     compressed reports are inflated under `scratch` (default: the system's temporary folder)."""
+    kernels = list(iter_report(path, label, scratch, window))
+    return trusted(ReportRead, path=label or str(path), kernels=kernels)
+
+
+def iter_report(
+    path: Path, label: str | None = None, scratch: Path | None = None, window: Window | None = None
+) -> Generator[KernelRecord, None, None]:
+    """`read_report`'s kernels one by one, as they are read, for a reader that hands them on
+    while it reads; a ReportError can still come after some kernels (then they are void)."""
     label = label or str(path)
     open_regular(path, ReportError).close()  # not a FIFO, device, folder or dangling link
     try:
         with _local_report(path, scratch) as (plain, info):
             try:
-                kernels = _kernels(plain, path, label, info, window)
+                yield from _kernels(plain, path, label, info, window)
             except ReportError:
                 if info.format_version in (None, SUPPORTED_FORMAT):
                     raise
                 raise ReportError(version_message(path, info, installed_version())) from None
     except OSError as exc:  # unreadable, or gone since it was listed
         raise ReportError(f"{path}: cannot read: {os_reason(path, exc)}") from None
-    return trusted(ReportRead, path=label, kernels=kernels)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from .slices import ReadUnit, plan_units, report_bytes
 from .workers import WorkerFailure, run_in_children
 
 REPORTS_PER_WORKER = 256
+STREAM_ROWS = 16  # kernel rows a reader process sends at a time (the parent unpickles them)
 BYTES_PER_WORKER = 1 << 30
 ReadProgress = Callable[[int, int], None]  # read units (reports or windows) done, in all
 PerKernel = Callable[[KernelRecord], Any]  # what the caller makes of each kernel row
@@ -42,23 +43,51 @@ def _use(per_kernel: PerKernel | None, scratch: Path | None) -> None:
     _per_kernel, _scratch = per_kernel, scratch
 
 
-def _read(unit: ReadUnit) -> Rows | str:
-    """Reader: one report's kernel rows (or its window's), each with its per-kernel result, or
-    the one-line error that stopped it."""
-    from .kernels import read_report
+def _read_parts(unit: ReadUnit) -> Iterator[Rows | str]:
+    """Reader: one report's kernel rows (or its window's), each with its per-kernel result, in
+    parts of STREAM_ROWS as they are read (a reader process sends each part at once), or the
+    one-line error that stopped it, after which the parts before it are void."""
+    from .kernels import iter_report
 
     assert _per_kernel is not None, "_use() first"
     label = unicode_safe(str(unit.label))
+    rows: Rows = []
     try:
-        rows = read_report(unit.path, label=label, scratch=_scratch, window=unit.window).kernels
+        with contextlib.closing(
+            iter_report(unit.path, label=label, scratch=_scratch, window=unit.window)
+        ) as kernels:
+            for row in kernels:
+                rows.append((row, _per_kernel(row)))
+                if len(rows) == STREAM_ROWS:
+                    yield rows
+                    rows = []
     except ReportError as exc:
-        return unicode_safe(str(exc)).replace(str(unit.path), label, 1)
-    return [(row, _per_kernel(row)) for row in rows]
+        yield unicode_safe(str(exc)).replace(str(unit.path), label, 1)
+        return
+    yield rows
 
 
-def _read_batch(batch: list[tuple[int, ReadUnit]]) -> list[tuple[int, Rows | str]]:
-    """Worker: several reports, read by one process that then exits."""
-    return [(index, _read(unit)) for index, unit in batch]
+def _read(unit: ReadUnit) -> Rows | str:
+    """One unit's rows, read here, or the one-line error that stopped its reader."""
+    return _joined(list(_read_parts(unit)))
+
+
+def _joined(parts: list[Rows | str]) -> Rows | str:
+    """One unit's rows from its parts, or the error that voids them."""
+    errors = [part for part in parts if isinstance(part, str)]
+    return (
+        errors[-1]
+        if errors
+        else [row for part in parts if not isinstance(part, str) for row in part]
+    )
+
+
+def _read_batch(batch: list[tuple[int, ReadUnit]]) -> Iterator[tuple[int, Rows | str]]:
+    """Worker: several reports, read by one process that then exits; each part is sent to the
+    parent as soon as it is read."""
+    for index, unit in batch:
+        for part in _read_parts(unit):
+            yield index, part
 
 
 def reader_batches(units: list[ReadUnit], workers: int) -> list[list[tuple[int, ReadUnit]]]:
@@ -172,9 +201,12 @@ def _read_in_children(
     for tasks in (batches, retry):
         for number, outcome in run_in_children(_read_batch, tasks, workers):
             if not isinstance(outcome, WorkerFailure):
-                for index, result in outcome:
-                    results[index] = result
-                done += len(outcome)
+                parts: dict[int, list[Rows | str]] = {}
+                for index, part in outcome:
+                    parts.setdefault(index, []).append(part)
+                for index, unit_parts in parts.items():
+                    results[index] = _joined(unit_parts)
+                done += len(parts)
             elif len(tasks[number]) > 1:
                 retry.extend([item] for item in tasks[number])
                 continue

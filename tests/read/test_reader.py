@@ -159,7 +159,7 @@ def test_phantom_kernel_of_a_cut_report_is_damage(tmp_path: Path) -> None:
     assert phantom.name() is None and len(phantom.metric_names()) == 0
     info = ReportInfo(".ncu-rep", cut.stat().st_size, 7)
     with pytest.raises(ReportError) as caught:
-        _kernels(cut, Path("raw/dit.ncu-rep"), "raw/dit.ncu-rep", info)
+        list(_kernels(cut, Path("raw/dit.ncu-rep"), "raw/dit.ncu-rep", info))
     assert str(caught.value) == (
         "raw/dit.ncu-rep: damaged report: kernel 0 (range 0, action 0) has no name"
     )
@@ -169,10 +169,10 @@ def test_fewer_kernels_than_the_headers_announce_is_damage(tmp_path: Path) -> No
     plain = tmp_path / "dit.ncu-rep"
     plain.write_bytes(lzma.decompress((SMOKE / "dit.ncu-rep.xz").read_bytes()))
     info = check_report(plain)
-    assert info.kernels == 3 and len(_kernels(plain, plain, "dit", info)) == 3
+    assert info.kernels == 3 and len(list(_kernels(plain, plain, "dit", info))) == 3
     info.kernels = 4
     with pytest.raises(ReportError, match=r"announce 4 kernels but ncu_report read 3$"):
-        _kernels(plain, plain, "dit", info)
+        list(_kernels(plain, plain, "dit", info))
 
 
 def test_zero_filled_tail_is_refused(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
@@ -80,16 +81,18 @@ def test_leaving_early_kills_every_child() -> None:
 def test_a_report_that_crashes_its_reader_is_pinned_on_it(
     rules: LoadedRules, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A native crash while reading one report fails that report alone; the batch it was in
-    is read again one report per child."""
-    real = parallel._read
+    """A native crash while reading one report fails that report alone, also after the child
+    sent part of its rows; the batch it was in is read again one report per child."""
+    real = parallel._read_parts
 
     def crashing(unit):  # type: ignore[no-untyped-def]
+        parts = real(unit)
         if unit.label.name == "vae.ncu-rep.xz":
+            yield next(parts)  # sent to the parent and unpickled there, then the crash
             os.kill(os.getpid(), signal.SIGSEGV)
-        return real(unit)
+        yield from parts
 
-    monkeypatch.setattr(parallel, "_read", crashing)
+    monkeypatch.setattr(parallel, "_read_parts", crashing)
     monkeypatch.setattr(parallel, "_threaded", lambda: False)  # torch may be loaded here
     paths = sorted(SMOKE.glob("*.ncu-rep.xz"))
     results = parallel.read_all(paths, 2, partial(kernel_card, rules=rules))
@@ -115,3 +118,45 @@ def test_progress_counts_every_report(rules: LoadedRules, monkeypatch: pytest.Mo
             lambda d, t, seen=seen: seen.append((d, t)),
         )
         assert seen[-1] == (8, 8) and [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+def _touch(path: str) -> str:
+    """Made when the parent unpickles a _Marker: leaves a file the child can see."""
+    Path(path).touch()
+    return "marker"
+
+
+class _Marker:
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return _touch, (self.path,)
+
+
+def _streams(folder: Path) -> Iterator[object]:
+    """Yields a marker, then waits (up to 20 s) for the parent to have unpickled it."""
+    seen = folder / "seen"
+    yield _Marker(seen)
+    deadline = time.monotonic() + 20
+    while not seen.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    yield "the parent had it" if seen.exists() else "the parent had nothing yet"
+
+
+def _fails_midway(x: int) -> Iterator[int]:
+    yield x
+    raise ValueError(f"bad after {x}")
+
+
+def test_an_iterators_items_reach_the_parent_while_the_child_runs(tmp_path: Path) -> None:
+    [(index, items)] = list(run_in_children(_streams, [tmp_path], 1))
+    assert (index, items) == (0, ["marker", "the parent had it"])
+
+
+def test_an_iterator_that_fails_midway_fails_its_task() -> None:
+    results = dict(run_in_children(_fails_midway, [1, 2], 2))
+    assert results == {
+        0: WorkerFailure("ValueError: bad after 1"),
+        1: WorkerFailure("ValueError: bad after 2"),
+    }
