@@ -2,7 +2,8 @@
 read units (framing check, the windows' copy without sources), the wait for NVIDIA's library,
 which loads on a thread meanwhile (`finish_loading`), the parent's ncu_report warm-up,
 the readers (forked children, or this process with one job; of which the parent's forks,
-`_start`, and its unpickling of their rows, `_result`), the cards and the JSON file. What
+`_start`, its unpickling of the parts of rows they stream, `take`, which overlaps their work,
+and its taking of each one's result once it has ended, `_result`), the cards and the JSON file. What
 is not the readers is serial: it bounds the gain of more cores on one large report.
 
     python bench/classify_phases.py fixtures/record_h200_wan14b/all.ncu-rep.xz --times 3 --jobs 1,16
@@ -58,7 +59,8 @@ def child(folder: Path, jobs: int, per_job: int) -> None:
     timed(parallel, "_read_here", phases)
     timed(classify_module, "cards_for_source", phases)
     timed(workers, "_start", phases)  # forking the readers
-    timed(workers, "_result", phases)  # unpickling what they send back
+    timed(workers, "_result", phases)  # taking what they sent back, once each has ended
+    timed(workers._Child, "take", phases)  # unpickling their parts as they arrive
     rules = load_rules()
     start = time.perf_counter()
     cards = classify_module.classify([folder], rules, jobs=jobs)
@@ -94,6 +96,7 @@ def main() -> None:
         "readers",
         "_start",
         "_result",
+        "take",
         "cards_for_source",
         "write",
         "classify",
