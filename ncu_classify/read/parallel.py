@@ -13,6 +13,7 @@ removes on every way out, also when the children are killed.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -43,33 +44,30 @@ def _use(per_kernel: PerKernel | None, scratch: Path | None) -> None:
     _per_kernel, _scratch = per_kernel, scratch
 
 
-def _read_parts(unit: ReadUnit) -> Iterator[Rows | str]:
+def _read_parts(unit: ReadUnit, size: int = STREAM_ROWS) -> Iterator[Rows | str]:
     """Reader: one report's kernel rows (or its window's), each with its per-kernel result, in
-    parts of STREAM_ROWS as they are read (a reader process sends each part at once), or the
-    one-line error that stopped it, after which the parts before it are void."""
+    parts of `size` kernels read, then handed on (a reader process sends each part at once),
+    or the one-line error that stopped it, after which the parts before it are void."""
     from .kernels import iter_report
 
     assert _per_kernel is not None, "_use() first"
     label = unicode_safe(str(unit.label))
-    rows: Rows = []
     try:
         with contextlib.closing(
             iter_report(unit.path, label=label, scratch=_scratch, window=unit.window)
         ) as kernels:
-            for row in kernels:
-                rows.append((row, _per_kernel(row)))
-                if len(rows) == STREAM_ROWS:
-                    yield rows
-                    rows = []
+            part = list(itertools.islice(kernels, size))
+            yield [(row, _per_kernel(row)) for row in part]  # one part at least, maybe empty
+            while part := list(itertools.islice(kernels, size)):
+                yield [(row, _per_kernel(row)) for row in part]
     except ReportError as exc:
         yield unicode_safe(str(exc)).replace(str(unit.path), label, 1)
-        return
-    yield rows
 
 
 def _read(unit: ReadUnit) -> Rows | str:
-    """One unit's rows, read here, or the one-line error that stopped its reader."""
-    return _joined(list(_read_parts(unit)))
+    """One unit's rows, read here (every kernel first, then each handed on, as one part), or
+    the one-line error that stopped its reader."""
+    return _joined(list(_read_parts(unit, size=2**62)))
 
 
 def _joined(parts: list[Rows | str]) -> Rows | str:
