@@ -42,7 +42,7 @@ def timed(module: Any, name: str, phases: dict[str, float]) -> None:
 def child(folder: Path, jobs: int, per_job: int) -> None:
     """In a fresh process: one classify run, its phases as one JSON line; a large report cut
     into `per_job` windows per job (1: as classify cuts it)."""
-    from ncu_classify.cards.files import write_card_file
+    from ncu_classify.cards.files import KernelJson, write_card_file
     from ncu_classify.read import kernels, parallel, slices, workers
 
     if per_job > 1:
@@ -63,10 +63,11 @@ def child(folder: Path, jobs: int, per_job: int) -> None:
     timed(workers._Child, "take", phases)  # unpickling their parts as they arrive
     rules = load_rules()
     start = time.perf_counter()
-    cards = classify_module.classify([folder], rules, jobs=jobs)
+    made = KernelJson()
+    cards = classify_module.classify([folder], rules, jobs=jobs, kernel_json=made)
     phases["classify"] = time.perf_counter() - start
     start = time.perf_counter()
-    write_card_file(folder.parent / "cards.json", cards)
+    write_card_file(folder.parent / "cards.json", cards, made)
     phases["write"] = time.perf_counter() - start
     readers = phases.get("_read_in_children", 0.0) + phases.get("_read_here", 0.0)
     phases["readers"] = readers - phases.get("warm_up", 0.0)

@@ -185,7 +185,7 @@ def child_bare(folder: Path, jobs: int, mode: str) -> float:
 def child_tool(folder: Path, jobs: int) -> float:
     """In a fresh process: seconds for classify() plus writing the cards file, in the CLI's
     order (NVIDIA's library starts loading, then the rules load and classify runs)."""
-    from ncu_classify.cards.files import write_card_file
+    from ncu_classify.cards.files import KernelJson, write_card_file
     from ncu_classify.read.preload import start_loading
     from ncu_classify.verdicts.classify import classify
     from ncu_classify.verdicts.rules import load_rules
@@ -193,8 +193,9 @@ def child_tool(folder: Path, jobs: int) -> float:
     cpu = cpu_seconds()
     start = time.perf_counter()
     start_loading()
-    cards = classify([folder], load_rules(), jobs=jobs)
-    write_card_file(folder.parent / "cards.json", cards)
+    made = KernelJson()
+    cards = classify([folder], load_rules(), jobs=jobs, kernel_json=made)
+    write_card_file(folder.parent / "cards.json", cards, made)
     elapsed = time.perf_counter() - start
     kernels = sum(len(c.kernels) for c in cards.cards)
     status = Path("/proc/self/status").read_text().splitlines()

@@ -19,7 +19,7 @@ from ..core.jsonpos import value_line_col
 from ..core.metrics import complete
 from ..core.textio import MIB, read_json
 from .legacy import from_legacy, is_legacy
-from .model import SCHEMA_VERSION, Card, CardFile
+from .model import SCHEMA_VERSION, Card, CardFile, KernelCard
 
 READABLE_MAJOR = "1."
 MAX_CARDS_BYTES = 2048 * MIB  # 100k kernels of real cards are ~0.85 GB
@@ -106,9 +106,29 @@ def _read_json(path: Path) -> dict[str, Any]:
     return doc
 
 
-def card_file_text(cards: CardFile) -> str:
+class KernelJson:
+    """The JSON of kernel cards (exclude_unset) as classify's readers made it, in parallel,
+    each kept with the very card object it was made from and used for that object alone. A
+    card changed in place would keep its old text: write the file before changing any card
+    (classify itself never changes one in place; a changed card is a model_copy)."""
+
+    def __init__(self) -> None:
+        self._made: dict[int, tuple[KernelCard, str]] = {}
+
+    def keep(self, kernel: KernelCard, text: str) -> None:
+        """Keep `text` as the JSON of this very kernel card."""
+        self._made[id(kernel)] = (kernel, text)
+
+    def text(self, kernel: KernelCard) -> str | None:
+        """The JSON kept for this very kernel card, None if there is none."""
+        made = self._made.get(id(kernel))
+        return made[1] if made is not None and made[0] is kernel else None
+
+
+def card_file_text(cards: CardFile, made: KernelJson | None = None) -> str:
     """JSON text of a CardFile: every header field in model order, then one card per line,
-    each card and kernel with the fields it holds. Deterministic for a given CardFile. The
+    each card and kernel with the fields it holds. Deterministic for a given CardFile. `made`:
+    kernel cards' JSON already made (classify's readers), the same text pydantic writes. The
     pieces are joined once (a 1,000-kernel file is 7 MB: every join copies all of it)."""
     head = cards.model_dump(mode="json", exclude={"cards"})
     pieces = ["{\n"]
@@ -117,7 +137,7 @@ def card_file_text(cards: CardFile) -> str:
             pieces.append('  "cards": [')
             for number, card in enumerate(cards.cards):
                 pieces.append(",\n    " if number else "\n    ")
-                _card_pieces(card, cards, pieces)
+                _card_pieces(card, made or KernelJson(), pieces)
             pieces.append("\n  ],\n" if cards.cards else "],\n")
         elif key not in ("legacy_fields", "coverage") or head[key]:  # written where there are
             pieces.append(f"  {json.dumps(key)}: {_compact(head[key])},\n")
@@ -131,11 +151,11 @@ _BEFORE_KERNELS = set(_CARD_FIELDS[: _CARD_FIELDS.index("kernels")])
 _AFTER_KERNELS = set(_CARD_FIELDS[_CARD_FIELDS.index("kernels") + 1 :])
 
 
-def _card_pieces(card: Card, cards: CardFile, pieces: list[str]) -> None:
+def _card_pieces(card: Card, kernel_json: KernelJson, pieces: list[str]) -> None:
     """A card's JSON (exclude_unset) onto `pieces`, its kernels' JSON taken where classify's
     readers already made it: the same text pydantic writes, which costs the writer 40 us a
     kernel."""
-    made = [cards.kernel_json(kernel) for kernel in card.kernels]
+    made = [kernel_json.text(kernel) for kernel in card.kernels]
     if "kernels" not in card.model_fields_set or not any(made):
         pieces.append(card.model_dump_json(exclude_unset=True))
         return
@@ -148,9 +168,9 @@ def _card_pieces(card: Card, cards: CardFile, pieces: list[str]) -> None:
     pieces.append("]" + ("," if tail != "}" else "") + tail)
 
 
-def write_card_file(path: Path, cards: CardFile) -> None:
+def write_card_file(path: Path, cards: CardFile, made: KernelJson | None = None) -> None:
     """Write a CardFile atomically (until the output module takes this over)."""
-    write_text_atomic(path, card_file_text(cards))
+    write_text_atomic(path, card_file_text(cards, made))
 
 
 def _compact(value: Any) -> str:

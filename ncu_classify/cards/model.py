@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.units import NonNegative
 from .coverage import StageCoverage
@@ -166,9 +166,6 @@ class Card(BaseModel):
     legacy_fields: LegacyFields = Field(default_factory=dict)
 
 
-KernelJson = dict[int, tuple[KernelCard, str]]  # id -> the card and its JSON (exclude_unset)
-
-
 class CardFile(BaseModel):
     """A whole cards file."""
 
@@ -204,20 +201,6 @@ class CardFile(BaseModel):
     by_stage: dict[str, dict[str, int]]
     scope: str | None = SCOPE
     legacy_fields: LegacyFields = Field(default_factory=dict)
-    # The JSON of kernel cards, written where they were made (classify's reader processes, in
-    # parallel) and kept by id with the card itself: `card_file_text` uses a text only for that
-    # very object (cards are never changed in place; a changed card is a model_copy).
-    _kernel_json: KernelJson = PrivateAttr(default_factory=dict)
-
-    def keep_kernel_json(self, texts: KernelJson) -> CardFile:
-        """This file, carrying the JSON its kernel cards were given where they were made."""
-        self._kernel_json = texts
-        return self
-
-    def kernel_json(self, kernel: KernelCard) -> str | None:
-        """The JSON made for this very kernel card (exclude_unset), None if there is none."""
-        made = self._kernel_json.get(id(kernel))
-        return made[1] if made is not None and made[0] is kernel else None
 
 
 # classify writes every field except those that only converted legacy cards use.

@@ -84,7 +84,7 @@ def classify_command(
     ] = False,
 ) -> None:
     """Read reports, classify every kernel, write capability cards and print the summary."""
-    from ..cards.files import card_file_text
+    from ..cards.files import KernelJson, card_file_text
     from ..core.noise import load_noise
     from ..read.preload import start_loading
     from ..verdicts.classify import classify, input_files
@@ -106,9 +106,16 @@ def classify_command(
         table_target = _check_table(table, read, target) if table is not None else None
         loaded = load_rules(rules)
         tolerances = load_noise(noise)[0]
+        made = KernelJson()  # the kernel cards' JSON, made by the readers
         with read_progress() as progress:
             cards = classify(
-                paths, loaded, jobs=jobs, progress=progress, noise=tolerances, partial=partial
+                paths,
+                loaded,
+                jobs=jobs,
+                progress=progress,
+                noise=tolerances,
+                partial=partial,
+                kernel_json=made,
             )
         for problem in cards.input_errors:
             error_line(problem)
@@ -121,7 +128,7 @@ def classify_command(
         table_bytes = b""
         if table_target is not None and table:  # made first: a table that fails writes nothing
             table_bytes = _table_bytes(table, cards, table_level)
-        target.write_text(card_file_text(cards))
+        target.write_text(card_file_text(cards, made))  # before any card could change
         if table_target is not None:
             table_target.write_bytes(table_bytes)
     console = human(target)

@@ -26,7 +26,8 @@ _loading: threading.Thread | None = None
 
 
 def start_loading() -> None:
-    """Begin loading NVIDIA's metrics library on a thread; once per process, never raises."""
+    """Begin loading NVIDIA's metrics library on a thread (none while one runs; again after
+    `finish_loading` the dlopen finds it loaded at once); never raises."""
     global _loading
     if _loading is not None or os.environ.get("NCU_CLASSIFY_NO_PRELOAD"):
         return

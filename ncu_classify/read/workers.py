@@ -125,7 +125,9 @@ def _result(child: _Child[T], status: int) -> R | WorkerFailure:
             return cast(R, value)
         if kind == "items":
             return cast(R, [item for _, item in frames[:-1]])
-        return WorkerFailure(str(value))
+        if kind == "error":
+            return WorkerFailure(str(value))
+    # died, or left in the middle of its items (os._exit(0) deep in native code)
     return WorkerFailure(f"worker process {_describe_exit(status)}")
 
 

@@ -18,8 +18,8 @@ from typing import Any
 from .._version import __version__
 from ..capture.group_ids import parse_group_id, shape_record_of_id
 from ..capture.manifest import ShapeRecord
-from ..cards.machine import CaptureInfo
-from ..cards.model import Card, CardFile, KernelCard, KernelJson
+from ..cards.files import KernelJson
+from ..cards.model import Card, CardFile, KernelCard
 from ..cards.rollup import card_class, count_classes
 from ..core.clock import utc_now
 from ..core.collector import collector_paused
@@ -27,11 +27,11 @@ from ..core.noise import Noise, RunToRun, load_noise
 from ..core.text import unicode_safe
 from ..read.names import report_stem
 from ..read.parallel import ReadProgress, read_all
-from ..read.preload import start_loading
+from ..read.preload import finish_loading, start_loading
 from ..read.records import KernelRecord
 from .coverage import program_coverage
 from .drill_merge import merge_drill_downs
-from .inputs import Source, collect_inputs, input_files
+from .inputs import Source, capture_environment, collect_inputs, input_files
 from .judge import build_card, kernel_card
 from .repeats import by_repeat, with_repeats
 from .rules import LoadedRules
@@ -227,14 +227,20 @@ def classify(
     progress: ReadProgress | None = None,
     noise: Noise | None = None,
     partial: bool = False,
+    kernel_json: KernelJson | None = None,
 ) -> CardFile:
     """Read every report under `paths` and build the cards file (input errors listed in it).
     An invalid capture manifest raises ManifestError before any report is read. `noise`
     (default: the packaged H200 file) widens the intervals of repeated cards by the
     run-to-run spread when their verdicts' stability is judged. Shards of a split capture
-    that are not among `paths` are input errors (warnings with `partial`)."""
-    with collector_paused():
-        return _classify(paths, rules, jobs, progress, noise, partial)
+    that are not among `paths` are input errors (warnings with `partial`). `kernel_json`
+    gets each kernel card's JSON, made by the readers, for `card_file_text`."""
+    start_loading()  # NVIDIA's metrics library loads while the inputs are listed
+    try:
+        with collector_paused():
+            return _classify(paths, rules, jobs, progress, noise, partial, kernel_json)
+    finally:
+        finish_loading()  # no thread left behind, also on an error before any read
 
 
 def _classify(
@@ -244,27 +250,30 @@ def _classify(
     progress: ReadProgress | None,
     noise: Noise | None,
     partial: bool,
+    kernel_json: KernelJson | None,
 ) -> CardFile:
-    start_loading()  # NVIDIA's metrics library loads while the inputs are listed
     inputs = collect_inputs(paths)
     (inputs.warnings if partial else inputs.errors).extend(missing_shards(inputs.sources))
     all_reports = inputs.reports()
+    per_kernel = _card_and_json if kernel_json is not None else kernel_card
     results = read_all(
         all_reports,
         jobs or os.cpu_count() or 1,
-        functools.partial(_card_and_json, rules=rules),
+        functools.partial(per_kernel, rules=rules),
         progress,
     )
     ok: dict[Path, list[Classified]] = {}
     failed: dict[Path, str] = {}
-    texts: KernelJson = {}
     for path, result in zip(all_reports, results, strict=True):
         if isinstance(result, str):
             inputs.errors.append(result)
             failed[path] = result
+        elif kernel_json is None:
+            ok[path] = result
         else:
             ok[path] = [(row, card) for row, (card, _) in result]
-            texts.update((id(card), (card, text)) for _, (card, text) in result)
+            for _, (card, text) in result:
+                kernel_json.keep(card, text)
     labels = {unicode_safe(str(p)): unicode_safe(label) for p, label in inputs.labels.items()}
     if noise is None and any(row.repeat for rows in ok.values() for row, _ in rows):
         noise = load_noise()[0]  # parsed only for repeated cards, the ones it judges
@@ -305,7 +314,7 @@ def _classify(
         cards=cards,
         summary=summary,
         by_stage=by_stage,
-    ).keep_kernel_json(texts)
+    )
 
 
 def _card_and_json(record: KernelRecord, rules: LoadedRules) -> tuple[KernelCard, str]:
@@ -313,28 +322,6 @@ def _card_and_json(record: KernelRecord, rules: LoadedRules) -> tuple[KernelCard
     instead of the one process that writes the file."""
     card = kernel_card(record, rules)
     return card, card.model_dump_json(exclude_unset=True)
-
-
-def capture_environment(source: Source) -> CaptureInfo:
-    """What a capture ran on, from its manifest: for report headers and cross-run diffs."""
-    manifest, path = source.manifest, source.manifest_path
-    assert manifest is not None and path is not None
-    host = manifest.host
-    gpus = host.gpus
-    return CaptureInfo(
-        folder=unicode_safe(str(path.parent)),
-        created_at=manifest.created_at,
-        shapes_file=manifest.shapes_file,
-        gpu=host.gpu_name,
-        sm_count=host.sm_count,
-        driver=next((g.get("driver") for g in gpus if g.get("driver")), None),
-        ncu=host.ncu,
-        cuda_runtime=host.cuda_runtime,
-        torch=host.torch,
-        cudnn=host.cudnn,
-        python=host.python,
-        capture_tool_version=manifest.tool_version,
-    )
 
 
 def duplicate_groups(cards: list[Card]) -> list[str]:

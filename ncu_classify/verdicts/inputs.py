@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..capture.manifest import MANIFEST_NAME, Manifest, read_manifest
+from ..cards.machine import CaptureInfo
 from ..core.ordering import natural_key
+from ..core.text import unicode_safe
 from ..core.textio import not_regular, os_reason
 from ..read.names import REPORT_SUFFIXES, report_stem
 
@@ -224,3 +226,25 @@ def report_labels(reports: list[Path]) -> dict[Path, str]:
             names = [os.path.abspath(p) for p in members]
         labels.update(zip(members, names, strict=True))
     return labels
+
+
+def capture_environment(source: Source) -> CaptureInfo:
+    """What a capture ran on, from its manifest: for report headers and cross-run diffs."""
+    manifest, path = source.manifest, source.manifest_path
+    assert manifest is not None and path is not None
+    host = manifest.host
+    gpus = host.gpus
+    return CaptureInfo(
+        folder=unicode_safe(str(path.parent)),
+        created_at=manifest.created_at,
+        shapes_file=manifest.shapes_file,
+        gpu=host.gpu_name,
+        sm_count=host.sm_count,
+        driver=next((g.get("driver") for g in gpus if g.get("driver")), None),
+        ncu=host.ncu,
+        cuda_runtime=host.cuda_runtime,
+        torch=host.torch,
+        cudnn=host.cudnn,
+        python=host.python,
+        capture_tool_version=manifest.tool_version,
+    )

@@ -19,10 +19,16 @@ from ncu_classify.cards.files import card_file_text
 from ncu_classify.read.preload import start_loading
 from ncu_classify.verdicts.classify import classify
 from ncu_classify.verdicts.rules import load_rules
+try:  # the kernel cards' JSON made by the readers, where this version can
+    from ncu_classify.cards.files import KernelJson
+    made = KernelJson()
+    given = {"kernel_json": made}
+except ImportError:
+    made, given = None, {}
 start = time.perf_counter()
 start_loading()
-cards = classify([Path(sys.argv[2])], load_rules(), jobs=int(sys.argv[3]))
-text = card_file_text(cards)
+cards = classify([Path(sys.argv[2])], load_rules(), jobs=int(sys.argv[3]), **given)
+text = card_file_text(cards, made) if made is not None else card_file_text(cards)
 print(json.dumps({"seconds": time.perf_counter() - start, "bytes": len(text)}))
 """
 

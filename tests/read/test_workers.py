@@ -160,3 +160,16 @@ def test_an_iterator_that_fails_midway_fails_its_task() -> None:
         0: WorkerFailure("ValueError: bad after 1"),
         1: WorkerFailure("ValueError: bad after 2"),
     }
+
+
+def _leaves_midway(x: int) -> Iterator[int]:
+    yield x
+    os._exit(0)  # as native code can: a clean exit, no end of items
+
+
+def test_a_child_that_leaves_midway_fails_without_its_items_as_the_reason() -> None:
+    [(index, outcome)] = list(run_in_children(_leaves_midway, [7], 1))
+    assert (index, outcome) == (
+        0,
+        WorkerFailure("worker process exited with code 0 without a result"),
+    )
