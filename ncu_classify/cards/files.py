@@ -131,13 +131,14 @@ def card_file_text(cards: CardFile, made: KernelJson | None = None) -> str:
     kernel cards' JSON already made (classify's readers), the same text pydantic writes. The
     pieces are joined once (a 1,000-kernel file is 7 MB: every join copies all of it)."""
     head = cards.model_dump(mode="json", exclude={"cards"})
+    made = made or KernelJson()
     pieces = ["{\n"]
     for key in CardFile.model_fields:
         if key == "cards":
             pieces.append('  "cards": [')
             for number, card in enumerate(cards.cards):
                 pieces.append(",\n    " if number else "\n    ")
-                _card_pieces(card, made or KernelJson(), pieces)
+                _card_pieces(card, made, pieces)
             pieces.append("\n  ],\n" if cards.cards else "],\n")
         elif key not in ("legacy_fields", "coverage") or head[key]:  # written where there are
             pieces.append(f"  {json.dumps(key)}: {_compact(head[key])},\n")

@@ -56,9 +56,9 @@ def _read_parts(unit: ReadUnit, size: int = STREAM_ROWS) -> Iterator[Rows | str]
         with contextlib.closing(
             iter_report(unit.path, label=label, scratch=_scratch, window=unit.window)
         ) as kernels:
-            part = list(itertools.islice(kernels, size))
-            yield [(row, _per_kernel(row)) for row in part]  # one part at least, maybe empty
-            while part := list(itertools.islice(kernels, size)):
+            first = True  # one part at least, maybe empty (a window of no kernel)
+            while (part := list(itertools.islice(kernels, size))) or first:
+                first = False
                 yield [(row, _per_kernel(row)) for row in part]
     except ReportError as exc:
         yield unicode_safe(str(exc)).replace(str(unit.path), label, 1)
