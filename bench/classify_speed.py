@@ -11,8 +11,9 @@ prints kernels per second for:
   tool    classify(): the same reads plus units, verdicts, margins, cards and the JSON file
   catalog one process: ncu_report.load_report + only the catalog's ~23 card metrics (the
           issue's first "bare read"; the cards need about 5x more look-ups than that)
-serially and with one process per core, their ratios, and the peak memory of classify runs
-over a growing number of reports (to show it stays flat).
+serially and with one process per core, their ratios (of the fastest runs, and within each
+round: a shared host's speed drifts by more than the tool's own cost), and the peak memory of
+classify runs over a growing number of reports (to show it stays flat).
 
     python bench/classify_speed.py [--copies 8] [--memory-steps 2,8,32]
     python bench/classify_speed.py --report fixtures/record_h200_wan14b/all.ncu-rep.xz
@@ -32,6 +33,7 @@ import multiprocessing
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -216,7 +218,10 @@ def child_tool(folder: Path, jobs: int) -> float:
     return elapsed
 
 
-def in_child(mode: str, folder: Path, jobs: int) -> dict:
+Run = dict[str, float]  # one fresh run's figures: seconds, kernels, cpu, memory
+
+
+def in_child(mode: str, folder: Path, jobs: int) -> Run:
     """Run `mode` in a fresh interpreter, so that no run inherits another's warm or leaked state."""
     proc = subprocess.run(
         [sys.executable, __file__, f"--child-{mode}", str(folder), "--jobs", str(jobs)],
@@ -231,18 +236,28 @@ def in_child(mode: str, folder: Path, jobs: int) -> dict:
     )
     if proc.returncode:
         sys.exit(f"{mode} run failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    run: Run = json.loads(proc.stdout.strip().splitlines()[-1])
+    return run
 
 
-def best(folder: Path, jobs: int, rounds: int) -> dict[str, dict]:
-    """Per mode (card, lean, catalog, tool), the fastest of `rounds` fresh runs, the modes taken in
-    turn round by round, so that a machine whose speed drifts (a shared host) shifts all three
-    alike instead of the ratio."""
-    runs: dict[str, list[dict]] = {"card": [], "lean": [], "catalog": [], "tool": []}
+def rounds_of(folder: Path, jobs: int, rounds: int) -> dict[str, list[Run]]:
+    """Per mode (card, lean, catalog, tool), `rounds` fresh runs, the modes taken in turn round
+    by round, so that a machine whose speed drifts (a shared host) shifts them all alike
+    instead of the ratio."""
+    runs: dict[str, list[Run]] = {"card": [], "lean": [], "catalog": [], "tool": []}
     for _ in range(rounds):
         for mode, done in runs.items():
             done.append(in_child(mode, folder, jobs))
-    return {mode: min(done, key=lambda r: r["seconds"]) for mode, done in runs.items()}
+    return runs
+
+
+def paired(runs: dict[str, list[Run]], mode: str) -> tuple[float, float, float]:
+    """Median, lowest and highest of tool / `mode` within each round (the two runs of a round
+    are a few seconds apart: a host that slows down for a while slows both)."""
+    ratios = sorted(
+        t["seconds"] / m["seconds"] for t, m in zip(runs["tool"], runs[mode], strict=True)
+    )
+    return statistics.median(ratios), ratios[0], ratios[-1]
 
 
 def compare(folder: Path, rounds: int, cores: int) -> None:
@@ -252,8 +267,10 @@ def compare(folder: Path, rounds: int, cores: int) -> None:
         f" {'tool/card':>10} {'(CPU)':>6} {'tool/lean':>10} {'tool/catalog':>13}"
     )
     tool_times = {}
+    spreads = []
     for jobs in sorted({1, cores}):
-        fastest = best(folder, jobs, rounds)
+        runs = rounds_of(folder, jobs, rounds)
+        fastest = {mode: min(done, key=lambda r: r["seconds"]) for mode, done in runs.items()}
         card, catalog, tool, lean = (fastest[m] for m in ("card", "catalog", "tool", "lean"))
         kernels = tool["kernels"]
         tool_times[jobs] = tool["seconds"]
@@ -264,9 +281,31 @@ def compare(folder: Path, rounds: int, cores: int) -> None:
             f" {tool['seconds'] / lean['seconds']:>10.3f}"
             f" {tool['seconds'] / catalog['seconds']:>13.3f}"
         )
+        spreads.append((jobs, kernels, runs))
+    print(
+        "tool over each side within a round (median, lowest-highest of the rounds);"
+        " seconds of every run, fastest-slowest"
+    )
+    for jobs, kernels, runs in spreads:
+        ratios = "  ".join(
+            f"tool/{mode} {m:.3f} ({lo:.3f}-{hi:.3f})"
+            for mode in ("card", "lean", "catalog")
+            for m, lo, hi in [paired(runs, mode)]
+        )
+        times = "  ".join(
+            f"{mode} {min(r['seconds'] for r in done):.3f}-{max(r['seconds'] for r in done):.3f}"
+            for mode, done in runs.items()
+        )
+        print(f"{jobs:>4} {kernels:>8}  {ratios}\n{'':>14}{times}")
     if cores > 1:
         speedup = tool_times[1] / tool_times[cores]
-        print(f"tool speed-up from 1 to {cores} processes: {speedup:.2f}x")
+        medians = {
+            jobs: statistics.median(r["seconds"] for r in runs["tool"]) for jobs, _, runs in spreads
+        }
+        print(
+            f"tool speed-up from 1 to {cores} processes: {speedup:.2f}x"
+            f" (fastest runs), {medians[1] / medians[cores]:.2f}x (medians)"
+        )
 
 
 def main() -> None:

@@ -140,12 +140,14 @@ def read_all(
                 parallel = jobs > 1 and not _threaded()  # fork is unsafe beside native threads
                 planned = plan_units(paths, jobs if parallel else 1, inflated, scratch)
                 units = [unit for group in planned for unit in group]
-                finish_loading()  # NVIDIA's library, loading beside the plan, before any fork
                 workers = max(1, min(jobs, len(units)))
                 batches = reader_batches(units, workers)
                 if not parallel or workers == 1 or len(batches) <= 1:
-                    # Read here. With --jobs 1 memory grows by ncu_report's 0.4 MB per kernel.
+                    # Read here, while NVIDIA's library still loads (ncu_report's own dlopen
+                    # waits for it at the first kernel, after the framing check and the lean
+                    # copy). With --jobs 1 memory grows by ncu_report's 0.4 MB per kernel.
                     return _merged(planned, _read_here(units, progress))
+                finish_loading()  # NVIDIA's library, loading beside the plan, before any fork
                 return _merged(planned, _read_in_children(units, batches, workers, progress))
         finally:
             _use(None, None)

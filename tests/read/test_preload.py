@@ -80,3 +80,34 @@ def test_a_large_report_is_still_read_in_windows_by_children() -> None:
         """
     )
     assert seen == {"children": [3], "kernels": 392, "cards": 253}
+
+
+def test_one_job_reads_while_the_library_loads_and_forks_only_after_it() -> None:
+    seen = _run(
+        f"""
+        import json
+        from pathlib import Path
+        from ncu_classify.read import parallel
+        from ncu_classify.verdicts.classify import classify
+        from ncu_classify.verdicts.rules import load_rules
+
+        order = []
+        for name in ("finish_loading", "_read_here", "_read_in_children"):
+            def step(*args, _name=name, _real=getattr(parallel, name)):
+                order.append(_name)
+                return _real(*args)
+            setattr(parallel, name, step)
+        kernels = {{}}
+        for jobs in (1, 3):
+            order.append(f"jobs {{jobs}}")
+            cards = classify([Path({str(WAN)!r})], load_rules(), jobs=jobs)
+            kernels[jobs] = sum(len(card.kernels) for card in cards.cards)
+        print(json.dumps({{"order": order, "kernels": kernels}}))
+        """
+    )
+    assert seen == {
+        # one job: the framing check, the lean copy and the first kernel overlap the load
+        # (ncu_report's own dlopen waits for it); several: the thread is gone before a fork
+        "order": ["jobs 1", "_read_here", "jobs 3", "finish_loading", "_read_in_children"],
+        "kernels": {"1": 392, "3": 392},
+    }
