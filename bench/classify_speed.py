@@ -166,13 +166,21 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+def page_faults() -> int:
+    """Minor page faults of this process and its finished children (fresh memory touched: on a
+    VM whose memory grows as it is used, a dear one)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_minflt + kids.ru_minflt
+
+
 def child_bare(folder: Path, jobs: int, mode: str) -> float:
     """In a fresh process: seconds to read every report of `folder` with bare ncu_report, the
     tool's card reads (`card`) or the catalog's metrics alone (`catalog`)."""
     paths = sorted((folder.parent / "lean" if mode == "lean" else folder).glob("*.ncu-rep"))
     _READS.update(json.loads((folder.parent / "reads.json").read_text()))
     read = catalog_read if mode == "catalog" else card_read
-    cpu = cpu_seconds()
+    cpu, faults = cpu_seconds(), page_faults()
     start = time.perf_counter()
     if jobs == 1:
         kernels = sum(map(read, paths))
@@ -180,7 +188,8 @@ def child_bare(folder: Path, jobs: int, mode: str) -> float:
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
             kernels = sum(pool.map(read, paths))
     elapsed = time.perf_counter() - start
-    print(json.dumps({"seconds": elapsed, "kernels": kernels, "cpu": cpu_seconds() - cpu}))
+    cpu, faults = cpu_seconds() - cpu, page_faults() - faults
+    print(json.dumps({"seconds": elapsed, "kernels": kernels, "cpu": cpu, "faults": faults}))
     return elapsed
 
 
@@ -192,7 +201,7 @@ def child_tool(folder: Path, jobs: int) -> float:
     from ncu_classify.verdicts.classify import classify
     from ncu_classify.verdicts.rules import load_rules
 
-    cpu = cpu_seconds()
+    cpu, faults = cpu_seconds(), page_faults()
     start = time.perf_counter()
     start_loading()
     made = KernelJson()
@@ -203,7 +212,7 @@ def child_tool(folder: Path, jobs: int) -> float:
     status = Path("/proc/self/status").read_text().splitlines()
     own = next(int(x.split()[1]) for x in status if x.startswith("VmHWM"))
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    cpu = cpu_seconds() - cpu
+    cpu, faults = cpu_seconds() - cpu, page_faults() - faults
     print(
         json.dumps(
             {
@@ -212,6 +221,7 @@ def child_tool(folder: Path, jobs: int) -> float:
                 "main_kib": own,
                 "worker_kib": kids,
                 "cpu": cpu,
+                "faults": faults,
             }
         )
     )
@@ -296,7 +306,12 @@ def compare(folder: Path, rounds: int, cores: int) -> None:
             f"{mode} {min(r['seconds'] for r in done):.3f}-{max(r['seconds'] for r in done):.3f}"
             for mode, done in runs.items()
         )
+        faults = "  ".join(
+            f"{mode} {statistics.median(r['faults'] for r in done) / kernels:.0f}"
+            for mode, done in runs.items()
+        )
         print(f"{jobs:>4} {kernels:>8}  {ratios}\n{'':>14}{times}")
+        print(f"{'':>14}minor page faults per kernel (median): {faults}")
     if cores > 1:
         speedup = tool_times[1] / tool_times[cores]
         medians = {
