@@ -8,7 +8,9 @@ is not the readers is serial: it bounds the gain of more cores on one large repo
 the readers' time, as this process spends it (with one job, all of it; with several, only the
 windows' copy, inside the plan, since the children's clocks stay with them): the copy without
 sources, ncu_report's `load_report`, and the kernel cards with their JSON. `--every` prints
-every run, fastest first, to show which phase a slow run lost its time in.
+every run, fastest first, to show which phase a slow run lost its time in. With several jobs,
+the reader processes' own timeline, in seconds after the first fork: the last one's start,
+the median time to a reader's first part of rows, the median and slowest reader, the last end.
 
     python bench/classify_phases.py fixtures/record_h200_wan14b/all.ncu-rep.xz --times 3 --jobs 1,16
 """
@@ -17,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -41,6 +45,47 @@ def timed(module: Any, name: str, phases: dict[str, float]) -> None:
             phases[name] = phases.get(name, 0.0) + time.perf_counter() - start
 
     setattr(module, name, wrapper)
+
+
+def _log_children(parallel: Any, folder: Path) -> None:
+    """Make each reader process note, in a file of its own under `folder`, when it started
+    (perf_counter is the same clock in every process of a machine), when its first part of
+    rows was ready and when it ended; and this process when it began to fork them."""
+    batch = parallel._read_batch
+    forked = parallel._read_in_children
+
+    def noted(tasks: Any) -> Any:
+        began = time.perf_counter()
+        first = None
+        for item in batch(tasks):
+            first = first or time.perf_counter()
+            yield item
+        ended = time.perf_counter()
+        (folder / str(os.getpid())).write_text(json.dumps([began, first or ended, ended]))
+
+    def readers(*args: Any) -> Any:
+        (folder / "start").write_text(json.dumps(time.perf_counter()))
+        return forked(*args)
+
+    parallel._read_batch, parallel._read_in_children = noted, readers
+
+
+def _children(folder: Path) -> dict[str, float]:
+    """From the readers' notes, seconds after the first fork: the last reader's start, the
+    median and the slowest reader's time to its first part and to its end, the last end."""
+    if not (folder / "start").exists():
+        return {}
+    zero = json.loads((folder / "start").read_text())
+    notes = [json.loads(f.read_text()) for f in folder.iterdir() if f.name != "start"]
+    if not notes:
+        return {}
+    return {
+        "last_start": max(n[0] for n in notes) - zero,
+        "first_part": statistics.median(n[1] - n[0] for n in notes),
+        "reader_median": statistics.median(n[2] - n[0] for n in notes),
+        "reader_max": max(n[2] - n[0] for n in notes),
+        "last_end": max(n[2] for n in notes) - zero,
+    }
 
 
 def child(folder: Path, jobs: int, per_job: int) -> None:
@@ -68,11 +113,15 @@ def child(folder: Path, jobs: int, per_job: int) -> None:
     timed(lean, "copy_without_sources", phases)  # the copy without sources, in the readers
     timed(kernels, "_load", phases)  # ncu_report's load_report, in the readers
     timed(classify_module, "_card_and_json", phases)  # kernel cards and their JSON, ditto
+    timeline = folder.parent / f"children-{os.getpid()}"
+    timeline.mkdir()
+    _log_children(parallel, timeline)
     rules = load_rules()
     start = time.perf_counter()
     made = KernelJson()
     cards = classify_module.classify([folder], rules, jobs=jobs, kernel_json=made)
     phases["classify"] = time.perf_counter() - start
+    phases.update(_children(timeline))
     start = time.perf_counter()
     write_card_file(folder.parent / "cards.json", cards, made)
     phases["write"] = time.perf_counter() - start
@@ -112,6 +161,11 @@ def main() -> None:
         "cards_for_source",
         "write",
         "classify",
+        "last_start",
+        "first_part",
+        "reader_median",
+        "reader_max",
+        "last_end",
     )
     with tempfile.TemporaryDirectory(prefix="ncu-phases-") as tmp:
         folder = Path(tmp) / "reports"
