@@ -15,7 +15,6 @@ import functools
 import importlib.metadata
 import math
 import os
-import tempfile
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -30,9 +29,9 @@ from ..core.textio import open_regular, os_reason
 from ..core.trusted import trusted
 from ..core.units import UnitError, unit_factor
 from .breakdowns import hot_units
-from .framing import SUPPORTED_FORMAT, ReportInfo, check_report, version_message
+from .framing import SUPPORTED_FORMAT, ReportInfo, version_message
 from .inflate import plain_file
-from .lean import lean_report, utf8_path
+from .lean import local_report
 from .names import split_repeat
 from .records import KernelRecord, ReportRead
 
@@ -56,26 +55,6 @@ def _quiet_stderr() -> Iterator[None]:
         os.dup2(saved, 2)
         os.close(saved)
         os.close(devnull)
-
-
-@contextlib.contextmanager
-def _local_report(path: Path, scratch: Path | None) -> Iterator[tuple[Path, ReportInfo]]:
-    """The report checked whole, as a plain file without its source blocks (`lean`) whose
-    suffix tells ncu_report its content (ncu_report picks zstd by the `.ncu-repz` suffix alone
-    and reads a misnamed file as empty)."""
-    with plain_file(path, scratch) as whole:
-        info = check_report(whole, label=path)
-        with lean_report(whole, info, scratch) as plain:
-            named_right = plain.name.endswith(".ncu-repz") == (info.kind == ".ncu-repz")
-            if named_right and utf8_path(plain.resolve()):
-                yield plain, info
-                return
-            # a misnamed report, or a path ncu_report cannot take (it wants UTF-8:
-            # b"r\xff.ncu-rep" fails in SWIG): read through a link of a plain name
-            with tempfile.TemporaryDirectory(prefix="ncu-classify-", dir=scratch) as tmp:
-                renamed = Path(tmp) / f"report{info.kind}"
-                renamed.symlink_to(plain.resolve())
-                yield renamed, info
 
 
 @functools.lru_cache(maxsize=1)
@@ -320,14 +299,19 @@ def read_report(
 
 
 def iter_report(
-    path: Path, label: str | None = None, scratch: Path | None = None, window: Window | None = None
+    path: Path,
+    label: str | None = None,
+    scratch: Path | None = None,
+    window: Window | None = None,
+    checked: ReportInfo | None = None,
 ) -> Generator[KernelRecord, None, None]:
     """`read_report`'s kernels one by one, as they are read, for a reader that hands them on
-    while it reads; a ReportError can still come after some kernels (then they are void)."""
+    while it reads; a ReportError can still come after some kernels (then they are void).
+    `checked`: the framing of the plain file `path` where the read plan checked it already."""
     label = label or str(path)
     open_regular(path, ReportError).close()  # not a FIFO, device, folder or dangling link
     try:
-        with _local_report(path, scratch) as (plain, info):
+        with local_report(path, scratch, checked) as (plain, info):
             try:
                 yield from _kernels(plain, path, label, info, window)
             except ReportError:

@@ -6,6 +6,8 @@ capture (392 kernels, 133 MB) opens in 0.06-0.16 s and reads 1.75-1.94 ms per ke
 15.6 MB copy without them in 0.006 s and 1.53-1.68 ms; a 1.7 MB smoke report of 2-3 kernels
 reads 2.7-2.8 ms per kernel, its copy 2.0. The copy is made in the kernel (copy_file_range) from
 the block positions the framing check found, so it costs a few ms per 100 MB of page cache.
+`local_report` is the whole way from a report as given to the file ncu_report opens: inflated,
+checked, without its sources, under a name ncu_report takes.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from .framing import SUPPORTED_FORMAT, ReportInfo
+from .framing import SUPPORTED_FORMAT, ReportInfo, check_report
+from .inflate import plain_file
 
 MIN_SOURCE_BYTES = 256 << 10  # less source than this is cheaper to parse than to copy around
 
@@ -24,6 +27,39 @@ MIN_SOURCE_BYTES = 256 << 10  # less source than this is cheaper to parse than t
 def source_bytes(info: ReportInfo) -> int:
     """Bytes of the report's source-only blocks."""
     return sum(end - start for start, end in info.source_blocks)
+
+
+@contextlib.contextmanager
+def local_report(
+    path: Path, scratch: Path | None, checked: ReportInfo | None = None
+) -> Iterator[tuple[Path, ReportInfo]]:
+    """The report checked whole, as a plain file without its source blocks (`lean`) whose
+    suffix tells ncu_report its content (ncu_report picks zstd by the `.ncu-repz` suffix alone
+    and reads a misnamed file as empty); `checked`: the framing of `path`, a plain file the
+    read plan already checked (a window's lean copy), which is then read as it is."""
+    if checked is not None:
+        with _openable(path, checked, scratch) as plain:
+            yield plain, checked
+        return
+    with plain_file(path, scratch) as whole:
+        info = check_report(whole, label=path)
+        with lean_report(whole, info, scratch) as lean, _openable(lean, info, scratch) as plain:
+            yield plain, info
+
+
+@contextlib.contextmanager
+def _openable(plain: Path, info: ReportInfo, scratch: Path | None) -> Iterator[Path]:
+    """`plain` itself where ncu_report can open it, else a link to it of a plain name: for a
+    misnamed report, or a path ncu_report cannot take (it wants UTF-8: a name holding the
+    byte 0xff fails in SWIG)."""
+    named_right = plain.name.endswith(".ncu-repz") == (info.kind == ".ncu-repz")
+    if named_right and utf8_path(plain.resolve()):
+        yield plain
+        return
+    with tempfile.TemporaryDirectory(prefix="ncu-classify-", dir=scratch) as tmp:
+        renamed = Path(tmp) / f"report{info.kind}"
+        renamed.symlink_to(plain.resolve())
+        yield renamed
 
 
 @contextlib.contextmanager

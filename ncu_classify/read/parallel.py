@@ -54,7 +54,7 @@ def _read_parts(unit: ReadUnit, size: int = STREAM_ROWS) -> Iterator[Rows | str]
     label = unicode_safe(str(unit.label))
     try:
         with contextlib.closing(
-            iter_report(unit.path, label=label, scratch=_scratch, window=unit.window)
+            iter_report(unit.path, label, _scratch, unit.window, unit.checked)
         ) as kernels:
             first = True  # one part at least, maybe empty (a window of no kernel)
             while (part := list(itertools.islice(kernels, size))) or first:

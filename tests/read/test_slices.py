@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SMOKE
 
-from ncu_classify.read import parallel
+from ncu_classify.read import lean, parallel
 from ncu_classify.read.framing import check_report
 from ncu_classify.read.slices import MIN_WINDOW, ReadUnit, plan_units, windows
 from ncu_classify.verdicts.classify import classify
@@ -51,6 +51,8 @@ def test_a_large_report_is_cut_small_ones_stay_whole(tmp_path: Path) -> None:
         assert (inflated.stat().st_size, lean.stat().st_size) == (133_345_782, 15_584_422)
         assert len(check_report(inflated).source_blocks) == 57
         assert (check_report(lean).kernels, check_report(lean).source_blocks) == (392, [])
+        # each window carries the copy's framing, as a check of the copy finds it
+        assert [u.checked for u in planned[0]] == [check_report(lean)] * 3
         assert planned[1] == [ReadUnit(reports[1], reports[1])]
         assert plan_units(reports, 1, stack, tmp_path) == [[ReadUnit(r, r)] for r in reports]
     assert not list(tmp_path.iterdir())  # the inflated copy is gone with the stack
@@ -89,3 +91,25 @@ def test_an_error_in_a_window_names_the_users_file(tmp_path: Path) -> None:
         parallel._use(None, None)
     assert isinstance(error, str) and error.startswith(f"{label}: ")
     assert str(plain) not in error
+
+
+def test_a_window_of_a_checked_copy_is_not_checked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with contextlib.ExitStack() as stack:
+        [units] = plan_units([WAN / "all.ncu-rep.xz"], 3, stack, tmp_path)
+
+        def refused(*args: object, **kwargs: object) -> None:
+            raise AssertionError("checked twice")
+
+        monkeypatch.setattr(lean, "check_report", refused)
+        parallel._use(lambda row: row.action_index, tmp_path)
+        try:
+            read = [parallel._read(unit) for unit in units]
+        finally:
+            parallel._use(None, None)
+    assert [[made for _, made in rows] for rows in read] == [
+        list(range(0, 130)),
+        list(range(130, 261)),
+        list(range(261, 392)),
+    ]
