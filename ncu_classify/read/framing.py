@@ -59,6 +59,8 @@ class ReportInfo:
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
     """Decode one protobuf varint at `pos`; ValueError when it runs off the end."""
+    if pos < len(data) and data[pos] < 0x80:  # one byte: most keys, sizes and counters
+        return data[pos], pos + 1
     value = shift = 0
     while True:
         if pos >= len(data) or shift > 63:
