@@ -3,7 +3,7 @@
 # one code while the bare reads move by a few %? Every run's phases at 1 and 16 jobs
 # (--every), the classify bench with 7 rounds and its within-round ratios, page faults, the
 # host's CPU topology; then 3,136 kernels with 5 rounds. After: one job reads while NVIDIA's
-# library loads (19289f0)
+# library loads (19289f0), windows not checked twice (751ede1)
 mkdir -p /tmp/site /tmp/wheel && tar xJf .whl4/site.tar.xz -C /tmp/site && tar xJf .whl4/ncur.tar.xz -C /tmp/wheel
 export PYTHONPATH=/tmp/site:/tmp/wheel:$PWD PYTHONUNBUFFERED=1 NCU_CLASSIFY_CACHE=/tmp/ncc
 nproc; python3 --version; date; git log --oneline | head -1
