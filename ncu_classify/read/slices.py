@@ -53,7 +53,9 @@ def report_bytes(unit: ReadUnit) -> int:
         size = unit.path.stat().st_size
     except OSError:
         return 0  # gone since it was listed: its read reports that
-    plain = unit.path.name.endswith((".ncu-rep", ".nsight-cuprof-report"))
+    plain = unit.checked is not None or unit.path.name.endswith(
+        (".ncu-rep", ".nsight-cuprof-report")
+    )
     return int((size if plain else 16 * size) * unit.share)
 
 

@@ -1,6 +1,7 @@
 """Every report is read through a copy without its source blocks (`read/lean.py`): the rows are
-those of the report itself, ncu_report opens the copy, not the user's file, the copy is gone
-afterwards, and where it cannot be made (a full disk) the report itself is read."""
+those of the report itself, ncu_report opens the copy (a file in memory, else a temporary file),
+not the user's file, the copy is gone afterwards, and where it cannot be made (no memory file
+and a full disk, or no usable temporary folder) the report itself is read."""
 
 from __future__ import annotations
 
@@ -29,13 +30,17 @@ def attention(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return plain
 
 
+MEMORY = "(a file in memory)"
+
+
 def _opened(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
-    """(path, size) of every file ncu_report opens from now on."""
+    """(name, size) of every file ncu_report opens from now on; MEMORY for a memfd."""
     opened: list[tuple[str, int]] = []
     original = ncu_report.load_report
 
     def load(path: str) -> object:
-        opened.append((Path(path).name, Path(path).stat().st_size))
+        memory = path.startswith("/proc/self/fd/") and os.readlink(path).startswith("/memfd:")
+        opened.append((MEMORY if memory else Path(path).name, Path(path).stat().st_size))
         return original(path)
 
     monkeypatch.setattr(ncu_report, "load_report", load)
@@ -53,14 +58,25 @@ def test_the_copy_reads_the_rows_of_the_report(
     assert (info.size, lean.source_bytes(info), info.kernels) == (1_715_138, 1_643_346, 3)
     opened = _opened(monkeypatch)
     through_copy = _rows(attention, tmp_path)
-    assert [size for _, size in opened] == [1_715_138 - 1_643_346]  # the copy, 71,792 bytes
-    assert opened[0][0].startswith("lean-") and opened[0][0].endswith(".ncu-rep")
-    assert list(tmp_path.iterdir()) == []  # and it is gone
+    assert opened == [(MEMORY, 1_715_138 - 1_643_346)]  # the copy, 71,792 bytes
+    assert list(tmp_path.iterdir()) == []  # nothing on disk
     monkeypatch.setattr(lean, "MIN_SOURCE_BYTES", 1 << 40)
     whole = _rows(attention, tmp_path)
     assert opened[1] == ("attention.ncu-rep", 1_715_138)
     assert through_copy == whole
     assert str(whole[1]["demangled"])[:40] == "void pytorch_flash::flash_fwd_kernel<Fla"
+
+
+def test_without_files_in_memory_the_copy_is_a_temporary_file_that_goes(
+    attention: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delattr(os, "memfd_create", raising=False)  # not Linux, or an old one
+    opened = _opened(monkeypatch)
+    rows = _rows(attention, tmp_path)
+    assert [size for _, size in opened] == [71_792]
+    assert opened[0][0].startswith("lean-") and opened[0][0].endswith(".ncu-rep")
+    assert list(tmp_path.iterdir()) == []  # and it is gone
+    assert rows == _rows(attention, tmp_path)  # as read through memory
 
 
 def test_a_report_with_little_source_is_read_as_it_is(
@@ -85,6 +101,7 @@ def test_without_copy_file_range_the_copy_is_the_same(
         raise OSError(18, "Invalid cross-device link")
 
     monkeypatch.setattr(os, "copy_file_range", refuse)
+    monkeypatch.setattr(os, "sendfile", refuse)
     with lean.lean_report(attention, info, tmp_path) as slow:
         assert slow.read_bytes() == expected
         copied = check_report(slow)
@@ -110,8 +127,11 @@ def test_without_a_temporary_folder_the_report_is_read(
 ) -> None:
     opened = _opened(monkeypatch)
     rows = read_report(attention, scratch=tmp_path / "gone").kernels
-    assert [r.action_index for r in rows] == [0, 1, 2]
-    assert opened == [("attention.ncu-rep", 1_715_138)]
+    monkeypatch.delattr(os, "memfd_create", raising=False)
+    again = read_report(attention, scratch=tmp_path / "gone").kernels
+    assert [r.action_index for r in rows] == [r.action_index for r in again] == [0, 1, 2]
+    # the copy in memory needs no folder; without it, the report itself
+    assert opened == [(MEMORY, 71_792), ("attention.ncu-rep", 1_715_138)]
 
 
 def test_a_temporary_folder_that_is_not_utf8_reads_the_report(
@@ -121,6 +141,7 @@ def test_a_temporary_folder_that_is_not_utf8_reads_the_report(
     bytes made every report with sources unreadable)."""
     odd = Path(os.fsdecode(bytes(tmp_path) + b"/t\xff"))
     odd.mkdir()
+    monkeypatch.delattr(os, "memfd_create", raising=False)  # a copy in memory has no path
     opened = _opened(monkeypatch)
     assert len(read_report(attention, scratch=odd).kernels) == 3
     monkeypatch.setenv("TMPDIR", str(odd))
