@@ -9,4 +9,4 @@ from __future__ import annotations
 from ..core.lazy import lazy_face
 
 __all__ = ["main", "run"]
-__getattr__ = lazy_face(__name__, {"main": "entry", "run": "entry"})
+__getattr__ = lazy_face(__name__, {"main": "start", "run": "entry"})

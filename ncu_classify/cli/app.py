@@ -97,8 +97,7 @@ def errors() -> Iterator[None]:
     except NcuClassifyError as exc:
         error_line(str(exc))
         raise typer.Exit(exit_code_for(exc)) from None
-    except KeyboardInterrupt:
-        err.print("ncu-classify: interrupted")
+    except KeyboardInterrupt:  # said by entry.run, as for one typer turns into 130 itself
         raise typer.Exit(EXIT_INTERRUPTED) from None
 
 

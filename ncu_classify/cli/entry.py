@@ -15,12 +15,7 @@ from .interrupts import sigterm_as_interrupt
 from .streams import forgiving_std_streams
 from .terminal import err, error_line, out
 
-__all__ = ["EXIT_CODES", "app", "main", "run"]
-
-
-def main() -> None:
-    """Console-script entry point."""
-    sys.exit(run(sys.argv[1:]))
+__all__ = ["EXIT_CODES", "app", "run"]
 
 
 def run(argv: list[str]) -> int:
@@ -61,6 +56,8 @@ def run(argv: list[str]) -> int:
             " NCU_CLASSIFY_DEBUG=1 for the traceback and report it)"
         )
         return EXIT_INTERNAL
+    if result == EXIT_INTERRUPTED:  # ours (app.errors), or typer's for an interrupt it caught
+        err.print("ncu-classify: interrupted")  # in parsing or before a command's errors()
     return result if isinstance(result, int) else 0
 
 
@@ -70,4 +67,4 @@ def _is_click_error(exc: BaseException) -> bool:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run(sys.argv[1:]))

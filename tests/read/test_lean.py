@@ -168,3 +168,12 @@ def test_without_any_temporary_folder_plain_reports_are_read(
     cards = classify([attention, SMOKE / "dit.ncu-rep.xz"], rules, jobs=1)
     assert len(cards.cards) == 3 and len(cards.input_errors) == 1
     assert cards.input_errors[0].startswith(f"{SMOKE / 'dit.ncu-rep.xz'}: cannot read: ")
+
+
+def test_the_copies_in_memory_are_closed_report_by_report(attention: Path, tmp_path: Path) -> None:
+    """A run over thousands of reports keeps no descriptor (nor memory) of the ones it read."""
+    before = sorted(os.listdir("/proc/self/fd"))
+    for _ in range(20):
+        assert len(read_report(attention, scratch=tmp_path).kernels) == 3
+    assert sorted(os.listdir("/proc/self/fd")) == before
+    assert list(tmp_path.iterdir()) == []
