@@ -15,8 +15,10 @@ UNWINDING = ("SIGTERM", "SIGHUP")  # interrupts.UNWINDING, by name
 
 def main() -> None:
     """Console-script entry point (`ncu-classify = "ncu_classify.cli:main"`)."""
-    for name in UNWINDING:
-        signal.signal(getattr(signal, name), signal.default_int_handler)
+    for name in UNWINDING:  # one ignored on purpose (`nohup`) stays ignored
+        sig = getattr(signal, name)
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, signal.default_int_handler)
     try:
         from .entry import run
     except KeyboardInterrupt:

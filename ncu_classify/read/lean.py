@@ -6,8 +6,9 @@ capture (392 kernels, 133 MB) opens in 0.06-0.16 s and reads 1.75-1.94 ms per ke
 15.6 MB copy without them in 0.006 s and 1.53-1.68 ms; a 1.7 MB smoke report of 2-3 kernels
 reads 2.7-2.8 ms per kernel, its copy 2.0. The copy is made in the kernel (sendfile) from the
 block positions the framing check found, into a file in memory (memfd: 40 KB a kernel of a
-capture, no creation and unlink on a disk, which cost 0.5 ms a report here), else into a
-temporary file (copy_file_range).
+capture, no creation and unlink on a disk, which cost 0.5 ms a report here) for a report read
+and dropped at once, else (and for the copy that a large report's windows share for the whole
+run) into a temporary file (copy_file_range).
 `local_report` is the whole way from a report as given to the file ncu_report opens: inflated,
 checked, without its sources, under a name ncu_report takes.
 """
@@ -65,16 +66,20 @@ def _openable(plain: Path, info: ReportInfo, scratch: Path | None) -> Iterator[P
 
 
 @contextlib.contextmanager
-def lean_report(plain: Path, info: ReportInfo, scratch: Path | None) -> Iterator[Path]:
-    """`plain` without its source blocks, as a file in memory (where the system has them),
-    else as a temporary file under `scratch`, gone on the way out; `plain` itself where there
-    is little to drop, the format is another, or no copy can be written (neither in memory nor
-    in a temporary folder whose path is UTF-8, a full disk)."""
+def lean_report(
+    plain: Path, info: ReportInfo, scratch: Path | None, in_memory: bool = True
+) -> Iterator[Path]:
+    """`plain` without its source blocks, as a file in memory (where the system has them and
+    `in_memory`: a copy read and dropped at once, not one kept for a whole run), else as a
+    temporary file under `scratch`, gone on the way out; `plain` itself where there is little
+    to drop, the format is another, or no copy can be written (neither in memory nor in a
+    temporary folder whose path is UTF-8, a full disk)."""
     if info.format_version != SUPPORTED_FORMAT or source_bytes(info) < MIN_SOURCE_BYTES:
         yield plain
         return
+    makers = (_memory_file, _temporary_file) if in_memory else (_temporary_file,)
     with contextlib.ExitStack() as stack:
-        for make in (_memory_file, _temporary_file):
+        for make in makers:
             try:
                 lean = make(stack, scratch)
                 if lean is not None:

@@ -34,8 +34,8 @@ class ReadUnit:
     label: Path
     window: Window | None = None
     share: float = 1.0  # the window's part of the report's kernels
-    # the framing of `path` where the plan made or checked it (a window's lean copy): its
-    # reader need not check it again (30 ms a reader for the Wan 14B capture x 4 here)
+    # the framing of `path` where the plan made it (a window's lean copy, a file of this
+    # process): its reader need not check it again (30 ms a reader for Wan 14B x 4 here)
     checked: ReportInfo | None = None
 
 
@@ -85,8 +85,11 @@ def _units(
     kernels = info.kernels
     if kernels is None or kernels < 2 * MIN_WINDOW:
         return [ReadUnit(plain, path)]
-    lean = stack.enter_context(lean_report(plain, info, scratch))
-    if lean != plain:  # the copy holds the same blocks less the sources
-        info = dataclasses.replace(info, size=lean.stat().st_size, source_blocks=[])
+    # on disk: the windows' copies of every large report are made first and kept to the end
+    # of the run (in memory, a hundred captures would hold gigabytes and as many descriptors)
+    lean = stack.enter_context(lean_report(plain, info, scratch, in_memory=False))
+    checked = None  # the user's file (or its inflated copy) is checked again by each reader
+    if lean != plain:  # a copy of ours: the same blocks less the sources, checked already
+        checked = dataclasses.replace(info, size=lean.stat().st_size, source_blocks=[])
     cut = windows(kernels, jobs)
-    return [ReadUnit(lean, path, w, (w[1] - w[0]) / kernels, info) for w in cut]
+    return [ReadUnit(lean, path, w, (w[1] - w[0]) / kernels, checked) for w in cut]

@@ -6,6 +6,7 @@ The child holds the import until the test has sent the signal: the timing is not
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -14,25 +15,57 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import SMOKE
 
 from ncu_classify.cli import app, interrupts, start
 
 HELD = """
 import importlib.abc, pathlib, sys, time
 ready, held = pathlib.Path(sys.argv[1]), sys.argv[4]
+release = ready.with_name("release")
 
 class Hold(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
         if name == held:
             ready.write_text("importing")
-            time.sleep(60)
+            deadline = time.monotonic() + 60
+            while not release.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
         return None
 
 sys.meta_path.insert(0, Hold())
-sys.argv = ["ncu-classify", "classify", sys.argv[2], "-o", sys.argv[3]]
+sys.argv = ["ncu-classify", "classify", sys.argv[2], "-o", sys.argv[3], "--jobs", "1"]
 from ncu_classify.cli import main
 main()
 """
+
+
+def _held_run(
+    held: str, sig: signal.Signals, tmp_path: Path, ignored: tuple[signal.Signals, ...] = ()
+) -> tuple[int, str, Path]:
+    """Classify the smoke capture's dit report in a child whose import of `held` waits until
+    `sig` has been sent (SIGINT at its default, as from a terminal; `ignored`: signals the child
+    starts with ignored, as under nohup); (exit code, stderr, the cards' path)."""
+    ready, out = tmp_path / "ready", tmp_path / "cards.json"
+    report = SMOKE / "dit.ncu-rep.xz"
+    argv = [sys.executable, "-c", textwrap.dedent(HELD), str(ready), str(report), str(out), held]
+
+    def dispositions() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        for each in ignored:
+            signal.signal(each, signal.SIG_IGN)
+
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=dispositions
+    )
+    deadline = time.monotonic() + 60
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    proc.send_signal(sig)
+    time.sleep(0.1)  # delivered (an ignored one is dropped) before the import goes on
+    (tmp_path / "release").write_text("go")
+    _, stderr = proc.communicate(timeout=120)
+    return proc.returncode, stderr, out
 
 
 @pytest.mark.parametrize("held", ["ncu_classify.cli.entry", "ncu_classify.verdicts.classify"])
@@ -40,22 +73,16 @@ main()
 def test_an_interrupt_during_start_up_is_one_line_and_130(
     sig: signal.Signals, held: str, tmp_path: Path
 ) -> None:
-    ready, out = tmp_path / "ready", tmp_path / "cards.json"
-    script = textwrap.dedent(HELD)
-    argv = [sys.executable, "-c", script, str(ready), str(tmp_path), str(out), held]
-    proc = subprocess.Popen(
-        argv,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as from a terminal
-    )
-    deadline = time.monotonic() + 60
-    while not ready.exists() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    proc.send_signal(sig)
-    _, stderr = proc.communicate(timeout=60)
-    assert (proc.returncode, stderr) == (130, "ncu-classify: interrupted\n")
+    code, stderr, out = _held_run(held, sig, tmp_path)
+    assert (code, stderr) == (130, "ncu-classify: interrupted\n")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("held", ["ncu_classify.cli.entry", "ncu_classify.verdicts.classify"])
+def test_under_nohup_a_hangup_is_ignored(held: str, tmp_path: Path) -> None:
+    code, stderr, out = _held_run(held, signal.SIGHUP, tmp_path, ignored=(signal.SIGHUP,))
+    assert (code, stderr) == (0, "")
+    assert len(json.loads(out.read_text())["cards"]) == 3
 
 
 def test_the_start_up_codes_are_the_commands_codes() -> None:

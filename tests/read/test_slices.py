@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import json
 import lzma
-import os
 from functools import partial
 from pathlib import Path
 
@@ -45,10 +44,11 @@ def test_a_large_report_is_cut_small_ones_stay_whole(tmp_path: Path) -> None:
         assert {u.label for u in planned[0]} == {reports[0]}
         # inflated once, for all windows, which read one copy without the 57 source blocks:
         # 15.6 of 133.3 MB
-        lean = planned[0][0].path  # a file in memory, which the forked readers inherit
-        assert os.readlink(lean).startswith("/memfd:ncu-classify-lean")
+        # on disk (kept for the whole run: not in memory), read by every window
+        lean = planned[0][0].path
+        assert lean.parent == tmp_path and lean.name.startswith("lean-")
         assert {u.path for u in planned[0]} == {lean}
-        [inflated] = tmp_path.rglob("all.ncu-rep")
+        inflated = next(p for p in tmp_path.rglob("all.ncu-rep") if p != lean)
         assert (inflated.stat().st_size, lean.stat().st_size) == (133_345_782, 15_584_422)
         assert len(check_report(inflated).source_blocks) == 57
         assert (check_report(lean).kernels, check_report(lean).source_blocks) == (392, [])
@@ -92,6 +92,18 @@ def test_an_error_in_a_window_names_the_users_file(tmp_path: Path) -> None:
         parallel._use(None, None)
     assert isinstance(error, str) and error.startswith(f"{label}: ")
     assert str(plain) not in error
+
+
+def test_a_window_of_the_users_own_file_is_checked_by_its_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a copy of ours (little source, or none could be made) a window reads the user's
+    file (or its inflated copy), which can change while the run goes on: each reader checks it."""
+    monkeypatch.setattr(lean, "MIN_SOURCE_BYTES", 1 << 40)
+    with contextlib.ExitStack() as stack:
+        [units] = plan_units([WAN / "all.ncu-rep.xz"], 3, stack, tmp_path)
+        assert [u.checked for u in units] == [None] * 3
+        assert {u.path.name for u in units} == {"all.ncu-rep"}  # the inflated report itself
 
 
 def test_a_window_of_a_checked_copy_is_not_checked_again(
