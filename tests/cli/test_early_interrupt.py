@@ -44,16 +44,16 @@ def _held_run(
     held: str, sig: signal.Signals, tmp_path: Path, ignored: tuple[signal.Signals, ...] = ()
 ) -> tuple[int, str, Path]:
     """Classify the smoke capture's dit report in a child whose import of `held` waits until
-    `sig` has been sent (SIGINT at its default, as from a terminal; `ignored`: signals the child
-    starts with ignored, as under nohup); (exit code, stderr, the cards' path)."""
+    `sig` has been sent (the signals at their defaults, as from a terminal, even when the suite
+    runs under nohup; `ignored`: those the child starts with ignored, as under nohup);
+    (exit code, stderr, the cards' path)."""
     ready, out = tmp_path / "ready", tmp_path / "cards.json"
     report = SMOKE / "dit.ncu-rep.xz"
     argv = [sys.executable, "-c", textwrap.dedent(HELD), str(ready), str(report), str(out), held]
 
-    def dispositions() -> None:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        for each in ignored:
-            signal.signal(each, signal.SIG_IGN)
+    def dispositions() -> None:  # as from a terminal, whatever this test was started under
+        for each in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(each, signal.SIG_IGN if each in ignored else signal.SIG_DFL)
 
     proc = subprocess.Popen(
         argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=dispositions
