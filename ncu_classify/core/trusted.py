@@ -16,9 +16,11 @@ from pydantic_core import PydanticUndefined
 
 Model = TypeVar("Model", bound=BaseModel)
 _IMMUTABLE = (type(None), bool, int, float, str, bytes, tuple, frozenset)
-# Per field: (name, a default to share, a callable making a fresh default): PydanticUndefined
-# and None for a required field; a model that model_construct must build itself has no plan.
-Plan = tuple[tuple[str, Any, Callable[[], Any] | None], ...] | None
+# The fields' names in order, and per field: (name, a default to share, a callable making a
+# fresh default): PydanticUndefined and None for a required field; a model that model_construct
+# must build itself has no plan.
+Field = tuple[str, Any, Callable[[], Any] | None]
+Plan = tuple[tuple[str, ...], tuple[Field, ...]] | None
 _PLANS: dict[type, Plan] = {}
 
 
@@ -31,7 +33,7 @@ def _plan(cls: type[BaseModel]) -> Plan:
         or cls.model_config.get("extra") == "allow"
     ):
         return None
-    plan: list[tuple[str, Any, Callable[[], Any] | None]] = []
+    plan: list[Field] = []
     for name, field in cls.__pydantic_fields__.items():
         if field.alias not in (None, name) or field.validation_alias is not None:
             return None
@@ -45,7 +47,7 @@ def _plan(cls: type[BaseModel]) -> Plan:
             plan.append((name, field.default, None))
         else:
             plan.append((name, None, _fresh_copies(field.default)))
-    return tuple(plan)
+    return tuple(name for name, _, _ in plan), tuple(plan)
 
 
 def _fresh_copies(value: Any) -> Callable[[], Any]:
@@ -58,14 +60,18 @@ def trusted(cls: type[Model], fields_set: Iterable[str] | None = None, /, **valu
     plan = _PLANS[cls] if cls in _PLANS else _PLANS.setdefault(cls, _plan(cls))
     if plan is None:
         return cls.model_construct(None if fields_set is None else set(fields_set), **values)
-    data: dict[str, Any] = {}
-    for name, default, make in plan:
-        if name in values:
-            data[name] = values[name]
-        elif make is not None:
-            data[name] = make()
-        elif default is not PydanticUndefined:
-            data[name] = default
+    names, fields = plan
+    if tuple(values) == names:  # every field given, in order: the call's own dict will do
+        data = values
+    else:
+        data = {}
+        for name, default, make in fields:
+            if name in values:
+                data[name] = values[name]
+            elif make is not None:
+                data[name] = make()
+            elif default is not PydanticUndefined:
+                data[name] = default
     model = cls.__new__(cls)
     setattr_ = object.__setattr__
     setattr_(model, "__dict__", data)

@@ -16,6 +16,7 @@ never make a verdict borderline (a persistent GEMM at exactly 1.00 waves is 0 wa
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -24,31 +25,30 @@ from ..core.metrics import BOUNDED_BY, EXACT_METRICS
 from ..core.trusted import trusted
 from .rules import OPERATORS, AllOf, AnyOf, Compare, RuleSet, from_bound
 
-Distance = tuple[float, str] | None  # (how far, in the unit of which metric)
-
+# A distance as conditions carry it: (its score in borderline units, how far, which metric).
+Scored = tuple[float, float, str] | None
 
 # A condition's outcome: (holds: True, False or None when unknown; its distance to flipping).
-_Node = tuple[bool | None, Distance]
+_Node = tuple[bool | None, Scored]
 _UNKNOWN: _Node = (None, None)
 
-Score = Callable[[Distance], float]
-
-
+Score = Callable[[str], Callable[[float], float]]  # a metric -> its distances' scorer
 Node = Callable[[Mapping[str, float | None]], _Node]
+_SIZE = operator.itemgetter(0, 1)  # compare scored distances by score, then size
 
 
 def _compiled(cond: Compare | AnyOf | AllOf, score: Score) -> Node:
     """`cond` as a function of the values giving whether it holds and how far it is from
     flipping (built once per rules file: this runs for every condition of every kernel)."""
     if type(cond) is Compare:
-        return _leaf(cond)
+        return _leaf(cond, score)
     is_any = type(cond) is AnyOf
     members = tuple(_compiled(c, score) for c in (cond.any if is_any else cond.all))  # type: ignore[union-attr]
     count = len(members)
 
     def group(values: Mapping[str, float | None]) -> _Node:
-        true: list[Distance] = []
-        false: list[Distance] = []
+        true: list[Scored] = []
+        false: list[Scored] = []
         for member in members:
             holds, distance = member(values)
             if holds is True:
@@ -57,20 +57,21 @@ def _compiled(cond: Compare | AnyOf | AllOf, score: Score) -> Node:
                 false.append(distance)
         if is_any:
             if true:
-                return True, _pick(true, max, score)
-            return (None if len(false) < count else False), _pick(false, min, score)
+                return True, _pick(true, max)
+            return (None if len(false) < count else False), _pick(false, min)
         if false:
-            return False, _pick(false, max, score)
-        return (None if len(true) < count else True), _pick(true, min, score)
+            return False, _pick(false, max)
+        return (None if len(true) < count else True), _pick(true, min)
 
     return group
 
 
-def _leaf(cond: Compare) -> Node:
+def _leaf(cond: Compare, score: Score) -> Node:
     """A comparison: its distance in its metric's unit; a metric missing or NaN may be settled
     by the metric that bounds it (then the distance is that metric's)."""
     metric, threshold, compare = cond.metric, cond.value, OPERATORS[cond.op]
     bound_metric = BOUNDED_BY.get(metric, "")
+    unit, bound_unit = score(metric), score(bound_metric)
 
     def leaf(values: Mapping[str, float | None]) -> _Node:
         value = values.get(metric)
@@ -79,27 +80,29 @@ def _leaf(cond: Compare) -> Node:
             bound = values.get(bound_metric)
             if settled is None or bound is None:
                 return _UNKNOWN
-            return settled, (abs(bound - threshold), bound_metric)
-        return compare(value, threshold), (abs(value - threshold), metric)
+            size = abs(bound - threshold)
+            return settled, (bound_unit(size), size, bound_metric)
+        size = abs(value - threshold)
+        return compare(value, threshold), (unit(size), size, metric)
 
     return leaf
 
 
-def _pick(distances: list[Distance], choose: Callable[..., Any], score: Score) -> Distance:
+def _pick(distances: list[Scored], choose: Callable[..., Any]) -> Scored:
     """The member distance `choose` (min or max) picks, compared in borderline units; among
     exact (launch) distances, which all score infinite, by their size."""
     known = [d for d in distances if d is not None]
     if len(known) == 1:
         return known[0]
-    return choose(known, key=lambda d: (score(d), d[0])) if known else None
+    return choose(known, key=_SIZE) if known else None
 
 
 def verdict_margin(rules: RuleSet, fired: str, values: Mapping[str, float | None]) -> Margin:
     """The margin of the verdict `fired` (the first rule that held) and its nearest rival: an
     earlier rule close to holding, or the rule after it that would fire if it stopped holding."""
-    score, conditions = _plan(rules)
-    rival: tuple[float, str, Distance] | None = None
-    margin: Distance = None
+    conditions = _plan(rules)
+    rival: tuple[float, str, Scored] | None = None
+    margin: Scored = None
     for index, (rule, condition) in enumerate(zip(rules.rules, conditions, strict=True)):
         if condition is None:  # `always`
             break
@@ -108,28 +111,28 @@ def verdict_margin(rules: RuleSet, fired: str, values: Mapping[str, float | None
             margin = distance
             after = _next_firing(rules, conditions, index, values)
             if after and margin:
-                rival = _closer(rival, (score(margin), after, margin))
+                rival = _closer(rival, (margin[0], after, margin))
             break
         if holds is False and distance:
-            rival = _closer(rival, (score(distance), rule.name, distance))
-    own = score(margin) if margin else None
+            rival = _closer(rival, (distance[0], rule.name, distance))
+    own = margin[0] if margin else None
     return trusted(  # every field given, each of its type
         Margin,
-        metric=margin[1] if margin else None,
-        distance=_round(margin[0]) if margin else None,
+        metric=margin[2] if margin else None,
+        distance=_round(margin[1]) if margin else None,
         alternative=rival[1] if rival else None,
-        alternative_metric=rival[2][1] if rival and rival[2] else None,
-        alternative_distance=_round(rival[2][0]) if rival and rival[2] else None,
+        alternative_metric=rival[2][2] if rival and rival[2] else None,
+        alternative_distance=_round(rival[2][1]) if rival and rival[2] else None,
         borderline=(own is not None and own < 1) or (rival is not None and rival[0] < 1),
     )
 
 
-_PLANS: dict[int, tuple[RuleSet, Score, list[Node | None]]] = {}
+_PLANS: dict[int, tuple[RuleSet, list[Node | None]]] = {}
 
 
-def _plan(rules: RuleSet) -> tuple[Score, list[Node | None]]:
-    """The scorer and each rule's compiled condition (None for `always`), kept per rules
-    object (a run loads one or two; the object is kept with them, so that its id stays its)."""
+def _plan(rules: RuleSet) -> list[Node | None]:
+    """Each rule's compiled condition (None for `always`), kept per rules object (a run loads
+    one or two; the object is kept with them, so that its id stays its)."""
     kept = _PLANS.get(id(rules))
     if kept is None or kept[0] is not rules:
         if len(_PLANS) > 64:
@@ -139,8 +142,8 @@ def _plan(rules: RuleSet) -> tuple[Score, list[Node | None]]:
             None if isinstance(rule.when, str) else _compiled(rule.when, score)
             for rule in rules.rules
         ]
-        kept = _PLANS[id(rules)] = (rules, score, conditions)
-    return kept[1], kept[2]
+        kept = _PLANS[id(rules)] = (rules, conditions)
+    return kept[1]
 
 
 def _next_firing(
@@ -153,20 +156,21 @@ def _next_firing(
 
 
 def _closer(
-    best: tuple[float, str, Distance] | None, other: tuple[float, str, Distance]
-) -> tuple[float, str, Distance]:
+    best: tuple[float, str, Scored] | None, other: tuple[float, str, Scored]
+) -> tuple[float, str, Scored]:
     return other if best is None or other[0] < best[0] else best
 
 
 def _scorer(scale: Mapping[str, float]) -> Score:
-    """A distance in units of its metric's borderline margin; infinite for a launch figure."""
+    """Per metric, a distance in units of its borderline margin; infinite for a launch figure."""
 
-    def score(distance: Distance) -> float:
-        if distance is None or distance[1] in EXACT_METRICS:
-            return math.inf
-        return distance[0] / scale.get(distance[1], scale.get("default", 2.0))
+    def scorer(metric: str) -> Callable[[float], float]:
+        if metric in EXACT_METRICS:
+            return lambda size: math.inf
+        divisor = scale.get(metric, scale.get("default", 2.0))
+        return lambda size: size / divisor
 
-    return score
+    return scorer
 
 
 def _round(value: float) -> float:

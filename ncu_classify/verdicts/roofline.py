@@ -59,76 +59,86 @@ def capped_clocks(
     return clocks, flags
 
 
-def _get(metrics: Mapping[str, float | None], key: str, missing: list[str]) -> float | None:
-    value = metrics.get(key)
-    if value is None and key not in missing:
-        missing.append(key)
-    return value
+class _Inputs:
+    """A kernel's metrics with its capped clocks over them, noting each input that is missing."""
+
+    __slots__ = ("clocks", "metrics", "missing")
+
+    def __init__(self, metrics: Mapping[str, float | None], clocks: dict[str, float | None]):
+        self.metrics, self.clocks = metrics, clocks
+        self.missing: set[str] = set()
+
+    def get(self, key: str) -> float | None:
+        """The input's value (a capped clock where the key is one); None and noted if missing."""
+        value = self.clocks[key] if key in self.clocks else self.metrics.get(key)
+        if value is None:
+            self.missing.add(key)
+        return value
 
 
-def _flops(metrics: Mapping[str, float | None], missing: list[str]) -> dict[str, float]:
+def _flops(inputs: _Inputs) -> dict[str, float]:
     """Executed FLOPs per family that the report measured (FP32 = 2 x FFMA + FADD + FMUL)."""
     out = {
         family: float(value)
         for family, key in FAMILY_KEYS.items()
-        if (value := _get(metrics, key, missing)) is not None
+        if (value := inputs.get(key)) is not None
     }
-    ffma, fadd = _get(metrics, "inst_ffma", missing), _get(metrics, "inst_fadd", missing)
-    fmul = _get(metrics, "inst_fmul", missing)
+    ffma, fadd, fmul = inputs.get("inst_ffma"), inputs.get("inst_fadd"), inputs.get("inst_fmul")
     if ffma is not None and fadd is not None and fmul is not None:
         out["fp32"] = 2 * ffma + fadd + fmul
     return out
 
 
-def _ceiling(family: str, metrics: Mapping[str, float | None], missing: list[str]) -> float | None:
+def _ceiling(family: str, inputs: _Inputs) -> float | None:
     """FLOP/s the family can reach at the SM clock measured during the kernel."""
-    clock = _get(metrics, "sm_clock_ghz", missing)
-    key = "peak_ffma" if family == "fp32" else f"peak_{family}"
-    per_cycle = _get(metrics, key, missing)
+    clock = inputs.get("sm_clock_ghz")
+    per_cycle = inputs.get("peak_ffma" if family == "fp32" else f"peak_{family}")
     if clock is None or per_cycle is None:
         return None
     return per_cycle * (2 if family == "fp32" else 1) * clock * 1e9
 
 
-def _bandwidths(metrics: Mapping[str, float | None], missing: list[str]) -> dict[str, float]:
+def _bandwidths(inputs: _Inputs) -> dict[str, float]:
     """Peak bytes/s per memory level at that unit's measured clock."""
     out = {}
-    for level in LEVELS:
-        peak = _get(metrics, f"peak_{level}_bytes", missing)
-        clock = _get(metrics, f"{level}_clock_ghz", missing)
+    for level, peak_key, clock_key in _LEVEL_KEYS:
+        peak, clock = inputs.get(peak_key), inputs.get(clock_key)
         if peak is not None and clock is not None:
             out[level] = peak * clock * 1e9
     return out
+
+
+_LEVEL_KEYS = tuple((level, f"peak_{level}_bytes", f"{level}_clock_ghz") for level in LEVELS)
+_BYTES_KEYS = tuple((level, f"{level}_bytes") for level in LEVELS)
 
 
 def kernel_roofline(metrics: Mapping[str, float | None], device: GpuInfo | None = None) -> Roofline:
     """The roofline figures of one kernel from its card metrics; `device` (the card's `gpu`)
     gives the maximum clocks that cap the ceilings."""
     clocks, flags = capped_clocks(metrics, device)
-    metrics = {**metrics, **clocks}
-    missing: list[str] = []
-    flops = _flops(metrics, missing)
+    inputs = _Inputs(metrics, clocks)
+    flops = _flops(inputs)
     total = sum(flops.values()) if flops else None
-    family = max(flops, key=lambda f: flops[f]) if flops and total else None
+    family = max(flops, key=flops.__getitem__) if flops and total else None
     seconds = metrics.get("dur_us")
     achieved = total / (seconds * 1e-6) if total is not None and seconds else None
+    moved_bytes = {level: inputs.get(key) for level, key in _BYTES_KEYS}
     intensity = {
         level: (total / nbytes if total is not None and nbytes else None)
-        for level in LEVELS
-        for nbytes in [_get(metrics, f"{level}_bytes", missing)]
+        for level, nbytes in moved_bytes.items()
     }
-    ceiling = _ceiling(family, metrics, missing) if family else None
-    bandwidth = _bandwidths(metrics, missing)
+    ceiling = _ceiling(family, inputs) if family else None
+    bandwidth = _bandwidths(inputs)
     moved = {
-        level: (metrics.get(f"{level}_bytes") or 0) / (seconds * 1e-6)
+        level: (moved_bytes[level] or 0) / (seconds * 1e-6)
         for level in bandwidth
-        if seconds and metrics.get(f"{level}_bytes") is not None
+        if seconds and moved_bytes[level] is not None
     }
     roofs = {"compute": ceiling} if ceiling else {}
     for level, rate in bandwidth.items():
-        if intensity.get(level):
+        if intensity[level]:
             roofs[level] = rate * intensity[level]  # type: ignore[operator]
-    binding = min(roofs, key=lambda k: roofs[k]) if roofs else None
+    binding = min(roofs, key=roofs.__getitem__) if roofs else None
     roof = roofs[binding] if binding else None
     pct = 100 * achieved / roof if achieved is not None and roof else None
     if binding is None and moved:  # no FLOPs: the level whose bandwidth it uses most
@@ -146,7 +156,7 @@ def kernel_roofline(metrics: Mapping[str, float | None], device: GpuInfo | None 
         binding=binding,
         roof_tflops=_t(roof),
         pct_of_roof=_round(pct),
-        missing=sorted(missing),
+        missing=sorted(inputs.missing),
         ceiling_sm_clock_ghz=clocks["sm_clock_ghz"],
         clock_flags=flags,
     )

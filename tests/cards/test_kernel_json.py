@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 import pickle
 
-from conftest import SMOKE
+import pytest
+from conftest import ROOT, SMOKE
 
 from ncu_classify.cards.files import KernelJson, card_file_text
 from ncu_classify.verdicts.classify import classify
@@ -27,6 +28,25 @@ def test_the_readers_json_is_what_pydantic_writes() -> None:
     assert [line.strip() for line in lines] == [
         card.model_dump_json(exclude_unset=True) for card in cards.cards
     ]
+
+
+@pytest.mark.parametrize(
+    "folder",
+    [ROOT / "fixtures" / "user_set_full", ROOT / "fixtures" / "set_full_h200" / "capture"],
+    ids=["user's set full, drill-down", "our set full"],
+)
+def test_the_readers_json_equals_pydantics_on_every_kind_of_kernel(folder) -> None:
+    """Kernels with a drill-down section (warp-state counters) and `--set full` kernels too:
+    the readers leave out a card's unset fields by name, pydantic's `exclude_unset` also
+    looks into every nested model."""
+    made = KernelJson()
+    cards = classify([folder], load_rules(), jobs=1, kernel_json=made)
+    kernels = [kernel for card in cards.cards for kernel in card.kernels]
+    texts = [made.text(kernel) for kernel in kernels]
+    assert kernels and None not in texts
+    if folder.name == "user_set_full":  # warp-state counters: each kernel's own drill-down
+        assert sum(kernel.drill_down is not None for kernel in kernels) == len(kernels) == 4
+    assert texts == [kernel.model_dump_json(exclude_unset=True) for kernel in kernels]
 
 
 def test_a_card_replaced_after_it_was_read_is_written_as_it_is_now() -> None:
