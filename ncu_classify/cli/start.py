@@ -1,7 +1,8 @@
 """The console entry point, kept apart from the commands so that it is in place before they are
 imported: SIGTERM and SIGHUP unwind like Ctrl-C from the first moment, and an interrupt while
 the commands are still being imported (the first half second of every run) ends as one later
-does, in one line and exit 130, instead of a traceback.
+does, in one line and exit 130, instead of a traceback; one that lands once the command is
+done (while the interpreter shuts down) is ignored.
 """
 
 from __future__ import annotations
@@ -24,4 +25,14 @@ def main() -> None:
     except KeyboardInterrupt:
         sys.stderr.write("ncu-classify: interrupted\n")
         raise SystemExit(INTERRUPTED) from None
-    sys.exit(run(sys.argv[1:]))
+    code = run(sys.argv[1:])
+    _settled()
+    sys.exit(code)
+
+
+def _settled() -> None:
+    """The command's outcome is final (its outputs written, its last line printed): a signal
+    from here on is ignored, so that the exit flushes what is left and keeps the command's own
+    code instead of printing a traceback from the interpreter's shutdown."""
+    for name in ("SIGINT", *UNWINDING):
+        signal.signal(getattr(signal, name), signal.SIG_IGN)

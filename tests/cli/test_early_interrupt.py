@@ -88,3 +88,48 @@ def test_under_nohup_a_hangup_is_ignored(held: str, tmp_path: Path) -> None:
 def test_the_start_up_codes_are_the_commands_codes() -> None:
     assert start.INTERRUPTED == app.EXIT_INTERRUPTED
     assert tuple(getattr(signal, name) for name in start.UNWINDING) == interrupts.UNWINDING
+
+
+AT_EXIT = """
+import atexit, pathlib, sys, time
+ready = pathlib.Path(sys.argv[1])
+release = ready.with_name("release")
+
+def hold():  # runs while the interpreter shuts down, after the command returned its code
+    ready.write_text("exiting")
+    deadline = time.monotonic() + 60
+    while not release.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+atexit.register(hold)
+sys.argv = ["ncu-classify", "classify", sys.argv[2], "-o", sys.argv[3], "--jobs", "1"]
+from ncu_classify.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_once_the_command_is_done_leaves_its_code_and_output(
+    sig: signal.Signals, tmp_path: Path
+) -> None:
+    """Until now a late Ctrl-C or SIGTERM printed a KeyboardInterrupt traceback from the
+    interpreter's shutdown; the cards were written all the same."""
+    ready, out = tmp_path / "ready", tmp_path / "cards.json"
+    argv = [sys.executable, "-c", AT_EXIT, str(ready), str(SMOKE / "dit.ncu-rep.xz"), str(out)]
+
+    def dispositions() -> None:  # as from a terminal
+        for each in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(each, signal.SIG_DFL)
+
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=dispositions
+    )
+    deadline = time.monotonic() + 120
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    proc.send_signal(sig)
+    time.sleep(0.1)
+    (tmp_path / "release").write_text("go")
+    _, stderr = proc.communicate(timeout=120)
+    assert (proc.returncode, stderr) == (0, "")
+    assert len(json.loads(out.read_text())["cards"]) == 3  # the dit report's three shapes
