@@ -44,25 +44,42 @@ def _held_run(
     held: str, sig: signal.Signals, tmp_path: Path, ignored: tuple[signal.Signals, ...] = ()
 ) -> tuple[int, str, Path]:
     """Classify the smoke capture's dit report in a child whose import of `held` waits until
-    `sig` has been sent (the signals at their defaults, as from a terminal, even when the suite
-    runs under nohup; `ignored`: those the child starts with ignored, as under nohup);
-    (exit code, stderr, the cards' path)."""
+    `sig` has been sent (`ignored`: the signals the child starts with ignored, as under
+    nohup); (exit code, stderr, the cards' path)."""
+    return _signalled(HELD, sig, tmp_path, held, ignored=ignored)
+
+
+def _signalled(
+    script: str,
+    sig: signal.Signals,
+    tmp_path: Path,
+    *extra: str,
+    ignored: tuple[signal.Signals, ...] = (),
+) -> tuple[int, str, Path]:
+    """Run `script` (argv: its ready file, the dit report, the cards' path, `extra`) with the
+    signals at their defaults, as from a terminal, even when the suite runs under nohup (but
+    `ignored`); once it says it is ready, send `sig`, then let it go on; (exit code, stderr,
+    the cards' path)."""
     ready, out = tmp_path / "ready", tmp_path / "cards.json"
     report = SMOKE / "dit.ncu-rep.xz"
-    argv = [sys.executable, "-c", textwrap.dedent(HELD), str(ready), str(report), str(out), held]
+    argv = [sys.executable, "-c", textwrap.dedent(script), str(ready), str(report), str(out)]
 
     def dispositions() -> None:  # as from a terminal, whatever this test was started under
         for each in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(each, signal.SIG_IGN if each in ignored else signal.SIG_DFL)
 
     proc = subprocess.Popen(
-        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=dispositions
+        [*argv, *extra],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=dispositions,
     )
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while not ready.exists() and time.monotonic() < deadline:
         time.sleep(0.01)
     proc.send_signal(sig)
-    time.sleep(0.1)  # delivered (an ignored one is dropped) before the import goes on
+    time.sleep(0.1)  # delivered (an ignored one is dropped) before the child goes on
     (tmp_path / "release").write_text("go")
     _, stderr = proc.communicate(timeout=120)
     return proc.returncode, stderr, out
@@ -114,22 +131,6 @@ def test_a_signal_once_the_command_is_done_leaves_its_code_and_output(
 ) -> None:
     """Until now a late Ctrl-C or SIGTERM printed a KeyboardInterrupt traceback from the
     interpreter's shutdown; the cards were written all the same."""
-    ready, out = tmp_path / "ready", tmp_path / "cards.json"
-    argv = [sys.executable, "-c", AT_EXIT, str(ready), str(SMOKE / "dit.ncu-rep.xz"), str(out)]
-
-    def dispositions() -> None:  # as from a terminal
-        for each in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(each, signal.SIG_DFL)
-
-    proc = subprocess.Popen(
-        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=dispositions
-    )
-    deadline = time.monotonic() + 120
-    while not ready.exists() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    proc.send_signal(sig)
-    time.sleep(0.1)
-    (tmp_path / "release").write_text("go")
-    _, stderr = proc.communicate(timeout=120)
-    assert (proc.returncode, stderr) == (0, "")
+    code, stderr, out = _signalled(AT_EXIT, sig, tmp_path)
+    assert (code, stderr) == (0, "")
     assert len(json.loads(out.read_text())["cards"]) == 3  # the dit report's three shapes
