@@ -55,11 +55,12 @@ def _signalled(
     tmp_path: Path,
     *extra: str,
     ignored: tuple[signal.Signals, ...] = (),
+    release: bool = True,
 ) -> tuple[int, str, Path]:
     """Run `script` (argv: its ready file, the dit report, the cards' path, `extra`) with the
     signals at their defaults, as from a terminal, even when the suite runs under nohup (but
-    `ignored`); once it says it is ready, send `sig`, then let it go on; (exit code, stderr,
-    the cards' path)."""
+    `ignored`); once it says it is ready, send `sig`, then let it go on (unless not
+    `release`: then it waits a minute); (exit code, stderr, the cards' path)."""
     ready, out = tmp_path / "ready", tmp_path / "cards.json"
     report = SMOKE / "dit.ncu-rep.xz"
     argv = [sys.executable, "-c", textwrap.dedent(script), str(ready), str(report), str(out)]
@@ -80,7 +81,8 @@ def _signalled(
         time.sleep(0.01)
     proc.send_signal(sig)
     time.sleep(0.1)  # delivered (an ignored one is dropped) before the child goes on
-    (tmp_path / "release").write_text("go")
+    if release:
+        (tmp_path / "release").write_text("go")
     _, stderr = proc.communicate(timeout=120)
     return proc.returncode, stderr, out
 
@@ -134,3 +136,14 @@ def test_a_signal_once_the_command_is_done_leaves_its_code_and_output(
     code, stderr, out = _signalled(AT_EXIT, sig, tmp_path)
     assert (code, stderr) == (0, "")
     assert len(json.loads(out.read_text())["cards"]) == 3  # the dit report's three shapes
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_ends_a_wait_at_exit_at_once(sig: signal.Signals, tmp_path: Path) -> None:
+    """A wait at exit that nothing releases (a recorded program's thread joined there): the
+    signal ends it at once, with the command's code; ignoring it would leave SIGKILL alone."""
+    started = time.monotonic()
+    code, stderr, out = _signalled(AT_EXIT, sig, tmp_path, release=False)
+    assert (code, stderr) == (0, "")
+    assert time.monotonic() - started < 30  # the hold gives up after 60 s
+    assert len(json.loads(out.read_text())["cards"]) == 3
