@@ -9,7 +9,7 @@ never above the peak per cycle x the device's maximum clock (SM and L1, DRAM), a
 capped is flagged on the kernel. The compute ceiling is that of the family the kernel actually
 used (an mma.sync kernel tops out at 2/3 of wgmma). The binding roof is the lowest of the
 compute ceiling and each bandwidth x the kernel's intensity there. A figure whose inputs a
-report lacks stays None and is listed in `missing`, never 0.
+report lacks (or gives as a peak or clock of 0) stays None and is listed in `missing`, never 0.
 """
 
 from __future__ import annotations
@@ -75,6 +75,15 @@ class _Inputs:
             self.missing.add(key)
         return value
 
+    def rate(self, key: str) -> float | None:
+        """A peak or a clock: a 0 is as unknown as a missing one (the reader drops ncu's peaks
+        of 0; a card from elsewhere may carry one), never a ceiling of 0."""
+        value = self.get(key)
+        if value == 0:
+            self.missing.add(key)
+            return None
+        return value
+
 
 def _flops(inputs: _Inputs) -> dict[str, float]:
     """Executed FLOPs per family that the report measured (FP32 = 2 x FFMA + FADD + FMUL)."""
@@ -91,8 +100,8 @@ def _flops(inputs: _Inputs) -> dict[str, float]:
 
 def _ceiling(family: str, inputs: _Inputs) -> float | None:
     """FLOP/s the family can reach at the SM clock measured during the kernel."""
-    clock = inputs.get("sm_clock_ghz")
-    per_cycle = inputs.get("peak_ffma" if family == "fp32" else f"peak_{family}")
+    clock = inputs.rate("sm_clock_ghz")
+    per_cycle = inputs.rate("peak_ffma" if family == "fp32" else f"peak_{family}")
     if clock is None or per_cycle is None:
         return None
     return per_cycle * (2 if family == "fp32" else 1) * clock * 1e9
@@ -102,7 +111,7 @@ def _bandwidths(inputs: _Inputs) -> dict[str, float]:
     """Peak bytes/s per memory level at that unit's measured clock."""
     out = {}
     for level, peak_key, clock_key in _LEVEL_KEYS:
-        peak, clock = inputs.get(peak_key), inputs.get(clock_key)
+        peak, clock = inputs.rate(peak_key), inputs.rate(clock_key)
         if peak is not None and clock is not None:
             out[level] = peak * clock * 1e9
     return out

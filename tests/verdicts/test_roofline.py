@@ -13,7 +13,7 @@ from conftest import ROOT
 from ncu_classify.cards.figures import Roofline
 from ncu_classify.cards.hot_units import HotUnit
 from ncu_classify.verdicts.classify import classify
-from ncu_classify.verdicts.judge import compute_note
+from ncu_classify.verdicts.judge import compute_note, judge
 from ncu_classify.verdicts.rules import LoadedRules
 
 FOLDER = ROOT / "fixtures" / "roofline_h200"
@@ -254,3 +254,19 @@ def test_unit_loads_and_hot_units_are_the_reports_own(cards: dict, raw: dict) ->
     top = kernel.hot_units["sm"][0]
     assert (top.label, top.kind) == ("instruction issue", "issue")
     assert top.pct == pytest.approx(m[top.unit + suffix], rel=1e-5)
+
+
+@pytest.mark.parametrize("zero", ["peak_dram_bytes", "dram_clock_ghz"])
+def test_a_peak_or_clock_of_0_in_a_card_is_unknown(cards: dict, rules: LoadedRules, zero) -> None:
+    """A cards file from elsewhere may carry a peak or a clock of 0 (ncu's own 0 peaks are
+    dropped when read): judged again, the copy without FLOPs lost its DRAM figures but kept its
+    place by the other levels, where a division by that 0 used to end in an internal error."""
+    card = cards[CAST]
+    kernel = card.kernels[0]
+    edited = kernel.model_copy(update={"metrics": {**kernel.metrics, zero: 0.0}})
+    judged = judge(card.model_copy(update={"kernels": [edited]}), rules)
+    before, after = kernel.roofline, judged.kernels[0].roofline
+    assert before.binding == "dram" and after.binding in ("l1", "l2")
+    assert after.bandwidth_tbps["dram"] is None and after.achieved_tbps["dram"] is None
+    assert zero in after.missing and zero not in before.missing
+    assert after.bandwidth_tbps["l2"] == before.bandwidth_tbps["l2"]
