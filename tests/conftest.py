@@ -45,6 +45,19 @@ def own_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         os.environ["NCU_CLASSIFY_CACHE"] = saved
 
 
+@pytest.fixture(autouse=True, scope="session")
+def fake_ncu_python() -> Iterator[None]:
+    """The stand-in ncu (tests/fakebin/ncu) runs with this session's Python, whatever python3
+    comes first on PATH (a venv that is not activated has its own)."""
+    saved = os.environ.get("FAKE_NCU_PYTHON")
+    os.environ["FAKE_NCU_PYTHON"] = sys.executable
+    yield
+    if saved is None:
+        os.environ.pop("FAKE_NCU_PYTHON", None)
+    else:
+        os.environ["FAKE_NCU_PYTHON"] = saved
+
+
 @pytest.fixture(autouse=True)
 def ticking_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every stamp an output carries is a second later than the last one, so that a test that
@@ -91,10 +104,26 @@ QUIET_EVIDENCE = {
 
 def import_or_skip(name: str):  # type: ignore[no-untyped-def]
     """The module, or a skip; with NCU_CLASSIFY_REQUIRE_TORCH set (CI) a missing module is an
-    error, so that CI cannot go green with the replay tests skipped."""
+    error, so that CI cannot go green with the replay tests skipped.
+
+    The one way a test needs torch (or diffusers), kept so by tests/test_without_torch.py: a
+    test is marked `@pytest.mark.needs("torch")` (itself, its class, or the module's
+    `pytestmark`), which skips it before any of its fixtures run; a fixture calls
+    `import_or_skip("torch")` before it touches torch; a module that is torch through and
+    through starts with `torch = import_or_skip("torch")` (the whole module skips). No test
+    module imports torch, or a module of ours that imports it, at its top otherwise."""
     if os.environ.get("NCU_CLASSIFY_REQUIRE_TORCH"):
         return importlib.import_module(name)
     return pytest.importorskip(name)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test marked `needs(MODULE, ...)` skips where one of the modules is not installed
+    (fails with NCU_CLASSIFY_REQUIRE_TORCH set), before any of its fixtures is set up."""
+    for mark in item.iter_markers("needs"):
+        for name in mark.args:
+            import_or_skip(name)
 
 
 def has_gpu() -> bool:

@@ -56,13 +56,14 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
-def _imports(name: str, path: Path) -> set[str]:
-    """Every module this one imports, absolute (`ncu_classify.read.kernels`, `torch`, ...)."""
+def _imports(name: str, path: Path, tree: ast.AST | None = None) -> set[str]:
+    """Every module this one imports (or `tree`, a part of it), absolute
+    (`ncu_classify.read.kernels`, `torch`, ...)."""
     is_package = path.name == "__init__.py"
     here = ["ncu_classify", *name.split(".")]
     package = here if is_package else here[:-1]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(tree or ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -85,6 +86,23 @@ def _stage(module: str) -> str:
 
 GRAPH = {name: _ours(_imports(name, path)) for name, path in MODULES.items()}
 ALL_IMPORTS = {name: _imports(name, path) for name, path in MODULES.items()}
+
+
+def _loads_torch() -> set[str]:
+    """The modules whose import imports torch: a torch import at their top level, or a top
+    level import of one that does (imports inside a function wait for the call)."""
+    top = {}
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text())
+        tree.body = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+        top[name] = _imports(name, path, tree)
+    found = {m for m, names in top.items() if any(n.split(".")[0] == "torch" for n in names)}
+    while more := {m for m, names in top.items() if m not in found and _ours(names) & found}:
+        found |= more
+    return found
+
+
+LOADS_TORCH = _loads_torch()
 
 
 def test_every_module_lives_in_a_stage() -> None:
@@ -110,6 +128,11 @@ def test_only_replay_and_record_import_torch() -> None:
         m for m, found in ALL_IMPORTS.items() if any(n.split(".")[0] == "torch" for n in found)
     }
     assert importers == TORCH_HOMES
+
+
+def test_what_loads_torch_is_known() -> None:
+    """(the modules no test may import at its top: tests/test_without_torch.py)"""
+    assert TORCH_HOMES | {"record.document", "record.totals"} == LOADS_TORCH
 
 
 def test_nothing_imports_the_cli() -> None:
@@ -147,8 +170,32 @@ def test_package_faces_are_short_and_lazy(stage: str) -> None:
     exported = set(getattr(module, "__all__", []))
     submodules = {m.split(".")[-1] for m in MODULES if m.startswith(f"{stage}.")}
     assert exported.isdisjoint(submodules), "a name must not mean a function and a module"
-    for name in exported:
-        assert getattr(module, name) is not None
+    homes = _face_homes(face)
+    assert set(homes) == exported, "__all__ names what the face lends, no more, no less"
+    for name, home in homes.items():  # read, not imported: torch need not be installed
+        assert name in _top_level_names(MODULES[f"{stage}.{home}"]), f"{stage}.{home}.{name}"
+        if f"{stage}.{home}" not in LOADS_TORCH:  # and the lazy import works
+            assert getattr(module, name) is not None
+
+
+def _face_homes(face: Path) -> dict[str, str]:
+    """name -> module of a package face, from its `lazy_face(__name__, {...})` call."""
+    for node in ast.walk(ast.parse(face.read_text())):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "lazy_face":
+            return ast.literal_eval(node.args[1])
+    return {}
+
+
+def _top_level_names(path: Path) -> set[str]:
+    """The functions, classes and variables a module defines at its top level."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
 
 
 def test_the_cli_starts_without_the_heavy_libraries() -> None:

@@ -44,6 +44,18 @@ def fake_env(monkeypatch: pytest.MonkeyPatch) -> Path:
     return SHAPES
 
 
+def test_the_stand_in_runs_with_the_tests_own_python(tmp_path: Path) -> None:
+    """Not whichever python3 comes first on PATH (a venv that is not activated, or none at all
+    with this project's dependencies): the stand-in answers as ncu does."""
+    decoy = tmp_path / "python3"
+    decoy.write_text("#!/bin/sh\necho decoy python3 >&2\nexit 97\n")
+    decoy.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run([FAKEBIN / "ncu", "--version"], capture_output=True, text=True, env=env)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines()[-1] == "Version 2025.3.1.0 (build 0)"
+
+
 def _states(manifest) -> list[tuple[str, int | None]]:  # type: ignore[no-untyped-def]
     return [(s.status, s.kernels) for s in manifest.shapes]
 

@@ -130,7 +130,7 @@ def test_ncu_signalled_from_outside_is_an_interrupt(
     job = {"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0"} if whom.endswith("job") else {}
     proc = _capture_cli(out, "1.0", **job)
     _wait_ok(out / ".work" / "all.status.jsonl", 2)
-    ncu = [p for p in _pids(f"fakebin/ncu .*{out}")]
+    ncu = [p for p in _pids(f"fakebin/fake_ncu.py .*{out}")]
     everyone = whom.startswith("every process")
     targets = [proc.pid] if everyone else []
     targets += ncu + (_pids(f"fake_target.py .*{out}") if everyone else [])

@@ -40,6 +40,7 @@ class _Watched:
 @pytest.fixture
 def watched(monkeypatch: pytest.MonkeyPatch) -> list[_Watched]:
     """Every op `prepare` resolves from now on, watched (in order)."""
+    import_or_skip("torch")
     from ncu_classify.capture import replay_ops
 
     resolve, seen = replay_ops.resolve, []
@@ -62,12 +63,14 @@ def _pairs(recorded: Any, built: Any) -> list[tuple[dict[str, Any], Any]]:
     return []
 
 
+@pytest.mark.needs("torch", "diffusers")
 def test_every_recorded_op_replays_with_its_layout(
     aten_entries: list[ShapeEntry], watched: list[_Watched]
 ) -> None:
     """Each op receives tensors with the recorded shape, dtype, strides and storage offset,
     and returns tensors laid out as the recorded outputs."""
-    torch = import_or_skip("torch")
+    import torch
+
     from ncu_classify.capture.replay_ops import Storages, prepare
 
     storages = Storages()
@@ -120,8 +123,8 @@ def test_every_recorded_op_replays_with_its_layout(
     ]  # the ops that write an argument, and only they
 
 
+@pytest.mark.needs("torch")
 def test_an_index_stays_in_range(watched: list[_Watched]) -> None:
-    import_or_skip("torch")
     from ncu_classify.capture.replay_ops import Storages, prepare
 
     table = {"tensor": {"shape": [5, 3], "dtype": "float32", "strides": [3, 1], "offset": 0}}
@@ -137,8 +140,10 @@ def test_an_index_stays_in_range(watched: list[_Watched]) -> None:
     assert len(set(drawn.tolist())) == 3
 
 
+@pytest.mark.needs("torch")
 def test_an_inplace_op_gives_the_same_result_after_each_reset() -> None:
-    torch = import_or_skip("torch")
+    import torch
+
     from ncu_classify.capture.replay_ops import Storages, prepare
 
     table = {"tensor": {"shape": [5, 3], "dtype": "float32", "strides": [3, 1], "offset": 0}}
@@ -159,9 +164,8 @@ def test_an_inplace_op_gives_the_same_result_after_each_reset() -> None:
     assert torch.equal(again.run(), first)
 
 
+@pytest.mark.needs("torch")
 def test_what_cannot_be_replayed_says_why() -> None:
-    from pydantic import ValidationError
-
     from ncu_classify.capture.replay_ops import NotReplayable, Storages, prepare
 
     unknown = AtenShape(op="aten", overload="aten.no_such_op.default", calls=1)
@@ -172,6 +176,13 @@ def test_what_cannot_be_replayed_says_why() -> None:
     cast = AtenShape(op="aten", overload="aten._to_copy.default", args=[fp8],
                      kwargs={"dtype": "float32"}, calls=1)  # fmt: skip
     assert prepare(cast, seed=0, device="cpu", storages=Storages()).run().dtype.is_floating_point
+
+
+def test_a_dtype_or_stride_no_shapes_file_may_name_is_refused() -> None:
+    """(no torch needed: the shapes file's own validation)"""
+    from pydantic import ValidationError
+
+    fp8 = {"tensor": {"shape": [2], "dtype": "float8_e5m2", "strides": [1], "offset": 0}}
     with pytest.raises(ValidationError, match="Input should be 'float64'"):
         AtenShape(op="aten", overload="aten.neg.default", calls=1,
                   args=[{"tensor": {**fp8["tensor"], "dtype": "uint64"}}])  # fmt: skip

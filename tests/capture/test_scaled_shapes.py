@@ -204,8 +204,8 @@ def _bytes(t: TensorSpec) -> int:
     return t.span() * ITEMSIZE[t.dtype]
 
 
+@pytest.mark.needs("torch")
 def test_small_device_ops_of_the_smallest_settings_run_on_the_cpu(scaled: ShapesFile) -> None:
-    import_or_skip("torch")
     from ncu_classify.capture.replay_ops import Storages, finite, prepare
 
     small = [

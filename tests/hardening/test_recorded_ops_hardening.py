@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import CLI, ROOT, import_or_skip
+from conftest import CLI, ROOT
 
 from ncu_classify.capture.protocol import BatchFile, read_batch, write_batch
 from ncu_classify.capture.shapes import load_shapes
@@ -321,11 +321,11 @@ def test_a_non_finite_argument_reaches_the_replay_as_written(tmp_path: Path) -> 
     assert value == {"float": "-inf"} or (isinstance(value, float) and math.isinf(value)), value
 
 
+@pytest.mark.needs("torch")
 def test_what_the_replay_cannot_build_fails_with_its_reason_on_cpu(tmp_path: Path) -> None:
     """An unknown overload fails as NotReplayable, with the reason (capture records it and
     exits 5); an fp8 tensor is drawn (the shapes file's dtypes are all drawn); a zero-size
     tensor replays."""
-    import_or_skip("torch")
     from ncu_classify.capture.replay_ops import NotReplayable, Storages, prepare
 
     shapes = [
@@ -360,6 +360,7 @@ def program(tmp_path: Path, text: str = PROGRAM, name: str = "infer.py") -> Path
     return path
 
 
+@pytest.mark.needs("torch")
 @pytest.mark.parametrize(
     ("target", "what"),
     [
@@ -373,7 +374,6 @@ def program(tmp_path: Path, text: str = PROGRAM, name: str = "infer.py") -> Path
 def test_record_refuses_an_output_that_would_lose_data(
     target: str, what: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import_or_skip("torch")
     script = program(tmp_path)
     out = {"folder": str(tmp_path), "-": "-", "script": str(script)}.get(target)
     if target == "link to script":
@@ -387,10 +387,10 @@ def test_record_refuses_an_output_that_would_lose_data(
     assert script.read_text() == PROGRAM
 
 
+@pytest.mark.needs("torch")
 def test_record_into_a_full_device_is_exit_7(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import_or_skip("torch")
     if not Path("/dev/full").exists():
         pytest.skip("no /dev/full here")
     assert run(["record", "-o", "/dev/full", "--", "python", str(program(tmp_path))]) == 7
@@ -399,18 +399,18 @@ def test_record_into_a_full_device_is_exit_7(
     )
 
 
+@pytest.mark.needs("torch")
 def test_record_output_folder_hint_offers_only_what_record_takes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import_or_skip("torch")
     assert run(["record", "-o", str(tmp_path), "--", "python", str(program(tmp_path))]) == 2
     assert "- for standard output" not in one_error(capsys.readouterr().err)
 
 
+@pytest.mark.needs("torch")
 def test_record_cpu_program_counts_calls_and_no_kernel_time_changes_nothing_on_cpu(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import_or_skip("torch")
     script = program(tmp_path)
     first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
     assert run(["record", "-o", str(first), "--", "python", str(script)]) == 0
@@ -427,10 +427,10 @@ def test_record_cpu_program_counts_calls_and_no_kernel_time_changes_nothing_on_c
     assert first.read_text().split("\nstages:\n")[1] == second.read_text().split("\nstages:\n")[1]
 
 
+@pytest.mark.needs("torch")
 def test_record_keeps_what_ran_before_the_program_raised(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import_or_skip("torch")
     script = program(tmp_path, PROGRAM + "    raise RuntimeError('boom after ops')\n")
     out = tmp_path / "shapes.yaml"
     assert run(["record", "-o", str(out), "--", "python", str(script)]) == 5
@@ -439,10 +439,10 @@ def test_record_keeps_what_ran_before_the_program_raised(
     assert len(load_shapes(out).entries()) == 7
 
 
+@pytest.mark.needs("torch")
 def test_a_boolean_mask_and_nonzero_are_uncovered_with_the_reason(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import_or_skip("torch")
     text = (
         "import torch\nm = torch.nn.Linear(16, 16)\nwith torch.no_grad():\n"
         "    x = m(torch.randn(8, 16))\n    y = x[x > 0]\n    i = torch.nonzero(x > 0.5)\n"
@@ -469,11 +469,11 @@ LONG = (
 )
 
 
+@pytest.mark.needs("torch")
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_record_is_130_one_line_and_writes_nothing(
     sig: signal.Signals, tmp_path: Path
 ) -> None:
-    import_or_skip("torch")
     script = program(tmp_path, LONG)
     out = tmp_path / "shapes.yaml"
     before = sorted(p.name for p in tmp_path.iterdir())

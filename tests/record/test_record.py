@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, import_or_skip, unstamped
+from conftest import ROOT, unstamped
 
 from ncu_classify.capture.shapes import load_shapes
 from ncu_classify.cli.entry import run
@@ -142,10 +142,10 @@ def test_record_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert "missing.py: no such script" in err and "is also an input" in err
 
 
+@pytest.mark.needs("torch")
 def test_a_failing_program_keeps_what_it_recorded(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import_or_skip("torch")
     script = tmp_path / "fails.py"
     script.write_text(
         "import torch\nx = torch.randn(8, 16)\nw = torch.randn(4, 16)\n"
@@ -194,10 +194,12 @@ def test_calls_weigh_the_cards_and_the_summary(
     assert compute == [f"dit,compute_bound,1,40,{round(40 * big, 3)},{compute[0].split(',')[5]},0"]
 
 
+@pytest.mark.needs("torch")
 def test_building_the_model_is_not_recorded() -> None:
     """Initialisers and `model.to(dtype)` of parameters and buffers are setup: only what the
     model runs counts; a factory is no typed shape, its device op (`aten.randn`) is kept."""
-    torch = import_or_skip("torch")
+    import torch
+
     from ncu_classify.record import Recorder
     from ncu_classify.record.document import validated_document
 
@@ -282,12 +284,12 @@ def test_conv2d_shape_arithmetic() -> None:
         Conv2dShape(op="conv2d", input=[1, 192, 8, 8], weight=[96, 96, 3, 3])
 
 
+@pytest.mark.needs("torch")
 def test_record_refuses_what_would_lose_data(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Checked before the program runs (or, for its imported modules, before anything is
     written): nothing of the user's is replaced, no shapes file is left that capture refuses."""
-    import_or_skip("torch")
     monkeypatch.chdir(tmp_path)
     (tmp_path / "helper.py").write_text("import torch\nF = torch.nn.functional\n")
     (tmp_path / "main.py").write_text(
@@ -311,11 +313,13 @@ def test_record_refuses_what_would_lose_data(
     assert not (tmp_path / "s.yaml").exists()
 
 
+@pytest.mark.needs("torch")
 def test_paths_follow_the_running_parents_and_parameters_in_ops_count() -> None:
     """A submodule shared by two parents is named under the one that called it; addmm with a
     parameter bias (GPT-2's Conv1D) is inference; sort's tuple result is recorded (an `aten`
     shape with both outputs)."""
-    torch = import_or_skip("torch")
+    import torch
+
     from ncu_classify.record import Recorder
 
     class Conv1D(torch.nn.Module):
@@ -364,8 +368,8 @@ def test_paths_follow_the_running_parents_and_parameters_in_ops_count() -> None:
     assert document["recorded"]["totals"]["uncovered"] == []
 
 
+@pytest.mark.needs("torch")
 def test_stage_names_stay_text_in_yaml(tmp_path: Path) -> None:
-    import_or_skip("torch")
     script = tmp_path / "p.py"
     script.write_text(
         "import torch\ntorch.nn.functional.linear(torch.randn(4, 8), torch.randn(2, 8))\n"
@@ -518,10 +522,10 @@ def test_an_old_shapes_file_with_recorded_ops_still_loads(tmp_path: Path) -> Non
         load_shapes(old)
 
 
+@pytest.mark.needs("torch")
 def test_an_index_op_and_a_non_finite_scalar_survive_the_shapes_file(tmp_path: Path) -> None:
     """x[idx] records aten.index.Tensor with its int64 index; masked_fill(-inf) keeps the
     -inf (JSON and YAML have no such number); the file reads back with the same ops."""
-    import_or_skip("torch")
     script = tmp_path / "prog.py"
     script.write_text(
         "import torch\n"
@@ -553,13 +557,13 @@ def test_an_index_op_and_a_non_finite_scalar_survive_the_shapes_file(tmp_path: P
     assert loaded.recorded.totals.stages["main"].calls == 3 + 1 + 6 + 3 + 3 + 3 + 3
 
 
+@pytest.mark.needs("torch")
 def test_ops_whose_work_depends_on_the_values_are_uncovered_with_the_reason(
     tmp_path: Path,
 ) -> None:
     """A boolean-mask index and `nonzero` do work that depends on the values: a replay on
     drawn values would do other work, so they are no shapes but uncovered calls, saying why;
     an integer index of the same tensor stays a shape."""
-    import_or_skip("torch")
     script = tmp_path / "mask.py"
     script.write_text(
         "import torch\n"
@@ -591,10 +595,12 @@ def test_ops_whose_work_depends_on_the_values_are_uncovered_with_the_reason(
     assert totals.stages["main"].calls == 1 + 2 + 2 + 2 + 2
 
 
+@pytest.mark.needs("torch")
 def test_an_op_that_takes_and_makes_no_tensor_is_no_device_work() -> None:
     """On the H200 the recording listed `torchvision._cuda_version` and two torchaudio probes
     (dispatched at import, returning ints): no device work, and not replayable."""
-    torch = import_or_skip("torch")
+    import torch
+
     from ncu_classify.record.device_ops import touches_tensors
 
     assert not touches_tensors((), {}, 12080)
@@ -603,13 +609,13 @@ def test_an_op_that_takes_and_makes_no_tensor_is_no_device_work() -> None:
     assert touches_tensors((torch.zeros(2),), {}, 2)  # reads a tensor (a reduction to int)
 
 
+@pytest.mark.needs("torch")
 def test_distinct_ops_beyond_the_cap_are_counted_not_dropped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A program whose shapes never repeat: the first MAX_DISTINCT ops are `aten` shapes, the
     calls of the others counted by stage and op name under recorded.totals.uncovered, and in
     the stage's total."""
-    import_or_skip("torch")
     from ncu_classify.record import device_ops
 
     monkeypatch.setattr(device_ops, "MAX_DISTINCT", 3)
