@@ -21,6 +21,7 @@ at 60%) | noreport (the target finishes, no report is written).
 FAKE_NCU_LOG: a file that gets one JSON line per run (pid, start, end, CUDA_VISIBLE_DEVICES,
 process group).
 """
+
 import contextlib
 import json
 import lzma
@@ -32,8 +33,12 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-VALUED = {"--config-file": "off", "--clock-control": "none", "--replay-mode": "kernel",
-          "--target-processes": "all"}
+VALUED = {
+    "--config-file": "off",
+    "--clock-control": "none",
+    "--replay-mode": "kernel",
+    "--target-processes": "all",
+}
 
 
 def fail(message, code=1):
@@ -88,18 +93,24 @@ def main():
 
     base = capture_metric_names()  # a drill-down adds the warp-state counters
     durations_only = ["gpu__time_duration.sum"]  # a --repeat batch of durations
-    if metrics not in (base, base + [n for n in drill_metric_names() if n not in base],
-                       durations_only):
-        fail("--metrics is not the catalog's list (nor it with the drill-down counters, nor"
-             " the duration alone)")
+    if metrics not in (
+        base,
+        base + [n for n in drill_metric_names() if n not in base],
+        durations_only,
+    ):
+        fail(
+            "--metrics is not the catalog's list (nor it with the drill-down counters, nor"
+            " the duration alone)"
+        )
     mode = os.environ.get("FAKE_NCU_MODE", "ok")
     started = time.time()
     if mode == "perm":
-        print("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA"
-              " GPU Performance Counters on the target device 0.")
+        print(
+            "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA"
+            " GPU Performance Counters on the target device 0."
+        )
         return 1
-    child = subprocess.Popen([target[0], str(HERE / "fake_target.py"), batch_file,
-                              status_file])
+    child = subprocess.Popen([target[0], str(HERE / "fake_target.py"), batch_file, status_file])
     terminated = []
 
     def end_target(signum, frame):
@@ -115,9 +126,18 @@ def main():
     log = os.environ.get("FAKE_NCU_LOG")
     if log:
         with open(log, "a") as handle:
-            handle.write(json.dumps({"pid": os.getpid(), "start": started, "end": time.time(),
-                                     "device": os.environ.get("CUDA_VISIBLE_DEVICES"),
-                                     "pgid": os.getpgid(0)}) + "\n")
+            handle.write(
+                json.dumps(
+                    {
+                        "pid": os.getpid(),
+                        "start": started,
+                        "end": time.time(),
+                        "device": os.environ.get("CUDA_VISIBLE_DEVICES"),
+                        "pgid": os.getpgid(0),
+                    }
+                )
+                + "\n"
+            )
     if terminated:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
