@@ -39,6 +39,7 @@ TORCH_HOMES = {
     "record.calls",
     "record.device_ops",
     "record.timing",
+    "record.threads",
 }
 MAX_LINES = 350
 MAX_FACE_LINES = 40

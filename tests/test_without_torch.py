@@ -226,3 +226,21 @@ def test_the_reading_finds_an_unguarded_test(tmp_path: Path) -> None:
         'test_bad.py:14 test_helper: uses torch without @pytest.mark.needs("torch")',
         'test_bad.py:16 test_named: uses torch without @pytest.mark.needs("torch")',
     ]
+
+
+def test_without_torch_record_says_so(tmp_path: Path) -> None:
+    """Before, an internal error (ModuleNotFoundError); now one line and the environment's
+    exit code, before the program runs."""
+    (tmp_path / "main.py").write_text("open('ran', 'w').close()\n")
+    blocked = NO_TORCH.replace(
+        "import pytest\nsys.exit(pytest.main(sys.argv[1:]))",
+        "from ncu_classify.cli.entry import run\nsys.exit(run(sys.argv[1:]))",
+    )
+    argv = [sys.executable, "-c", blocked, "record", "-o", "s.yaml", "--", "python", "main.py"]
+    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stderr) == (
+        6,
+        "ncu-classify: error: record runs the program under PyTorch, which is not installed"
+        f" for {sys.executable} (pip install torch)\n",
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["main.py"]

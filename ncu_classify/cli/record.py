@@ -3,6 +3,7 @@ in this process under the recorder and write what it ran as a shapes file."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shlex
@@ -12,13 +13,14 @@ from typing import Annotated, Any
 
 import typer
 
-from ..core.errors import RecordError, UsageError
+from ..core.errors import EnvironmentProblem, RecordError, UsageError
 from ..core.text import printable
 from ..present.coverage import millis
 from ..present.tables import check_kind
-from ..record.program import loaded_files, module_file, parse_program, run_program
-from .app import app, check_output, errors, examples, human
-from .terminal import warning_line
+from ..record.program import Program, loaded_files, module_file, parse_program, run_program
+from .app import EXIT_INTERRUPTED, app, check_output, errors, examples, human
+from .outputs import Output
+from .terminal import err, warning_line
 
 STAGE = re.compile(r"^[A-Za-z0-9_]+$")
 
@@ -59,11 +61,11 @@ def record_command(
         ),
     ] = True,
 ) -> None:
-    """Run `-- python SCRIPT [ARGS]` (or `-- python -m MODULE [ARGS]`) here and record every
-    op it runs on the device as a shapes file for `capture`: linear/matmul, conv, attention and
-    cast shapes, every other device op (elementwise, norms, copies, reductions, index ops) as
-    an `aten` shape, with call counts, module paths and, on a GPU, the program's own kernel
-    time per call, per stage, and the work no shape covers."""
+    """Run `-- python SCRIPT [ARGS]` (or `-- python -m MODULE [ARGS]`, `-- python -c CODE`)
+    here and record every op it runs on the device as a shapes file for `capture`:
+    linear/matmul, conv, attention and cast shapes, every other device op (elementwise, norms,
+    copies, reductions, index ops) as an `aten` shape, with call counts, module paths and, on
+    a GPU, the program's own kernel time per call, per stage, and the work no shape covers."""
     with errors():
         command = list(ctx.args)
         patterns = [_stage_pattern(text) for text in stage or []]
@@ -73,44 +75,111 @@ def record_command(
             raise UsageError("-o -: the program prints to standard output too; give a file")
         if Path(output).is_dir():  # (record writes no standard output: no `-` in the hint)
             raise UsageError(f"-o {output}: is a folder; give a file name")
-        script, argv = parse_program(command)
-        source = script if script is not None else module_file(argv[0])
+        program = parse_program(command)
+        source = program.script if program.kind != "module" else module_file(program.target)
         target = check_output(output, [p for p in (source,) if p is not None])
         check_kind(output, "YAML")
         inputs_dir = _inputs_folder(save_inputs, target.path)
-        from ..record import Recorder, shapes_yaml, validated_document
+        if not _installed("torch"):
+            raise EnvironmentProblem(
+                f"record runs the program under PyTorch, which is not installed for"
+                f" {sys.executable} (pip install torch)"
+            )
+        from ..record import Recorder
 
         budget = int(inputs_budget_mb * 1e6)
         recorder = Recorder(patterns, None, inputs_dir, budget, measure=kernel_time)
-        before = set(sys.modules)
-        failure = run_program(recorder, script, argv)
+        inputs = [p for p in (source,) if p]
+        run = _Run(recorder, command, output, inputs, inputs_dir, set(sys.modules))
+        failure = run_program(recorder, program, on_exit=lambda code: run.ended(program, code))
+        document, target_name = run.write(failure)
+    run.report(document, target_name)
+
+
+class _Run:
+    """The end of a recording, whichever way the program ended: the shapes file written (a
+    failure of the program after it: exit 5), then the warnings and the line saying what was
+    recorded."""
+
+    def __init__(
+        self,
+        recorder: Any,
+        command: list[str],
+        output: str,
+        inputs: list[Path],
+        inputs_dir: Path | None,
+        modules: set[str],
+    ) -> None:
+        self.recorder, self.command, self.output = recorder, command, output
+        self.inputs, self.inputs_dir, self.modules = inputs, inputs_dir, modules
+
+    def write(self, failure: str | None) -> tuple[dict[str, Any], Output]:
+        """The shapes file of what was recorded, or RecordError: nothing to write, or the
+        program failed (after writing what it ran)."""
+        from ..record import shapes_yaml, validated_document
+
         # the program's own modules are inputs too: -o must not replace one of them
-        target = check_output(output, [*(p for p in (source,) if p), *loaded_files(before)])
-        prefix = _inputs_prefix(inputs_dir, target.path)
-        document = validated_document(recorder, shlex.join(command), prefix)
+        target = check_output(self.output, [*self.inputs, *loaded_files(self.modules)])
+        prefix = _inputs_prefix(self.inputs_dir, target.path)
+        document = validated_document(self.recorder, shlex.join(self.command), prefix)
         shapes = sum(len(s) for s in document["stages"].values())
         if shapes == 0:
+            unseen = self.recorder.threads.total
+            why = [failure] if failure else []
+            why += [f"{unseen:,} device-op calls in other threads were not seen"] if unseen else []
             raise RecordError(
-                f"{' '.join(command)}: ran no op on a tensor that the replay can take;"
-                " nothing written" + (f" ({failure})" if failure else "")
+                f"{' '.join(self.command)}: ran no op on a tensor that the replay can take;"
+                " nothing written" + (f" ({'; '.join(why)})" if why else "")
             )
         target.write_text(shapes_yaml(document))
         if failure:
             raise RecordError(
                 f"{failure}; the {shapes} shapes recorded before it were written to {target}"
             )
-    if recorder.clock.broken:
-        warning_line(
-            "the program ran a torch.profiler of its own, which ends record's (torch: "
-            f"{recorder.clock.broken}): kernel time was not measured, coverage is by calls;"
-            " record with --no-kernel-time to leave the profiler to the program"
-        )
-    for name, count in recorder.recording.not_typed.items():
-        warning_line(
-            f"{count} calls of {name}: no typed shape could be made; their device ops are"
-            " recorded as aten shapes"
-        )
-    human(target).print(recorded_line(document, str(target)))
+        return document, target
+
+    def report(self, document: dict[str, Any], target: Output) -> None:
+        """The warnings of the recording, then what was recorded, in one line."""
+        recorder = self.recorder
+        if recorder.clock.broken:
+            warning_line(
+                "the program ran a torch.profiler of its own, which ends record's (torch: "
+                f"{recorder.clock.broken}): kernel time was not measured, coverage is by calls;"
+                " record with --no-kernel-time to leave the profiler to the program"
+            )
+        for name, count in recorder.recording.not_typed.items():
+            warning_line(
+                f"{count} calls of {name}: no typed shape could be made; their device ops are"
+                " recorded as aten shapes"
+            )
+        for number, (pattern, stage) in enumerate(recorder.stage_patterns):
+            if number not in recorder.used:
+                warning_line(
+                    f"--stage {printable(pattern)}={stage}: no call's module path matched it"
+                    " (or an earlier --stage took them); paths are in the shapes' `source`"
+                )
+        if recorder.threads.total:
+            warning_line(
+                f"{recorder.threads.total:,} device-op calls in other threads of the program"
+                " were not seen (record follows the thread that runs the program); they are"
+                " counted as not covered (recorded.totals.uncovered)"
+            )
+        human(target).print(recorded_line(document, str(target)))
+
+    def ended(self, program: Program, code: int) -> int:
+        """The program called `os._exit(code)`: what it recorded is written as at its end,
+        and the exit code is the command's (0, or 5 for a non-zero code)."""
+        failure = f"{program.label} ended with os._exit({code})" if code else None
+        try:
+            with errors():
+                document, target = self.write(failure)
+        except typer.Exit as stop:
+            if stop.exit_code == EXIT_INTERRUPTED:
+                err.print("ncu-classify: interrupted")
+            return int(stop.exit_code)
+        warning_line(f"{program.label} ended with os._exit(0): what it ran before is written")
+        self.report(document, target)
+        return 0
 
 
 def recorded_line(document: dict[str, Any], target: str) -> str:
@@ -137,11 +206,21 @@ def recorded_line(document: dict[str, Any], target: str) -> str:
     )
 
 
+def _installed(name: str) -> bool:
+    """Whether a module can be found (without importing it)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def _stage_pattern(text: str) -> tuple[str, str]:
     """`PATTERN=STAGE`; an empty pattern names the calls made outside any module."""
     pattern, sep, name = text.rpartition("=")
-    if not sep or not STAGE.match(name):
-        raise UsageError(f"--stage {text!r}: expected MODULE_PATTERN=STAGE, STAGE in [A-Za-z0-9_]")
+    if not sep or not STAGE.match(name) or "=" in pattern:  # (a module path holds no `=`)
+        raise UsageError(
+            f"--stage {text!r}: expected MODULE_PATTERN=STAGE (one `=`), STAGE in [A-Za-z0-9_]"
+        )
     return pattern, name
 
 

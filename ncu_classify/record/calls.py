@@ -1,6 +1,7 @@
 """From one torch call to a shapes-file mapping: the call's shape (linear, matmul, conv2d/3d,
 SDPA, cast) and its inputs, or whether it only builds the model (a parameter cast or
-initialiser). Calls that are no typed shape are left to the device ops they dispatch."""
+initialiser). Calls that are no typed shape are left to the device ops they dispatch. And
+the name a top module goes by in the code that runs it."""
 
 from __future__ import annotations
 
@@ -227,3 +228,32 @@ def _cast(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any)
         "to": CAST_TARGETS[result.dtype],
     }
     return shape, [x]
+
+
+def held_as(module: torch.nn.Module, depth: int = 0) -> str | None:
+    """The name a top module goes by in the code that runs it: the child name in the module
+    whose method called it (`vae.decode` runs `self.decoder`: `vae.decoder`), the attribute of a
+    non-module `self` (a pipeline's `self.transformer`), or a local variable holding it."""
+    frame = inspect.currentframe()
+    try:
+        while frame is not None and depth < 8:
+            code = frame.f_code.co_filename.replace("\\", "/")
+            if "torch/nn/modules" not in code and "ncu_classify/record/" not in code:
+                local = frame.f_locals
+                owner = local.get("self")
+                if isinstance(owner, torch.nn.Module) and owner is not module:
+                    for attr, child in owner.named_children():
+                        if child is module:
+                            parent = held_as(owner, depth + 1) or type(owner).__name__.lower()
+                            return f"{parent}.{attr}"
+                elif owner is not None and hasattr(owner, "__dict__"):
+                    for attr, value in vars(owner).items():
+                        if value is module:
+                            return str(attr)
+                for var, value in local.items():
+                    if value is module and var != "self":
+                        return var
+            frame = frame.f_back
+    finally:
+        del frame
+    return None

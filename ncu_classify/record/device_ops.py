@@ -156,6 +156,7 @@ class DeviceOps:
         self.failed: dict[tuple[str, str], int] = {}
         self._pending: list[list[Seen]] = []
         self._mode = _Dispatch(self)
+        self.stopped = False  # the recording ended (maybe from another thread): keep nothing
 
     def __enter__(self) -> DeviceOps:
         self._mode.__enter__()
@@ -254,7 +255,7 @@ class _Dispatch(TorchDispatchMode):
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         kwargs = kwargs or {}
-        if not does_work(func):
+        if self.ops.stopped or not does_work(func):
             return func(*args, **kwargs)
         mark = self.ops.clock.begin()
         try:

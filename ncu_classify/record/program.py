@@ -1,29 +1,54 @@
-"""The user's program, run in this process as `python` would run it (`python SCRIPT ARGS`,
-`python -m MODULE ARGS`): sys.argv and sys.path[0] set for it and restored after, its failure
-described rather than raised, so that what was recorded before it failed is kept."""
+"""The user's program, run in this process as `python` would run it (`python SCRIPT ARGS`, a
+folder or zip with `__main__.py`, `python -m MODULE ARGS`, `python -c CODE ARGS`): sys.argv and
+sys.path[0] set for it and restored after, its failure described rather than raised, so that
+what was recorded before it failed is kept. Its atexit functions run when it ends, as they do
+after a script. Its ways of ending that would skip the recording are caught: `os._exit` (the
+recording is handed to `on_exit` first), a fork (the child leaves without writing), and a
+KeyboardInterrupt it raises itself (a failure of the program, unlike a signal to this one)."""
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
 import re
 import runpy
+import signal
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+import threading
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, NoReturn
 
 from ..core.errors import UsageError
 
 INTERPRETER = re.compile(r"^python[0-9.]*$")
-
-
 PYTHON_FLAGS = {"-u", "-B", "-O", "-OO", "-E", "-s", "-I", "-q"}  # harmless here
+SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 
 
-def parse_program(command: list[str]) -> tuple[Path | None, list[str]]:
-    """(script, argv) of `python SCRIPT ARGS`, `python -m MODULE ARGS` or `SCRIPT ARGS`;
-    for a module the script is None and argv[0] the module name."""
+@dataclass(frozen=True)
+class Program:
+    """What `-- python ...` names: `kind` script (a file, or a folder or zip holding
+    `__main__.py`), module (`-m`) or code (`-c`); `target` the path, module name or code;
+    `argv` the program's sys.argv; `label` how messages name it."""
+
+    kind: str
+    target: str
+    argv: list[str]
+    label: str
+
+    @property
+    def script(self) -> Path | None:
+        return Path(self.target) if self.kind == "script" else None
+
+
+def parse_program(command: list[str]) -> Program:
+    """The program of `python SCRIPT ARGS`, `python -m MODULE ARGS`, `python -c CODE ARGS` or
+    `SCRIPT ARGS`; a usage error if there is none to run."""
     if not command:
         raise UsageError("give the program to record after --, e.g. -- python infer.py")
     words = list(command)
@@ -32,21 +57,32 @@ def parse_program(command: list[str]) -> tuple[Path | None, list[str]]:
         while words and words[0] in PYTHON_FLAGS:
             words = words[1:]
     if words[:1] == ["-m"] and len(words) >= 2:
-        return None, words[1:]
+        return Program("module", words[1], words[1:], words[1])
+    if words[:1] == ["-c"] and len(words) >= 2:
+        return Program("code", words[1], ["-c", *words[2:]], "python -c")
     if not words or words[0].startswith("-"):
-        raise UsageError(f"{' '.join(command)}: expected python SCRIPT or python -m MODULE")
+        raise UsageError(
+            f"{' '.join(command)}: expected python SCRIPT, python -m MODULE or python -c CODE"
+        )
     script = Path(words[0])
-    if not script.is_file():
+    if script.is_dir() and not (script / "__main__.py").is_file():
+        raise UsageError(f"{words[0]}: a folder without __main__.py")
+    if not script.exists():
         raise UsageError(f"{words[0]}: no such script")
-    return script, words
+    return Program("script", words[0], words, words[0])
 
 
 def module_file(name: str) -> Path | None:
-    """The file of `-m MODULE` (a usage error if there is none to run)."""
+    """The file of `-m MODULE`, found as `python -m` finds it (the current folder first), or a
+    usage error if there is none to run."""
+    saved = list(sys.path)
+    sys.path.insert(0, os.getcwd())
     try:
         spec = importlib.util.find_spec(name)
     except (ImportError, ValueError) as exc:
         raise UsageError(f"-m {name}: {exc}") from None
+    finally:
+        sys.path[:] = saved
     if spec is None:
         raise UsageError(f"-m {name}: no such module")
     return Path(spec.origin) if spec.origin and spec.origin != "built-in" else None
@@ -62,36 +98,194 @@ def loaded_files(before: set[str]) -> list[Path]:
     return files
 
 
-def run_program(recorder: object, script: Path | None, argv: list[str]) -> str | None:
-    """Run the program under the recorder; a failure is described, not raised (Ctrl-C is).
-    Standard output and error are restored after it, whatever it did to them."""
-    streams = sys.stdout, sys.stderr
+@dataclass
+class Outcome:
+    """How the program ended: the exit status `python` would give, and what went wrong."""
+
+    status: int = 0
+    failure: str | None = None
+
+
+def run_program(
+    recorder: Any, program: Program, on_exit: Callable[[int], int] | None = None
+) -> str | None:
+    """Run the program under the recorder (a context manager with `close()`), then the atexit
+    functions it registered; its failure is described, not raised. A signal to this process
+    (Ctrl-C, SIGTERM) is raised as KeyboardInterrupt. `os._exit(code)` in the program stops the
+    recording and exits with `on_exit(code)` (which writes what was recorded). A child the
+    program forked leaves with its own status once it is done, writing nothing. Standard
+    output and error, sys.argv, sys.path and the signal handlers are put back after it."""
+    streams, pid = (sys.stdout, sys.stderr), os.getpid()
+    signalled: list[int] = []
     try:
-        with recorder, as_main(script, argv):  # type: ignore[attr-defined]
-            if script is None:
-                runpy.run_module(argv[0], run_name="__main__", alter_sys=True)
-            else:
-                runpy.run_path(str(script), run_name="__main__")
-    except SystemExit as stop:
-        if stop.code not in (None, 0):
-            return f"{argv[0]} exited with {stop.code}"
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:  # the user's program failed: report it, keep what was recorded
-        text = " ".join(str(exc).split())[:300]
-        return f"{argv[0]} raised {type(exc).__name__}: {text}"
+        with (
+            _signals_noted(signalled),
+            _exit_caught(recorder, streams, pid, on_exit),
+            _exit_functions() as functions,
+            recorder,
+            as_main(program),
+        ):
+            outcome = _ended(lambda: _run(program), program.label, signalled)
+            for func, args, kwargs in reversed(functions):  # newest first, as at exit
+                _call_exit_function(func, args, kwargs, signalled)
     finally:
         sys.stdout, sys.stderr = streams
-    return None
+    if os.getpid() != pid:  # a forked child ran the program to its end: it writes nothing
+        _flushed()
+        os._exit(outcome.status)
+    return outcome.failure
+
+
+def _run(program: Program) -> None:
+    if program.kind == "module":
+        runpy.run_module(program.target, run_name="__main__", alter_sys=True)
+    elif program.kind == "code":
+        main = {"__name__": "__main__", "__builtins__": __builtins__}
+        exec(compile(program.target, "<string>", "exec"), main)
+    else:
+        runpy.run_path(program.target, run_name="__main__")
+
+
+def _ended(run: Callable[[], Any], label: str, signalled: list[int]) -> Outcome:
+    """Run `run` and say how it ended as `python` would: SystemExit's code (a text is printed
+    and is status 1), an exception (status 1); a KeyboardInterrupt is the program's own unless
+    a signal came."""
+    try:
+        run()
+    except SystemExit as stop:
+        code = stop.code
+        if code is None or isinstance(code, int):
+            status = int(code or 0)
+            return Outcome(status, f"{label} exited with {status}" if status else None)
+        print(code, file=sys.stderr)  # `sys.exit("message")`: python prints it, status 1
+        return Outcome(1, f"{label} exited with 1 ({' '.join(str(code).split())[:300]})")
+    except KeyboardInterrupt:
+        if signalled:
+            raise
+        return Outcome(1, f"{label} raised KeyboardInterrupt (not a signal to ncu-classify)")
+    except BaseException as exc:  # the user's program failed: report it, keep what was recorded
+        text = " ".join(str(exc).split())[:300]
+        return Outcome(1, f"{label} raised {type(exc).__name__}: {text}")
+    return Outcome()
+
+
+def _call_exit_function(
+    func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], signalled: list[int]
+) -> None:
+    """One atexit function of the program; what it raises is printed and ignored, as Python
+    does at exit (a signal to this process still interrupts)."""
+    try:
+        func(*args, **kwargs)
+    except SystemExit:
+        pass
+    except KeyboardInterrupt:
+        if signalled:
+            raise
+        traceback.print_exc()
+    except BaseException:
+        print(f"Exception ignored in atexit callback {func!r}:", file=sys.stderr)
+        traceback.print_exc()
 
 
 @contextmanager
-def as_main(script: Path | None, argv: list[str]) -> Iterator[None]:
-    """sys.argv and sys.path[0] as `python SCRIPT ARGS` would set them, restored after."""
+def _signals_noted(signalled: list[int]) -> Iterator[None]:
+    """The handlers that raise KeyboardInterrupt (Ctrl-C, and SIGTERM and SIGHUP as the CLI
+    sets them) note the signal first, so that a KeyboardInterrupt the program raises itself is
+    told apart; every handler (also one the program set) is put back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def noted(signum: int, frame: Any) -> None:
+        signalled.append(signum)
+        raise KeyboardInterrupt
+
+    saved = {sig: signal.getsignal(sig) for sig in SIGNALS}
+    for sig, handler in saved.items():
+        if handler is signal.default_int_handler:
+            signal.signal(sig, noted)
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+@contextmanager
+def _exit_caught(
+    recorder: Any, streams: tuple[Any, Any], pid: int, on_exit: Callable[[int], int] | None
+) -> Iterator[None]:
+    """`os._exit(code)` in the program (any thread): the recording is stopped and handed to
+    `on_exit`, whose code the process then exits with. In a forked child it exits at once."""
+    real = os._exit
+
+    def _exit(status: int) -> NoReturn:
+        if os.getpid() != pid or on_exit is None or not isinstance(status, int):
+            real(status)
+        try:
+            recorder.close()
+            sys.stdout, sys.stderr = streams
+            final = on_exit(status)
+        except BaseException:  # an exit must happen: never back into the program
+            traceback.print_exc()
+            final = 1
+        _flushed()
+        real(final)
+
+    os._exit = _exit
+    try:
+        yield
+    finally:
+        os._exit = real
+
+
+@contextmanager
+def _exit_functions() -> Iterator[list[tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]]]:
+    """The atexit functions the program registers (and unregisters) while it runs, kept to be
+    run when it ends instead of when this process does."""
+    kept: list[tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]] = []
+    register, unregister = atexit.register, atexit.unregister
+
+    def kept_register(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[..., Any]:
+        kept.append((func, args, kwargs))
+        return func
+
+    def kept_unregister(func: Callable[..., Any]) -> None:
+        kept[:] = [k for k in kept if k[0] != func]
+        unregister(func)
+
+    atexit.register, atexit.unregister = kept_register, kept_unregister  # type: ignore[assignment]
+    try:
+        yield kept
+    finally:
+        atexit.register, atexit.unregister = register, unregister
+
+
+def _flushed() -> None:
+    """Standard output and error flushed before an exit that would not flush them."""
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(OSError, ValueError, AttributeError):
+            stream.flush()
+
+
+@contextmanager
+def as_main(program: Program) -> Iterator[None]:
+    """sys.argv and sys.path[0] as `python` would set them, restored after."""
     saved_argv, saved_path = list(sys.argv), list(sys.path)
-    sys.argv = [str(script) if script else argv[0], *argv[1:]]
-    sys.path.insert(0, str(script.parent.resolve()) if script else os.getcwd())
+    sys.argv = list(program.argv)
+    script = program.script
+    if script is None:  # -m and -c: the current folder
+        sys.path.insert(0, os.getcwd())
+    elif script.is_file() and not _is_zip(script):
+        sys.path.insert(0, str(script.parent.resolve()))
+    # (a folder or zip: runpy.run_path puts it first itself)
     try:
         yield
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
+
+
+def _is_zip(path: Path) -> bool:
+    import zipfile
+
+    return zipfile.is_zipfile(path)

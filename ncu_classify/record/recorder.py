@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import inspect
 import json
 import re
 import threading
@@ -23,10 +22,11 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .._version import __version__
-from .calls import in_module_setup, name_of, sets_up_parameter, shape_of
+from .calls import held_as, in_module_setup, name_of, sets_up_parameter, shape_of
 from .device_ops import DeviceOps
+from .threads import WHY, OtherThreads
 from .timing import KernelClock
-from .totals import copy_time, document_ops, loose_work, measured, per_call
+from .totals import copy_time, document_ops, loose_work, measured, per_call, uncovered_item
 
 
 @dataclass
@@ -54,7 +54,9 @@ class Recorder:
     """`with Recorder(stages=[("transformer.*", "dit")]) as rec: model(...)`, then
     `rec.shapes_document(command)`. `roots` names top modules (`{"vae": vae}`); otherwise a
     top module is named after the variable or attribute that holds it in the caller. Calls
-    made in other threads are not seen (torch function modes are per thread)."""
+    made in other threads are not seen (torch modes are per thread): their device ops are
+    counted (`threads`) and listed as uncovered work. `used`: the stage patterns that named a
+    call's stage (by index)."""
 
     def __init__(
         self,
@@ -78,9 +80,15 @@ class Recorder:
         self._mode = _Mode(self)
         self.clock = KernelClock(measure and torch.cuda.is_available())
         self.device_ops = DeviceOps(self.where, self.clock)
+        self.threads = OtherThreads(self.where)
+        self.used: set[int] = set()
+        self._thread: threading.Thread | None = None  # the one that entered: modes are its
 
     def __enter__(self) -> Recorder:
+        self._thread = threading.current_thread()
+        self.device_ops.stopped = False
         self.clock.__enter__()
+        self.threads.__enter__()
         hooks = torch.nn.modules.module
         self._handles = [
             hooks.register_module_forward_pre_hook(self._enter),
@@ -91,12 +99,21 @@ class Recorder:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.device_ops.__exit__(*exc)
-        self._mode.__exit__(*exc)
+        self.close()
+
+    def close(self) -> None:
+        """Stop recording, once, from any thread (the program's `os._exit`); from another
+        thread the modes stay with the recording thread, but nothing more is counted."""
+        if self._thread is threading.current_thread():
+            self.device_ops.__exit__(None, None, None)
+            self._mode.__exit__(None, None, None)
+        self._thread = None
+        self.device_ops.stopped = True
+        self.threads.__exit__()
         for handle in self._handles:
             handle.remove()
         self._handles = []
-        self.clock.__exit__(*exc)
+        self.clock.__exit__()
 
     # --- where a call comes from ---------------------------------------------------------------
 
@@ -127,7 +144,7 @@ class Recorder:
             below = self._below(parent, module)
             if below is not None:
                 return f"{self.names.get(parent, 'model')}.{below}"
-        return _held_as(module) or type(module).__name__.lower()
+        return held_as(module) or type(module).__name__.lower()
 
     def _below(self, parent: torch.nn.Module, module: torch.nn.Module) -> str | None:
         """`module`'s path inside `parent` (cached), or None."""
@@ -158,8 +175,9 @@ class Recorder:
 
     def stage_of(self, path: str) -> str:
         """The first `--stage PATTERN=STAGE` the path matches, else its top module's name."""
-        for pattern, stage in self.stage_patterns:
+        for number, (pattern, stage) in enumerate(self.stage_patterns):
             if fnmatch.fnmatchcase(path, pattern):
+                self.used.add(number)
                 return stage
         top = path.split(".", 1)[0] if path else "main"
         return re.sub(r"[^A-Za-z0-9_]", "_", top) or "main"
@@ -236,6 +254,8 @@ class Recorder:
         for stage, shapes in op_stages.items():
             stages.setdefault(stage, []).extend(shapes)
         uncovered += loose_work(self.device_ops.failed, times)
+        for (stage, name), calls in self.threads.calls.items():
+            uncovered.append(uncovered_item(stage, name, WHY, calls, None, times))
         setup = times.get(("setup",)) if times is not None else None
         stage_of: dict[tuple[str, ...], str] = {
             ("shape", k): e.stage for k, e in self.recording.entries.items()
@@ -281,6 +301,8 @@ class _Mode(TorchFunctionMode):
         kwargs = kwargs or {}
         recorder = self.recorder
         ops, clock = recorder.device_ops, recorder.clock
+        if ops.stopped:  # (os._exit in another thread: the recording is being written)
+            return func(*args, **kwargs)
         mark = clock.begin()
         ops.open_call()  # what this call dispatches waits for its verdict
         verdict: str = "setup"
@@ -298,38 +320,6 @@ class _Mode(TorchFunctionMode):
             clock.end(mark, target)
             ops.close_call(keep=verdict == "other")
         return result
-
-
-# --- call -> shape ------------------------------------------------------------------------------
-
-
-def _held_as(module: torch.nn.Module, depth: int = 0) -> str | None:
-    """The name a top module goes by in the code that runs it: the child name in the module
-    whose method called it (`vae.decode` runs `self.decoder`: `vae.decoder`), the attribute of a
-    non-module `self` (a pipeline's `self.transformer`), or a local variable holding it."""
-    frame = inspect.currentframe()
-    try:
-        while frame is not None and depth < 8:
-            code = frame.f_code.co_filename.replace("\\", "/")
-            if "torch/nn/modules" not in code and "ncu_classify/record/" not in code:
-                local = frame.f_locals
-                owner = local.get("self")
-                if isinstance(owner, torch.nn.Module) and owner is not module:
-                    for attr, child in owner.named_children():
-                        if child is module:
-                            parent = _held_as(owner, depth + 1) or type(owner).__name__.lower()
-                            return f"{parent}.{attr}"
-                elif owner is not None and hasattr(owner, "__dict__"):
-                    for attr, value in vars(owner).items():
-                        if value is module:
-                            return str(attr)
-                for var, value in local.items():
-                    if value is module and var != "self":
-                        return var
-            frame = frame.f_back
-    finally:
-        del frame
-    return None
 
 
 @contextmanager
