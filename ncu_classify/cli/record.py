@@ -18,9 +18,9 @@ from ..core.text import printable
 from ..present.coverage import millis
 from ..present.tables import check_kind
 from ..record.program import Program, loaded_files, module_file, parse_program, run_program
-from .app import EXIT_INTERRUPTED, app, check_output, errors, examples, human
+from .app import EXIT_INTERNAL, EXIT_INTERRUPTED, app, check_output, errors, examples, human
 from .outputs import Output
-from .terminal import err, warning_line
+from .terminal import err, error_line, warning_line
 
 STAGE = re.compile(r"^[A-Za-z0-9_]+$")
 
@@ -177,6 +177,12 @@ class _Run:
             if stop.exit_code == EXIT_INTERRUPTED:
                 err.print("ncu-classify: interrupted")
             return int(stop.exit_code)
+        except Exception as exc:  # a bug: said as entry.run says it (no caller to raise to)
+            if os.environ.get("NCU_CLASSIFY_DEBUG"):
+                raise
+            error_line(f"internal error: {type(exc).__name__}: {exc} (a bug: rerun with"
+                       " NCU_CLASSIFY_DEBUG=1 for the traceback and report it)")  # fmt: skip
+            return EXIT_INTERNAL
         warning_line(f"{program.label} ended with os._exit(0): what it ran before is written")
         self.report(document, target)
         return 0
