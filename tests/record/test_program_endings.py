@@ -218,3 +218,17 @@ def test_stage_patterns_that_match_nothing_or_cannot_be_read(
         " in [A-Za-z0-9_]\n"
     )
     assert not (tmp_path / "x.yaml").exists()
+
+
+def test_the_programs_signal_handlers_are_put_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A program that ignores Ctrl-C (or handles it) leaves record, and the process, as they
+    were: before, SIGINT stayed ignored while record wrote and after."""
+    monkeypatch.chdir(tmp_path)
+    before = signal.getsignal(signal.SIGINT)
+    (tmp_path / "main.py").write_text(
+        "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n" + LINEAR
+    )
+    assert run(["record", "-o", "s.yaml", "--", "python", "main.py"]) == 0
+    assert signal.getsignal(signal.SIGINT) is before
