@@ -121,8 +121,8 @@ def _marked(decorators: list[ast.expr]) -> bool:
 def _unguarded(path: Path) -> list[str]:
     """Where a test module touches torch outside the guard."""
     tree = ast.parse(path.read_text())
-    functions = {
-        n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    functions = {  # the module's own functions, which its tests call by name
+        n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
     }
     helpers: set[str] = set()
     while more := {
@@ -176,10 +176,12 @@ def _functions(
 
 
 def _is_fixture(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Decorated as a pytest fixture."""
     return any("fixture" in ast.unparse(d) for d in function.decorator_list)
 
 
 def _without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
+    """A function's statements after its docstring."""
     first = body[0]
     docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
     return body[1:] if docstring else body

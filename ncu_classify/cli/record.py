@@ -9,7 +9,7 @@ import re
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -21,6 +21,9 @@ from ..record.program import Program, loaded_files, module_file, parse_program, 
 from .app import EXIT_INTERNAL, EXIT_INTERRUPTED, app, check_output, errors, examples, human
 from .outputs import Output
 from .terminal import err, error_line, warning_line
+
+if TYPE_CHECKING:
+    from ..record.recorder import Recorder
 
 STAGE = re.compile(r"^[A-Za-z0-9_]+$")
 
@@ -92,8 +95,8 @@ def record_command(
         inputs = [p for p in (source,) if p]
         run = _Run(recorder, command, output, inputs, inputs_dir, set(sys.modules))
         failure = run_program(recorder, program, on_exit=lambda code: run.ended(program, code))
-        document, target_name = run.write(failure)
-    run.report(document, target_name)
+        document, written = run.write(failure)
+    run.report(document, written)
 
 
 class _Run:
@@ -103,7 +106,7 @@ class _Run:
 
     def __init__(
         self,
-        recorder: Any,
+        recorder: Recorder,
         command: list[str],
         output: str,
         inputs: list[Path],

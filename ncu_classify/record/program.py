@@ -43,6 +43,7 @@ class Program:
 
     @property
     def script(self) -> Path | None:
+        """The script's path (None for -m and -c)."""
         return Path(self.target) if self.kind == "script" else None
 
 
@@ -137,6 +138,7 @@ def run_program(
 
 
 def _run(program: Program) -> None:
+    """The program's code, run as `__main__`."""
     if program.kind == "module":
         runpy.run_module(program.target, run_name="__main__", alter_sys=True)
     elif program.kind == "code":
@@ -286,6 +288,7 @@ def as_main(program: Program) -> Iterator[None]:
 
 
 def _is_zip(path: Path) -> bool:
+    """A zip archive (python runs its `__main__.py`)."""
     import zipfile
 
     return zipfile.is_zipfile(path)

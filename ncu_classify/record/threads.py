@@ -47,12 +47,14 @@ class OtherThreads:
             _Counting(self).__enter__()  # (for the thread's life; it ends with the thread)
 
     def count(self, func: Any) -> None:
+        """One call of the op `func` in the code running now."""
         key = (self.where()[0], op_name(func))
         with self._lock:
             self.calls[key] = self.calls.get(key, 0) + 1
 
     @property
     def total(self) -> int:
+        """The device-op calls counted in every other thread."""
         return sum(self.calls.values())
 
 
@@ -70,6 +72,7 @@ class _Counting(TorchDispatchMode):
         args: tuple[Any, ...] = (),
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
+        """Run the op; count it when it may do device work on a tensor."""
         kwargs = kwargs or {}
         result = func(*args, **kwargs)
         if self.threads.active and does_work(func) and touches_tensors(args, kwargs, result):
