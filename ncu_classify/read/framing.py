@@ -35,6 +35,17 @@ _MESSAGE_COUNTERS = (1, 2, 7, 8, 9, 10)
 _KERNEL_COUNTER = 2
 _SOURCE_COUNTER = 1
 _PAYLOAD_SIZE = 5  # BlockHeader.PayloadSize
+# What parsing hostile bytes can raise besides ReportError (a bad varint, a cut struct, a
+# count too large): the report's fault, never the reader's, so each becomes its ReportError.
+BAD_BYTES: tuple[type[Exception], ...] = (
+    ValueError,  # UnicodeDecodeError too
+    IndexError,
+    KeyError,
+    struct.error,
+    OverflowError,
+    MemoryError,
+    EOFError,
+)
 
 
 @dataclass
@@ -113,6 +124,7 @@ class _Reader:
 
     def __init__(self, handle: BinaryIO, size: int, label: str) -> None:
         self.handle, self.size, self.label = handle, size, label
+        self.at = 0  # the offset last read from, for an error no check foresaw
 
     def fail(self, what: str) -> ReportError:
         """A one-line ReportError that starts with the file."""
@@ -125,6 +137,7 @@ class _Reader:
                 f"truncated: {what} at byte {pos} declares {size} bytes "
                 f"but the file ends at byte {self.size}"
             )
+        self.at = pos
         self.handle.seek(pos)
         return self.handle.read(size)
 
@@ -166,12 +179,12 @@ def _block_header(reader: _Reader, pos: int, info: ReportInfo) -> tuple[int, int
         raise reader.fail(f"corrupt: block header at byte {pos} declares {size} bytes{zeroed}")
     try:
         fields = _fields(reader.read(start, size, "block header"))
+        for number, value in fields:  # the session details (field 3) name the tools
+            if number == 3 and isinstance(value, bytes):
+                info.tool_versions.update(_versions(value))
     except ValueError as exc:
         raise reader.fail(f"corrupt: block header at byte {pos} is unreadable ({exc})") from None
     counts = {n: v for n, v in fields if isinstance(v, int)}
-    for number, value in fields:
-        if number == 3 and isinstance(value, bytes):
-            info.tool_versions.update(_versions(value))
     info.kernels = (info.kernels or 0) + counts.get(_KERNEL_COUNTER, 0)
     messages = sum(counts.get(n, 0) for n in _MESSAGE_COUNTERS)
     payload = counts.get(_PAYLOAD_SIZE, 0)
@@ -278,10 +291,15 @@ def check_report(path: Path, label: Path | str | None = None) -> ReportInfo:
     with path.open("rb") as handle:
         reader = _Reader(handle, path.stat().st_size, str(label or path))
         head = handle.read(4)
-        if head == REPORT_MAGIC:
-            return _walk_plain(reader)
-        if len(head) == 4 and struct.unpack("<I", head)[0] == ZSTD_MAGIC:
-            return _walk_zstd(reader)
+        try:
+            if head == REPORT_MAGIC:
+                return _walk_plain(reader)
+            if len(head) == 4 and struct.unpack("<I", head)[0] == ZSTD_MAGIC:
+                return _walk_zstd(reader)
+        except BAD_BYTES as exc:  # every check above missed it: still this report's error
+            raise reader.fail(
+                f"corrupt: unreadable at or after byte {reader.at} ({type(exc).__name__}: {exc})"
+            ) from None
     raise reader.fail("not an Nsight Compute report (bad file header)")
 
 

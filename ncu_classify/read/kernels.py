@@ -268,7 +268,8 @@ def _kernels(
         rng = context.range_by_idx(r)
         count = rng.num_actions()
         for a in range(max(0, start - position), min(count, stop - position)):
-            action = rng.action_by_idx(a)
+            with _quiet_stderr():  # it parses the kernel's result here: logs on damage
+                action = rng.action_by_idx(a)
             device = device if device is not None else _device(action)
             row = read_kernel(action, label, r, a, device, factors)
             problem = _damage(action, row)
