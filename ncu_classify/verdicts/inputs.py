@@ -37,6 +37,8 @@ class Source:
     # report stem -> the error line of a report named there that cannot be read (missing, a
     # FIFO, a folder, a dangling link): the shapes of a capture that live in it say so
     problems: dict[str, str] = field(default_factory=dict)
+    # the folder searched whose reports these are, where it holds no manifest.json
+    folder: Path | None = None
 
 
 @dataclass
@@ -83,7 +85,23 @@ def collect_inputs(paths: Iterable[Path]) -> Inputs:
         if source.manifest_path is not None:
             source.manifest = read_manifest(source.manifest_path)
             inputs.errors += _missing_reports(source)
+            inputs.warnings += _unlisted_reports(source)
     return inputs
+
+
+def _unlisted_reports(source: Source) -> list[str]:
+    """A warning per report in a capture folder that its manifest names nowhere (no batch
+    wrote it, no shape lives in it: copied in from elsewhere): its cards are loose ones."""
+    assert source.manifest is not None and source.manifest_path is not None
+    named = {report_stem(b.report) for b in source.manifest.batches}
+    for shape in source.manifest.shapes:
+        named |= {report_stem(n) for n in (shape.report, shape.times_report) if n}
+    return [
+        f"{report}: in the capture folder but not named by its manifest.json: read as a loose"
+        " report, its cards beside the capture's"
+        for report in source.reports
+        if report_stem(report) not in named
+    ]
 
 
 def _missing_reports(source: Source) -> list[str]:
@@ -147,11 +165,11 @@ def _walk(folder: Path, errors: list[str]) -> Iterator[Source]:
             (d for d in dirs if not d.startswith(".") and not is_report(Path(d))), key=natural_key
         )
         reports = [p for p in named if p not in bad]
-        if MANIFEST_NAME in files:
+        if MANIFEST_NAME in files or MANIFEST_NAME in dirs:  # a folder there: refused as one
             dirs[:] = []  # a capture folder is one source
             yield Source(reports, here / MANIFEST_NAME, problems=problems)
         elif reports:
-            yield Source(reports, problems=problems)
+            yield Source(reports, problems=problems, folder=here)
 
 
 def _stat_reason(path: Path) -> str:
