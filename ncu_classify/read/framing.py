@@ -60,6 +60,19 @@ class ReportInfo:
     # [start, end) of each block that holds source messages alone (SASS and CUDA source of the
     # profiled modules: 88 % of a capture's bytes, none of its counters)
     source_blocks: list[tuple[int, int]] = field(default_factory=list)
+    # (offset, kernels) of each block header that announces kernels (ProfileResults), in order:
+    # where an error about a kernel points. A lean copy keeps those of the user's file, which
+    # the user can look at, so they are no part of comparing framings.
+    kernel_blocks: list[tuple[int, int]] = field(default_factory=list, compare=False)
+
+    def kernel_block(self, index: int) -> int | None:
+        """Offset of the block header whose payload holds the report's kernel `index`."""
+        seen = 0
+        for offset, kernels in self.kernel_blocks:
+            seen += kernels
+            if index < seen:
+                return offset
+        return None
 
     @property
     def ncu_version(self) -> str | None:
@@ -186,6 +199,8 @@ def _block_header(reader: _Reader, pos: int, info: ReportInfo) -> tuple[int, int
         raise reader.fail(f"corrupt: block header at byte {pos} is unreadable ({exc})") from None
     counts = {n: v for n, v in fields if isinstance(v, int)}
     info.kernels = (info.kernels or 0) + counts.get(_KERNEL_COUNTER, 0)
+    if counts.get(_KERNEL_COUNTER):
+        info.kernel_blocks.append((pos, counts[_KERNEL_COUNTER]))
     messages = sum(counts.get(n, 0) for n in _MESSAGE_COUNTERS)
     payload = counts.get(_PAYLOAD_SIZE, 0)
     if messages and messages == counts.get(_SOURCE_COUNTER, 0):
@@ -215,7 +230,7 @@ def _payload(reader: _Reader, header: int, start: int, size: int, messages: int)
 def _walk_blocks(reader: _Reader, pos: int, info: ReportInfo) -> None:
     """Walk every block from `pos`; ReportError at the first one that does not fit."""
     info.kernels = 0
-    info.source_blocks = []
+    info.source_blocks, info.kernel_blocks = [], []
     while pos < reader.size:
         start, size, messages = _block_header(reader, pos, info)
         _payload(reader, pos, start, size, messages)

@@ -274,9 +274,11 @@ def _kernels(
             row = read_kernel(action, label, r, a, device, factors)
             problem = _damage(action, row)
             if problem:
+                block = info.kernel_block(position + a)
+                where = f", in the block at byte {block}" if block is not None else ""
                 raise ReportError(
-                    f"{path}: damaged report: kernel {position + a} (range {r}, action {a}) "
-                    f"{problem}"
+                    f"{path}: damaged report: kernel {position + a} (range {r}, action {a}"
+                    f"{where}) {problem}"
                 )
             yield row
         position += count

@@ -131,11 +131,18 @@ def test_flips_in_the_kernels_results_are_read_or_refused(
             else:
                 assert len(result) == 3
     assert refused
-    # a cleared bit in a metric's name id: ncu_report parses the kernel as nameless
-    result = _read(_flipped(tmp_path, {42701: 32}, "mid.ncu-rep"))
-    assert str(result) == (
-        f"{tmp_path / 'mid.ncu-rep'}: damaged report: kernel 0 (range 0, action 0) has no name"
-    )
+    # ncu_report parses these kernels as nameless (a metric's name id lost): each error names
+    # the block that holds the kernel (the first flip clears a bit in kernel 0's name id)
+    for offset, mask, kernel, block in [
+        (42701, 32, 0, 29905),
+        (80499, 204, 1, 68700),
+        (112243, 167, 2, 104032),
+    ]:
+        result = _read(_flipped(tmp_path, {offset: mask}, "mid.ncu-rep"))
+        assert str(result) == (
+            f"{tmp_path / 'mid.ncu-rep'}: damaged report: kernel {kernel} (range 0, action"
+            f" {kernel}, in the block at byte {block}) has no name"
+        )
     assert capfd.readouterr().err == ""  # once: "E0000 ... message_lite.cc:195] Can't parse"
 
 
