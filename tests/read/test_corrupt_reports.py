@@ -8,6 +8,7 @@ import collections
 import gzip
 import lzma
 import random
+import struct
 import subprocess
 from functools import partial
 from pathlib import Path
@@ -17,7 +18,7 @@ from conftest import CLI, SMOKE
 
 from ncu_classify.cards.model import CardFile
 from ncu_classify.core.errors import ReportError
-from ncu_classify.read import kernels, parallel
+from ncu_classify.read import framing, kernels, parallel
 from ncu_classify.read.framing import check_report
 from ncu_classify.read.kernels import iter_report
 from ncu_classify.verdicts.classify import kernel_card
@@ -64,6 +65,23 @@ def test_a_bad_wire_type_in_a_block_header_is_a_report_error(
     assert str(caught.value) == (
         f"raw/bad.ncu-rep: corrupt: block header at byte 10 is unreadable "
         f"(unsupported wire type {wire})"
+    )
+
+
+def test_what_the_framing_checks_missed_is_still_a_report_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Any parser exception on hostile bytes is the report's error, at the last offset read."""
+
+    def broken(session: bytes) -> dict[str, str]:
+        raise struct.error("unpack requires a buffer of 4 bytes")
+
+    monkeypatch.setattr(framing, "_versions", broken)
+    with pytest.raises(ReportError) as caught:
+        check_report(_flipped(tmp_path, {}), label="raw/dit.ncu-rep")
+    assert str(caught.value) == (
+        "raw/dit.ncu-rep: corrupt: unreadable at or after byte 14 (error: unpack requires a"
+        " buffer of 4 bytes)"
     )
 
 

@@ -148,3 +148,21 @@ def test_a_report_the_manifest_does_not_name_is_said(tmp_path: Path, rules: Load
         "group 'dit:linear:M4680_N5120_K144:bf16:bias' appears in 2 cards",
         "group 'dit:linear:M3_N30720_K5120:bf16:bias' appears in 2 cards",
     ]
+
+
+def test_reports_in_a_folder_under_a_capture_are_said_unread(
+    tmp_path: Path, rules: LoadedRules
+) -> None:
+    """A capture folder is one source, read by its manifest: reports in folders below it were
+    read by no one, without a word (hidden ones, such as a capture's .work, stay unsaid)."""
+    capture = copied_capture(tmp_path, lambda m: None)
+    (capture / "old" / "x").mkdir(parents=True)
+    (capture / ".work").mkdir()
+    for folder in (capture / "old", capture / "old" / "x", capture / ".work"):
+        shutil.copy(SMOKE / "dit.ncu-rep.xz", folder)
+    cards = classify([tmp_path], rules, jobs=1)
+    assert cards.input_warnings == [
+        f"{capture / 'old'}: 2 reports inside the capture folder {capture}, which is read by its"
+        " manifest.json: not read (give this folder itself to read them)"
+    ]
+    assert len(cards.cards) == 11
