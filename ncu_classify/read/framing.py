@@ -35,6 +35,17 @@ _MESSAGE_COUNTERS = (1, 2, 7, 8, 9, 10)
 _KERNEL_COUNTER = 2
 _SOURCE_COUNTER = 1
 _PAYLOAD_SIZE = 5  # BlockHeader.PayloadSize
+# What parsing hostile bytes can raise besides ReportError (a bad varint, a cut struct, a
+# count too large): the report's fault, never the reader's, so each becomes its ReportError.
+BAD_BYTES: tuple[type[Exception], ...] = (
+    ValueError,  # UnicodeDecodeError too
+    IndexError,
+    KeyError,
+    struct.error,
+    OverflowError,
+    MemoryError,
+    EOFError,
+)
 
 
 @dataclass
@@ -49,6 +60,19 @@ class ReportInfo:
     # [start, end) of each block that holds source messages alone (SASS and CUDA source of the
     # profiled modules: 88 % of a capture's bytes, none of its counters)
     source_blocks: list[tuple[int, int]] = field(default_factory=list)
+    # (offset, kernels) of each block header that announces kernels (ProfileResults), in order:
+    # where an error about a kernel points. A lean copy keeps those of the user's file, which
+    # the user can look at, so they are no part of comparing framings.
+    kernel_blocks: list[tuple[int, int]] = field(default_factory=list, compare=False)
+
+    def kernel_block(self, index: int) -> int | None:
+        """Offset of the block header whose payload holds the report's kernel `index`."""
+        seen = 0
+        for offset, kernels in self.kernel_blocks:
+            seen += kernels
+            if index < seen:
+                return offset
+        return None
 
     @property
     def ncu_version(self) -> str | None:
@@ -113,6 +137,7 @@ class _Reader:
 
     def __init__(self, handle: BinaryIO, size: int, label: str) -> None:
         self.handle, self.size, self.label = handle, size, label
+        self.at = 0  # the offset last read from, for an error no check foresaw
 
     def fail(self, what: str) -> ReportError:
         """A one-line ReportError that starts with the file."""
@@ -125,6 +150,7 @@ class _Reader:
                 f"truncated: {what} at byte {pos} declares {size} bytes "
                 f"but the file ends at byte {self.size}"
             )
+        self.at = pos
         self.handle.seek(pos)
         return self.handle.read(size)
 
@@ -166,13 +192,15 @@ def _block_header(reader: _Reader, pos: int, info: ReportInfo) -> tuple[int, int
         raise reader.fail(f"corrupt: block header at byte {pos} declares {size} bytes{zeroed}")
     try:
         fields = _fields(reader.read(start, size, "block header"))
+        for number, value in fields:  # the session details (field 3) name the tools
+            if number == 3 and isinstance(value, bytes):
+                info.tool_versions.update(_versions(value))
     except ValueError as exc:
         raise reader.fail(f"corrupt: block header at byte {pos} is unreadable ({exc})") from None
     counts = {n: v for n, v in fields if isinstance(v, int)}
-    for number, value in fields:
-        if number == 3 and isinstance(value, bytes):
-            info.tool_versions.update(_versions(value))
     info.kernels = (info.kernels or 0) + counts.get(_KERNEL_COUNTER, 0)
+    if counts.get(_KERNEL_COUNTER):
+        info.kernel_blocks.append((pos, counts[_KERNEL_COUNTER]))
     messages = sum(counts.get(n, 0) for n in _MESSAGE_COUNTERS)
     payload = counts.get(_PAYLOAD_SIZE, 0)
     if messages and messages == counts.get(_SOURCE_COUNTER, 0):
@@ -202,7 +230,7 @@ def _payload(reader: _Reader, header: int, start: int, size: int, messages: int)
 def _walk_blocks(reader: _Reader, pos: int, info: ReportInfo) -> None:
     """Walk every block from `pos`; ReportError at the first one that does not fit."""
     info.kernels = 0
-    info.source_blocks = []
+    info.source_blocks, info.kernel_blocks = [], []
     while pos < reader.size:
         start, size, messages = _block_header(reader, pos, info)
         _payload(reader, pos, start, size, messages)
@@ -278,10 +306,15 @@ def check_report(path: Path, label: Path | str | None = None) -> ReportInfo:
     with path.open("rb") as handle:
         reader = _Reader(handle, path.stat().st_size, str(label or path))
         head = handle.read(4)
-        if head == REPORT_MAGIC:
-            return _walk_plain(reader)
-        if len(head) == 4 and struct.unpack("<I", head)[0] == ZSTD_MAGIC:
-            return _walk_zstd(reader)
+        try:
+            if head == REPORT_MAGIC:
+                return _walk_plain(reader)
+            if len(head) == 4 and struct.unpack("<I", head)[0] == ZSTD_MAGIC:
+                return _walk_zstd(reader)
+        except BAD_BYTES as exc:  # every check above missed it: still this report's error
+            raise reader.fail(
+                f"corrupt: unreadable at or after byte {reader.at} ({type(exc).__name__}: {exc})"
+            ) from None
     raise reader.fail("not an Nsight Compute report (bad file header)")
 
 

@@ -9,15 +9,18 @@ import contextlib
 import gzip
 import lzma
 import tempfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from ..core.errors import ReportError
-from .framing import REPORT_MAGIC
+from .framing import BAD_BYTES, REPORT_MAGIC
 
 _DECOMPRESSORS: dict[str, ModuleType] = {".xz": lzma, ".gz": gzip, ".bz2": bz2}
+# What a damaged compressed report raises (gzip: zlib.error on bad deflate data)
+_UNREADABLE: tuple[type[Exception], ...] = (OSError, lzma.LZMAError, zlib.error, *BAD_BYTES)
 
 
 ZSTD_MAGIC_BYTES = b"\x28\xb5\x2f\xfd"
@@ -48,7 +51,7 @@ def plain_file(path: Path, scratch: Path | None = None) -> Iterator[Path]:
         try:
             with module.open(path, "rb") as src, plain.open("wb") as dst:
                 _inflate(src, dst, path, plain.name)
-        except (OSError, EOFError, lzma.LZMAError) as exc:
+        except _UNREADABLE as exc:
             raise ReportError(f"{path}: cannot decompress: {exc}") from None
         yield plain
 

@@ -268,14 +268,17 @@ def _kernels(
         rng = context.range_by_idx(r)
         count = rng.num_actions()
         for a in range(max(0, start - position), min(count, stop - position)):
-            action = rng.action_by_idx(a)
+            with _quiet_stderr():  # it parses the kernel's result here: logs on damage
+                action = rng.action_by_idx(a)
             device = device if device is not None else _device(action)
             row = read_kernel(action, label, r, a, device, factors)
             problem = _damage(action, row)
             if problem:
+                block = info.kernel_block(position + a)
+                where = f", in the block at byte {block}" if block is not None else ""
                 raise ReportError(
-                    f"{path}: damaged report: kernel {position + a} (range {r}, action {a}) "
-                    f"{problem}"
+                    f"{path}: damaged report: kernel {position + a} (range {r}, action {a}"
+                    f"{where}) {problem}"
                 )
             yield row
         position += count

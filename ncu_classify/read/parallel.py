@@ -16,6 +16,7 @@ import contextlib
 import itertools
 import os
 import tempfile
+import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,9 @@ def _read_parts(unit: ReadUnit, size: int = STREAM_ROWS) -> Iterator[Rows | str]
                 yield [(row, _per_kernel(row)) for row in part]
     except ReportError as exc:
         yield unicode_safe(str(exc)).replace(str(unit.path), label, 1)
+    except Exception as exc:  # what no check foresaw: this report's alone, as in a reader process
+        line = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        yield f"{label}: the report reader failed on it: {unicode_safe(line)}"
 
 
 def _read(unit: ReadUnit) -> Rows | str:

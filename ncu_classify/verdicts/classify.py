@@ -36,6 +36,7 @@ from .judge import build_card, kernel_card
 from .repeats import by_repeat, with_repeats
 from .rules import LoadedRules
 from .shards import missing_shards
+from .unmanifested import missing_manifest_warnings
 
 __all__ = ["classify", "input_files"]
 
@@ -285,6 +286,7 @@ def _classify(
         )
         for source in inputs.sources
     ]
+    inputs.warnings += missing_manifest_warnings(per_source)
     per_source = merge_drill_downs(per_source, rules, inputs.warnings)
     cards = [card for _, found in per_source for card in found]
     if noise and noise.run_to_run is None and any(c.measurement for c in cards):

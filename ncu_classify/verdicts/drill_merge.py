@@ -7,7 +7,9 @@ drill-down), since the same shape replays the same kernels; a drill-down that la
 kernels (cuDNN chose another algorithm) or ran another backend is another experiment: not
 merged, with a warning. A drilled shape that no other input holds stays a card of
 its own, and one whose first card has no kernels (its report lost, its replay failed) takes the
-drill-down's card in its place, with a note (its report has every card metric too).
+drill-down's card in its place, with a note (its report has every card metric too). Either
+capture may come without its manifest (`unmanifested`): a drill-down folder is then known by its
+cards, and a backend that no manifest records leaves the pairing to the kernels.
 """
 
 from __future__ import annotations
@@ -20,16 +22,25 @@ from ..cards.model import Card, KernelCard
 from .inputs import Source
 from .judge import judge
 from .rules import LoadedRules
+from .unmanifested import unmanifested_drill_down
 
 SourceCards = tuple[Source, list[Card]]
 
 
-def experiment_label(manifest: Manifest, folder: Path) -> str:
+def experiment_label(manifest: Manifest | None, folder: Path) -> str:
     """How a drill-down capture is named on the cards it settles."""
-    return f"drill-down capture {folder} ({manifest.created_at})"
+    when = manifest.created_at if manifest else "without its manifest.json"
+    return f"drill-down capture {folder} ({when})"
 
 
-def _relabel(card: Card, label: str, created_at: str) -> Card:
+def _drill_folder(source: Source, cards: list[Card]) -> Path | None:
+    """The folder of a drill-down capture (with its manifest, or recognized without it)."""
+    if source.manifest is not None and source.manifest_path is not None:
+        return source.manifest_path.parent if source.manifest.drill_down else None
+    return unmanifested_drill_down(source, cards)
+
+
+def _relabel(card: Card, label: str, created_at: str | None) -> Card:
     """The card's drill-down sections named after the capture that made them."""
     kernels = []
     for kernel in card.kernels:
@@ -57,11 +68,19 @@ def _keyed(kernels: Sequence[KernelCard]) -> dict[tuple[str, int], KernelCard]:
     return out
 
 
-def _attach(card: Card, drilled: Card, rules: LoadedRules, warnings: list[str]) -> Card:
+def _attach(
+    card: Card,
+    drilled: Card,
+    rules: LoadedRules,
+    warnings: list[str],
+    backend_known: bool = True,
+) -> Card:
     """`card` with the drill-down sections of `drilled`'s matching kernels, judged again; a
-    drill-down that replayed another backend (FA3 missing, SDPA's fallback) is not merged."""
+    drill-down that replayed another backend (FA3 missing, SDPA's fallback) is not merged.
+    `backend_known`: False where the card or the drill-down was read without its manifest, so
+    that a backend is unknown (the kernels alone then say whether it replayed the same)."""
     used, redone = (c.shape_parameters.get("backend_used") for c in (card, drilled))
-    if used != redone:
+    if used != redone and backend_known:
         warnings.append(
             f"{card.group}: the drill-down replayed backend {redone}, the card {used}: not merged"
         )
@@ -92,16 +111,18 @@ def merge_drill_downs(
 ) -> list[SourceCards]:
     """The sources with every drill-down capture's cards folded into the other sources' cards
     of the same group (its own cards only where no other source holds the group)."""
-    drills = [(s, cards) for s, cards in per_source if s.manifest and s.manifest.drill_down]
+    folders = [_drill_folder(s, cards) for s, cards in per_source]
+    drills = [(s, c, f) for (s, c), f in zip(per_source, folders, strict=True) if f is not None]
     if not drills:
         return per_source
-    firsts = [(s, cards) for s, cards in per_source if not (s.manifest and s.manifest.drill_down)]
+    firsts = [sc for sc, folder in zip(per_source, folders, strict=True) if folder is None]
     drilled: dict[str, Card] = {}
+    unknown: set[str] = set()  # groups drilled by a drill-down read without its manifest
     left: list[SourceCards] = []
-    for source, cards in drills:
-        assert source.manifest is not None and source.manifest_path is not None
-        label = experiment_label(source.manifest, source.manifest_path.parent)
-        relabelled = [_relabel(c, label, source.manifest.created_at) for c in cards]
+    for source, cards, folder in drills:
+        label = experiment_label(source.manifest, folder)
+        created_at = source.manifest.created_at if source.manifest else None
+        relabelled = [_relabel(c, label, created_at) for c in cards]
         claimed = {c.group for _, held in firsts for c in held}
         twice = [card.group for card in relabelled if card.group in drilled]
         if twice:
@@ -114,6 +135,8 @@ def merge_drill_downs(
                 continue
             if card.group in claimed and card.status in ("classified", "unresolved"):
                 drilled[card.group] = card
+                if source.manifest is None:
+                    unknown.add(card.group)
             elif card.group in claimed:
                 why = card.error or card.status
                 warnings.append(f"{card.group}: its drill-down in {label} holds no kernels: {why}")
@@ -124,11 +147,18 @@ def merge_drill_downs(
                 f" {alone[0].group}); kept as cards of their own"
             )
         left.append((source, alone))
+
+    def known(source: Source, card: Card) -> bool:
+        """Whether both backends of the card and its drill-down are known (both manifests)."""
+        return source.manifest is not None and card.group not in unknown
+
     merged = [
         (
             s,
             [
-                _attach(c, drilled[c.group], rules, warnings) if c.group in drilled else c
+                _attach(c, drilled[c.group], rules, warnings, known(s, c))
+                if c.group in drilled
+                else c
                 for c in cards
             ],
         )

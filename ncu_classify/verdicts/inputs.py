@@ -37,6 +37,8 @@ class Source:
     # report stem -> the error line of a report named there that cannot be read (missing, a
     # FIFO, a folder, a dangling link): the shapes of a capture that live in it say so
     problems: dict[str, str] = field(default_factory=dict)
+    # the folder searched whose reports these are, where it holds no manifest.json
+    folder: Path | None = None
 
 
 @dataclass
@@ -58,7 +60,7 @@ def find_inputs(paths: Iterable[Path]) -> Inputs:
     read once: captures claim theirs first (their manifest gives it meaning), then loose
     reports in the order given."""
     inputs = Inputs()
-    found = [source for path in paths for source in _sources_of(path, inputs.errors)]
+    found = [source for path in paths for source in _sources_of(path, inputs)]
     seen: dict[tuple[int, int], Path] = {}
     for source in [s for s in found if s.manifest_path] + [s for s in found if not s.manifest_path]:
         _add_unique(source, inputs, seen)
@@ -83,7 +85,23 @@ def collect_inputs(paths: Iterable[Path]) -> Inputs:
         if source.manifest_path is not None:
             source.manifest = read_manifest(source.manifest_path)
             inputs.errors += _missing_reports(source)
+            inputs.warnings += _unlisted_reports(source)
     return inputs
+
+
+def _unlisted_reports(source: Source) -> list[str]:
+    """A warning per report in a capture folder that its manifest names nowhere (no batch
+    wrote it, no shape lives in it: copied in from elsewhere): its cards are loose ones."""
+    assert source.manifest is not None and source.manifest_path is not None
+    named = {report_stem(b.report) for b in source.manifest.batches}
+    for shape in source.manifest.shapes:
+        named |= {report_stem(n) for n in (shape.report, shape.times_report) if n}
+    return [
+        f"{report}: in the capture folder but not named by its manifest.json: read as a loose"
+        " report, its cards beside the capture's"
+        for report in source.reports
+        if report_stem(report) not in named
+    ]
 
 
 def _missing_reports(source: Source) -> list[str]:
@@ -110,9 +128,10 @@ def _missing_reports(source: Source) -> list[str]:
     return lines
 
 
-def _sources_of(path: Path, errors: list[str]) -> Iterator[Source]:
+def _sources_of(path: Path, inputs: Inputs) -> Iterator[Source]:
+    errors = inputs.errors
     if path.is_dir():
-        found = list(_walk(path, errors))
+        found = list(_walk(path, inputs))
         if not found:
             errors.append(f"{path}: folder holds no Nsight Compute report (searched recursively)")
         yield from found
@@ -127,9 +146,11 @@ def _sources_of(path: Path, errors: list[str]) -> Iterator[Source]:
         errors.append(f"{path}: no such file or folder")
 
 
-def _walk(folder: Path, errors: list[str]) -> Iterator[Source]:
+def _walk(folder: Path, inputs: Inputs) -> Iterator[Source]:
     """One source per folder that holds reports or a manifest, folders and reports in natural
-    order (n2 before n10)."""
+    order (n2 before n10); reports in folders under a capture folder are not read, with a
+    warning."""
+    errors = inputs.errors
 
     def unlistable(exc: OSError) -> None:
         errors.append(f"{exc.filename}: cannot list: {exc.strerror or exc}")
@@ -147,11 +168,30 @@ def _walk(folder: Path, errors: list[str]) -> Iterator[Source]:
             (d for d in dirs if not d.startswith(".") and not is_report(Path(d))), key=natural_key
         )
         reports = [p for p in named if p not in bad]
-        if MANIFEST_NAME in files:
+        if MANIFEST_NAME in files or MANIFEST_NAME in dirs:  # a folder there: refused as one
+            inputs.warnings += _unread_below(here, [d for d in dirs if d != MANIFEST_NAME])
             dirs[:] = []  # a capture folder is one source
             yield Source(reports, here / MANIFEST_NAME, problems=problems)
         elif reports:
-            yield Source(reports, problems=problems)
+            yield Source(reports, problems=problems, folder=here)
+
+
+def _unread_below(capture: Path, folders: list[str]) -> list[str]:
+    """A warning per folder under a capture folder that holds reports (a capture folder is one
+    source, read by its manifest: they would be read by no one)."""
+    lines = []
+    for name in folders:
+        count = 0
+        for _, dirs, files in os.walk(capture / name):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]  # skipped as everywhere
+            count += sum(1 for n in [*files, *dirs] if is_report(Path(n)))
+        if count:
+            lines.append(
+                f"{capture / name}: {count} report{'s' if count > 1 else ''} inside the capture"
+                f" folder {capture}, which is read by its manifest.json: not read (give"
+                " this folder itself to read them)"
+            )
+    return lines
 
 
 def _stat_reason(path: Path) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -184,7 +185,8 @@ def test_a_hand_edited_drill_manifest_is_refused_in_one_line(
     capsys.readouterr()
     assert _classify(tmp_path / "c.json", FIRST, drill) == 3
     [line] = capsys.readouterr().err.splitlines()
-    assert line.startswith(f"ncu-classify: error: {drill / 'manifest.json'}: manifest field ")
+    where = re.escape(f"ncu-classify: error: {drill / 'manifest.json'}:")
+    assert re.match(rf"{where}\d+:\d+: manifest field ", line), line  # file:line:col
     assert field in line and not (tmp_path / "c.json").exists()
 
 

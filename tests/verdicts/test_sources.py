@@ -179,7 +179,7 @@ def test_an_invalid_manifest_is_exit_3_and_nothing_is_written(
     out = tmp_path / "cards.json"
     assert run(["classify", str(capture), str(SMOKE / "dit.ncu-rep.xz"), "-o", str(out)]) == 3
     assert capsys.readouterr().err == (
-        f"ncu-classify: error: {capture / 'manifest.json'}: manifest field shapes.2.status:"
+        f"ncu-classify: error: {capture / 'manifest.json'}:1:9074: manifest field shapes.2.status:"
         " Input should be 'pending', 'ok' or 'failed'\n"
     )
     assert not out.exists()

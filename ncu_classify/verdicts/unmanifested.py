@@ -1,0 +1,89 @@
+"""Capture folders read without their `manifest.json` (reports copied without it).
+
+Their reports still name each shape by the group id of its NVTX range, so their cards keep the
+shape's stage, op, parameters and nominal work; everything else the manifest held is gone, and
+classify says so once per folder. A drill-down folder without its manifest is still one: its
+shapes are group ids whose every kernel holds the warp-state counters, so it still merges into
+the cards it drills, named after its folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..capture.group_ids import parse_group_id
+from ..cards.model import Card
+from .inputs import Source
+
+# What a capture's cards lose with its manifest, in the order a reader of the cards misses it.
+LOST = (
+    "calls per inference (each card counts once)",
+    "each shape's backend, inputs and note",
+    "its failed and missing shapes and their order",
+    "the machine it ran on",
+    "the recorded program's real time (coverage)",
+    "the spread of --repeat launches",
+)
+SourceCards = tuple[Source, list[Card]]
+
+
+def is_shape_card(card: Card) -> bool:
+    """True for a card named by one of capture's group ids (not a user's range or kernel)."""
+    return parse_group_id(card.group) is not None
+
+
+def without_manifest(source: Source, cards: list[Card]) -> Path | None:
+    """The folder of `source` where it is a folder searched that holds cards of a capture's
+    shapes but no manifest.json; None otherwise (reports given by name are loose on purpose)."""
+    if source.manifest_path is not None or source.folder is None:
+        return None
+    return source.folder if any(is_shape_card(c) for c in cards) else None
+
+
+def unmanifested_drill_down(source: Source, cards: list[Card]) -> Path | None:
+    """The folder of a drill-down capture read without its manifest: every card a shape whose
+    every kernel holds the drill-down counters; None for anything else."""
+    folder = without_manifest(source, cards)
+    if folder is None or not cards:
+        return None
+    drilled = all(
+        is_shape_card(c) and c.kernels and all(k.drill_down is not None for k in c.kernels)
+        for c in cards
+    )
+    return folder if drilled else None
+
+
+def is_drill_down(source: Source, cards: list[Card]) -> bool:
+    """True for a drill-down capture, read with its manifest or without it."""
+    if source.manifest is not None:
+        return source.manifest.drill_down is not None
+    return unmanifested_drill_down(source, cards) is not None
+
+
+def missing_manifest_warnings(per_source: list[SourceCards]) -> list[str]:
+    """One warning per capture folder read without its manifest: what that loses, and how a
+    drill-down among the inputs merges without it."""
+    drills = {id(s) for s, cards in per_source if is_drill_down(s, cards)}
+    lines = []
+    for source, cards in per_source:
+        folder = without_manifest(source, cards)
+        if folder is None:
+            continue
+        shapes = sum(1 for c in cards if is_shape_card(c))
+        reports = len(source.reports)
+        line = (
+            f"{folder}: {reports} report{'s' if reports > 1 else ''} of a capture ({shapes}"
+            " shapes by the group ids of their NVTX ranges) without its manifest.json: read as"
+            f" loose reports; lost with it: {', '.join(LOST)}"
+        )
+        if id(source) in drills:
+            line += (
+                "; read as a drill-down (every kernel holds its counters), merged by kernel"
+                " names alone"
+            )
+        elif drills:
+            line += (
+                "; the drill-down merges into its cards by kernel names alone (backends unknown)"
+            )
+        lines.append(line)
+    return lines
