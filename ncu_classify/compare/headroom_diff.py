@@ -1,7 +1,8 @@
 """Headroom before and after a change, per stage: the recoverable time of both sides, and how
 much of the baseline's speed-of-light headroom the change took (a change that saves 500 us of
-1,380 us recoverable took 36 % of it). Only shapes timed on both sides count as saved: a shape
-the candidate lost is not a saving."""
+1,380 us recoverable took 36 % of it; one that saves more beat the baseline's speed of light,
+under another math mode or dtype, and is said so, never a share above 100 %). Only shapes
+timed on both sides count as saved: a shape the candidate lost is not a saving."""
 
 from __future__ import annotations
 
@@ -41,9 +42,16 @@ def headroom_changes(
         took = round(saved[stage], 3) if stage in saved else None
         room = one.recoverable_at_sol_us if one else None
         share = round(100 * took / room, 2) if took is not None and room else None
+        # past 100 %, the candidate beat the speed of light of the baseline's own math mode
+        beat = share is not None and share > 100
         out.append(
             HeadroomChange(
-                stage=stage, baseline=one, candidate=other, saved_us=took, saved_of_sol_pct=share
+                stage=stage,
+                baseline=one,
+                candidate=other,
+                saved_us=took,
+                saved_of_sol_pct=None if beat else share,
+                beat_baseline_sol=beat,
             )
         )
     return out
