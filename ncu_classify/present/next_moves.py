@@ -100,7 +100,9 @@ def try_next(card: Card) -> str:
         ideas.append(f"{wgmma}: this mma.sync kernel tops out at 2/3 of the wgmma peak")
     useful = card.roofline.useful_over_executed if card.roofline else None
     if useful is not None and useful < 0.9:
-        ideas.append(f"useful FLOPs are {useful:.0%} of those executed: a tile that pads less")
+        ideas.append(
+            f"useful FLOPs are {100 * useful:.0f} % of those executed: a tile that pads less"
+        )
     note = top.verdict_note if top is not None else None
     if note and "output tiles" in note:
         ideas.append(f"another tile size or stream-K ({note.split(': ', 1)[-1]})")

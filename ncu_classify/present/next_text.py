@@ -59,32 +59,36 @@ def stage_cells(s: StageTotals) -> list[str]:
     ]
 
 
+def _cards(count: int) -> str:
+    return f"{count} card" + ("" if count == 1 else "s")
+
+
 def stage_notes(report: NextMoves) -> list[str]:
     """What the stage rows count in a way a reader must know: cards at their measured time for
     want of a floor, figures capped at the measured time, kernel roofs below the SOL."""
     lines = []
-    for s in [*report.stages, report.overall] if len(report.stages) != 1 else report.stages:
+    for s in report.stages:  # (all stages) is their sum
         name = s.stage
         if s.cards_without_roof and s.kernel_roof_us is not None:
             lines.append(
-                f"{name}: {s.cards_without_roof} cards without a kernel roof count at their"
+                f"{name}: {_cards(s.cards_without_roof)} without a kernel roof: counted at the"
                 " measured time at kernel roofs (nothing recoverable claimed)"
             )
         if s.cards_without_sol and s.at_sol_us is not None:
             lines.append(
-                f"{name}: {s.cards_without_sol} cards without a SOL count at their measured"
+                f"{name}: {_cards(s.cards_without_sol)} without a SOL: counted at the measured"
                 " time at SOL (nothing recoverable claimed)"
             )
         if s.capped_cards:
             lines.append(
-                f"{name}: {s.capped_cards} cards capped at their measured time (a kernel above"
+                f"{name}: {_cards(s.capped_cards)} capped at the measured time (a kernel above"
                 " its roof or an op faster than its SOL: see the flagged figures)"
             )
         if s.cards_below_sol:
             lines.append(
-                f"{name}: {s.cards_below_sol} cards whose kernels' roofs fall"
+                f"{name}: the kernel roofs of {_cards(s.cards_below_sol)} fall"
                 f" {figure(s.below_sol_us)} us below their SOL (fewer DRAM bytes than the"
-                " compulsory ones: data in L2) count at their SOL at kernel roofs"
+                " compulsory ones: data in L2): counted at the SOL at kernel roofs"
             )
     return lines
 

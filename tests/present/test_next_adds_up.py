@@ -107,7 +107,7 @@ def test_the_issue_s_stages_add_up() -> None:
     [dit] = [s for s in report.stages if s.stage == "dit"]
     assert (dit.cards_below_sol, dit.below_sol_us) == (17, 4743.042)
     text = next_markdown(report)
-    assert "- dit: 17 cards whose kernels' roofs fall 4,743.0 us below their SOL" in text
+    assert "- dit: the kernel roofs of 17 cards fall 4,743.0 us below their SOL" in text
 
 
 def test_each_quantity_has_its_own_header() -> None:
@@ -203,3 +203,41 @@ def test_diff_roll_up_counts_an_absent_class_as_0_us(tmp_path: Path) -> None:
     text = md.read_text()
     assert "| 18,292.1 | beat the baseline's SOL (another math mode) |" in text
     assert "247.9 %" not in text and "| missing |" not in text
+
+
+def _vae_bf16(edit: dict[int, dict[str, object]]) -> CardFile:
+    """The bf16 VAE cards with `edit` (card index: fields) applied."""
+    cards = load_card_file(CARDS / "vae_bf16_cl3d.json")
+    edited = [c.model_copy(update=edit.get(i, {})) for i, c in enumerate(cards.cards)]
+    return cards.model_copy(update={"cards": edited})
+
+
+def test_a_stage_says_its_caps_and_the_cards_it_counts_at_their_measured_time() -> None:
+    cards = load_card_file(CARDS / "vae_bf16_cl3d.json")
+    first = cards.cards[0]
+    assert first.roofline is not None and first.kernels[0].roofline is not None
+    hot = first.kernels[0].model_copy(
+        update={"roofline": first.kernels[0].roofline.model_copy(update={"pct_of_roof": 150.0})}
+    )
+    edited = _vae_bf16(
+        {
+            0: {"kernels": [hot, *first.kernels[1:]]},
+            1: {"nominal_mac_flops": None, "nominal_bytes": None},  # no model: no SOL
+        }
+    )
+    report = next_moves(edited, "edited")
+    [vae] = report.stages
+    assert (vae.capped_cards, vae.cards_without_sol) == (1, 1)
+    before = next_moves(cards, "bf16").stages[0]
+    second = card_headroom(cards.cards[1])
+    assert second is not None and second.at_sol_us is not None
+    # the card without a SOL counts at its measured time there: nothing recoverable claimed
+    assert vae.at_sol_us == round(
+        before.at_sol_us - second.at_sol_us + second.measured_us,
+        3,  # type: ignore[operator]
+    )
+    _adds(vae.measured_us, vae.at_sol_us, vae.recoverable_at_sol_us)
+    text = next_markdown(report)
+    assert "- vae: 1 card without a SOL: counted at the measured time at SOL" in text
+    assert "- vae: 1 card capped at the measured time (a kernel above its roof" in text
+    assert "a clock or counter error; capped at its measured time (0 headroom)" in text
