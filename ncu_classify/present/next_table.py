@@ -103,7 +103,8 @@ class _Fitted:
 
 def next_renderable(report: NextMoves, top: int = 5) -> RenderableType:
     """The stage table, its notes and coverage, the top moves of each stage, the flags."""
-    stages = [stage_cells(s) for s in [*report.stages, report.overall]]
+    # user text escaped to one line first: a newline in a cell is then only ever one of ours
+    stages = [list(map(one_line, stage_cells(s))) for s in [*report.stages, report.overall]]
     parts: list[RenderableType] = [
         _folded(INTRO),
         _Fitted(

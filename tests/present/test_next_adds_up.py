@@ -241,3 +241,25 @@ def test_a_stage_says_its_caps_and_the_cards_it_counts_at_their_measured_time() 
     assert "- vae: 1 card without a SOL: counted at the measured time at SOL" in text
     assert "- vae: 1 card capped at the measured time (a kernel above its roof" in text
     assert "a clock or counter error; capped at its measured time (0 headroom)" in text
+
+
+def test_a_stage_name_with_a_newline_stays_one_escaped_line_on_the_terminal(
+    tmp_path: Path,
+) -> None:
+    doc = json.loads((CARDS / "vae_bf16_cl3d.json").read_text())
+    doc["cards"][0]["stage"] = "a\nb[bold]"
+    cards = tmp_path / "odd.json"
+    cards.write_text(json.dumps(doc))
+    out = _terminal(cards, 200)
+    assert [line.split()[0] for line in out.splitlines() if "a\\x0ab[bold]" in line][:1] == [
+        "a\\x0ab[bold]"
+    ]
+    assert not [line for line in out.splitlines() if line.split()[:1] == ["b[bold]"]]
+
+
+def test_a_tile_note_without_a_colon_is_no_internal_error() -> None:
+    cards = {c.group: c for c in load_card_file(CARDS / "w480_gpu0.json").cards}
+    card = cards["dit:linear:M4680_N5120_K5120:bf16:bias"]
+    top = card.kernels[0].model_copy(update={"verdict_note": "132 output tiles on 132 SMs"})
+    text = try_next(card.model_copy(update={"kernels": [top, *card.kernels[1:]]}))
+    assert "another tile size or stream-K (132 output tiles on 132 SMs)" in text
