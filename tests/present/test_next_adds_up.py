@@ -263,3 +263,12 @@ def test_a_tile_note_without_a_colon_is_no_internal_error() -> None:
     top = card.kernels[0].model_copy(update={"verdict_note": "132 output tiles on 132 SMs"})
     text = try_next(card.model_copy(update={"kernels": [top, *card.kernels[1:]]}))
     assert "another tile size or stream-K (132 output tiles on 132 SMs)" in text
+
+
+def test_the_report_page_states_the_same_notes_under_its_headroom_table() -> None:
+    from ncu_classify.present.page import report_html
+
+    cards = load_card_file(CARDS / "vae_bf16_cl3d.json")
+    page = report_html([("bf16", cards)], "t")
+    assert '<p class="note">vae: the kernel roofs of 3 cards fall 1.6 us below their SOL' in page
+    assert ">recoverable there<" not in page and ">recoverable at kernel roofs<" in page
