@@ -260,6 +260,7 @@ def _floor(timed: list[tuple[int, CardHeadroom, float | None]]) -> float | None:
 
 
 def _totals(name: str, members: list[tuple[Card, CardHeadroom | None]]) -> StageTotals:
+    """One row of totals from its cards and their headroom (None: failed or untimed)."""
     timed = [(card.calls, room) for card, room in members if room is not None]
     measured = _us(sum(n * r.measured_us for n, r in timed))
     roof = _floor([(n, r, r.kernel_roof_us) for n, r in timed])

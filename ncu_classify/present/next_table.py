@@ -1,7 +1,8 @@
 """The `next` report on a terminal: the stage table and the top moves of each stage as tables
 like summary's and diff's (plain text cells, never markup; Markdown only with `-o F.md`).
-Figures are never cut: a numeric column is as wide as its widest figure, and on a narrow
-terminal the text columns fold and the headers wrap a word a line."""
+Figures are never cut: a numeric column is as wide as its widest figure (its header wraps to
+that width), text columns fold, and a terminal too narrow for the figures gets each row as a
+block of `header: value` lines instead."""
 
 from __future__ import annotations
 
@@ -49,6 +50,8 @@ class _Fitted:
     a figure is never cut nor folded."""
 
     def __init__(self, title: str, headers: list[str], rows: list[list[str]], numeric: set[int]):
+        """`rows` of plain-text cells (a newline: another line of the cell); `numeric`: the
+        indexes of the columns of figures."""
         self.title, self.headers, self.rows, self.numeric = title, headers, rows, numeric
 
     def widths(self) -> list[int]:
@@ -119,9 +122,9 @@ def next_renderable(report: NextMoves, top: int = 5) -> RenderableType:
         rows = []
         for m in moves:
             c = move_cells(m)
-            settled = f"{c[2]}; {c[3]}" if c[3] != "-" else c[2]
-            # the shape, its class and what to try share one folding column
-            rows.append([c[0], "\n".join(map(one_line, (c[1], settled, f"try: {c[8]}"))), *c[4:8]])
+            klass = f"{c[2]}; {c[3]}" if c[3] != "-" else c[2]
+            # the shape, its class and hot unit, and what to try share one folding column
+            rows.append([c[0], "\n".join(map(one_line, (c[1], klass, f"try: {c[8]}"))), *c[4:8]])
         parts.append(Text(""))
         parts.append(
             _Fitted(

@@ -60,6 +60,7 @@ def stage_cells(s: StageTotals) -> list[str]:
 
 
 def _cards(count: int) -> str:
+    """`1 card`, `2 cards`."""
     return f"{count} card" + ("" if count == 1 else "s")
 
 
