@@ -41,16 +41,17 @@ def headroom_changes(
         one, other = before.get(stage), after.get(stage)
         took = round(saved[stage], 3) if stage in saved else None
         room = one.recoverable_at_sol_us if one else None
-        share = round(100 * took / room, 2) if took is not None and room else None
-        # past 100 %, the candidate beat the speed of light of the baseline's own math mode
-        beat = share is not None and share > 100
+        # saving more than the baseline could at its speed of light (also where it could save
+        # nothing), the candidate beat the SOL of the baseline's own math mode: no share
+        beat = took is not None and room is not None and round(took, 3) > room
+        share = round(100 * took / room, 2) if took is not None and room and not beat else None
         out.append(
             HeadroomChange(
                 stage=stage,
                 baseline=one,
                 candidate=other,
                 saved_us=took,
-                saved_of_sol_pct=None if beat else share,
+                saved_of_sol_pct=share,
                 beat_baseline_sol=beat,
             )
         )

@@ -272,3 +272,22 @@ def test_the_report_page_states_the_same_notes_under_its_headroom_table() -> Non
     page = report_html([("bf16", cards)], "t")
     assert '<p class="note">vae: the kernel roofs of 3 cards fall 1.6 us below their SOL' in page
     assert ">recoverable there<" not in page and ">recoverable at kernel roofs<" in page
+
+
+def test_a_saving_where_the_baseline_had_no_sol_headroom_beat_its_sol() -> None:
+    from ncu_classify.cards.headroom import StageTotals
+    from ncu_classify.compare.headroom_diff import headroom_changes
+    from ncu_classify.compare.matching import CardPair
+
+    cards = load_card_file(CARDS / "vae_bf16_cl3d.json")
+    card = cards.cards[0]
+    room = card_headroom(card)
+    assert room is not None and room.sol_us is not None
+    at_sol = card.model_copy(update={"summed_kernel_us": room.sol_us})  # nothing left
+    faster = card.model_copy(update={"summed_kernel_us": room.sol_us / 2})
+    [change] = headroom_changes(
+        [at_sol], [faster], [("vae", CardPair(baseline=at_sol, candidate=faster))]
+    )
+    assert isinstance(change.baseline, StageTotals)
+    assert change.baseline.recoverable_at_sol_us == 0.0
+    assert (change.saved_of_sol_pct, change.beat_baseline_sol) == (None, True)
