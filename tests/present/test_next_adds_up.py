@@ -291,3 +291,15 @@ def test_a_saving_where_the_baseline_had_no_sol_headroom_beat_its_sol() -> None:
     assert isinstance(change.baseline, StageTotals)
     assert change.baseline.recoverable_at_sol_us == 0.0
     assert (change.saved_of_sol_pct, change.beat_baseline_sol) == (None, True)
+
+
+def test_a_chart_tooltip_of_a_kernel_without_a_duration_says_so() -> None:
+    from ncu_classify.present.page import report_html
+
+    cards = load_card_file(CARDS / "vae_bf16_cl3d.json")
+    first = cards.cards[0]
+    kernel = first.kernels[0].model_copy(deep=True)
+    del kernel.metrics["dur_us"]
+    edited = first.model_copy(update={"kernels": [kernel, *first.kernels[1:]]})
+    page = report_html([("bf16", cards.model_copy(update={"cards": [edited]}))], "t")
+    assert "None us" not in page and "duration unknown" in page
