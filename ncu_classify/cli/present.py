@@ -115,7 +115,11 @@ def next_command(
     cards_file: CardsArgument,
     output: Annotated[
         str | None,
-        typer.Option("-o", "--output", help="write to this file: .json (every move), .md, .csv"),
+        typer.Option(
+            "-o",
+            "--output",
+            help="write to this file: .json (every move), .md (Markdown), .csv; else the tables",
+        ),
     ] = None,
     top: Annotated[
         int, typer.Option(help="moves shown per stage (Markdown, terminal)", callback=positive_int)
@@ -128,13 +132,16 @@ def next_command(
     roof and at each op's speed of light, and the next moves ranked by the microseconds per
     inference they could recover, each with what to try."""
     from ..present.next_moves import next_moves
+    from ..present.next_table import next_renderable, next_table_text
     from ..present.next_text import flag_lines, next_csv, next_markdown
 
     with errors():
         target = check_output(output, [cards_file]) if output is not None else None
         check_inputs([cards_file])
         suffixes = {".json": "json", ".md": "md", ".csv": "csv"}
-        fmt = output_format(None, output, suffixes, "md", neutral=TEXT_SUFFIXES, has_format=False)
+        fmt = output_format(
+            None, output, suffixes, "table", neutral=TEXT_SUFFIXES, has_format=False
+        )
         cards = read_cards(cards_file)
         known = {c.stage for c in cards.cards}
         for name in stage or []:
@@ -143,8 +150,13 @@ def next_command(
         report = next_moves(cards, str(cards_file), stage or [])
         for line in flag_lines(report):
             warning_line(line)
+        if target is None and fmt == "table":
+            out.print(next_renderable(report, top))
+            return
         if fmt == "json":
             text = report.model_dump_json(indent=2) + "\n"
+        elif fmt == "table":
+            text = next_table_text(report, top)
         else:
             text = next_csv(report) if fmt == "csv" else next_markdown(report, top)
         if target is None:

@@ -285,8 +285,9 @@ def _rollup(pairs: list[CardPair], aliases: dict[str, str]) -> list[StageRollup]
         (stage, primary), rows = item
         return order[stage], -max(row.kernel_us if row else 0.0 for row in rows), primary
 
+    staged = [{card.stage for card in cards} for cards in sides]
     return [
-        _rollup_row(stage, primary, *rows)
+        _rollup_row(stage, primary, rows, [stage in have for have in staged])
         for (stage, primary), rows in sorted(cells.items(), key=most_time)
     ]
 
@@ -298,11 +299,14 @@ def _restaged(card: Card, stage: str) -> Card:
 
 
 def _rollup_row(
-    stage: str, primary: str, base: SummaryRow | None, cand: SummaryRow | None
+    stage: str, primary: str, rows: list[SummaryRow | None], present: list[bool]
 ) -> StageRollup:
-    """One roll-up cell from the summary rows of both sides; no change without both totals
-    whole (an untimed card on either side)."""
-    before, after = (row.kernel_us if row else None for row in (base, cand))
+    """One roll-up cell from the summary rows of both sides; a side with cards in the stage
+    but none of the class has 0 us there (None: no card of the stage); no change without both
+    totals whole (an untimed card on either side)."""
+    (base, cand), (one, other) = rows, present
+    before = base.kernel_us if base else 0.0 if one else None
+    after = cand.kernel_us if cand else 0.0 if other else None
     untimed = [row.untimed if row else 0 for row in (base, cand)]
     whole = before is not None and after is not None and not any(untimed)
     return StageRollup(

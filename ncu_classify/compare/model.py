@@ -11,8 +11,10 @@ from ..cards.headroom import StageTotals
 from ..cards.machine import GpuInfo, Software
 from ..core.metrics import EVIDENCE_KEYS
 
-DIFF_VERSION = "1.2"  # 1.1: roll-up as summary computes it (x calls, untimed apart); 1.2:
-# judged_by and duration intervals per shape, speed `inconclusive` (cards measured with --repeat)
+DIFF_VERSION = "1.3"  # 1.1: roll-up as summary computes it (x calls, untimed apart); 1.2:
+# judged_by and duration intervals per shape, speed `inconclusive` (cards measured with --repeat);
+# 1.3: headroom totals that add up (at_sol_us, cards_without_roof, ...), beat_baseline_sol; a
+# roll-up class without cards on a side that has the stage is 0 us there
 Change = Literal[
     "same",
     "flipped",
@@ -125,7 +127,8 @@ class StageRollup(Model):
     candidate_cards: int
     baseline_us: float | None = Field(
         description="kernel time per inference (summed kernel time x calls) of the cell's timed"
-        " cards, as `summary` gives it; None: the side has no card in the cell"
+        " cards, as `summary` gives it; 0 when the side has cards in the stage but none of the"
+        " class; None: the side has no card in the stage"
     )
     candidate_us: float | None
     baseline_untimed: int = Field(default=0, description="cards of the cell without a total")
@@ -153,7 +156,13 @@ class HeadroomChange(Model):
         description="baseline - candidate time per inference over the shapes timed on both"
     )
     saved_of_sol_pct: float | None = Field(
-        description="saved_us over what the baseline could recover at the speed of light, %"
+        description="saved_us over what the baseline could recover at the speed of light, %;"
+        " None past 100 % (beat_baseline_sol)"
+    )
+    beat_baseline_sol: bool = Field(
+        default=False,
+        description="the candidate saved more than the baseline could at its speed of light: it"
+        " beat the baseline's SOL (another math mode or dtype, such as TF32 for fp32)",
     )
 
 

@@ -39,15 +39,24 @@ def headroom_rows(diff: DiffFile) -> list[list[str]]:
             (one.recoverable_at_sol_us if one else None,
              other.recoverable_at_sol_us if other else None),
         ]  # fmt: skip
+        sides = (one is not None, other is not None)
         rows.append(
             [
                 row.stage,
-                *(f"{figure(a)} -> {figure(b)}" for a, b in pairs),
+                *(f"{_figure(a, sides[0])} -> {_figure(b, sides[1])}" for a, b in pairs),
                 figure(row.saved_us),
-                figure(row.saved_of_sol_pct, "{:.1f} %"),
+                "beat the baseline's SOL (another math mode)"
+                if row.beat_baseline_sol
+                else figure(row.saved_of_sol_pct, "{:.1f} %"),
             ]
         )
     return rows
+
+
+def _figure(value: float | None, side: bool) -> str:
+    """A figure of one side: `-` where the side lacks the stage, `unknown` where it has the
+    stage but not the figure (no card with a kernel roof or a speed of light)."""
+    return figure(value) if value is not None or not side else "unknown"
 
 
 def headroom_table(diff: DiffFile) -> Table | None:

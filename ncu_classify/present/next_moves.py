@@ -17,7 +17,7 @@ from ..cards.model import Card, CardFile
 from ..cards.rollup import dominant
 from ..core.ordering import stage_order
 
-NEXT_SCHEMA_VERSION = "1.0"
+NEXT_SCHEMA_VERSION = "1.1"
 OVERALL = "(all stages)"  # the overall row's label: no stage name has parentheses around it
 TRANSPOSES = ("nchwToNhwc", "nhwcToNchw")
 ELEMENTWISE = ("elementwise", "Elementwise", "CatArray", "reduce_kernel", "upsample")
@@ -37,11 +37,17 @@ class Move(BaseModel):
     hot_unit: str | None = Field(description="the dominant kernel's busiest SM unit, % of peak")
     try_next: str = Field(description="what to try, from the card's own facts")
     measured_us: float = Field(description="per inference")
-    recoverable_at_kernel_roof_us: float = Field(
-        description="per inference: every kernel at its roof"
+    kernel_roof_us: float | None = Field(
+        description="per inference: every kernel at its roof (measured - the recoverable)"
+    )
+    recoverable_at_kernel_roof_us: float | None = Field(
+        description="per inference: the sum of its kernels' headroom; None: no kernel roof"
+    )
+    at_sol_us: float | None = Field(
+        description="per inference: the op at its speed of light (measured - the recoverable)"
     )
     recoverable_at_sol_us: float | None = Field(
-        description="per inference: the op at its speed of light"
+        description="per inference: measured - the op at its speed of light; None: no SOL"
     )
     sol_pct: float | None = Field(description="speed of light / measured, %")
     headroom: CardHeadroom = Field(description="the figures per call")
@@ -71,11 +77,14 @@ def try_next(card: Card) -> str:
     ideas = []
     transposes = [k for k in card.kernels if any(t in k.kernel for t in TRANSPOSES)]
     if transposes and params.get("memory_format") not in ("channels_last_3d", "channels_last"):
-        spent = sum(k.metrics.get("dur_us") or 0.0 for k in transposes)
-        layout = "channels_last" if "conv2d" in card.op else "channels_last_3d"
-        ideas.append(
-            f"{layout}: drops {len(transposes)} layout transposes ({spent:.1f} us per call)"
+        times = [k.metrics.get("dur_us") for k in transposes]
+        spent = (
+            "their time unknown"
+            if any(t is None for t in times)
+            else f"{sum(t or 0.0 for t in times):.1f} us per call"
         )
+        layout = "channels_last" if "conv2d" in card.op else "channels_last_3d"
+        ideas.append(f"{layout}: drops {len(transposes)} layout transposes ({spent})")
     dtype = params.get("dtype")
     if dtype == "fp32" and params.get("allow_tf32"):
         ideas.append("bf16 instead of TF32 (wgmma bf16 peak is 2x TF32's)")
@@ -91,9 +100,12 @@ def try_next(card: Card) -> str:
         ideas.append(f"{wgmma}: this mma.sync kernel tops out at 2/3 of the wgmma peak")
     useful = card.roofline.useful_over_executed if card.roofline else None
     if useful is not None and useful < 0.9:
-        ideas.append(f"useful FLOPs are {useful:.0%} of those executed: a tile that pads less")
-    if top is not None and top.verdict_note and "output tiles" in top.verdict_note:
-        ideas.append(f"another tile size or stream-K ({top.verdict_note.split(': ', 1)[1]})")
+        ideas.append(
+            f"useful FLOPs are {100 * useful:.0f} % of those executed: a tile that pads less"
+        )
+    note = top.verdict_note if top is not None else None
+    if note and "output tiles" in note:
+        ideas.append(f"another tile size or stream-K ({note.split(': ', 1)[-1]})")
     if not card.nominal_mac_flops and any(e in n for n in names for e in ELEMENTWISE):
         ideas.append("fuse it with its producer or consumer (torch.compile): the bytes move once")
     if ideas:
@@ -102,8 +114,24 @@ def try_next(card: Card) -> str:
     return " ".join((experiment or "no counter-experiment on the card").split())
 
 
+def per_inference(measured: float, recoverable: float | None) -> tuple[float | None, float | None]:
+    """(floor, recoverable) of a per-inference figure: measured = floor + recoverable to the
+    nanosecond; (None, None) when unknown."""
+    if recoverable is None:
+        return None, None
+    recoverable = round(recoverable, 3) + 0.0
+    return round(measured - recoverable, 3) + 0.0, recoverable
+
+
 def _move(card: Card, room: CardHeadroom) -> Move:
     top = dominant(card.kernels)
+    measured = round(room.measured_us * card.calls, 3)
+    roof, roof_gain = per_inference(
+        measured, None if room.kernel_headroom_us is None else room.kernel_headroom_us * card.calls
+    )
+    sol, sol_gain = per_inference(
+        measured, None if room.sol_headroom_us is None else room.sol_headroom_us * card.calls
+    )
     units = top.hot_units.get("sm") if top is not None else None
     return Move(
         rank=0,
@@ -115,11 +143,11 @@ def _move(card: Card, room: CardHeadroom) -> Move:
         settled=card.settled.primary if card.settled else None,
         hot_unit=f"{units[0].label} {units[0].pct:.1f} %" if units else None,
         try_next=try_next(card),
-        measured_us=round(room.measured_us * card.calls, 3),
-        recoverable_at_kernel_roof_us=round(room.kernel_headroom_us * card.calls, 3),
-        recoverable_at_sol_us=(
-            None if room.sol_headroom_us is None else round(room.sol_headroom_us * card.calls, 3)
-        ),
+        measured_us=measured,
+        kernel_roof_us=roof,
+        recoverable_at_kernel_roof_us=roof_gain,
+        at_sol_us=sol,
+        recoverable_at_sol_us=sol_gain,
         sol_pct=room.sol_pct,
         headroom=room,
     )
@@ -132,7 +160,11 @@ def next_moves(cards: CardFile, label: str, stages: Iterable[str] = ()) -> NextM
     kept = [card for card in cards.cards if not wanted or card.stage in wanted]
     moves = [_move(card, room) for card in kept if (room := card_headroom(card)) is not None]
     moves.sort(
-        key=lambda m: (-(m.recoverable_at_sol_us or 0.0), -m.recoverable_at_kernel_roof_us, m.group)
+        key=lambda m: (
+            -(m.recoverable_at_sol_us or 0.0),
+            -(m.recoverable_at_kernel_roof_us or 0.0),
+            m.group,
+        )
     )
     per_stage = stage_totals(kept)
     return NextMoves(
@@ -145,7 +177,7 @@ def next_moves(cards: CardFile, label: str, stages: Iterable[str] = ()) -> NextM
 
 
 _NOTHING = StageTotals(
-    stage=OVERALL, cards=0, cards_without_figures=0, measured_us=0.0, kernel_roof_us=0.0,
-    recoverable_at_kernel_roof_us=0.0, sol_us=None, recoverable_at_sol_us=None,
+    stage=OVERALL, cards=0, cards_without_figures=0, measured_us=0.0, kernel_roof_us=None,
+    recoverable_at_kernel_roof_us=None, at_sol_us=None, recoverable_at_sol_us=None,
     cards_without_sol=0,
 )  # fmt: skip

@@ -1,5 +1,8 @@
 """The `next` report for people and spreadsheets: Markdown (per stage, then the top moves of
-each stage; also what a pull request shows) and CSV (one row per move, every figure)."""
+each stage; also what a pull request shows) and CSV (one row per move, every figure). The cells
+are shared with the terminal tables (`next_table`). Columns add up as printed: a recoverable
+figure is the measured one minus the floor, both as shown (one decimal), so that measured =
+at the floor + recoverable in every row; unknown figures are `unknown`, never 0."""
 
 from __future__ import annotations
 
@@ -9,26 +12,89 @@ from .coverage import UNKNOWN, stage_line
 from .next_moves import Move, NextMoves
 from .tables import csv_text
 
+STAGE_HEADERS = [
+    "stage", "cards", "measured", "at kernel roofs", "recoverable at kernel roofs", "at SOL",
+    "recoverable at SOL",
+]  # fmt: skip
+MOVE_HEADERS = [
+    "rank", "shape", "class", "hot unit", "measured", "recoverable at kernel roofs",
+    "recoverable at SOL", "SOL %", "try",
+]  # fmt: skip
 MOVE_COLUMNS = [
     "rank", "stage", "group", "op", "calls", "primary", "settled", "hot_unit", "measured_us",
-    "recoverable_at_kernel_roof_us", "recoverable_at_sol_us", "sol_pct", "kernel_roof_us_per_call",
-    "sol_us_per_call", "sol_bound", "overhead_us_per_call", "extra_kernels_us_per_call", "try_next",
-    "flags",
+    "kernel_roof_us", "recoverable_at_kernel_roof_us", "at_sol_us", "recoverable_at_sol_us",
+    "sol_pct", "measured_us_per_call", "kernel_roof_us_per_call", "sol_us_per_call",
+    "at_sol_us_per_call", "sol_bound", "sol_unknown", "overhead_us_per_call",
+    "extra_kernels_us_per_call", "try_next", "flags",
 ]  # fmt: skip
+INTRO = (
+    "Microseconds per inference. At kernel roofs: every kernel at its own binding roof (the"
+    " recoverable time is the sum of the kernels' headroom); at SOL (speed of light): the op's"
+    " nominal FLOPs at the dense peak of its dtype, or its compulsory bytes at DRAM bandwidth,"
+    " whichever is longer. Measured = at the floor + recoverable, in every row."
+)
 
 
-def _stage_row(s: StageTotals) -> str:
-    sol = figure(s.sol_us) if s.sol_us is not None else f"- ({s.cards_without_sol} without a model)"
+def split(measured: float, floor: float | None) -> tuple[str, str]:
+    """(floor, recoverable) as printed: the recoverable is the printed measured minus the
+    printed floor, so the three add up as shown; `unknown` twice without a floor."""
+    if floor is None:
+        return "unknown", "unknown"
+    shown, at = round(measured, 1), round(floor, 1)
+    return figure(at), figure(round(shown - at, 1) + 0.0)
+
+
+def stage_cells(s: StageTotals) -> list[str]:
+    """The cells of one stage row (plain text): stage, cards, measured, at kernel roofs,
+    recoverable there, at SOL, recoverable there."""
     cards = f"{s.cards}" + (
         f" ({s.cards_without_figures} untimed)" if s.cards_without_figures else ""
     )
-    return (
-        f"| {md_text(s.stage)} | {cards} | {figure(s.measured_us)} | {figure(s.kernel_roof_us)} |"
-        f" {figure(s.recoverable_at_kernel_roof_us)} | {sol} | {figure(s.recoverable_at_sol_us)} |"
-    )
+    return [
+        s.stage,
+        cards,
+        figure(s.measured_us),
+        *split(s.measured_us, s.kernel_roof_us),
+        *split(s.measured_us, s.at_sol_us),
+    ]
 
 
-def _coverage(report: NextMoves) -> list[str]:
+def _cards(count: int) -> str:
+    """`1 card`, `2 cards`."""
+    return f"{count} card" + ("" if count == 1 else "s")
+
+
+def stage_notes(report: NextMoves) -> list[str]:
+    """What the stage rows count in a way a reader must know: cards at their measured time for
+    want of a floor, figures capped at the measured time, kernel roofs below the SOL."""
+    lines = []
+    for s in report.stages:  # (all stages) is their sum
+        name = s.stage
+        if s.cards_without_roof and s.kernel_roof_us is not None:
+            lines.append(
+                f"{name}: {_cards(s.cards_without_roof)} without a kernel roof: counted at the"
+                " measured time at kernel roofs (nothing recoverable claimed)"
+            )
+        if s.cards_without_sol and s.at_sol_us is not None:
+            lines.append(
+                f"{name}: {_cards(s.cards_without_sol)} without a SOL: counted at the measured"
+                " time at SOL (nothing recoverable claimed)"
+            )
+        if s.capped_cards:
+            lines.append(
+                f"{name}: {_cards(s.capped_cards)} capped at the measured time (a kernel above"
+                " its roof or an op faster than its SOL: see the flagged figures)"
+            )
+        if s.cards_below_sol:
+            lines.append(
+                f"{name}: the kernel roofs of {_cards(s.cards_below_sol)} fall"
+                f" {figure(s.below_sol_us)} us below their SOL (fewer DRAM bytes than the"
+                " compulsory ones: data in L2): counted at the SOL at kernel roofs"
+            )
+    return lines
+
+
+def coverage_lines(report: NextMoves) -> list[str]:
     """What share of the recorded program's kernel time these figures cover, per stage."""
     if not report.coverage:
         return [f"coverage: unknown: {UNKNOWN}"]
@@ -41,16 +107,32 @@ def flag_lines(report: NextMoves) -> list[str]:
     return [f"{m.group}: {flag}" for m in report.moves for flag in m.headroom.flags]
 
 
-def _move_row(m: Move) -> str:
+def move_cells(m: Move) -> list[str]:
+    """The cells of one move (plain text), in MOVE_HEADERS order."""
     klass = m.primary or "-"
     if m.settled:
         klass += f" (settled: {m.settled})"
-    return (
-        f"| {m.rank} | {md_code(m.group)} | {md_text(klass)} | {md_text(m.hot_unit or '-')} |"
-        f" {figure(m.measured_us)} | {figure(m.recoverable_at_kernel_roof_us)} |"
-        f" {figure(m.recoverable_at_sol_us)} | {figure(m.sol_pct, '{:.1f} %')} |"
-        f" {md_text(m.try_next)} |"
-    )
+    return [
+        str(m.rank),
+        m.group,
+        klass,
+        m.hot_unit or "-",
+        figure(m.measured_us),
+        *(
+            "unknown" if value is None else figure(value)
+            for value in (m.recoverable_at_kernel_roof_us, m.recoverable_at_sol_us)
+        ),
+        "unknown" if m.sol_pct is None else figure(m.sol_pct, "{:.1f} %"),
+        m.try_next,
+    ]
+
+
+def stage_moves(report: NextMoves, top: int) -> list[tuple[str, list[Move]]]:
+    """The `top` moves of each stage that has any, in the stages' order."""
+    per_stage = [
+        (s.stage, [m for m in report.moves if m.stage == s.stage][:top]) for s in report.stages
+    ]
+    return [(name, moves) for name, moves in per_stage if moves]
 
 
 def next_markdown(report: NextMoves, top: int = 5, *, coverage: bool = True) -> str:
@@ -59,30 +141,29 @@ def next_markdown(report: NextMoves, top: int = 5, *, coverage: bool = True) -> 
     lines = [
         f"## Headroom: {md_text(report.cards_file)}",
         "",
-        "Microseconds per inference. Kernel roof: every kernel at its own binding roof; speed of"
-        " light (SOL): the op's nominal FLOPs at the dense peak of its dtype, or its compulsory"
-        " bytes at DRAM bandwidth, whichever is longer.",
+        INTRO,
         "",
-        "| stage | cards | measured | at kernel roofs | recoverable there | at SOL |"
-        " recoverable there |",
+        "| " + " | ".join(STAGE_HEADERS) + " |",
         "|---|---:|---:|---:|---:|---:|---:|",
-        *map(_stage_row, [*report.stages, report.overall]),
     ]
-    if coverage:
-        lines += ["", *(f"- {md_text(line)}" for line in _coverage(report))]
-    for stage in report.stages:
-        moves = [m for m in report.moves if m.stage == stage.stage][:top]
-        if not moves:
-            continue
+    for s in [*report.stages, report.overall]:
+        cells = stage_cells(s)
+        lines.append(f"| {md_text(cells[0])} | {' | '.join(cells[1:])} |")
+    notes = stage_notes(report) + (coverage_lines(report) if coverage else [])
+    if notes:
+        lines += ["", *(f"- {md_text(line)}" for line in notes)]
+    for name, moves in stage_moves(report, top):
         lines += [
             "",
-            f"### Next moves: {md_text(stage.stage)}",
+            f"### Next moves: {md_text(name)}",
             "",
-            "| rank | shape | class | hot unit | measured | recoverable at kernel roof |"
-            " recoverable at SOL | SOL % | try |",
+            "| " + " | ".join(MOVE_HEADERS) + " |",
             "|---:|---|---|---|---:|---:|---:|---:|---|",
-            *map(_move_row, moves),
         ]
+        for m in moves:
+            c = move_cells(m)
+            text = [md_text(c[0]), md_code(c[1]), *map(md_text, c[2:4]), *c[4:8], md_text(c[8])]
+            lines.append("| " + " | ".join(text) + " |")
     flagged = flag_lines(report)
     if flagged:
         lines += ["", "### Flagged figures", "", *(f"- {md_text(line)}" for line in flagged)]
@@ -96,25 +177,11 @@ def next_csv(report: NextMoves) -> str:
         h = m.headroom
         rows.append(
             [
-                m.rank,
-                m.stage,
-                m.group,
-                m.op,
-                m.calls,
-                m.primary,
-                m.settled,
-                m.hot_unit,
-                m.measured_us,
-                m.recoverable_at_kernel_roof_us,
-                m.recoverable_at_sol_us,
-                m.sol_pct,
-                h.kernel_roof_us,
-                h.sol_us,
-                h.sol_bound,
-                h.overhead_us,
-                h.extra_kernels_us,
-                m.try_next,
-                "; ".join(h.flags),
+                m.rank, m.stage, m.group, m.op, m.calls, m.primary, m.settled, m.hot_unit,
+                m.measured_us, m.kernel_roof_us, m.recoverable_at_kernel_roof_us, m.at_sol_us,
+                m.recoverable_at_sol_us, m.sol_pct, h.measured_us, h.kernel_roof_us, h.sol_us,
+                h.at_sol_us, h.sol_bound, h.sol_unknown, h.overhead_us, h.extra_kernels_us,
+                m.try_next, "; ".join(h.flags),
             ]
-        )
+        )  # fmt: skip
     return csv_text(MOVE_COLUMNS, rows)

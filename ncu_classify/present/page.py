@@ -17,7 +17,7 @@ from ..cards.rollup import KernelClassRow, SummaryRow
 from ..core.errors import UsageError
 from ..core.text import figure, md_code, md_text, printable
 from .coverage import BASIS_SHORT, millis
-from .next_text import next_markdown
+from .next_text import next_markdown, stage_cells, stage_notes
 from .page_chart import DASHES, build_chart
 from .page_view import SHOWN_CARDS, FileView, ReportView, build_view
 from .summary import stability_lines
@@ -103,6 +103,8 @@ def report_html(files: list[tuple[str, CardFile]], title: str) -> str:
         "version": __version__,
         "scope": SCOPE,
         "fmt": figure,
+        "stage_cells": stage_cells,
+        "stage_notes": stage_notes,
         "num": _num,
         "inference_us": _inference_us,
         "ms": _ms,

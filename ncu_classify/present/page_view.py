@@ -295,6 +295,12 @@ def _warnings(cards: CardFile) -> list[str]:
     return out
 
 
+def _duration(kernel: KernelCard) -> str:
+    """A kernel's duration for a tooltip; `duration unknown` without one, never `None us`."""
+    duration = kernel.metrics.get("dur_us")
+    return "duration unknown" if duration is None else f"{duration} us"
+
+
 def _point(
     card: Card,
     kernel: KernelCard,
@@ -320,7 +326,7 @@ def _point(
             f"{card.group} [{label}]",
             kernel.kernel,
             f"{klass}; {y:.4g} TFLOP/s at {x:.4g} FLOP/DRAM byte; {pct}",
-            f"{kernel.metrics.get('dur_us')} us; {at_roof}",
+            f"{_duration(kernel)}; {at_roof}",
             kernel.verdict_note or "",
         )
         if part

@@ -20,12 +20,15 @@ from ncu_classify.cards.model import Card  # noqa: E402
 
 
 def convs(path: str) -> list[tuple[Card, CardHeadroom]]:
-    """The timed conv cards of the VAE stage of a cards file, with their headroom."""
+    """The timed conv cards of the VAE stage of a cards file, with their headroom; a card
+    without a kernel roof or a speed of light (unknown, never 0) stops the script."""
     cards = load_card_file(ROOT / path)
     out = []
     for card in cards.cards:
         room = card_headroom(card)
         if card.stage == "vae" and "conv" in card.op and room is not None:
+            if room.kernel_roof_us is None or room.sol_us is None or room.sol_pct is None:
+                raise SystemExit(f"{path}: {card.group}: no kernel roof or speed of light")
             out.append((card, room))
     return out
 
@@ -48,9 +51,9 @@ def comparison() -> list[str]:
         other = bf16.get(shape)
         cells = []
         for side, (c, r) in enumerate([(card, room), other] if other else [(card, room)]):
-            cells.append(f"{r.measured_us:,.1f}, {r.kernel_roof_us:,.1f}, {r.sol_us or 0:,.1f}"
-                         f" ({r.sol_pct or 0:.1f} %)")  # fmt: skip
-            for i, v in enumerate((r.measured_us, r.kernel_roof_us, r.sol_us or 0.0)):
+            cells.append(f"{r.measured_us:,.1f}, {r.kernel_roof_us:,.1f}, {r.sol_us:,.1f}"
+                         f" ({r.sol_pct:.1f} %)")  # fmt: skip
+            for i, v in enumerate((r.measured_us, r.kernel_roof_us or 0.0, r.sol_us or 0.0)):
                 totals[side][i] += v * c.calls
         kernel = (other[0].dominant_kernel or "-")[:40] if other else "-"
         lines.append(f"| {shape} | {' | '.join(cells)} | `{kernel}` |")
@@ -69,13 +72,14 @@ def recorded() -> list[str]:
     ]
     total = [0.0, 0.0, 0.0]
     for card, room in rows:
-        values = (room.measured_us, room.kernel_roof_us, room.sol_us or 0.0)
+        values = (room.measured_us, room.kernel_roof_us or 0.0, room.sol_us or 0.0)
         total = [t + v * card.calls for t, v in zip(total, values, strict=True)]
     for card, room in rows[:10]:
         lines.append(
             f"| {_shape(card.group)} | {card.calls} | {room.measured_us * card.calls:,.1f} |"
-            f" {room.kernel_roof_us * card.calls:,.1f} | {(room.sol_us or 0) * card.calls:,.1f} |"
-            f" {room.sol_pct or 0:.1f} % |"
+            f" {(room.kernel_roof_us or 0.0) * card.calls:,.1f} |"
+            f" {(room.sol_us or 0.0) * card.calls:,.1f} |"
+            f" {room.sol_pct or 0.0:.1f} % |"
         )
     share = 100 * total[2] / total[0]
     lines.append(

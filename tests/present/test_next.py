@@ -29,14 +29,16 @@ def test_totals_add_up_and_physics_holds(path: Path) -> None:
         moves = [m for m in report.moves if stage.stage in ("(all stages)", m.stage)]
         assert stage.measured_us == pytest.approx(sum(m.measured_us for m in moves), abs=0.01)
         assert stage.recoverable_at_kernel_roof_us == pytest.approx(
-            sum(m.recoverable_at_kernel_roof_us for m in moves), abs=0.01
+            sum(m.recoverable_at_kernel_roof_us or 0.0 for m in moves), abs=0.01
         )
     assert [m.rank for m in report.moves] == list(range(1, len(report.moves) + 1))
     for move in report.moves:
         room = move.headroom
+        assert room.kernel_roof_us is not None and room.kernel_headroom_us is not None
         assert 0 <= room.kernel_roof_us <= room.measured_us
         assert move.recoverable_at_kernel_roof_us == round(room.kernel_headroom_us * move.calls, 3)
-        assert move.recoverable_at_kernel_roof_us >= 0 and (move.recoverable_at_sol_us or 0) >= 0
+        assert (move.recoverable_at_kernel_roof_us or 0) >= 0
+        assert (move.recoverable_at_sol_us or 0) >= 0
         assert all(k.roof_us <= k.measured_us for k in room.kernels)
         if room.sol_us is not None and room.sol_us > room.measured_us:  # said, never hidden
             assert room.flags[-1].startswith("faster than its speed of light")
@@ -49,9 +51,11 @@ def test_totals_add_up_and_physics_holds(path: Path) -> None:
 def test_the_vae_comparison_per_decode() -> None:
     before = next_moves(load_card_file(FP32), "fp32", ["vae"]).overall
     after = next_moves(load_card_file(BF16), "bf16", ["vae"]).overall
-    assert (before.measured_us, before.kernel_roof_us) == (5547.36, 2984.177)
-    assert (after.measured_us, after.kernel_roof_us) == (2241.856, 1473.875)
-    assert (before.sol_us, after.sol_us) == (1683.425, 861.834)
+    # kernel roofs below an op's SOL count at it (0.315 and 1.639 us), so the columns add up
+    assert (before.measured_us, before.kernel_roof_us) == (5547.36, 2984.492)
+    assert (after.measured_us, after.kernel_roof_us) == (2241.856, 1475.514)
+    assert (before.below_sol_us, after.below_sol_us) == (0.315, 1.639)
+    assert (before.at_sol_us, after.at_sol_us) == (1683.425, 861.834)
 
 
 def test_what_to_try_follows_from_the_card() -> None:
@@ -77,7 +81,7 @@ def test_the_json_follows_its_published_schema(tmp_path: Path) -> None:
     doc = json.loads(out.read_text())
     jsonschema.validate(doc, json.loads(NEXT_SCHEMA_FILE.read_text()))
     assert NEXT_SCHEMA_FILE.read_text() == next_schema_text()
-    assert doc["schema_version"] == "1.0" and len(doc["moves"]) == 253
+    assert doc["schema_version"] == "1.1" and len(doc["moves"]) == 253
     assert [s["stage"] for s in doc["stages"]] == ["dit", "vae", "output"] or doc["stages"]
     again = tmp_path / "again.json"
     assert run(["next", str(WAN), "-o", str(again)]) == 0
