@@ -64,6 +64,8 @@ TITLES: dict[SummaryBy, str] = {
     "fidelity": "replays more than 10 % away from the program's own time per call (us per"
     " call; difference per inference)",
 }
+# the columns of ids and free text, which fold first on a narrow terminal (present.fit)
+FOLDING = ("stage", "group", "dominant_kernel", "problem", "item", "why", "note")
 NUMERIC = frozenset(
     {"cards", "kernels", "calls", "kernel_us", "share_of_stage", "untimed", "coverage_pct"}
     | {"covered_calls", "real_us", "covered_real_us", "replayed_us", "ratio", "difference_us"}
