@@ -197,12 +197,15 @@ def summary_table(cards: CardFile, by: SummaryBy = "stage") -> Fitted:
 
 def _says_nothing(name: str, index: int, names: list[str], cells: list[list[str]]) -> bool:
     """Whether a summary column says nothing its neighbours do not, so that it stays out of a
-    narrow terminal: calls equal to cards, no untimed card, a status the class implies (a
+    narrow terminal: calls equal to cards (or, per shape, all 1: the time per call is that per
+    inference), no untimed card, a status the class implies (a
     class is there: classified or unresolved; none: the class column shows the status), no
     problem, no card measured with --repeat."""
     column = [row[index] for row in cells]
     if name == "calls" and "cards" in names:
         return column == [row[names.index("cards")] for row in cells]
+    if name in ("calls", "kernel_us_per_inference") and "kernel_us_per_call" in names:
+        return all(row[names.index("calls")] == "1" for row in cells)  # per call = per inference
     if name == "untimed":
         return all(value == "0" for value in column)
     if name == "status":

@@ -168,23 +168,16 @@ def diff_renderable(diff: DiffFile) -> Group:
     listed, shapes.caption = shown_shapes(diff)
     deciding = any(shape.crossings for shape in listed)  # no column that says nothing
     for name in ("shape", "change", "class", "time", "% of roof", "deciding")[: 5 + deciding]:
-        # figures (time, % of roof) and class names stay whole (present.fit): a change of
-        # class breaks at its arrow; shapes, kinds of change and deciding metrics fold first
-        figures = name in ("time", "% of roof")
-        shapes.add_column(name, justify="right" if figures else "left")
+        # figures (right) and class names stay whole (present.fit); the fold columns fold first
+        shapes.add_column(name, justify="right" if name in ("time", "% of roof") else "left")
     stage = None
     for shape in listed:
         if shape.stage != stage:
             stage = shape.stage
             shapes.add_row(Text(printable(f"[{stage}]"), style="bold", overflow="fold"))
-        cells = [
-            _candidate_group(shape),
-            change_text(shape),
-            classes_text(shape),
-            time_text(shape),
-            roof_text(shape),
-            "; ".join(crossing_text(c) for c in shape.crossings),
-        ]
+        crossed = "; ".join(map(crossing_text, shape.crossings))
+        cells = [_candidate_group(shape), change_text(shape), classes_text(shape)]
+        cells += [time_text(shape), roof_text(shape), crossed]
         shapes.add_row(*(Text(printable(c)) for c in cells[: 5 + deciding]))
     rollup = Fitted(_rollup_table(diff))
     lines = [Text(printable(line)) for line in header_lines(diff)]
@@ -294,6 +287,10 @@ SIDE_COLUMNS = (
     "hot_unit",
     "mfu_pct",
 )
+SIDE_NAMES = {
+    "summed_kernel_us": "summed_kernel_us_per_call",
+    "dominant_us": "dominant_us_per_call",
+}
 CSV_COLUMNS = (
     "stage",
     "op",
@@ -304,8 +301,8 @@ CSV_COLUMNS = (
     "speed",
     "crossed",
     "why",
-    *(f"baseline_{c}" for c in SIDE_COLUMNS),
-    *(f"candidate_{c}" for c in SIDE_COLUMNS),
+    *(f"baseline_{SIDE_NAMES.get(c, c)}" for c in SIDE_COLUMNS),
+    *(f"candidate_{SIDE_NAMES.get(c, c)}" for c in SIDE_COLUMNS),
 )
 
 
