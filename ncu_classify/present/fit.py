@@ -104,7 +104,7 @@ def on_terminal(console: Console) -> bool:
     """Whether `console` draws on a terminal: as its maker forced it, else whether its file is
     a tty. FORCE_COLOR or TTY_COMPATIBLE (colour in a CI log) make no terminal of a file: a
     log gets the table at the width it needs, as a file does."""
-    forced = console._force_terminal
+    forced: bool | None = getattr(console, "_force_terminal", None)  # force_terminal=
     if forced is not None:
         return forced
     isatty = getattr(console.file, "isatty", None)
