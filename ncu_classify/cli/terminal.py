@@ -21,8 +21,11 @@ from rich.text import Text
 
 from ..core.errors import NcuClassifyError
 from ..core.text import one_line, printable
+from ..present.fit import Fitted
 
 if TYPE_CHECKING:
+    from rich.progress import Progress
+
     from ..capture.drill import DrillRequest
     from ..capture.manifest import Manifest
     from ..capture.plan import Plan
@@ -72,6 +75,25 @@ def drill_line(drill: DrillRequest) -> str:
     return line
 
 
+def progress_bar(console: Console, text: str, auto_refresh: bool = True) -> Progress:
+    """A one-line progress bar: counts first and whole, a bar, then `text` (a format of the
+    task, plain text) in what is left of the line, cut with an ellipsis where it is too long
+    (rich's own layout cut the counts first on a narrow terminal: `12…` for 1234/25300)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    from rich.table import Column
+
+    column = Column(ratio=1, no_wrap=True, overflow="ellipsis")
+    return Progress(
+        MofNCompleteColumn(),
+        BarColumn(bar_width=20),
+        TextColumn(text, markup=False, table_column=column),
+        console=console,
+        transient=False,
+        auto_refresh=auto_refresh,
+        expand=True,
+    )
+
+
 @contextmanager
 def capture_progress() -> Iterator[Callable[[int, int, str, str], None]]:
     """A progress bar on a terminal's stderr for capture (descriptions are plain text, never
@@ -80,15 +102,7 @@ def capture_progress() -> Iterator[Callable[[int, int, str, str], None]]:
     if not err.is_terminal:
         yield lambda *_: None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    bar = Progress(
-        TextColumn("{task.description}", markup=False),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=err,
-        transient=False,
-    )
+    bar = progress_bar(err, "{task.description}")
     task = bar.add_task("capture", total=None)
 
     def progress(done: int, total: int, group: str, status: str) -> None:
@@ -147,15 +161,7 @@ def read_progress() -> Iterator[Callable[[int, int], None] | None]:
     if not err.is_terminal:
         yield None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    with Progress(
-        TextColumn("reading reports"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=err,
-        auto_refresh=False,
-    ) as bar:
+    with progress_bar(err, "reading reports", auto_refresh=False) as bar:
         task = bar.add_task("read", total=None)
 
         def update(done: int, total: int) -> None:
@@ -165,25 +171,20 @@ def read_progress() -> Iterator[Callable[[int, int], None] | None]:
         yield update
 
 
-def summary_table(cards: CardFile, by: SummaryBy = "stage") -> Table:
-    """The summary as a rich table; every cell is plain text (a stage named `[b]` stays so)."""
-    from ..present.summary import NUMERIC, TITLES, rows_for_people, summary_cells
+def summary_table(cards: CardFile, by: SummaryBy = "stage") -> Fitted:
+    """The summary as a table whose figures, class names and headers are never cut (present.fit);
+    every cell is plain text (a stage named `[b]` stays so)."""
+    from ..present.summary import FOLDING, NUMERIC, TITLES, rows_for_people, summary_cells
 
     names, cells = summary_cells(rows_for_people(cards, by), by, for_people=True)
     keep = [i for i, name in enumerate(names) if not _says_nothing(name, i, names, cells)]
     names, cells = [names[i] for i in keep], [[row[i] for i in keep] for row in cells]
     table = Table(title=TITLES[by])
     # per stage, a row names the stage and its classes follow: a stage column would fold the
-    # stage names at 80 columns; class names and figures are never cut
+    # stage names on a narrow terminal
     grouped = by != "shape" and names[0] == "stage"
     for name in names[1:] if grouped else names:
-        numeric = name in NUMERIC
-        table.add_column(  # headers a word a line, so that figures need not be cut
-            name.replace("_", "\n") if numeric else name.replace("_", " "),
-            justify="right" if numeric else "left",
-            overflow="fold",
-            no_wrap=numeric or name == "primary",
-        )
+        table.add_column(name.replace("_", " "), justify="right" if name in NUMERIC else "left")
     stage = None
     for texts in cells:
         if grouped and texts[0] != stage:
@@ -191,24 +192,27 @@ def summary_table(cards: CardFile, by: SummaryBy = "stage") -> Table:
             if stage != "-":  # no stage: coverage unknown for the whole file
                 table.add_row(Text(printable(f"[{stage}]"), style="bold", overflow="fold"))
         table.add_row(*(Text(printable(t)) for t in (texts[1:] if grouped else texts)))
-    return table
+    return Fitted(table, fold=[n.replace("_", " ") for n in FOLDING])
 
 
 def _says_nothing(name: str, index: int, names: list[str], cells: list[list[str]]) -> bool:
     """Whether a summary column says nothing its neighbours do not, so that it stays out of a
-    narrow terminal: calls equal to cards, no untimed card, a status the class implies (a
+    narrow terminal: calls equal to cards (or, per shape, all 1: the time per call is that per
+    inference), no untimed card, a status the class implies (a
     class is there: classified or unresolved; none: the class column shows the status), no
-    problem."""
+    problem, no card measured with --repeat."""
     column = [row[index] for row in cells]
     if name == "calls" and "cards" in names:
         return column == [row[names.index("cards")] for row in cells]
+    if name in ("calls", "kernel_us_per_inference") and "kernel_us_per_call" in names:
+        return all(row[names.index("calls")] == "1" for row in cells)  # per call = per inference
     if name == "untimed":
         return all(value == "0" for value in column)
     if name == "status":
         classes = [row[names.index("primary")] for row in cells]
         implied = ("classified", "unresolved")
         return all(s == c or s in implied for s, c in zip(column, classes, strict=True))
-    return name == "problem" and all(value == "-" for value in column)
+    return name in ("problem", "stability") and all(value == "-" for value in column)
 
 
 def print_summary(cards: CardFile, console: Console, by: SummaryBy = "stage") -> None:
@@ -223,15 +227,17 @@ def print_summary(cards: CardFile, console: Console, by: SummaryBy = "stage") ->
 def summary_table_text(cards: CardFile, by: SummaryBy) -> str:
     """The summary table and its coverage lines as plain text, for -o without --csv."""
     buffer = io.StringIO()
-    print_summary(cards, Console(file=buffer, width=200, color_system=None), by)
+    console = Console(file=buffer, color_system=None, soft_wrap=True, force_terminal=False)
+    print_summary(cards, console, by)
     return buffer.getvalue()
 
 
-def metrics_table(rows: list[list[str]]) -> Table:
-    """The card metrics as a table (key, unit, ncu names, description)."""
+def metrics_table(rows: list[list[str]]) -> Fitted:
+    """The card metrics as a table (key, unit, ncu names, description); keys and units whole,
+    the ncu names and descriptions fold on a narrow terminal."""
     table = Table(title="card metrics (ncu names tried in order; derived ones name their inputs)")
     for name in ("key", "unit", "ncu names", "description"):
-        table.add_column(name, overflow="fold")
+        table.add_column(name)
     for row in rows:
         table.add_row(*(Text(cell) for cell in row))
-    return table
+    return Fitted(table, fold=("ncu names", "description"))

@@ -20,6 +20,7 @@ from ..compare.model import SHOWN_METRICS, Crossing, DiffFile, ShapeDiff, SideFi
 from ..core.text import md_code, md_text, printable
 from .diff_cut import shown_shapes
 from .diff_headroom import headroom_markdown, headroom_table
+from .fit import Fitted
 from .tables import csv_text
 
 DiffFormat = Literal["table", "md", "json", "csv", "parquet"]
@@ -164,32 +165,26 @@ def _num(value: float | None) -> str:
 def diff_renderable(diff: DiffFile) -> Group:
     """Header, warnings, the per-shape table (a section per stage) and the per-stage roll-up."""
     shapes = Table(title="per shape (stage, then file order)")
-    for name in ("shape", "change", "class", "time", "% of roof", "deciding"):
-        # class names and change kinds stay whole (a change breaks at its arrow); the rest wrap
-        whole = name in ("change", "class")
-        justify: Literal["left", "right"] = "right" if name == "time" else "left"
-        shapes.add_column(name, overflow="fold", justify=justify, no_wrap=whole)
-    stage, (listed, shapes.caption) = None, shown_shapes(diff)
+    listed, shapes.caption = shown_shapes(diff)
+    deciding = any(shape.crossings for shape in listed)  # no column that says nothing
+    for name in ("shape", "change", "class", "time", "% of roof", "deciding")[: 5 + deciding]:
+        # figures (right) and class names stay whole (present.fit); the fold columns fold first
+        shapes.add_column(name, justify="right" if name in ("time", "% of roof") else "left")
+    stage = None
     for shape in listed:
         if shape.stage != stage:
             stage = shape.stage
-            shapes.add_row(Text(printable(f"[{stage}]"), style="bold"))
-        cells = [
-            _candidate_group(shape),
-            change_text(shape),
-            classes_text(shape),
-            time_text(shape),
-            roof_text(shape),
-            "; ".join(crossing_text(c) for c in shape.crossings),
-        ]
-        texts = [Text(printable(c)) for c in cells]
-        texts[2] = Text(f" {ARROW}\n".join(printable(p) for p in cells[2].split(f" {ARROW} ")))
-        shapes.add_row(*texts)
-    rollup = _rollup_table(diff)
+            shapes.add_row(Text(printable(f"[{stage}]"), style="bold", overflow="fold"))
+        crossed = "; ".join(map(crossing_text, shape.crossings))
+        cells = [_candidate_group(shape), change_text(shape), classes_text(shape)]
+        cells += [time_text(shape), roof_text(shape), crossed]
+        shapes.add_row(*(Text(printable(c)) for c in cells[: 5 + deciding]))
+    rollup = Fitted(_rollup_table(diff))
     lines = [Text(printable(line)) for line in header_lines(diff)]
     lines += [Text(printable(f"warning: {w}")) for w in diff.warnings]
     headroom = headroom_table(diff)
-    return Group(*lines, shapes, rollup, *([headroom] if headroom else []))
+    fitted = [Fitted(shapes, fold=("shape", "change", "deciding")), rollup]
+    return Group(*lines, *fitted, *([Fitted(headroom, fold=("stage",))] if headroom else []))
 
 
 def _rollup_table(diff: DiffFile) -> Table:
@@ -220,7 +215,8 @@ def _rollup_table(diff: DiffFile) -> Table:
 def diff_table_text(diff: DiffFile) -> str:
     """The terminal form as plain text (for -o with the default format)."""
     buffer = io.StringIO()
-    Console(file=buffer, width=200, color_system=None).print(diff_renderable(diff))
+    console = Console(file=buffer, color_system=None, soft_wrap=True, force_terminal=False)
+    console.print(diff_renderable(diff))
     return buffer.getvalue()
 
 
@@ -291,6 +287,10 @@ SIDE_COLUMNS = (
     "hot_unit",
     "mfu_pct",
 )
+SIDE_NAMES = {
+    "summed_kernel_us": "summed_kernel_us_per_call",
+    "dominant_us": "dominant_us_per_call",
+}
 CSV_COLUMNS = (
     "stage",
     "op",
@@ -301,8 +301,8 @@ CSV_COLUMNS = (
     "speed",
     "crossed",
     "why",
-    *(f"baseline_{c}" for c in SIDE_COLUMNS),
-    *(f"candidate_{c}" for c in SIDE_COLUMNS),
+    *(f"baseline_{SIDE_NAMES.get(c, c)}" for c in SIDE_COLUMNS),
+    *(f"candidate_{SIDE_NAMES.get(c, c)}" for c in SIDE_COLUMNS),
 )
 
 

@@ -1,5 +1,6 @@
 """Cards as pandas DataFrames: one row per card or per kernel, every metric a column whose name
-carries its unit (`dur_us`, `grid_blocks`, `peak_dram_bytes_per_cycle`), ready to slice.
+carries its unit (`dur_us`, `grid_blocks`, `peak_dram_bytes_per_cycle`), and a card's times
+what they are per (`summed_kernel_us_per_call`, x `calls` per inference), ready to slice.
 
     import ncu_classify
     kernels = ncu_classify.load_cards("cards.json", level="kernel")
@@ -23,6 +24,7 @@ from ..cards.model import Card, CardFile, KernelCard
 from ..cards.rollup import named_dominant
 from ..core.metrics import CATALOG
 from .coverage import CoverageRow, coverage_rows
+from .summary import PER
 
 Level = Literal["card", "kernel", "coverage"]
 # unit -> the suffix a column name gets unless the key already says it
@@ -90,13 +92,15 @@ def cards_frame(cards: CardFile, level: Level = "card") -> pd.DataFrame:
 
 
 def coverage_frame(cards: CardFile) -> pd.DataFrame:
-    """The rows of `summary --by coverage` (a stage's own row has item `(stage)`); calls as
-    nullable integers, times and shares as floats, NaN/NA where unknown."""
+    """The rows of `summary --by coverage` (a stage's own row has item `(stage)`), its columns
+    as in the CSV (`real_us_per_inference`...); calls as nullable integers, times and shares as
+    floats, NaN/NA where unknown."""
     names = [f.name for f in dataclass_fields(CoverageRow)]
     rows = [[getattr(row, name) for name in names] for row in coverage_rows(cards)]
+    columns = [PER["coverage"].get(name, name) for name in names]  # times per inference
     kinds = {"stage": object, "item": object, "why": object, "basis": object}
-    dtypes = {n: kinds.get(n, "Int64" if n.endswith("calls") else "float64") for n in names}
-    frame: pd.DataFrame = pd.DataFrame(rows, columns=names).astype(dtypes)
+    dtypes = {n: kinds.get(n, "Int64" if n.endswith("calls") else "float64") for n in columns}
+    frame: pd.DataFrame = pd.DataFrame(rows, columns=columns).astype(dtypes)
     return frame
 
 
@@ -112,7 +116,7 @@ def _card_fields(card: Card) -> dict[str, Any]:
         "primary": card.primary,
         "gpu": card.gpu.name,
         "kernels": len(card.kernels),
-        "summed_kernel_us": card.summed_kernel_us,
+        "summed_kernel_us_per_call": card.summed_kernel_us,
         "nominal_mac_flop": card.nominal_mac_flops,
         "card_achieved_tflops": card.achieved_tflops,
         "mfu_pct": roof.mfu_pct if roof else None,
@@ -120,7 +124,7 @@ def _card_fields(card: Card) -> dict[str, Any]:
         "mfu_max_clock_pct": roof.mfu_max_clock_pct if roof else None,
         "useful_over_executed_ratio": roof.useful_over_executed if roof else None,
         "calls": card.calls,
-        "real_us": card.real_us,
+        "real_us_per_call": card.real_us,
         "real_kernels": card.real_kernels,
         "fidelity_ratio": measured.ratio if measured else None,
         "settled": card.settled.primary if card.settled else None,
@@ -194,7 +198,7 @@ CARD_COLUMNS = [
     "primary",
     "gpu",
     "kernels",
-    "summed_kernel_us",
+    "summed_kernel_us_per_call",  # one call of the shape's op (calls: per inference)
     "nominal_mac_flop",
     "card_achieved_tflops",
     "mfu_pct",
@@ -202,9 +206,9 @@ CARD_COLUMNS = [
     "mfu_max_clock_pct",
     "useful_over_executed_ratio",
     "calls",
-    "real_us",  # the program's kernel time per call (recorded on a GPU)
+    "real_us_per_call",  # the program's kernel time per call (recorded on a GPU)
     "real_kernels",
-    "fidelity_ratio",  # summed_kernel_us / real_us
+    "fidelity_ratio",  # summed_kernel_us_per_call / real_us_per_call
     "settled",  # the class a drill-down settled the card on
     "settled_by",
 ]

@@ -195,7 +195,8 @@ def _coverage_markdown(view: ReportView) -> list[str]:
         return lines
     lines += [
         *([""] if len(known) < len(view.files) else []),
-        "| file | stage | measured by | program ms | covered | replayed ms |",
+        "| file | stage | measured by | program ms per inference | covered |"
+        " replayed ms per inference |",
         "|---|---|---|---:|---:|---:|",
     ]
     for f in known:
@@ -210,7 +211,7 @@ def _coverage_markdown(view: ReportView) -> list[str]:
     items = [(f, stage, u) for f in known for stage, u in f.coverage.uncovered]
     lines += ["", "Not covered, largest first:", ""] if items else ["", "Nothing uncovered."]
     if items:
-        lines += ["| file | stage | not covered | why | calls | program ms |"]
+        lines += ["| file | stage | not covered | why | calls | program ms per inference |"]
         lines += ["|---|---|---|---|---:|---:|"]
     for f, stage, u in items:
         lines.append(
@@ -235,8 +236,12 @@ def _fidelity_markdown(view: ReportView) -> list[str]:
         )
     rows = [(f, r) for f in view.files for r in f.coverage.fidelity]
     if rows:
-        lines += ["", "| file | shape | calls | program us | replayed us | ratio | likely cause |"]
-        lines += ["|---|---|---:|---:|---:|---:|---|"]
+        lines += [
+            "",
+            "| file | shape | calls | program us per call | replayed us per call | ratio |"
+            " likely cause |",
+            "|---|---|---:|---:|---:|---:|---|",
+        ]
     for f, r in rows:
         lines.append(
             f"| {MARKER_NAMES[f.marker]} {md_code(f.label)} | {md_code(r.group)} | {r.calls} |"

@@ -29,13 +29,16 @@ SUMMARY_VIEWS: tuple[SummaryBy, ...] = ("stage", "kernel", "shape", "coverage", 
 
 @dataclass(frozen=True)
 class ShapeRow:
-    """One card: its class (or status when it has none), time, dominant kernel and problem."""
+    """One card: its class (or status when it has none), time per call and per inference (x its
+    calls per inference), dominant kernel and problem."""
 
     stage: str
     group: str
     primary: str
     status: str
-    kernel_us: float | None
+    calls: int  # runs of the shape per inference (1 unless recorded)
+    kernel_us_per_call: float | None  # the card's summed kernel time: one call of its op
+    kernel_us_per_inference: float | None  # x calls, as `--by stage` sums it
     dominant_kernel: str | None
     problem: str | None  # error of a failed card, notes of an incomplete one
     stability: str | None = None  # stable / unstable over its repeats (capture --repeat)
@@ -44,29 +47,51 @@ class ShapeRow:
 Rows = (
     list[SummaryRow] | list[KernelClassRow] | list[ShapeRow] | list[CoverageRow] | list[FidelityRow]
 )
-COLUMNS: dict[SummaryBy, list[str]] = {
+FIELDS: dict[SummaryBy, list[str]] = {
     "stage": [f.name for f in fields(SummaryRow)],
     "kernel": [f.name for f in fields(KernelClassRow)],
     "shape": [f.name for f in fields(ShapeRow)],
     "coverage": [f.name for f in fields(CoverageRow)],
     "fidelity": [f.name for f in fields(FidelityRow)],
 }
-PEOPLE_COLUMNS: dict[SummaryBy, list[str]] = {
+# Every time column says what it is per, in the CSV, Parquet and the tables' headers alike (the
+# rows' own fields keep the cards' names): the stage and kernel views sum time x calls.
+PER: dict[SummaryBy, dict[str, str]] = {
+    "stage": {"kernel_us": "kernel_us_per_inference"},
+    "kernel": {"kernel_us": "kernel_us_per_inference"},
+    "shape": {},
+    "coverage": {
+        "real_us": "real_us_per_inference",
+        "covered_real_us": "covered_real_us_per_inference",
+        "replayed_us": "replayed_us_per_inference",
+    },
+    "fidelity": {
+        "real_us": "real_us_per_call",
+        "replayed_us": "replayed_us_per_call",
+        "difference_us": "difference_us_per_inference",
+    },
+}
+COLUMNS: dict[SummaryBy, list[str]] = {
+    by: [PER[by].get(name, name) for name in names] for by, names in FIELDS.items()
+}
+PEOPLE_FIELDS: dict[SummaryBy, list[str]] = {
     "coverage": ["stage", "item", "coverage_pct", "calls", "real_us", "replayed_us", "why"],
 }
 TITLES: dict[SummaryBy, str] = {
     "stage": "primary class per stage (share of the stage's kernel time per inference)",
     "kernel": "kernel class per stage (each kernel under its own class; share of the"
     " stage's kernel time per inference)",
-    "shape": "verdict per shape",
-    "coverage": "coverage of the recorded program per stage (program's kernel us per run,"
-    " replayed us), and what no card covers",
-    "fidelity": "replays more than 10 % away from the program's own time per call (us per"
-    " call; difference per inference)",
+    "shape": "verdict per shape (kernel time of one call of its op, and x its calls per inference)",
+    "coverage": "coverage of the recorded program per stage (the program's kernel time per"
+    " inference, replayed time), and what no card covers",
+    "fidelity": "replays more than 10 % away from the program's own time per call",
 }
+# the columns of ids and free text, which fold first on a narrow terminal (present.fit)
+FOLDING = ("stage", "group", "dominant_kernel", "problem", "item", "why", "note")
 NUMERIC = frozenset(
-    {"cards", "kernels", "calls", "kernel_us", "share_of_stage", "untimed", "coverage_pct"}
-    | {"covered_calls", "real_us", "covered_real_us", "replayed_us", "ratio", "difference_us"}
+    {"cards", "kernels", "calls", "share_of_stage", "untimed", "coverage_pct", "covered_calls"}
+    | {"ratio", "kernel_us_per_call", *(n for p in PER.values() for n in p.values())}
+    | {"kernel_us_per_inference"}
 )
 
 
@@ -102,12 +127,15 @@ def shape_row(card: Card) -> ShapeRow:
     problem = None
     if card.status in ("failed", "incomplete"):
         problem = "; ".join([card.error] if card.error else card.notes) or None
+    per_call = card.summed_kernel_us
     return ShapeRow(
         stage=card.stage,
         group=card.group,
         primary=card_class(card)[1],
         status=card.status,
-        kernel_us=card.summed_kernel_us,
+        calls=card.calls,
+        kernel_us_per_call=per_call,
+        kernel_us_per_inference=None if per_call is None else round(per_call * card.calls, 3),
         dominant_kernel=card.dominant_kernel,
         problem=problem,
         stability=_stability(card),
@@ -155,19 +183,26 @@ def summary_notes(cards: CardFile, by: SummaryBy = "stage") -> list[str]:
 def summary_cells(
     rows: Rows, by: SummaryBy = "stage", for_people: bool = False
 ) -> tuple[list[str], list[list[str]]]:
-    """Column names and text cells of `summarize(cards, by)` rows (None is empty text); for
-    people, shares are percentages, times have thousands separators, and the coverage table
-    leaves out what its lines say (basis, covered calls and time)."""
-    names = PEOPLE_COLUMNS.get(by, COLUMNS[by]) if for_people else COLUMNS[by]
+    """Column names (each time column saying what it is per: `PER`) and text cells of
+    `summarize(cards, by)` rows (None is empty text); for people, shares are percentages, times
+    have thousands separators, and the coverage table leaves out what its lines say (basis,
+    covered calls and time)."""
+    names = PEOPLE_FIELDS.get(by, FIELDS[by]) if for_people else FIELDS[by]
+    published = [PER[by].get(name, name) for name in names]
     text = _display if for_people else _text
-    return names, [[text(getattr(row, name), name) for name in names] for row in rows]
+    cells = [
+        [text(getattr(row, n), p) for n, p in zip(names, published, strict=True)] for row in rows
+    ]
+    return published, cells
 
 
 def summary_csv(rows: Rows, by: SummaryBy = "stage") -> str:
     """CSV text, header line first, of `summarize(cards, by)` rows; commas are quoted, numbers
     stay numbers (a negative one is no formula)."""
-    names = COLUMNS[by]
-    return csv_text(names, [[_csv_value(getattr(row, n), n) for n in names] for row in rows])
+    pairs = list(zip(FIELDS[by], COLUMNS[by], strict=True))
+    return csv_text(
+        COLUMNS[by], [[_csv_value(getattr(row, n), p) for n, p in pairs] for row in rows]
+    )
 
 
 def _display(value: object, name: str) -> str:
@@ -175,7 +210,7 @@ def _display(value: object, name: str) -> str:
         return "-"
     if name == "share_of_stage" and isinstance(value, float):
         return f"{100 * value:.1f}%"
-    if name.endswith("_us") and isinstance(value, float):
+    if "us" in name.split("_") and isinstance(value, float):
         return f"{value:,.1f}"
     if name == "coverage_pct" and isinstance(value, float):
         return f"{value:.1f}%"
@@ -204,5 +239,5 @@ def summary_parquet(rows: Rows, by: SummaryBy = "stage") -> bytes:
 
     from .tables import frame_bytes
 
-    frame = pd.DataFrame([[getattr(r, n) for n in COLUMNS[by]] for r in rows], columns=COLUMNS[by])
+    frame = pd.DataFrame([[getattr(r, n) for n in FIELDS[by]] for r in rows], columns=COLUMNS[by])
     return frame_bytes(frame, "parquet")

@@ -71,7 +71,7 @@ def test_stage_totals_agree_with_the_view_by_card(path: object) -> None:
 def test_summary_by_kernel_as_csv(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["summary", str(WORKLOAD), "--by", "kernel", "--csv"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "stage,kernel_class,kernels,kernel_us,share_of_stage,untimed"
+    assert lines[0] == "stage,kernel_class,kernels,kernel_us_per_inference,share_of_stage,untimed"
     assert "vae,dram_bandwidth_bound,8,643.616,0.1168,0" in lines
     assert len(lines) == 1 + 12
 

@@ -112,7 +112,7 @@ def test_summary_csv_shares(tmp_path: Path) -> None:
     result = _run("summary", cards, "--csv")
     assert result.exit_code == 0
     lines = result.stdout.strip().splitlines()
-    assert lines[0] == "stage,primary,cards,calls,kernel_us,share_of_stage,untimed"
+    assert lines[0] == "stage,primary,cards,calls,kernel_us_per_inference,share_of_stage,untimed"
     assert "dit,compute_bound,1,1,303.008,0.7464,0" in lines
     assert "vae,compute_bound,2,2,889.312,0.9780,0" in lines
     assert "attention,failed,1,1,0.0,0.0000,1" in lines  # no time, and counted as such

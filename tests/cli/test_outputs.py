@@ -41,7 +41,8 @@ def test_dash_is_standard_output(command: str, capsys: pytest.CaptureFixture[str
     assert run([*WRITERS[command], "-o", "-"]) == 0
     text = capsys.readouterr().out
     if command == "summary":
-        assert text.splitlines()[0] == "stage,primary,cards,calls,kernel_us,share_of_stage,untimed"
+        header = "stage,primary,cards,calls,kernel_us_per_inference,share_of_stage,untimed"
+        assert text.splitlines()[0] == header
     else:
         doc = json.loads(text)  # the data alone: tables and notes went to stderr
         assert ("cards" in doc) == (command != "schema")

@@ -67,7 +67,8 @@ def wan_file(wan: CardFile, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_coverage_rows_of_the_wan_recording(wan: CardFile) -> None:
     assert summary_csv(summarize(wan, "coverage"), "coverage").splitlines() == [
-        "stage,item,why,basis,coverage_pct,calls,covered_calls,real_us,covered_real_us,replayed_us",
+        "stage,item,why,basis,coverage_pct,calls,covered_calls,real_us_per_inference,"
+        "covered_real_us_per_inference,replayed_us_per_inference",
         "dit,(stage),,kernel_time,100.0,2433,2433,258807.187,258807.187,258146.976",
         "output,(stage),,kernel_time,100.0,12,11,188.606,188.606,186.688",
         f"output,{OUTSIDE},{OUTSIDE_WHY},kernel_time,,1,,0.0,,",
@@ -156,7 +157,10 @@ def test_fidelity_rows_by_impact(wan: CardFile) -> None:
 def test_fidelity_csv_lists_every_timed_card(wan: CardFile) -> None:
     lines = summary_csv(summarize(wan, "fidelity"), "fidelity").splitlines()
     assert len(lines) == 254
-    assert lines[0] == "group,stage,calls,real_us,replayed_us,ratio,difference_us,note"
+    assert lines[0] == (
+        "group,stage,calls,real_us_per_call,replayed_us_per_call,ratio,"
+        "difference_us_per_inference,note"
+    )
     assert (
         lines[1]
         == "dit:linear:M4680_N5120_K5120:bf16:bias,dit,240,298.2269,302.912,1.0157,1124.424,"
@@ -189,14 +193,14 @@ def load(path: Path) -> CardFile:
 def test_coverage_table_as_csv_and_parquet_and_frame(wan_file: Path, tmp_path: Path) -> None:
     frame = ncu_classify.load_cards(wan_file, level="coverage")
     assert frame["item"].tolist() == ["(stage)", "(stage)", OUTSIDE, "(stage)"]
-    assert frame["real_us"].tolist() == [258807.187, 188.606, 0.0, 310199.936]
+    assert frame["real_us_per_inference"].tolist() == [258807.187, 188.606, 0.0, 310199.936]
     assert frame["covered_calls"].isna().tolist() == [False, False, True, False]
     assert str(frame["calls"].dtype) == "Int64" and math.isnan(frame["coverage_pct"][2])
     parquet = tmp_path / "coverage.parquet"
     assert run(["summary", str(wan_file), "--by", "coverage", "-o", str(parquet)]) == 0
     back = pd.read_parquet(parquet)
     assert back["item"].tolist() == frame["item"].tolist()
-    assert back["replayed_us"].tolist()[:2] == [258146.976, 186.688]
+    assert back["replayed_us_per_inference"].tolist()[:2] == [258146.976, 186.688]
     csv = tmp_path / "coverage.csv"
     assert run(["summary", str(wan_file), "--by", "coverage", "-o", str(csv)]) == 0
     assert csv.read_text() == summary_csv(summarize(load(wan_file), "coverage"), "coverage")
@@ -207,10 +211,11 @@ def test_card_frame_carries_the_program_time_and_fidelity(
 ) -> None:
     cards = ncu_classify.load_cards(wan_file).set_index("group")
     row = cards.loc[NORM]
-    assert (row["real_us"], row["real_kernels"], row["fidelity_ratio"]) == (10.2868, 1.0, 1.6207)
-    assert cards["real_us"].notna().all() and len(cards) == 253
+    figures = (row["real_us_per_call"], row["real_kernels"], row["fidelity_ratio"])
+    assert figures == (10.2868, 1.0, 1.6207)
+    assert cards["real_us_per_call"].notna().all() and len(cards) == 253
     smoke = cards_frame(smoke_cards)
-    assert smoke[["real_us", "real_kernels", "fidelity_ratio"]].isna().all().all()
+    assert smoke[["real_us_per_call", "real_kernels", "fidelity_ratio"]].isna().all().all()
 
 
 def test_html_report_has_coverage_and_fidelity_sections(
@@ -251,7 +256,8 @@ def test_markdown_report_has_coverage_and_fidelity(wan: CardFile, smoke_cards: C
         "- \u25a0 `smoke.json`: coverage unknown: these cards were not made from a recorded"
         " program (ncu-classify record)",
         "",
-        "| file | stage | measured by | program ms | covered | replayed ms |",
+        "| file | stage | measured by | program ms per inference | covered |"
+        " replayed ms per inference |",
         "|---|---|---|---:|---:|---:|",
         "| \u25cf `wan.json` | dit | kernel time (torch.profiler at record) | 258.8 | 100.0 % |"
         " 258.1 |",

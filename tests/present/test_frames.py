@@ -34,7 +34,7 @@ def test_card_rows_carry_the_dominant_kernel_with_units_in_names() -> None:
     doc = json.loads(CARDS.read_text())
     [card] = [c for c in doc["cards"] if c["group"] == "dit:linear:M4680_N5120_K5120:bf16:bias"]
     [top] = [k for k in card["kernels"] if k["kernel"] == card["dominant_kernel"]]
-    assert row["summed_kernel_us"] == card["summed_kernel_us"] == 304.992
+    assert row["summed_kernel_us_per_call"] == card["summed_kernel_us"] == 304.992
     assert row["dur_us"] == top["metrics"]["dur_us"]
     assert row["sm_pct"] == top["metrics"]["sm_pct"]
     assert row["pct_of_roof"] == top["roofline"]["pct_of_roof"] == 94.0252
@@ -95,7 +95,8 @@ def test_classify_summary_and_diff_write_csv_and_parquet(
     assert run(["summary", str(cards), "-o", str(stages)]) == 0
     summary = pd.read_parquet(stages)
     vae = summary[(summary["stage"] == "vae") & (summary["primary"] == "l2_bandwidth_bound")]
-    assert vae["cards"].tolist() == [2] and vae["kernel_us"].round(1).tolist() == [2234.9]
+    assert vae["cards"].tolist() == [2]
+    assert vae["kernel_us_per_inference"].round(1).tolist() == [2234.9]
     compared = tmp_path / "diff.parquet"
     assert run(["diff", str(CARDS), str(cards), "--format", "parquet", "-o", str(compared)]) == 0
     assert set(pd.read_parquet(compared)["change"]) == {"same"}
@@ -146,5 +147,5 @@ def test_output_format_follows_or_must_agree_with_the_suffix(
     plain = tmp_path / "s.csv"
     assert run(["summary", str(CARDS), "-o", str(plain)]) == 0
     assert plain.read_text().startswith(
-        "stage,primary,cards,calls,kernel_us,share_of_stage,untimed\n"
+        "stage,primary,cards,calls,kernel_us_per_inference,share_of_stage,untimed\n"
     )

@@ -18,7 +18,7 @@ FLASH_ERROR = "unsupported: backend flash_attn is not importable here: No module
 
 def test_by_stage_rows_of_the_smoke_capture(smoke_cards: CardFile) -> None:
     assert summary_csv(summarize(smoke_cards)).splitlines() == [
-        "stage,primary,cards,calls,kernel_us,share_of_stage,untimed",
+        "stage,primary,cards,calls,kernel_us_per_inference,share_of_stage,untimed",
         "dit,compute_bound,1,1,303.008,0.7464,0",
         "dit,dram_bandwidth_bound,1,1,77.856,0.1918,0",
         "dit,unresolved_no_dominant_limiter,1,1,25.088,0.0618,0",
@@ -33,7 +33,7 @@ def test_by_stage_rows_of_the_smoke_capture(smoke_cards: CardFile) -> None:
 
 def test_by_shape_rows_of_the_smoke_capture(smoke_cards: CardFile) -> None:
     rows = summarize(smoke_cards, by="shape")
-    assert [(r.stage, r.primary, r.status, r.kernel_us) for r in rows] == [
+    assert [(r.stage, r.primary, r.status, r.kernel_us_per_call) for r in rows] == [
         ("dit", "compute_bound", "classified", 303.008),
         ("dit", "unresolved_no_dominant_limiter", "unresolved", 25.088),
         ("dit", "dram_bandwidth_bound", "classified", 77.856),
@@ -51,7 +51,9 @@ def test_by_shape_rows_of_the_smoke_capture(smoke_cards: CardFile) -> None:
         group=FLASH,
         primary="failed",
         status="failed",
-        kernel_us=None,
+        calls=1,
+        kernel_us_per_call=None,
+        kernel_us_per_inference=None,
         dominant_kernel=None,
         problem=FLASH_ERROR,
     )
@@ -62,15 +64,18 @@ def test_by_shape_rows_of_the_smoke_capture(smoke_cards: CardFile) -> None:
 def test_by_shape_csv_keeps_template_names_whole(smoke_cards: CardFile) -> None:
     text = summary_csv(summarize(smoke_cards, by="shape"), by="shape")
     lines = text.splitlines()
-    assert lines[0] == "stage,group,primary,status,kernel_us,dominant_kernel,problem,stability"
+    assert lines[0] == (
+        "stage,group,primary,status,calls,kernel_us_per_call,kernel_us_per_inference,"
+        "dominant_kernel,problem,stability"
+    )
     assert lines[10] == (
-        f"attention,{FLASH},failed,failed,,,"
+        f"attention,{FLASH},failed,failed,1,,,,"
         "unsupported: backend flash_attn is not importable here: No module named 'flash_attn',"
     )  # no stability: captured once
     parsed = list(csv.reader(io.StringIO(text)))
-    assert all(len(row) == 8 for row in parsed)
-    assert parsed[8][5] == smoke_cards.cards[7].dominant_kernel  # commas inside the template
-    assert "Flash_fwd_kernel_traits<(int)128, (int)128" in parsed[8][5]
+    assert all(len(row) == 10 for row in parsed)
+    assert parsed[8][7] == smoke_cards.cards[7].dominant_kernel  # commas inside the template
+    assert "Flash_fwd_kernel_traits<(int)128, (int)128" in parsed[8][7]
 
 
 def test_by_shape_says_why_legacy_cards_are_incomplete(
@@ -78,7 +83,7 @@ def test_by_shape_says_why_legacy_cards_are_incomplete(
 ) -> None:
     rows = summarize(reclassify(load_card_file(legacy_path), rules), by="shape")
     incomplete = [(i, r) for i, r in enumerate(rows) if r.status == "incomplete"]
-    assert [(i, r.primary, r.kernel_us) for i, r in incomplete] == [
+    assert [(i, r.primary, r.kernel_us_per_call) for i, r in incomplete] == [
         (12, "incomplete", 158.56),
         (13, "incomplete", 287.104),
         (25, "incomplete", 168.224),

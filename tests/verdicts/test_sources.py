@@ -193,9 +193,12 @@ def test_summary_by_shape_says_why_a_shape_failed(
     capsys.readouterr()
     assert run(["summary", str(cards), "--by", "shape", "--csv"]) == 0
     rows = capsys.readouterr().out.splitlines()
-    assert rows[0] == "stage,group,primary,status,kernel_us,dominant_kernel,problem,stability"
+    assert rows[0] == (
+        "stage,group,primary,status,calls,kernel_us_per_call,kernel_us_per_inference,"
+        "dominant_kernel,problem,stability"
+    )
     assert len(rows) == 12
     assert rows[10] == (
         "attention,attention:flash_attn:self_b1_h40_d128_q4680_k4680of29640:bf16,failed,failed,"
-        ",,unsupported: backend flash_attn is not importable here: No module named 'flash_attn',"
+        "1,,,,unsupported: backend flash_attn is not importable here: No module named 'flash_attn',"
     )
