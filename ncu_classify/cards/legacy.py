@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, get_args
 
 from ..core.errors import CardsError
@@ -58,7 +59,7 @@ def from_legacy(doc: Mapping[str, Any], source: str) -> CardFile:
         "rules_id": None,
         "rules_file": None,
         "rules_sha256": None,
-        "inputs": [source],
+        "inputs": [Path(source).name],
         "rules": "",
         "generated_at": None,
         **top,

@@ -15,6 +15,7 @@ from .._version import __version__
 from ..cards.model import SCOPE, CardFile
 from ..cards.rollup import KernelClassRow, SummaryRow
 from ..core.errors import UsageError
+from ..core.paths import short_names
 from ..core.text import figure, md_code, md_text, printable
 from .coverage import BASIS_SHORT, millis
 from .next_text import next_markdown
@@ -42,15 +43,7 @@ MAX_FILES = 8  # one marker shape and one dash pattern each
 def labels_for(paths: list[Path]) -> list[str]:
     """A short, distinct label per cards file: its name, with as many folders in front as it
     takes to tell files apart (and one for a name that says nothing, `cards.json`)."""
-    parts = [Path(os.path.abspath(p)).parts for p in paths]
-    depth = [2 if p.name == "cards.json" else 1 for p in paths]
-    while True:
-        labels = ["/".join(part[-d:]) for part, d in zip(parts, depth, strict=True)]
-        clashes = [i for i, label in enumerate(labels) if labels.count(label) > 1]
-        if not clashes or all(depth[i] >= len(parts[i]) for i in clashes):
-            return labels
-        for i in clashes:
-            depth[i] += 1
+    return short_names(paths)
 
 
 def check_files(paths: list[Path]) -> None:

@@ -24,6 +24,7 @@ from ..cards.rollup import card_class, count_classes
 from ..core.clock import utc_now
 from ..core.collector import collector_paused
 from ..core.noise import Noise, RunToRun, load_noise
+from ..core.paths import short_names, shown_under
 from ..core.text import unicode_safe
 from ..read.names import report_stem
 from ..read.parallel import ReadProgress, read_all
@@ -31,7 +32,7 @@ from ..read.preload import finish_loading, start_loading
 from ..read.records import KernelRecord
 from .coverage import program_coverage
 from .drill_merge import merge_drill_downs
-from .inputs import Source, capture_environment, collect_inputs, input_files
+from .inputs import Source, capture_environments, collect_inputs, input_files
 from .judge import build_card, kernel_card
 from .repeats import by_repeat, with_repeats
 from .rules import LoadedRules
@@ -74,7 +75,7 @@ def _shape_card(
             f"{len(records)} kernels of this range in the report, but capture counted"
             f" {shape.kernels}: report incomplete?"
         )
-    report = unicode_safe(str(path)) if path is not None else shape.report
+    report = reads.shown.get(path, str(path)) if path is not None else shape.report
     return build_card(
         **shape.identity(),
         kernels=kernels,
@@ -174,6 +175,7 @@ class Reads:
     labels: dict[str, str]
     run_to_run: RunToRun | None = None  # the noise between captures (stability of repeats)
     warnings: list[str] = field(default_factory=list)  # the cards file's input warnings
+    shown: dict[Path, str] = field(default_factory=dict)  # how the cards name each report
 
 
 def cards_for_source(reads: Reads, rules: LoadedRules) -> list[Card]:
@@ -255,12 +257,15 @@ def _classify(
     inputs = collect_inputs(paths)
     (inputs.warnings if partial else inputs.errors).extend(missing_shards(inputs.sources))
     all_reports = inputs.reports()
+    named = dict(zip(paths, short_names(paths), strict=True))
+    shown = {path: unicode_safe(shown_under(path, named)) for path in all_reports}
     per_kernel = _card_and_json if kernel_json is not None else kernel_card
     results = read_all(
         all_reports,
         jobs or os.cpu_count() or 1,
         functools.partial(per_kernel, rules=rules),
         progress,
+        [Path(shown[path]) for path in all_reports],
     )
     ok: dict[Path, list[Classified]] = {}
     failed: dict[Path, str] = {}
@@ -274,14 +279,16 @@ def _classify(
             ok[path] = [(row, card) for row, (card, _) in result]
             for _, (card, text) in result:
                 kernel_json.keep(card, text)
-    labels = {unicode_safe(str(p)): unicode_safe(label) for p, label in inputs.labels.items()}
+    labels = {shown[p]: unicode_safe(label) for p, label in inputs.labels.items()}
     if noise is None and any(row.repeat for rows in ok.values() for row, _ in rows):
         noise = load_noise()[0]  # parsed only for repeated cards, the ones it judges
     run_to_run = noise.run_to_run if noise else None
     per_source = [
         (
             source,
-            cards_for_source(Reads(source, ok, failed, labels, run_to_run, inputs.warnings), rules),
+            cards_for_source(
+                Reads(source, ok, failed, labels, run_to_run, inputs.warnings, shown), rules
+            ),
         )
         for source in inputs.sources
     ]
@@ -298,10 +305,11 @@ def _classify(
         tool_version=__version__,
         rules=rules.rules.summary_text(),
         rules_id=rules.rules.id,
-        rules_file=rules.path,
+        rules_file=rules.file_name,
         rules_sha256=rules.sha256,
-        inputs=[unicode_safe(str(p)) for p in paths],
-        captures=[capture_environment(s) for s in inputs.sources if s.manifest],
+        rules_yaml=rules.text,
+        inputs=[unicode_safe(name) for name in named.values()],
+        captures=capture_environments([s for s in inputs.sources if s.manifest]),
         input_errors=[unicode_safe(e) for e in inputs.errors],
         input_warnings=[unicode_safe(w) for w in inputs.warnings + duplicate_groups(cards)],
         coverage=program_coverage(
