@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..core.measured import without_unmeasured
 from ..core.units import NonNegative
 from .coverage import StageCoverage
 from .drill import DrillDown, Settled
@@ -84,7 +85,7 @@ class KernelCard(BaseModel):
         default_factory=list,
         description="corrections made to stored metrics (legacy ms-as-us durations), one note each",
     )
-    hot_units: dict[str, list[HotUnit]] = Field(
+    hot_units: dict[str, Annotated[list[HotUnit], without_unmeasured("pct")]] = Field(
         default_factory=dict, description="busiest entries of the SM and memory breakdowns"
     )
     roofline: Roofline | None = None

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..core.errors import ReportError, UsageError
+from ..core.paths import given_line, short_names
 from ..core.text import printable
 from ..present.tables import TABLE_SUFFIXES, check_kind, output_format
 from .app import (
@@ -117,10 +118,11 @@ def classify_command(
                 partial=partial,
                 kernel_json=made,
             )
+        named = dict(zip(paths, short_names(paths), strict=True))  # as the cards name them
         for problem in cards.input_errors:
-            error_line(problem)
+            error_line(given_line(problem, named))
         for warning in cards.input_warnings:
-            warning_line(warning)
+            warning_line(given_line(warning, named))
         if not cards.cards and not cards.input_errors:
             raise ReportError("no kernel among the inputs; nothing written")
         if not cards.cards:  # each bad input has had its line

@@ -38,3 +38,24 @@ def shown_under(path: Path, named: dict[Path, str]) -> str:
         if given in path.parents:
             return f"{named[given]}/{path.relative_to(given).as_posix()}"
     return str(path)
+
+
+def _starts_with(line: str, prefix: str) -> bool:
+    return line.startswith(prefix) and line[len(prefix) : len(prefix) + 1] in ("", "/", ":", " ")
+
+
+def shown_line(line: str, named: dict[Path, str]) -> str:
+    """A message that starts with an input's path as given (or a path below it), as outputs
+    name it (`shown_under`): the same from any working folder."""
+    for given in sorted(named, key=lambda p: -len(str(p))):
+        if _starts_with(line, str(given)):
+            return named[given] + line[len(str(given)) :]
+    return line
+
+
+def given_line(line: str, named: dict[Path, str]) -> str:
+    """The inverse of `shown_line`, for the terminal: the input as the user gave it."""
+    for given, name in sorted(named.items(), key=lambda item: -len(item[1])):
+        if _starts_with(line, name):
+            return str(given) + line[len(name) :]
+    return line

@@ -24,7 +24,7 @@ from ..cards.rollup import card_class, count_classes
 from ..core.clock import utc_now
 from ..core.collector import collector_paused
 from ..core.noise import Noise, RunToRun, load_noise
-from ..core.paths import short_names, shown_under
+from ..core.paths import short_names, shown_line, shown_under
 from ..core.text import unicode_safe
 from ..read.names import report_stem
 from ..read.parallel import ReadProgress, read_all
@@ -67,7 +67,9 @@ def _shape_card(
     if shape.status == "ok" and path is not None and path in reads.failed:
         error = f"its report could not be read: {reads.failed[path]}"
     elif shape.status == "ok" and path is None and stem in reads.source.problems:
-        error = f"its report could not be read: {reads.source.problems[stem]}"
+        error = (
+            f"its report could not be read: {shown_line(reads.source.problems[stem], reads.named)}"
+        )
     elif shape.status == "ok" and not records and shape.report:
         error = f"no kernel of range {shape.group!r} found in {shape.report}"
     elif shape.status == "ok" and shape.kernels is not None and len(records) != shape.kernels:
@@ -75,7 +77,7 @@ def _shape_card(
             f"{len(records)} kernels of this range in the report, but capture counted"
             f" {shape.kernels}: report incomplete?"
         )
-    report = reads.shown.get(path, str(path)) if path is not None else shape.report
+    report = shown_under(path, reads.named) if path is not None else shape.report
     return build_card(
         **shape.identity(),
         kernels=kernels,
@@ -175,7 +177,7 @@ class Reads:
     labels: dict[str, str]
     run_to_run: RunToRun | None = None  # the noise between captures (stability of repeats)
     warnings: list[str] = field(default_factory=list)  # the cards file's input warnings
-    shown: dict[Path, str] = field(default_factory=dict)  # how the cards name each report
+    named: dict[Path, str] = field(default_factory=dict)  # inputs as the cards name them
 
 
 def cards_for_source(reads: Reads, rules: LoadedRules) -> list[Card]:
@@ -283,16 +285,11 @@ def _classify(
     if noise is None and any(row.repeat for rows in ok.values() for row, _ in rows):
         noise = load_noise()[0]  # parsed only for repeated cards, the ones it judges
     run_to_run = noise.run_to_run if noise else None
-    per_source = [
-        (
-            source,
-            cards_for_source(
-                Reads(source, ok, failed, labels, run_to_run, inputs.warnings, shown), rules
-            ),
-        )
-        for source in inputs.sources
-    ]
-    per_source = merge_drill_downs(per_source, rules, inputs.warnings)
+    per_source: list[tuple[Source, list[Card]]] = []
+    for source in inputs.sources:
+        reads = Reads(source, ok, failed, labels, run_to_run, inputs.warnings, named)
+        per_source.append((source, cards_for_source(reads, rules)))
+    per_source = merge_drill_downs(per_source, rules, inputs.warnings, named)
     cards = [card for _, found in per_source for card in found]
     if noise and noise.run_to_run is None and any(c.measurement for c in cards):
         inputs.warnings.append(
@@ -310,8 +307,10 @@ def _classify(
         rules_yaml=rules.text,
         inputs=[unicode_safe(name) for name in named.values()],
         captures=capture_environments([s for s in inputs.sources if s.manifest]),
-        input_errors=[unicode_safe(e) for e in inputs.errors],
-        input_warnings=[unicode_safe(w) for w in inputs.warnings + duplicate_groups(cards)],
+        input_errors=[unicode_safe(shown_line(e, named)) for e in inputs.errors],
+        input_warnings=[
+            unicode_safe(shown_line(w, named)) for w in inputs.warnings + duplicate_groups(cards)
+        ],
         coverage=program_coverage(
             [
                 (s.manifest, found)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..capture.manifest import Manifest
 from ..cards.model import Card, KernelCard
+from ..core.paths import shown_under
 from .inputs import Source
 from .judge import judge
 from .rules import LoadedRules
@@ -24,8 +25,9 @@ from .rules import LoadedRules
 SourceCards = tuple[Source, list[Card]]
 
 
-def experiment_label(manifest: Manifest, folder: Path) -> str:
-    """How a drill-down capture is named on the cards it settles."""
+def experiment_label(manifest: Manifest, folder: str) -> str:
+    """How a drill-down capture is named on the cards it settles (its folder as outputs name
+    it, `core.paths.shown_under`)."""
     return f"drill-down capture {folder} ({manifest.created_at})"
 
 
@@ -88,10 +90,14 @@ def _attach(card: Card, drilled: Card, rules: LoadedRules, warnings: list[str]) 
 
 
 def merge_drill_downs(
-    per_source: list[SourceCards], rules: LoadedRules, warnings: list[str]
+    per_source: list[SourceCards],
+    rules: LoadedRules,
+    warnings: list[str],
+    named: dict[Path, str] | None = None,
 ) -> list[SourceCards]:
     """The sources with every drill-down capture's cards folded into the other sources' cards
-    of the same group (its own cards only where no other source holds the group)."""
+    of the same group (its own cards only where no other source holds the group); `named`:
+    the inputs as outputs name them."""
     drills = [(s, cards) for s, cards in per_source if s.manifest and s.manifest.drill_down]
     if not drills:
         return per_source
@@ -100,7 +106,8 @@ def merge_drill_downs(
     left: list[SourceCards] = []
     for source, cards in drills:
         assert source.manifest is not None and source.manifest_path is not None
-        label = experiment_label(source.manifest, source.manifest_path.parent)
+        folder = shown_under(source.manifest_path.parent, named or {})
+        label = experiment_label(source.manifest, folder)
         relabelled = [_relabel(c, label, source.manifest.created_at) for c in cards]
         claimed = {c.group for _, held in firsts for c in held}
         twice = [card.group for card in relabelled if card.group in drilled]
