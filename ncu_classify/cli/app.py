@@ -115,6 +115,10 @@ def root(
     ] = False,
 ) -> None:
     """What bounds each GPU kernel, from Nsight Compute hardware counters."""
+    from ..core.clock import pinned_epoch
+
+    with errors():  # a malformed SOURCE_DATE_EPOCH fails before anything is done (exit 2)
+        pinned_epoch()
 
 
 def usage(exc: UsageError) -> typer.Exit:

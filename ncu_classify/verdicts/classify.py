@@ -257,9 +257,10 @@ def _classify(
     kernel_json: KernelJson | None,
 ) -> CardFile:
     inputs = collect_inputs(paths)
-    (inputs.warnings if partial else inputs.errors).extend(missing_shards(inputs.sources))
-    all_reports = inputs.reports()
     named = dict(zip(paths, short_names(paths), strict=True))
+    missing = missing_shards(inputs.sources, partial, named)
+    (inputs.warnings if partial else inputs.errors).extend(missing)
+    all_reports = inputs.reports()
     shown = {path: unicode_safe(shown_under(path, named)) for path in all_reports}
     per_kernel = _card_and_json if kernel_json is not None else kernel_card
     results = read_all(
