@@ -11,7 +11,7 @@ import typer
 
 from ..core.errors import ReportError, UsageError
 from ..core.paths import given_line, short_names
-from ..core.text import printable
+from ..core.text import counted, printable
 from ..present.tables import TABLE_SUFFIXES, check_kind, output_format
 from .app import (
     CardsArgument,
@@ -135,7 +135,7 @@ def classify_command(
             table_target.write_bytes(table_bytes)
     console = human(target)
     print_summary(cards, console)
-    console.print(f"wrote {len(cards.cards)} cards to {printable(str(target))}")
+    console.print(f"wrote {counted(len(cards.cards), 'card')} to {printable(str(target))}")
     if cards.input_errors:
         raise typer.Exit(exit_code_for(ReportError("")))
 
@@ -184,4 +184,4 @@ def reclassify_command(
         target.write_text(card_file_text(cards))
     console = human(target)
     print_summary(cards, console)
-    console.print(f"wrote {len(cards.cards)} cards to {printable(str(target))}")
+    console.print(f"wrote {counted(len(cards.cards), 'card')} to {printable(str(target))}")

@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.errors import NcuClassifyError
-from ..core.text import one_line, printable
+from ..core.text import counted, one_line, printable
 
 if TYPE_CHECKING:
     from ..capture.drill import DrillRequest
@@ -52,7 +52,7 @@ def print_plan(plan: Plan) -> None:
         out.print(printable(shlex.join(plan.argv[batch.name])))
     total = sum(len(b.entries) for b in plan.batches if b.kind == "counters")
     timed = sum(len(b.entries) for b in plan.batches if b.kind == "times")
-    line = f"# {total} shapes to capture, {len(plan.kept)} already captured"
+    line = f"# {counted(total, 'shape')} to capture, {len(plan.kept)} already captured"
     if timed:
         line += f"; {timed} shapes to measure {plan.repeat - 1} more times (--repeat {plan.repeat})"
     out.print(line)

@@ -16,7 +16,7 @@ from ..cards.model import SCOPE, CardFile
 from ..cards.rollup import KernelClassRow, SummaryRow
 from ..core.errors import UsageError
 from ..core.paths import short_names
-from ..core.text import figure, md_code, md_text, printable
+from ..core.text import counted, figure, md_code, md_text, printable
 from .coverage import BASIS_SHORT, millis
 from .next_text import next_markdown
 from .page_chart import DASHES, build_chart
@@ -92,6 +92,7 @@ def report_html(files: list[tuple[str, CardFile]], title: str) -> str:
         ),
         "colours": dict(view.classes),
         "marker_names": MARKER_NAMES,
+        "counted": counted,
         "dashes": DASHES,
         "version": __version__,
         "scope": SCOPE,
@@ -116,7 +117,7 @@ def report_markdown(files: list[tuple[str, CardFile]], title: str) -> str:
             + md_text(
                 f"{header['GPU']}; driver {header['driver']}, ncu {header['Nsight Compute']},"
                 f" torch {header['torch']}, cuDNN {header['cuDNN']}; rules {header['rules']};"
-                f" captured {header['captured']}; {header['cards']} cards"
+                f" captured {header['captured']}; {counted(int(header['cards']), 'card')}"
             )
         )
         lines += [f"  - **warning**: {md_text(w)}" for w in f.warnings]
