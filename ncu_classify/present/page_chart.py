@@ -132,16 +132,17 @@ def _above_slope(line: Line, spots: list[tuple[float, float]]) -> Line:
     if line.y1 == line.y2 or line.x2 <= line.x1:
         return line  # a flat roof: labelled at the right edge
     width = CHAR_WIDTH * len(line.label)
+    places = []
     for share in (0.5, 0.4, 0.6, 0.3, 0.7, 0.2, 0.8, 0.1, 0.9):
         x = max(line.x1 + (line.x2 - line.x1) * share, LEFT + width + 6)
         y = line.y1 + (line.y2 - line.y1) * (x - line.x1) / (line.x2 - line.x1)
-        placed = replace(line, label_x=x - 6, label_y=max(y - 6, TOP + LABEL_HEIGHT), anchor="end")
-        box = label_box(placed)
-        if not any(
-            box[0] - 6 < sx < box[2] + 6 and box[1] - 6 < sy < box[3] + 6 for sx, sy in spots
-        ):
+        label_y = max(y - 6, TOP + LABEL_HEIGHT)
+        places.append(replace(line, label_x=x - 6, label_y=label_y, anchor="end"))
+    for placed in places:
+        left, top, right, bottom = label_box(placed)
+        if not any(left - 6 < x < right + 6 and top - 6 < y < bottom + 6 for x, y in spots):
             return placed
-    return replace(line, label_x=line.x1 + 4, label_y=line.y1 - 6)
+    return places[0]
 
 
 def _spread(lines: list[Line]) -> list[Line]:
