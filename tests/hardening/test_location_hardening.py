@@ -154,3 +154,19 @@ def test_diff_finds_the_rules_of_older_cards_beside_or_above_the_cards_file(
         " neither beside the cards file, in a folder above it nor in the working folder);"
         " --reclassify RULES gives them"
     ]
+
+
+def test_reclassified_legacy_cards_are_the_same_bytes_from_any_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A legacy file's name, not its path as given, in `inputs` and in its warnings."""
+    legacy = ROOT / "fixtures" / "legacy" / "legacy_cards_480x832.json"
+    monkeypatch.chdir(ROOT)
+    assert run(["reclassify", str(legacy.relative_to(ROOT)), "-o", str(tmp_path / "a.json")]) == 0
+    monkeypatch.chdir(tmp_path)
+    assert run(["reclassify", str(legacy), "-o", "b.json"]) == 0
+    one, two = (tmp_path / "a.json").read_bytes(), (tmp_path / "b.json").read_bytes()
+    assert one == two
+    doc = json.loads(one)
+    assert doc["inputs"] == ["legacy_cards_480x832.json"]
+    assert doc["input_warnings"][0].startswith("legacy_cards_480x832.json: cards[20] repeats")
