@@ -65,7 +65,8 @@ def drill_line(drill: DrillRequest) -> str:
     the shapes file lacked."""
     reasons = Counter(why for why in drill.selected.values())
     told = ", ".join(f"{n} {why}" for why, n in sorted(reasons.items()))
-    line = f"# drill-down of {printable(drill.cards_file)}: {len(drill.selected)} shapes ({told})"
+    chosen = counted(len(drill.selected), "shape")
+    line = f"# drill-down of {printable(drill.cards_file)}: {chosen} ({told})"
     if drill.not_in_shapes:
         line += f"; {len(drill.not_in_shapes)} not in the shapes file (first: "
         line += f"{printable(drill.not_in_shapes[0])})"
