@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -45,12 +47,22 @@ def _starts_with(line: str, prefix: str) -> bool:
 
 
 def shown_line(line: str, named: dict[Path, str]) -> str:
-    """A message that starts with an input's path as given (or a path below it), as outputs
-    name it (`shown_under`): the same from any working folder."""
+    """A message with inputs' paths as given (or paths below them), as outputs name them
+    (`shown_under`): the same from any working folder. A path is replaced where it stands
+    alone (at the start, or after a space, and followed by `/`, `:`, `;`, `,`, a space or the
+    end)."""
     for given in sorted(named, key=lambda p: -len(str(p))):
-        if _starts_with(line, str(given)):
-            return named[given] + line[len(str(given)) :]
+        text = str(given)
+        if text == ".":  # nothing below it carries its prefix (Path(".") / "x" is "x")
+            continue
+        pattern = r"(?:(?<=^)|(?<=\s))" + re.escape(text) + r"(?=$|[/:;,\s])"
+        line = re.sub(pattern, functools.partial(_literal, named[given]), line)
     return line
+
+
+def _literal(name: str, _: re.Match[str]) -> str:
+    """The replacement `name`, taken literally (a backslash in it is no group reference)."""
+    return name
 
 
 def given_line(line: str, named: dict[Path, str]) -> str:
