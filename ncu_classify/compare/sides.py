@@ -77,12 +77,15 @@ def shared_rules(
             return loaded
     if baseline.rules_id is not None:
         changed = [k.path for k in known if k.path != "default"]
-        where = (
-            f"{changed[0]} holds other rules now"
-            if changed
-            else f"{baseline.rules_file} is neither beside the cards file, in a folder above it"
-            " nor in the working folder"
-        )
+        if baseline.rules_yaml is not None:
+            where = "the rules text the cards keep is not the recorded one, or cannot be read"
+        elif changed:
+            where = f"{changed[0]} holds other rules now"
+        else:
+            where = (
+                f"{baseline.rules_file} is neither beside the cards file, in a folder above it"
+                " nor in the working folder"
+            )
         warnings.append(
             f"rules {baseline.rules_id} not found to name the thresholds a flip crossed"
             f" ({where}); --reclassify RULES gives them"

@@ -234,7 +234,12 @@ def load_rules(path: Path | None = None) -> LoadedRules:
 
 
 def rules_from_text(text: str, label: str) -> LoadedRules:
-    """Validate the text of a rules file (read from `label`, or kept in a cards file)."""
+    """Validate the text of a rules file (read from `label`, or kept in a cards file); one
+    larger than a rules file may be is refused as its file would be (RulesError)."""
+    if len(text) > MAX_RULES_BYTES:  # characters: at least as many bytes
+        raise RulesError(
+            f"{label}: larger than {MAX_RULES_BYTES >> 10} KiB, the most a rules file holds"
+        )
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     ruleset = cached(RuleSet, digest)
     if ruleset is None:

@@ -170,3 +170,25 @@ def test_reclassified_legacy_cards_are_the_same_bytes_from_any_folder(
     doc = json.loads(one)
     assert doc["inputs"] == ["legacy_cards_480x832.json"]
     assert doc["input_warnings"][0].startswith("legacy_cards_480x832.json: cards[20] repeats")
+
+
+def test_rules_text_larger_than_a_rules_file_is_not_parsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cards file's `rules_yaml` is bounded as a rules file is (256 KiB; YAML reads at about
+    100 KB/s): a hostile one costs the crossings, not minutes."""
+    work = tmp_path / "work"
+    work.mkdir()
+    rules = work / "my_rules.yaml"
+    shutil.copy(ROOFLINE, rules)
+    base, cand = _flipped_pair(work, rules, monkeypatch)
+    for side in (base, cand):
+        doc = json.loads(side.read_text())
+        doc["rules_yaml"] = "# padding\n" * 30_000 + doc["rules_yaml"]
+        side.write_text(json.dumps(doc))
+    crossings, warnings = _crossings(base, cand, tmp_path / "diff.json")
+    assert crossings == []
+    assert warnings == [
+        "rules roofline-v1 not found to name the thresholds a flip crossed (the rules text the"
+        " cards keep is not the recorded one, or cannot be read); --reclassify RULES gives them"
+    ]
