@@ -99,8 +99,13 @@ def boost_state(ncu: str) -> str | None:
 
 
 def gpu_inventory() -> list[dict[str, str]]:
-    """GPUs as nvidia-smi lists them (index, name, driver, uuid, memory_mib); an
-    EnvironmentProblem if there is none."""
+    """GPUs as nvidia-smi lists them (index, name, driver, uuid, memory_mib), narrowed to
+    CUDA_VISIBLE_DEVICES (`allocated`); an EnvironmentProblem if there is none."""
+    return allocated(node_gpus(), visible_devices())
+
+
+def node_gpus() -> list[dict[str, str]]:
+    """Every GPU nvidia-smi lists; an EnvironmentProblem if there is none."""
     query = "--query-gpu=index,name,driver_version,uuid,memory.total"
     smi = os.environ.get(SMI_VARIABLE) or "nvidia-smi"
     try:
@@ -118,7 +123,7 @@ def gpu_inventory() -> list[dict[str, str]]:
     if not rows:
         raise EnvironmentProblem("no NVIDIA GPU visible: nvidia-smi lists none")
     keys = ("index", "name", "driver", "uuid", "memory_mib")
-    return allocated([dict(zip(keys, row, strict=False)) for row in rows], visible_devices())
+    return [dict(zip(keys, row, strict=False)) for row in rows]
 
 
 def allocated(rows: list[dict[str, str]], visible: list[str] | None) -> list[dict[str, str]]:
@@ -145,11 +150,15 @@ def allocated(rows: list[dict[str, str]], visible: list[str] | None) -> list[dic
 
 def visible_gpu_bytes(gpus: tuple[int, ...]) -> int | None:
     """Memory of the smallest of `gpus` as nvidia-smi lists them (for a dry run, which needs
-    no ncu); None where no GPU is visible."""
+    no ncu); None where no GPU is visible (a plan for another host). Where GPUs are visible,
+    `gpus` are checked as the run checks them (EnvironmentProblem for an index out of range)."""
     try:
-        return Host("", "", gpu_inventory()).memory_bytes(gpus)
+        rows = node_gpus()
     except EnvironmentProblem:
         return None
+    inventory = allocated(rows, visible_devices())  # what the run would refuse, refused
+    check_indices(inventory, gpus)
+    return Host("", "", inventory).memory_bytes(gpus)
 
 
 def probe(ncu: str, gpus: tuple[int, ...]) -> Host:
@@ -163,6 +172,12 @@ def probe(ncu: str, gpus: tuple[int, ...]) -> Host:
             f" {MIN_NCU[0]}.{MIN_NCU[1]} or newer (pass --ncu PATH to pick another)"
         )
     inventory = gpu_inventory()
+    check_indices(inventory, gpus)
+    return Host(ncu_path, version, inventory, boost_state(ncu_path))
+
+
+def check_indices(inventory: list[dict[str, str]], gpus: tuple[int, ...]) -> None:
+    """EnvironmentProblem where one of `gpus` (--gpus) is not among the visible GPUs."""
     indices = [int(g["index"]) for g in inventory if g["index"].isdigit()]
     for wanted in gpus:
         if wanted not in indices:
@@ -176,7 +191,6 @@ def probe(ncu: str, gpus: tuple[int, ...]) -> Host:
                 f"GPU index {wanted} is out of range: {where} {len(inventory)} GPU(s),"
                 f" indices {', '.join(map(str, indices))}"
             )
-    return Host(ncu_path, version, inventory, boost_state(ncu_path))
 
 
 def counters_refused(log: Path) -> EnvironmentProblem | None:

@@ -285,7 +285,7 @@ def check_resumable(
         "warmup": (previous.warmup, shapes.warmup),
         "cudnn_benchmark": (previous.cudnn_benchmark, shapes.cudnn_benchmark),
         "--shard": (previous.shard, f"{options.shard[0]}/{options.shard[1]}"),
-        "--drill-down selection": (previous.drill_down, options.drill),
+        "--drill-down selection": (_drilled(previous.drill_down), _drilled(options.drill)),
         "--repeat": (previous.repeat, options.repeat),
         "--repeat-counters": (previous.repeat_counters, options.repeat_counters),
     }
@@ -295,6 +295,12 @@ def check_resumable(
             f"{out} holds a capture made with another {', '.join(changed)}: --resume must"
             " continue the same capture; capture into another folder"
         )
+
+
+def _drilled(drill: DrillRequest | None) -> object:
+    """What a drill-down request is, whatever its cards file is called (the name a capture
+    records depends on nothing but the file; captures before 1.7 recorded the path as given)."""
+    return None if drill is None else drill.model_dump(exclude={"cards_file"})
 
 
 def check_fits(shapes_path: Path, entries: list[ShapeEntry], gpu_bytes: int) -> None:

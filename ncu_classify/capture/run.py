@@ -111,7 +111,7 @@ def _new_manifest(shapes_path: Path, plan: Plan, options: CaptureOptions) -> Man
     return Manifest(
         tool_version=__version__,
         created_at=utc_now(),
-        shapes_file=unicode_safe(str(shapes_path)),  # JSON holds UTF-8 text alone
+        shapes_file=unicode_safe(shapes_path.name),  # the same from any folder; UTF-8 alone
         shapes_sha256=shapes_sha256(shapes_path),
         seed=plan.shapes.seed,
         warmup=plan.shapes.warmup,

@@ -4,8 +4,11 @@ computed in `verdicts.drill`)."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..core.measured import without_unmeasured
 from ..core.units import NonNegative
 from .figures import Margin
 
@@ -42,7 +45,9 @@ class DrillDown(BaseModel):
         description="warp cycles per issued instruction (smsp__average_warp_latency_per_inst"
         "_issued.ratio)"
     )
-    stalls: list[StallShare] = Field(description="every reason, largest share first")
+    stalls: Annotated[list[StallShare], without_unmeasured("cycles_per_issue", "share_pct")] = (
+        Field(description="every reason, largest share first")
+    )
     top_reasons: list[str] = Field(
         description="the largest reasons, in order, until 90 % of the stall cycles"
     )

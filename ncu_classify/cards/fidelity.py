@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from ..core.text import counted
 from .model import Card
 
 FIDELITY_TOLERANCE = 0.10  # a replay further than this from the program's time is listed
@@ -53,7 +54,9 @@ def fidelity_note(card: Card, ratio: float) -> str:
     notes = []
     kernels = card.real_kernels
     if kernels is not None and abs(kernels - len(card.kernels)) >= 0.5:
-        notes.append(f"{len(card.kernels)} kernels replayed, {kernels:g} per call in the program")
+        notes.append(
+            f"{counted(len(card.kernels), 'kernel')} replayed, {kernels:g} per call in the program"
+        )
     l2 = card.gpu.l2_bytes if isinstance(card.gpu.l2_bytes, (int, float)) else L2_BYTES_UNKNOWN_GPU
     size = card.nominal_bytes
     if ratio > 1 and size is not None and size < l2:

@@ -125,6 +125,9 @@ class KernelJson:
         return made[1] if made is not None and made[0] is kernel else None
 
 
+OPTIONAL_HEAD = ("legacy_fields", "coverage", "rules_yaml")
+
+
 def card_file_text(cards: CardFile, made: KernelJson | None = None) -> str:
     """JSON text of a CardFile: every header field in model order, then one card per line,
     each card and kernel with the fields it holds. Deterministic for a given CardFile. `made`:
@@ -140,7 +143,7 @@ def card_file_text(cards: CardFile, made: KernelJson | None = None) -> str:
                 pieces.append(",\n    " if number else "\n    ")
                 _card_pieces(card, made, pieces)
             pieces.append("\n  ],\n" if cards.cards else "],\n")
-        elif key not in ("legacy_fields", "coverage") or head[key]:  # written where there are
+        elif key not in OPTIONAL_HEAD or head[key]:  # written where there are
             pieces.append(f"  {json.dumps(key)}: {_compact(head[key])},\n")
     pieces[-1] = pieces[-1].removesuffix(",\n")
     pieces.append("\n}\n")

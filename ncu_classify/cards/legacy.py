@@ -21,6 +21,7 @@ from typing import Any, get_args
 
 from ..core.errors import CardsError
 from ..core.metrics import CATALOG
+from ..core.paths import short_names
 from .legacy_fit import Fitter
 from .model import SCHEMA_VERSION, VERDICT_FIELDS, Card, CardFile, CardStatus, KernelCard
 from .rollup import count_classes
@@ -42,6 +43,7 @@ def from_legacy(doc: Mapping[str, Any], source: str) -> CardFile:
     built (no group) is left out with a warning. CardsError only when no card can be built.
     Rules identity stays null until reclassified."""
     fitter = Fitter()
+    name = short_names([source])[0]
     cards = []
     for index, raw in enumerate(doc.get("cards") or []):
         card = _card(raw, f"cards[{index}].", fitter)
@@ -58,17 +60,17 @@ def from_legacy(doc: Mapping[str, Any], source: str) -> CardFile:
         "rules_id": None,
         "rules_file": None,
         "rules_sha256": None,
-        "inputs": [source],
+        "inputs": [name],
         "rules": "",
         "generated_at": None,
         **top,
         "cards": cards,
     }
     _counts(converted)
-    converted["input_warnings"] = [
+    converted["input_warnings"] = [  # the file named as from any folder (`short_names`)
         *converted.get("input_warnings", []),
-        *fitter.warnings(source),
-        *_repeats(cards, source),
+        *fitter.warnings(name),
+        *_repeats(cards, name),
     ]
     return CardFile.model_validate(converted, strict=True)
 

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..core.measured import without_unmeasured
 from ..core.units import NonNegative
 from .coverage import StageCoverage
 from .drill import DrillDown, Settled
@@ -25,9 +26,10 @@ from .hot_units import HotUnit
 from .machine import CaptureInfo, GpuInfo
 from .repeats import KernelRepeats, Measurement
 
-SCHEMA_VERSION = "1.6"  # 1.2: tensor_pct over elapsed cycles; 1.3: captures, calls,
+SCHEMA_VERSION = "1.7"  # 1.2: tensor_pct over elapsed cycles; 1.3: captures, calls,
 # source; 1.4: coverage of a recorded program, real_us and real_kernels per card; 1.5:
-# drill_down per kernel, settled per card; 1.6: repeats per kernel, measurement per card
+# drill_down per kernel, settled per card; 1.6: repeats per kernel, measurement per card;
+# 1.7: rules_yaml, and paths named the same from any working folder
 SCOPE = (
     "Isolated replays under Nsight Compute kernel replay (each kernel serialised, caches flushed"
     " between passes, clocks left unlocked with --clock-control none); classifications are per"
@@ -83,7 +85,7 @@ class KernelCard(BaseModel):
         default_factory=list,
         description="corrections made to stored metrics (legacy ms-as-us durations), one note each",
     )
-    hot_units: dict[str, list[HotUnit]] = Field(
+    hot_units: dict[str, Annotated[list[HotUnit], without_unmeasured("pct")]] = Field(
         default_factory=dict, description="busiest entries of the SM and memory breakdowns"
     )
     roofline: Roofline | None = None
@@ -179,8 +181,16 @@ class CardFile(BaseModel):
     tool_version: str | None = Field(description="null: legacy cards not yet reclassified")
     rules: str
     rules_id: str | None = Field(description="null: legacy cards not yet reclassified")
-    rules_file: str | None
+    rules_file: str | None = Field(
+        description="the rules file's name (`default`: the packaged rules); null: legacy cards"
+        " not yet reclassified. Files before 1.7: its path as given"
+    )
     rules_sha256: str | None
+    rules_yaml: str | None = Field(
+        default=None,
+        description="the text of the rules file (its sha256 is rules_sha256): diff names the"
+        " thresholds a flip crossed from it, wherever the file is",
+    )
     inputs: list[str]
     captures: list[CaptureInfo] = Field(
         default_factory=list,

@@ -5,11 +5,16 @@ them in."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..core.measured import SPREAD_FIGURES, none_if_unmeasured, without_unmeasured
 from ..core.stats import Spread
+
+# a spread without its mean (NaN in a file) is no spread: read as missing
+MaybeSpread = Annotated[Spread | None, none_if_unmeasured(*SPREAD_FIGURES)]
+Interval = Annotated[list[float] | None, none_if_unmeasured()]
 
 Basis = Literal["durations", "counters"]
 
@@ -23,8 +28,8 @@ class KernelRepeats(BaseModel):
         description="durations: the card metrics counted once, the duration n times;"
         " counters: every metric n times"
     )
-    dur_us: Spread | None = Field(description="None where a launch has no duration")
-    metrics: dict[str, Spread] = Field(
+    dur_us: MaybeSpread = Field(description="None where a launch has no duration")
+    metrics: Annotated[dict[str, Spread], without_unmeasured(*SPREAD_FIGURES)] = Field(
         default_factory=dict, description="card metric -> its spread over the repeats"
     )
     scaled: list[str] = Field(
@@ -42,8 +47,8 @@ class ClockRegime(BaseModel):
     pipeline_boost_state: str | None = Field(
         description="ncu's Tensor Core boost state (stable, dynamic); None where ncu has none"
     )
-    sm_clock_ghz: Spread | None = Field(description="SM clock seen, over kernels and repeats")
-    dram_clock_ghz: Spread | None = Field(description="memory clock seen, likewise")
+    sm_clock_ghz: MaybeSpread = Field(description="SM clock seen, over kernels and repeats")
+    dram_clock_ghz: MaybeSpread = Field(description="memory clock seen, likewise")
 
 
 class Stability(BaseModel):
@@ -55,13 +60,13 @@ class Stability(BaseModel):
         " the nearest rival's changes the class; unmeasured: neither has a spread"
     )
     metric: str | None = Field(description="the deciding metric")
-    interval: list[float] | None = Field(description="its 95 % interval [low, high]")
+    interval: Interval = Field(description="its 95 % interval [low, high]")
     margin_sd: float | None = Field(
         description="distance to the deciding threshold in standard deviations of that metric"
     )
     rival: str | None = Field(description="the nearest rule that would fire instead")
     rival_metric: str | None = None
-    rival_interval: list[float] | None = None
+    rival_interval: Interval = None
     rival_margin_sd: float | None = None
     flips_to: str | None = Field(description="the class a value inside the intervals gives")
     why: str = Field(description="one line for people")
@@ -73,7 +78,7 @@ class Measurement(BaseModel):
     model_config = ConfigDict(extra="forbid")
     repeats: int
     basis: Basis
-    summed_kernel_us: Spread | None = Field(description="the card's kernels summed, per repeat")
+    summed_kernel_us: MaybeSpread = Field(description="the card's kernels summed, per repeat")
     stability: Stability | None = Field(description="of the dominant kernel's verdict")
     clock: ClockRegime
     notes: list[str] = Field(default_factory=list, description="repeats left out, and why")

@@ -22,6 +22,7 @@ from ..core.errors import (
     ReportError,
     UsageError,
 )
+from ..core.paths import given_line, short_names
 from .terminal import err, error_line, out, warning_line
 
 if TYPE_CHECKING:
@@ -75,9 +76,10 @@ def read_cards(path: Path) -> CardFile:
     from ..cards.files import load_card_file
 
     cards = load_card_file(path)
-    if cards.source_format == "legacy":
+    if cards.source_format == "legacy":  # named as from any folder: shown as given
+        named = {path: short_names([path])[0]}
         for warning in cards.input_warnings:
-            warning_line(warning)
+            warning_line(given_line(warning, named))
     return cards
 
 
@@ -115,6 +117,10 @@ def root(
     ] = False,
 ) -> None:
     """What bounds each GPU kernel, from Nsight Compute hardware counters."""
+    from ..core.clock import pinned_epoch
+
+    with errors():  # a malformed SOURCE_DATE_EPOCH fails before anything is done (exit 2)
+        pinned_epoch()
 
 
 def usage(exc: UsageError) -> typer.Exit:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..core.errors import CaptureError, UsageError
+from ..core.paths import short_names
 from .app import EXIT_INTERRUPTED, app, errors, examples
 from .options import parse_gpus, parse_shard, positive_float, positive_int, repeat_count
 from .terminal import (
@@ -178,4 +179,6 @@ def drill_request(cards_path: Path, classes: list[str]) -> DrillRequest:
             " named, or all drilled already)"
         )
     digest = hashlib.sha256(cards_path.read_bytes()).hexdigest()
-    return DrillRequest(cards_file=str(cards_path), cards_sha256=digest, selected=selected)
+    return DrillRequest(
+        cards_file=short_names([cards_path])[0], cards_sha256=digest, selected=selected
+    )

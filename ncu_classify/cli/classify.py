@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..core.errors import ReportError, UsageError
-from ..core.text import printable
+from ..core.paths import given_line, short_names
+from ..core.text import counted, printable
 from ..present.tables import TABLE_SUFFIXES, check_kind, output_format
 from .app import (
     CardsArgument,
@@ -117,10 +118,11 @@ def classify_command(
                 partial=partial,
                 kernel_json=made,
             )
+        named = dict(zip(paths, short_names(paths), strict=True))  # as the cards name them
         for problem in cards.input_errors:
-            error_line(problem)
+            error_line(given_line(problem, named))
         for warning in cards.input_warnings:
-            warning_line(warning)
+            warning_line(given_line(warning, named))
         if not cards.cards and not cards.input_errors:
             raise ReportError("no kernel among the inputs; nothing written")
         if not cards.cards:  # each bad input has had its line
@@ -133,7 +135,7 @@ def classify_command(
             table_target.write_bytes(table_bytes)
     console = human(target)
     print_summary(cards, console)
-    console.print(f"wrote {len(cards.cards)} cards to {printable(str(target))}")
+    console.print(f"wrote {counted(len(cards.cards), 'card')} to {printable(str(target))}")
     if cards.input_errors:
         raise typer.Exit(exit_code_for(ReportError("")))
 
@@ -182,4 +184,4 @@ def reclassify_command(
         target.write_text(card_file_text(cards))
     console = human(target)
     print_summary(cards, console)
-    console.print(f"wrote {len(cards.cards)} cards to {printable(str(target))}")
+    console.print(f"wrote {counted(len(cards.cards), 'card')} to {printable(str(target))}")

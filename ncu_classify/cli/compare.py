@@ -9,6 +9,7 @@ import typer
 
 from ..core.errors import GateFailed, UsageError
 from ..core.ordering import natural_key
+from ..core.paths import short_names
 from ..core.text import printable
 from ..present.tables import DIFF_SUFFIXES, PAGE_SUFFIXES, TEXT_SUFFIXES, output_format
 from .app import CardsArgument, app, check_inputs, check_output, errors, examples, human, read_cards
@@ -72,7 +73,7 @@ def diff_command(
     crossed, changed kernels, time ratios, per-stage roll-up; noise is told apart."""
     from ..compare.diff import DiffOptions, diff_cards
     from ..compare.gate import failures, parse_condition
-    from ..compare.sides import readable_rules
+    from ..compare.sides import readable_rules, rules_places
     from ..core.noise import load_noise
     from ..present.diff_text import diff_parquet, diff_renderable, diff_text
     from ..verdicts.rules import load_rules
@@ -90,16 +91,17 @@ def diff_command(
         sides = read_cards(baseline), read_cards(candidate)
         stages = frozenset(stage or [])
         _check_stages(stages, {c.stage for side in sides for c in side.cards})
+        places = [] if reclassify else rules_places(sides[0], baseline)
+        if target is not None:  # the rules files the cards name may be read too
+            target = check_output(output or "-", [*inputs, *places])
         options = DiffOptions(
             noise=load_noise(noise)[0],
             rules=load_rules(reclassify) if reclassify else None,
-            known_rules=() if reclassify else readable_rules(sides[0]),
+            known_rules=() if reclassify else readable_rules(sides[0], places),
             stages=stages,
         )
-        rules_files = [Path(s.rules_file) for s in sides if s.rules_file]
-        if target is not None:  # the rules files the cards name may be read too
-            target = check_output(output or "-", [*inputs, *rules_files])
-        result = diff_cards(*sides, (str(baseline), str(candidate)), options)
+        names = short_names([baseline, candidate])
+        result = diff_cards(*sides, (names[0], names[1]), options)
         form: DiffFormat = fmt  # type: ignore[assignment]
         if target is None and form == "table":
             out.print(diff_renderable(result))

@@ -12,7 +12,7 @@ from ..core.errors import OutputError
 from . import capture, classify, compare, present, record  # noqa: F401  (register the commands)
 from .app import EXIT_CODES, EXIT_INTERNAL, EXIT_INTERRUPTED, app, exit_code_for
 from .interrupts import sigterm_as_interrupt
-from .streams import forgiving_std_streams
+from .streams import forgiving_std_streams, open_std_streams
 from .terminal import err, error_line, out
 
 __all__ = ["EXIT_CODES", "app", "run"]
@@ -23,11 +23,11 @@ def run(argv: list[str]) -> int:
     and a documented code: usage errors (2), library errors, Ctrl-C (130), a full or closed
     stdout (7; a reader that leaves the pipe is no error), and any bug (1;
     NCU_CLASSIFY_DEBUG=1 shows its traceback)."""
-    if sys.stdout is None:  # started with stdout closed: print nowhere, fail only `-o -`
+    if sys.stdout is None:  # started with stdout closed: a write there fails (7, as /dev/full)
         from . import outputs
 
         outputs.STDOUT_CLOSED = True
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+    open_std_streams()
     try:
         # SIGTERM unwinds like Ctrl-C in every command (exit 130); a reader that leaves the
         # pipe (`| head`) leaves the command its own exit code

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..core.errors import UsageError
+from ..core.paths import short_names
 from ..core.text import printable
 from ..present.tables import TABLE_SUFFIXES, TEXT_SUFFIXES, check_kind, csv_text, output_format
 from .app import CardsArgument, app, check_inputs, check_output, errors, examples, read_cards, usage
@@ -147,7 +148,7 @@ def next_command(
         for name in stage or []:
             if name not in known:
                 raise UsageError(f"--stage {name!r}: {cards_file} has no such stage")
-        report = next_moves(cards, str(cards_file), stage or [])
+        report = next_moves(cards, short_names([cards_file])[0], stage or [])
         for line in flag_lines(report):
             warning_line(line)
         if target is None and fmt == "table":

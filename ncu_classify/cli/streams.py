@@ -7,6 +7,8 @@ instead of an error about a reader that left on purpose.
 
 from __future__ import annotations
 
+import errno
+import io
 import os
 import sys
 from collections.abc import Iterator
@@ -48,6 +50,35 @@ class _Forgiving:
             os.dup2(devnull, self._stream.fileno())
         finally:
             os.close(devnull)
+
+
+class ClosedStream(io.TextIOBase):
+    """Standard output the process was started without (`>&-`): every write fails as a
+    closed descriptor does, so that a command that prints its result ends as on /dev/full
+    (exit 7, one line), instead of succeeding with its output lost."""
+
+    def writable(self) -> bool:
+        """Writes are accepted, to fail: what was printed is lost."""
+        return True
+
+    def write(self, data: Any) -> int:
+        """Nothing is written: OSError (EBADF)."""
+        raise OSError(errno.EBADF, "standard output is closed")
+
+    @property
+    def buffer(self) -> ClosedStream:
+        """The binary stream under it: closed as well."""
+        return self
+
+
+def open_std_streams() -> None:
+    """Standard streams the process was started without: stdout fails every write
+    (`ClosedStream`), stderr goes to /dev/null (errors cannot be shown; exit codes still
+    tell)."""
+    if sys.stdout is None:
+        sys.stdout = ClosedStream()
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115
 
 
 @contextmanager

@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.errors import NcuClassifyError
-from ..core.text import one_line, printable
+from ..core.text import counted, one_line, printable
 from ..present.fit import Fitted
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def print_plan(plan: Plan) -> None:
         out.print(printable(shlex.join(plan.argv[batch.name])))
     total = sum(len(b.entries) for b in plan.batches if b.kind == "counters")
     timed = sum(len(b.entries) for b in plan.batches if b.kind == "times")
-    line = f"# {total} shapes to capture, {len(plan.kept)} already captured"
+    line = f"# {counted(total, 'shape')} to capture, {len(plan.kept)} already captured"
     if timed:
         line += f"; {timed} shapes to measure {plan.repeat - 1} more times (--repeat {plan.repeat})"
     out.print(line)
@@ -68,7 +68,8 @@ def drill_line(drill: DrillRequest) -> str:
     the shapes file lacked."""
     reasons = Counter(why for why in drill.selected.values())
     told = ", ".join(f"{n} {why}" for why, n in sorted(reasons.items()))
-    line = f"# drill-down of {printable(drill.cards_file)}: {len(drill.selected)} shapes ({told})"
+    chosen = counted(len(drill.selected), "shape")
+    line = f"# drill-down of {printable(drill.cards_file)}: {chosen} ({told})"
     if drill.not_in_shapes:
         line += f"; {len(drill.not_in_shapes)} not in the shapes file (first: "
         line += f"{printable(drill.not_in_shapes[0])})"

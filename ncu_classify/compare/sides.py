@@ -4,28 +4,57 @@ the GPUs or the software differ."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ..cards.machine import Software, first_gpu, sm_clock_range
 from ..cards.model import Card, CardFile, KernelCard
 from ..cards.rollup import median_ceilings
 from ..core.errors import RulesError
-from ..verdicts.rules import DEFAULT_RULES, LoadedRules, load_rules
+from ..verdicts.rules import DEFAULT_RULES, LoadedRules, load_rules, rules_from_text
 from .model import SideHeader
 
 
-def readable_rules(cards: CardFile) -> tuple[LoadedRules, ...]:
-    """The rules files `cards` may have been classified under that can be read here (the
-    default rules, the file it names): read by the caller, so that comparing reads no file."""
-    found = []
-    for path in (DEFAULT_RULES, Path(cards.rules_file or "")):
-        if cards.rules_file and path.is_file():
-            try:
-                found.append(load_rules(path))
-            except RulesError:  # an unreadable rules file only costs the crossings
-                continue
-    return tuple(found)
+def rules_places(cards: CardFile, cards_path: Path) -> list[Path]:
+    """The files that may hold the rules `cards` name and do not keep (cards before 1.7 name
+    the rules file by its path from where classify ran): that path beside the cards file and
+    in each folder above it, then in the working folder; those that exist."""
+    if not cards.rules_file or cards.rules_file == "default" or cards.rules_yaml:
+        return []
+    given = Path(cards.rules_file)
+    folder = Path(os.path.abspath(cards_path)).parent
+    places = [base / given for base in (folder, *folder.parents)] + [given]
+    return [p for p in dict.fromkeys(places) if _is_file(p)]
+
+
+def _is_file(path: Path) -> bool:
+    """Whether `path` is a file; False for a name no file can have (too long, a NUL)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def readable_rules(cards: CardFile, places: Iterable[Path] = ()) -> tuple[LoadedRules, ...]:
+    """The rules `cards` may have been classified under that can be had here: the text the
+    cards keep, the default rules, the files at `places` (`rules_places`, read by the caller
+    so that comparing reads no file); `shared_rules` takes the one of the recorded sha256."""
+    if not cards.rules_file:
+        return ()
+    kept, name = cards.rules_yaml, cards.rules_file
+    loads: list[Callable[[], LoadedRules]] = (
+        [] if kept is None else [lambda: rules_from_text(kept, name)]
+    )
+    loads += [functools.partial(load_rules, path) for path in (DEFAULT_RULES, *places)]
+    loaded = []
+    for load in loads:
+        try:
+            loaded.append(load())
+        except RulesError:  # an unreadable rules file only costs the crossings
+            continue
+    return tuple(loaded)
 
 
 def shared_rules(
@@ -47,9 +76,19 @@ def shared_rules(
         if loaded.sha256 == baseline.rules_sha256:
             return loaded
     if baseline.rules_id is not None:
+        changed = [k.path for k in known if k.path != "default"]
+        if baseline.rules_yaml is not None:
+            where = "the rules text the cards keep is not the recorded one, or cannot be read"
+        elif changed:
+            where = f"{changed[0]} holds other rules now"
+        else:
+            where = (
+                f"{baseline.rules_file} is neither beside the cards file, in a folder above it"
+                " nor in the working folder"
+            )
         warnings.append(
-            f"rules {baseline.rules_id} not found to name the thresholds a flip crossed;"
-            " --reclassify RULES gives them"
+            f"rules {baseline.rules_id} not found to name the thresholds a flip crossed"
+            f" ({where}); --reclassify RULES gives them"
         )
     return None
 

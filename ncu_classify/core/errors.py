@@ -80,4 +80,13 @@ def validation_line(exc: ValidationError) -> str:
     first = problems[0]
     where = ".".join(str(part) for part in error_loc(first)) or "(top level)"
     more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-    return f"{where}: {first['msg']}{more}"
+    return f"{where}: {_message(first)}{more}"
+
+
+def _message(problem: Any) -> str:
+    """Pydantic's message, or what it means for a whole number of more than 18 digits, which a
+    JSON file hands over as a float (`textio.read_json`): beyond any count this tool reads."""
+    given = problem.get("input")
+    if problem["type"] == "int_type" and isinstance(given, float) and abs(given) >= 1e18:
+        return f"{given:.6g} is beyond any count this tool reads (at most 18 digits, < 10**18)"
+    return str(problem["msg"])

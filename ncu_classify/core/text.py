@@ -75,3 +75,8 @@ def figure(value: float | None, spec: str = "{:,.1f}") -> str:
     if abs(value) >= 1e12 or (value and abs(value) < 1e-4):
         return f"{value:.4g}"
     return spec.format(value)
+
+
+def counted(count: int, noun: str) -> str:
+    """`count` things, the noun in the singular for one: `1 kernel`, `2 kernels`, `1,024 cards`."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"

@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..compare.model import SHOWN_METRICS, Crossing, DiffFile, ShapeDiff, SideFigures, SideHeader
-from ..core.text import md_code, md_text, printable
+from ..core.text import counted, md_code, md_text, printable
 from .diff_cut import shown_shapes
 from .diff_headroom import headroom_markdown, headroom_table
 from .fit import Fitted
@@ -130,7 +130,7 @@ def _side_line(name: str, side: SideHeader) -> str:
     rules = side.rules_id or "no rules recorded"
     tool = side.tool_version or side.source_format
     return (
-        f"{name}: {side.path} ({side.cards} cards; {what}"
+        f"{name}: {side.path} ({counted(side.cards, 'card')}; {what}"
         + (f"; peaks {peaks}" if peaks else "")
         + f"; rules {rules}; {tool}; {side.generated_at})"
     )

@@ -15,7 +15,8 @@ from .._version import __version__
 from ..cards.model import SCOPE, CardFile
 from ..cards.rollup import KernelClassRow, SummaryRow
 from ..core.errors import UsageError
-from ..core.text import figure, md_code, md_text, printable
+from ..core.paths import short_names
+from ..core.text import counted, figure, md_code, md_text, printable
 from .coverage import BASIS_SHORT, millis
 from .next_text import next_markdown, stage_cells, stage_notes
 from .page_chart import DASHES, build_chart
@@ -42,15 +43,7 @@ MAX_FILES = 8  # one marker shape and one dash pattern each
 def labels_for(paths: list[Path]) -> list[str]:
     """A short, distinct label per cards file: its name, with as many folders in front as it
     takes to tell files apart (and one for a name that says nothing, `cards.json`)."""
-    parts = [Path(os.path.abspath(p)).parts for p in paths]
-    depth = [2 if p.name == "cards.json" else 1 for p in paths]
-    while True:
-        labels = ["/".join(part[-d:]) for part, d in zip(parts, depth, strict=True)]
-        clashes = [i for i, label in enumerate(labels) if labels.count(label) > 1]
-        if not clashes or all(depth[i] >= len(parts[i]) for i in clashes):
-            return labels
-        for i in clashes:
-            depth[i] += 1
+    return short_names(paths)
 
 
 def check_files(paths: list[Path]) -> None:
@@ -99,6 +92,7 @@ def report_html(files: list[tuple[str, CardFile]], title: str) -> str:
         ),
         "colours": dict(view.classes),
         "marker_names": MARKER_NAMES,
+        "counted": counted,
         "dashes": DASHES,
         "version": __version__,
         "scope": SCOPE,
@@ -125,7 +119,7 @@ def report_markdown(files: list[tuple[str, CardFile]], title: str) -> str:
             + md_text(
                 f"{header['GPU']}; driver {header['driver']}, ncu {header['Nsight Compute']},"
                 f" torch {header['torch']}, cuDNN {header['cuDNN']}; rules {header['rules']};"
-                f" captured {header['captured']}; {header['cards']} cards"
+                f" captured {header['captured']}; {counted(int(header['cards']), 'card')}"
             )
         )
         lines += [f"  - **warning**: {md_text(w)}" for w in f.warnings]

@@ -34,12 +34,14 @@ class Line:
     label_x: float
     label_y: float
     file: str = ""  # the file the roof belongs to (the label's tooltip)
+    anchor: str = "start"  # SVG text-anchor: the label starts (or, `end`, ends) at label_x
 
 
 def label_box(line: Line) -> tuple[float, float, float, float]:
     """(left, top, right, bottom) that the label's text covers, at most (baseline at label_y)."""
     width = CHAR_WIDTH * len(line.label)
-    return line.label_x, line.label_y - LABEL_HEIGHT + 4, line.label_x + width, line.label_y + 4
+    left = line.label_x - width if line.anchor == "end" else line.label_x
+    return left, line.label_y - LABEL_HEIGHT + 4, left + width, line.label_y + 4
 
 
 def _overlap(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
@@ -105,7 +107,8 @@ def build_chart(
     drawn = [(c, line) for c in ceilings if (line := _roof(c, ceilings, scale)) is not None]
     owned = files is not None and len(files) > 1
     lines = [_owned(line, files[c.file]) if owned else line for c, line in drawn]  # type: ignore[index]
-    lines = _apart(_spread(lines))
+    spots = [(scale.px(p.x), scale.py(p.y)) for p in points]
+    lines = _apart(_spread([_above_slope(line, spots) for line in lines]))
     markers = [
         Marker(_shape(p.marker, scale.px(p.x), scale.py(p.y)), p.colour, p.tooltip, p.anchor,
                p.hollow, _stem(p, scale))
@@ -119,6 +122,27 @@ def _stem(point: Point, scale: _Scale) -> tuple[float, float, float] | None:
     if point.roof is None or point.roof <= point.y:
         return None
     return scale.px(point.x), scale.py(point.y), scale.py(point.roof)
+
+
+def _above_slope(line: Line, spots: list[tuple[float, float]]) -> Line:
+    """A bandwidth slope's label above the slope, ending at a point of it: kernels sit on or
+    under their roofs, so the space above a rising slope is free of markers, where its foot
+    (low intensity: the memory-bound kernels) is crowded with them. The point is the middle of
+    the slope, or the nearest one whose label covers no marker; the label stays in the plot."""
+    if line.y1 == line.y2 or line.x2 <= line.x1:
+        return line  # a flat roof: labelled at the right edge
+    width = CHAR_WIDTH * len(line.label)
+    places = []
+    for share in (0.5, 0.4, 0.6, 0.3, 0.7, 0.2, 0.8, 0.1, 0.9):
+        x = max(line.x1 + (line.x2 - line.x1) * share, LEFT + width + 6)
+        y = line.y1 + (line.y2 - line.y1) * (x - line.x1) / (line.x2 - line.x1)
+        label_y = max(y - 6, TOP + LABEL_HEIGHT)
+        places.append(replace(line, label_x=x - 6, label_y=label_y, anchor="end"))
+    for placed in places:
+        left, top, right, bottom = label_box(placed)
+        if not any(left - 6 < x < right + 6 and top - 6 < y < bottom + 6 for x, y in spots):
+            return placed
+    return places[0]
 
 
 def _spread(lines: list[Line]) -> list[Line]:

@@ -129,20 +129,24 @@ def _threaded() -> bool:
 
 
 def read_all(
-    paths: list[Path], jobs: int, per_kernel: PerKernel, progress: ReadProgress | None = None
+    paths: list[Path],
+    jobs: int,
+    per_kernel: PerKernel,
+    progress: ReadProgress | None = None,
+    labels: list[Path] | None = None,
 ) -> list[Rows | str]:
     """The rows of every report, each with `per_kernel(row)`, in the order given, read by up to
     `jobs` processes (`per_kernel` runs in the process that read the row); a large report is
     read in windows by several. A batch whose child dies (a native crash on a hostile report)
     is read again one unit per child, so that the crash is pinned on its report and the others
-    are still read."""
+    are still read. `labels`: how rows and errors name each report (default: its path)."""
     with contextlib.ExitStack() as owned:
         scratch = _scratch_folder(owned)
         _use(per_kernel, scratch)
         try:
             with contextlib.ExitStack() as inflated:
                 parallel = jobs > 1 and not _threaded()  # fork is unsafe beside native threads
-                planned = plan_units(paths, jobs if parallel else 1, inflated, scratch)
+                planned = plan_units(paths, jobs if parallel else 1, inflated, scratch, labels)
                 units = [unit for group in planned for unit in group]
                 workers = max(1, min(jobs, len(units)))
                 batches = reader_batches(units, workers)

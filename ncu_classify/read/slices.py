@@ -60,31 +60,37 @@ def report_bytes(unit: ReadUnit) -> int:
 
 
 def plan_units(
-    paths: list[Path], jobs: int, stack: contextlib.ExitStack, scratch: Path | None
+    paths: list[Path],
+    jobs: int,
+    stack: contextlib.ExitStack,
+    scratch: Path | None,
+    labels: list[Path] | None = None,
 ) -> list[list[ReadUnit]]:
     """Per report, its read units: one for the whole report, or (with `jobs` > 1) one per
     window of a report of at least 2 x MIN_WINDOW kernels. A report whose framing cannot be
-    read stays whole, for its reader to report on; inflated copies live as long as `stack`."""
+    read stays whole, for its reader to report on; inflated copies live as long as `stack`.
+    `labels`: how rows and errors name each report (default: its path)."""
+    named = list(zip(paths, labels or paths, strict=True))
     if jobs <= 1:
-        return [[ReadUnit(path, path)] for path in paths]
-    return [_units(path, jobs, stack, scratch) for path in paths]
+        return [[ReadUnit(path, label)] for path, label in named]
+    return [_units(path, label, jobs, stack, scratch) for path, label in named]
 
 
 def _units(
-    path: Path, jobs: int, stack: contextlib.ExitStack, scratch: Path | None
+    path: Path, label: Path, jobs: int, stack: contextlib.ExitStack, scratch: Path | None
 ) -> list[ReadUnit]:
     """The units of one report when several jobs read."""
-    whole = ReadUnit(path, path)
+    whole = ReadUnit(path, label)
     if report_bytes(whole) < 2 * MIN_WINDOW * (64 << 10):  # a kernel takes at least 64 KB
         return [whole]
     try:
         plain = stack.enter_context(plain_file(path, scratch))
-        info = check_report(plain, label=path)
+        info = check_report(plain, label=label)
     except (OSError, ReportError):
         return [whole]  # its reader says what is wrong with it
     kernels = info.kernels
     if kernels is None or kernels < 2 * MIN_WINDOW:
-        return [ReadUnit(plain, path)]
+        return [ReadUnit(plain, label)]
     # on disk: the windows' copies of every large report are made first and kept to the end
     # of the run (in memory, a hundred captures would hold gigabytes and as many descriptors)
     lean = stack.enter_context(lean_report(plain, info, scratch, in_memory=False))
@@ -92,4 +98,4 @@ def _units(
     if lean != plain:  # a copy of ours: the same blocks less the sources, checked already
         checked = dataclasses.replace(info, size=lean.stat().st_size, source_blocks=[])
     cut = windows(kernels, jobs)
-    return [ReadUnit(lean, path, w, (w[1] - w[0]) / kernels, checked) for w in cut]
+    return [ReadUnit(lean, label, w, (w[1] - w[0]) / kernels, checked) for w in cut]

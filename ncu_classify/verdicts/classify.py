@@ -24,6 +24,7 @@ from ..cards.rollup import card_class, count_classes
 from ..core.clock import utc_now
 from ..core.collector import collector_paused
 from ..core.noise import Noise, RunToRun, load_noise
+from ..core.paths import short_names, shown_line, shown_under
 from ..core.text import unicode_safe
 from ..read.names import report_stem
 from ..read.parallel import ReadProgress, read_all
@@ -31,7 +32,7 @@ from ..read.preload import finish_loading, start_loading
 from ..read.records import KernelRecord
 from .coverage import program_coverage
 from .drill_merge import merge_drill_downs
-from .inputs import Source, capture_environment, collect_inputs, input_files
+from .inputs import Source, capture_environments, collect_inputs, input_files
 from .judge import build_card, kernel_card
 from .repeats import by_repeat, with_repeats
 from .rules import LoadedRules
@@ -67,7 +68,9 @@ def _shape_card(
     if shape.status == "ok" and path is not None and path in reads.failed:
         error = f"its report could not be read: {reads.failed[path]}"
     elif shape.status == "ok" and path is None and stem in reads.source.problems:
-        error = f"its report could not be read: {reads.source.problems[stem]}"
+        error = (
+            f"its report could not be read: {shown_line(reads.source.problems[stem], reads.named)}"
+        )
     elif shape.status == "ok" and not records and shape.report:
         error = f"no kernel of range {shape.group!r} found in {shape.report}"
     elif shape.status == "ok" and shape.kernels is not None and len(records) != shape.kernels:
@@ -75,7 +78,7 @@ def _shape_card(
             f"{len(records)} kernels of this range in the report, but capture counted"
             f" {shape.kernels}: report incomplete?"
         )
-    report = unicode_safe(str(path)) if path is not None else shape.report
+    report = shown_under(path, reads.named) if path is not None else shape.report
     return build_card(
         **shape.identity(),
         kernels=kernels,
@@ -175,6 +178,7 @@ class Reads:
     labels: dict[str, str]
     run_to_run: RunToRun | None = None  # the noise between captures (stability of repeats)
     warnings: list[str] = field(default_factory=list)  # the cards file's input warnings
+    named: dict[Path, str] = field(default_factory=dict)  # inputs as the cards name them
 
 
 def cards_for_source(reads: Reads, rules: LoadedRules) -> list[Card]:
@@ -254,14 +258,18 @@ def _classify(
     kernel_json: KernelJson | None,
 ) -> CardFile:
     inputs = collect_inputs(paths)
-    (inputs.warnings if partial else inputs.errors).extend(missing_shards(inputs.sources))
+    named = dict(zip(paths, short_names(paths), strict=True))
+    missing = missing_shards(inputs.sources, partial, named)
+    (inputs.warnings if partial else inputs.errors).extend(missing)
     all_reports = inputs.reports()
+    shown = {path: unicode_safe(shown_under(path, named)) for path in all_reports}
     per_kernel = _card_and_json if kernel_json is not None else kernel_card
     results = read_all(
         all_reports,
         jobs or os.cpu_count() or 1,
         functools.partial(per_kernel, rules=rules),
         progress,
+        [Path(shown[path]) for path in all_reports],
     )
     ok: dict[Path, list[Classified]] = {}
     failed: dict[Path, str] = {}
@@ -275,19 +283,16 @@ def _classify(
             ok[path] = [(row, card) for row, (card, _) in result]
             for _, (card, text) in result:
                 kernel_json.keep(card, text)
-    labels = {unicode_safe(str(p)): unicode_safe(label) for p, label in inputs.labels.items()}
+    labels = {shown[p]: unicode_safe(label) for p, label in inputs.labels.items()}
     if noise is None and any(row.repeat for rows in ok.values() for row, _ in rows):
         noise = load_noise()[0]  # parsed only for repeated cards, the ones it judges
     run_to_run = noise.run_to_run if noise else None
-    per_source = [
-        (
-            source,
-            cards_for_source(Reads(source, ok, failed, labels, run_to_run, inputs.warnings), rules),
-        )
-        for source in inputs.sources
-    ]
+    per_source: list[tuple[Source, list[Card]]] = []
+    for source in inputs.sources:
+        reads = Reads(source, ok, failed, labels, run_to_run, inputs.warnings, named)
+        per_source.append((source, cards_for_source(reads, rules)))
     inputs.warnings += missing_manifest_warnings(per_source)
-    per_source = merge_drill_downs(per_source, rules, inputs.warnings)
+    per_source = merge_drill_downs(per_source, rules, inputs.warnings, named)
     cards = [card for _, found in per_source for card in found]
     if noise and noise.run_to_run is None and any(c.measurement for c in cards):
         inputs.warnings.append(
@@ -300,12 +305,15 @@ def _classify(
         tool_version=__version__,
         rules=rules.rules.summary_text(),
         rules_id=rules.rules.id,
-        rules_file=rules.path,
+        rules_file=rules.file_name,
         rules_sha256=rules.sha256,
-        inputs=[unicode_safe(str(p)) for p in paths],
-        captures=[capture_environment(s) for s in inputs.sources if s.manifest],
-        input_errors=[unicode_safe(e) for e in inputs.errors],
-        input_warnings=[unicode_safe(w) for w in inputs.warnings + duplicate_groups(cards)],
+        rules_yaml=rules.text,
+        inputs=[unicode_safe(name) for name in named.values()],
+        captures=capture_environments([s for s in inputs.sources if s.manifest]),
+        input_errors=[unicode_safe(shown_line(e, named)) for e in inputs.errors],
+        input_warnings=[
+            unicode_safe(shown_line(w, named)) for w in inputs.warnings + duplicate_groups(cards)
+        ],
         coverage=program_coverage(
             [
                 (s.manifest, found)

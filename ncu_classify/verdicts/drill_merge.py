@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..capture.manifest import Manifest
 from ..cards.model import Card, KernelCard
+from ..core.paths import shown_under
 from .inputs import Source
 from .judge import judge
 from .rules import LoadedRules
@@ -27,8 +28,9 @@ from .unmanifested import unmanifested_drill_down
 SourceCards = tuple[Source, list[Card]]
 
 
-def experiment_label(manifest: Manifest | None, folder: Path) -> str:
-    """How a drill-down capture is named on the cards it settles."""
+def experiment_label(manifest: Manifest | None, folder: str) -> str:
+    """How a drill-down capture is named on the cards it settles (its folder as outputs name
+    it, `core.paths.shown_under`)."""
     when = manifest.created_at if manifest else "without its manifest.json"
     return f"drill-down capture {folder} ({when})"
 
@@ -107,10 +109,14 @@ def _attach(
 
 
 def merge_drill_downs(
-    per_source: list[SourceCards], rules: LoadedRules, warnings: list[str]
+    per_source: list[SourceCards],
+    rules: LoadedRules,
+    warnings: list[str],
+    named: dict[Path, str] | None = None,
 ) -> list[SourceCards]:
     """The sources with every drill-down capture's cards folded into the other sources' cards
-    of the same group (its own cards only where no other source holds the group)."""
+    of the same group (its own cards only where no other source holds the group); `named`:
+    the inputs as outputs name them."""
     folders = [_drill_folder(s, cards) for s, cards in per_source]
     drills = [(s, c, f) for (s, c), f in zip(per_source, folders, strict=True) if f is not None]
     if not drills:
@@ -120,7 +126,7 @@ def merge_drill_downs(
     unknown: set[str] = set()  # groups drilled by a drill-down read without its manifest
     left: list[SourceCards] = []
     for source, cards, folder in drills:
-        label = experiment_label(source.manifest, folder)
+        label = experiment_label(source.manifest, shown_under(folder, named or {}))
         created_at = source.manifest.created_at if source.manifest else None
         relabelled = [_relabel(c, label, created_at) for c in cards]
         claimed = {c.group for _, held in firsts for c in held}

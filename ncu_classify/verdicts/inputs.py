@@ -17,6 +17,7 @@ from pathlib import Path
 from ..capture.manifest import MANIFEST_NAME, Manifest, read_manifest
 from ..cards.machine import CaptureInfo
 from ..core.ordering import natural_key
+from ..core.paths import short_names
 from ..core.text import unicode_safe
 from ..core.textio import not_regular, os_reason
 from ..read.names import REPORT_SUFFIXES, report_stem
@@ -262,20 +263,27 @@ def report_labels(reports: list[Path]) -> dict[Path, str]:
             names = ["/".join([*p[len(p) - depth :], stem]) for p in parts]
             if len(set(names)) == len(names):
                 break
-        else:  # same folder, same stem, other suffixes: the full paths tell them apart
-            names = [os.path.abspath(p) for p in members]
+        else:  # same folder, same stem, other suffixes: the suffixes tell them apart
+            names = short_names(members)
         labels.update(zip(members, names, strict=True))
     return labels
 
 
-def capture_environment(source: Source) -> CaptureInfo:
+def capture_environments(sources: list[Source]) -> list[CaptureInfo]:
+    """What each capture ran on, from its manifest, its folder named as from any working
+    folder (`short_names`): for report headers and cross-run diffs."""
+    folders = short_names([s.manifest_path.parent for s in sources if s.manifest_path])
+    return [capture_environment(s, f) for s, f in zip(sources, folders, strict=True)]
+
+
+def capture_environment(source: Source, folder: str) -> CaptureInfo:
     """What a capture ran on, from its manifest: for report headers and cross-run diffs."""
-    manifest, path = source.manifest, source.manifest_path
-    assert manifest is not None and path is not None
+    manifest = source.manifest
+    assert manifest is not None
     host = manifest.host
     gpus = host.gpus
     return CaptureInfo(
-        folder=unicode_safe(str(path.parent)),
+        folder=unicode_safe(folder),
         created_at=manifest.created_at,
         shapes_file=manifest.shapes_file,
         gpu=host.gpu_name,

@@ -144,11 +144,20 @@ class RuleSet(BaseModel):
 
 @dataclass(frozen=True)
 class LoadedRules:
-    """A rule set with the identity of the file it came from."""
+    """A rule set with the identity of the file it came from: `path` as given (for messages),
+    the sha256 and the text of the file (kept in the cards, so that a comparison finds the
+    thresholds anywhere)."""
 
     rules: RuleSet
     path: str
     sha256: str
+    text: str = ""
+
+    @property
+    def file_name(self) -> str:
+        """The file as cards name it, the same from any working folder: `default` for the
+        packaged rules, else the file's name (`roofline.yaml`)."""
+        return "default" if self.path == "default" else Path(self.path).name
 
 
 @dataclass
@@ -220,10 +229,20 @@ def load_rules(path: Path | None = None) -> LoadedRules:
     """Validate a rules file (default: the packaged legacy rules); errors name file:line:field."""
     path = path or DEFAULT_RULES
     text = read_text(path, RulesError, MAX_RULES_BYTES)
+    label = "default" if path == DEFAULT_RULES else str(path)
+    return rules_from_text(text, label)
+
+
+def rules_from_text(text: str, label: str) -> LoadedRules:
+    """Validate the text of a rules file (read from `label`, or kept in a cards file); one
+    larger than a rules file may be is refused as its file would be (RulesError)."""
+    if len(text) > MAX_RULES_BYTES:  # characters: at least as many bytes
+        raise RulesError(
+            f"{label}: larger than {MAX_RULES_BYTES >> 10} KiB, the most a rules file holds"
+        )
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     ruleset = cached(RuleSet, digest)
     if ruleset is None:
-        ruleset = validate_yaml(path, RuleSet, RulesError, text)
+        ruleset = validate_yaml(Path(label), RuleSet, RulesError, text)
         keep(ruleset, digest)
-    label = "default" if path == DEFAULT_RULES else str(path)
-    return LoadedRules(ruleset, label, digest)
+    return LoadedRules(ruleset, label, digest, text)

@@ -8,11 +8,18 @@ another split) form a set of their own, so a stray folder is named too.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from ..core.paths import shown_under
 from .inputs import Source
 
 
-def missing_shards(sources: list[Source]) -> list[str]:
-    """One line per set of shards (same shapes file, split the same way) that lacks some."""
+def missing_shards(
+    sources: list[Source], partial: bool = False, named: dict[Path, str] | None = None
+) -> list[str]:
+    """One line per set of shards (same shapes file, split the same way) that lacks some: an
+    error that says how to go on, or with `partial` (classify --partial) a warning that says
+    what the cards lack. `named`: the inputs as outputs name them (`core.paths.shown_under`)."""
     sets: dict[tuple[str, int, str, str | None], dict[int, list[str]]] = {}
     for source in sources:
         manifest = source.manifest
@@ -21,7 +28,7 @@ def missing_shards(sources: list[Source]) -> list[str]:
         index, count = (int(part) for part in manifest.shard.split("/"))
         drill = manifest.drill_down.cards_sha256 if manifest.drill_down else None
         key = (manifest.shapes_sha256, count, manifest.shard_method, drill)
-        folder = str(source.manifest_path.parent)
+        folder = shown_under(source.manifest_path.parent, named or {})
         sets.setdefault(key, {}).setdefault(index, []).append(folder)
     lines = []
     for (sha256, count, method, _), found in sets.items():
@@ -34,11 +41,16 @@ def missing_shards(sources: list[Source]) -> list[str]:
             for s in sources
             if s.manifest and s.manifest.shapes_sha256 == sha256
         )
-        named = ", ".join(f"{k}/{count}" for k in absent)
+        listed = ", ".join(f"{k}/{count}" for k in absent)
         lines.append(
-            f"{folders}: shard{'s' if len(absent) > 1 else ''} {named} of {shapes_file}"
+            f"{folders}: shard{'s' if len(absent) > 1 else ''} {listed} of {shapes_file}"
             f" (sha256 {sha256[:12]}, {method} shards) not given: the cards lack"
-            f" {'their' if len(absent) > 1 else 'its'} shapes; give every shard's folder, or"
-            " pass --partial to accept the cards of these alone"
+            f" {'their' if len(absent) > 1 else 'its'} shapes"
+            + (
+                " (accepted: --partial)"
+                if partial
+                else "; give every shard's folder, or pass --partial to accept the cards of"
+                " these alone"
+            )
         )
     return lines

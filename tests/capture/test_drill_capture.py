@@ -50,7 +50,7 @@ def test_the_drill_down_captures_only_the_unsettled_shapes(first: Path, tmp_path
     manifest = json.loads((out / "manifest.json").read_text())
     assert [s["group"] for s in manifest["shapes"]] == [K144]
     assert manifest["drill_down"]["selected"] == chosen
-    assert manifest["drill_down"]["cards_file"] == str(first)
+    assert manifest["drill_down"]["cards_file"] == f"{first.parent.name}/cards.json"  # any cwd
     assert len(manifest["drill_down"]["cards_sha256"]) == 64
     assert manifest["metrics"][-len(drill_metric_names()) :] == drill_metric_names()
     [batch] = manifest["batches"]
@@ -78,7 +78,8 @@ def test_dry_run_prints_the_selected_shapes_only(
     printed = capsys.readouterr().out
     assert K144 in printed and "M4680_N5120_K5120" not in printed
     assert stall_metric("barrier") in printed and not (tmp_path / "d" / "manifest.json").exists()
-    assert printed.splitlines()[-1] == f"# drill-down of {first}: 1 shapes (1 unresolved)"
+    last = printed.splitlines()[-1]  # the cards file named as the manifest names it
+    assert last == f"# drill-down of {first.parent.name}/cards.json: 1 shape (1 unresolved)"
 
 
 @pytest.mark.parametrize(
@@ -135,6 +136,22 @@ def test_resume_must_keep_the_drill_down_selection(
     argv = ["capture", "--shapes", str(SHAPES), "-o", str(out), "--resume"]
     assert run([*argv, "--drill-down", str(first)]) == 2
     assert "--drill-down selection" in capsys.readouterr().err
+
+
+def test_a_drill_down_resumes_from_any_folder(
+    first: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cards file spelt another way from another folder, or recorded by its path as given
+    (captures before issue 37), is the same request: --resume continues (before: exit 2)."""
+    out = tmp_path / "drill"
+    argv = ["capture", "--shapes", str(SHAPES), "-o", str(out), "--drill-down"]
+    assert run([*argv, str(first)]) == 0
+    monkeypatch.chdir(first.parent)
+    assert run([*argv, "cards.json", "--resume"]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["drill_down"]["cards_file"] = "/somewhere/else/cards.json"
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    assert run([*argv, "cards.json", "--resume"]) == 0
 
 
 @pytest.mark.parametrize("resolution", ["480x832", "704x1280"])

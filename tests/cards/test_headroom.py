@@ -93,7 +93,8 @@ def test_five_cards_recomputed_from_the_raw_report(
     c = card(folder, group)
     room = card_headroom(c)
     assert room is not None
-    raw = raw_roof_us(Path(c.ncu_output or ""), group)  # the report its kernels are in
+    # the report its kernels are in (cards name it below the input: `roofline_h200/all...`)
+    raw = raw_roof_us(ROOT / "fixtures" / Path(folder).parent / (c.ncu_output or ""), group)
     assert [k.measured_us for k in room.kernels] == pytest.approx([m for m, _ in raw], rel=1e-9)
     # the card rounds pct_of_roof to 6 digits and the time to the nanosecond
     assert [k.roof_us for k in room.kernels] == pytest.approx(

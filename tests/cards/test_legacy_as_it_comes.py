@@ -59,7 +59,7 @@ def test_a_note_stored_as_a_list_reproduces_every_verdict(tmp_path: Path) -> Non
     cards = load_card_file(lists)
     assert {c.scheduler_note for c in cards.cards} == {None}  # an empty list is no note
     assert [w for w in cards.input_warnings if "repeats" not in w] == [
-        f"{lists}: cards[*].scheduler_note: a list, read as null (35 places, first"
+        f"{lists.name}: cards[*].scheduler_note: a list, read as null (35 places, first"
         " cards[0].scheduler_note)"
     ]
     joined = _write(tmp_path, _variant(_every_card(scheduler_note=["a", "b"])), "joined.json")

@@ -221,7 +221,7 @@ def test_capture_folder_with_a_report_deleted_exits_4_naming_it(
         "failed", "failed",
     ]  # fmt: skip
     assert cards[0]["error"] == (
-        f"its report could not be read: {folder}/dit.ncu-rep: missing: the capture's"
+        f"its report could not be read: {folder.name}/dit.ncu-rep: missing: the capture's"
         " manifest.json names it for 3 captured shapes"
     )
 
@@ -298,7 +298,7 @@ def test_report_gone_between_listing_and_reading(
     monkeypatch.setattr(classify_module, "collect_inputs", list_then_delete)
     cards = classify([tmp_path], rules, jobs=1)
     assert cards.input_errors == [
-        f"{tmp_path}/dit.ncu-rep.xz: cannot read: No such file or directory"
+        f"{tmp_path.name}/dit.ncu-rep.xz: cannot read: No such file or directory"
     ]
 
 
@@ -369,8 +369,8 @@ def test_non_utf8_report_names_are_read_and_printed_escaped(
     (card,) = json.loads(out.read_text())["cards"]
     assert (card["group"], card["ncu_output"]) == (
         "output:cast:1x3x13x480x832:fp32-bf16",
-        f"{tmp_path}/r\\xff.ncu-rep.xz",
+        f"{tmp_path.name}/r\\xff.ncu-rep.xz",
     )
     assert json.loads(out.read_text())["input_errors"] == [
-        f"{tmp_path}/bad\\xfe.ncu-rep: not an Nsight Compute report (bad file header)"
+        f"{tmp_path.name}/bad\\xfe.ncu-rep: not an Nsight Compute report (bad file header)"
     ]

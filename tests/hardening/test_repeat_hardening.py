@@ -38,7 +38,7 @@ def test_a_missing_duration_report_is_an_input_error(repeat_capture: Path, tmp_p
 def test_a_duration_report_read_alone_is_said(repeat_capture: Path) -> None:
     cards = classify([repeat_capture / "all.times.ncu-rep"], load_rules(), jobs=1)
     assert [w for w in cards.input_warnings if "read without their capture folder" in w] == [
-        f"{repeat_capture / 'all.times.ncu-rep'}: launches of capture --repeat read without"
+        "all.times.ncu-rep: launches of capture --repeat read without"
         " their capture folder: each card is its first launch alone (durations only, if a"
         " duration batch's report): classify the folder"
     ]

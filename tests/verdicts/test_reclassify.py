@@ -85,7 +85,7 @@ def test_reclassified_cards_validate_against_the_published_schema(
 ) -> None:
     for cards in (load_card_file(legacy_path), load_card_file(WORKLOAD), smoke_cards):
         redone = validate(card_file_text(reclassify(cards, rules)))
-        assert redone.schema_version == "1.6" and redone.rules_id == "legacy-v1"
+        assert redone.schema_version == "1.7" and redone.rules_id == "legacy-v1"
     assert validate(
         card_file_text(reclassify(load_card_file(legacy_path), rules))
     ).source_format == ("legacy")
@@ -99,7 +99,7 @@ def test_legacy_adapter_keeps_every_legacy_field(legacy_path: Path) -> None:
     assert (new["source_format"], new["rules_id"], new["inputs"]) == (
         "legacy",
         None,
-        [str(legacy_path)],
+        [legacy_path.name],
     )
     changed = {"kernels", "shape_parameters", "summed_kernel_us"}
     verdict = {"primary", "primary_rule", "alternative_explanation", "counter_experiment", "status"}

@@ -71,10 +71,10 @@ def test_the_same_report_or_capture_twice_is_read_once(tmp_path: Path, rules: Lo
     """A capture claims its reports first: the same report also given alone adds nothing."""
     report = SMOKE / "dit.ncu-rep.xz"
     cards = classify([report, report, SMOKE, SMOKE], rules, jobs=1)
-    assert cards.input_warnings == [
-        f"{SMOKE / 'manifest.json'}: the same capture given twice; read once",
-        f"{report}: the same report as {report}; read once",
-        f"{report}: the same report as {report}; read once",
+    assert cards.input_warnings == [  # named as from any folder (issue 37)
+        "smoke_h200/manifest.json: the same capture given twice; read once",
+        "dit.ncu-rep.xz: the same report as dit.ncu-rep.xz; read once",
+        "dit.ncu-rep.xz: the same report as dit.ncu-rep.xz; read once",
     ]
     assert [c.group for c in cards.cards][:2] == [
         "dit:linear:M4680_N5120_K5120:bf16:bias",
@@ -168,7 +168,7 @@ def test_truncated_report_in_a_capture_folder_is_exit_4(
     cards = json.loads(out.read_text())["cards"]
     vae = [c for c in cards if c["stage"] == "vae"]
     assert [c["status"] for c in vae] == ["failed"] * 3
-    assert vae[0]["error"].startswith(f"its report could not be read: {capture / 'vae.ncu-rep'}: ")
+    assert vae[0]["error"].startswith(f"its report could not be read: {capture.name}/vae.ncu-rep: ")
     assert not any(c["group"].endswith(":None") for c in cards)  # no phantom card
 
 
