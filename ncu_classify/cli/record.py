@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..core.errors import EnvironmentProblem, RecordError, UsageError
-from ..core.text import printable
+from ..core.text import counted, printable
 from ..present.coverage import millis
 from ..present.tables import check_kind
 from ..record.program import Program, loaded_files, module_file, parse_program, run_program
@@ -209,8 +209,9 @@ def recorded_line(document: dict[str, Any], target: str) -> str:
         gap = missing.get(stage, 0) / whole * 100 if whole else 0.0
         parts.append(f"{printable(stage)} {unit}, {gap:.1f} % not covered")
     return (
-        f"recorded {len(flat)} shapes ({len(flat) - ops} typed, {ops} device ops;"
-        f" {sum(s['calls'] for s in flat)} calls) in {len(document['stages'])} stages to"
+        f"recorded {counted(len(flat), 'shape')} ({len(flat) - ops} typed,"
+        f" {counted(ops, 'device op')}; {counted(sum(s['calls'] for s in flat), 'call')}) in"
+        f" {counted(len(document['stages']), 'stage')} to"
         f" {printable(target)}: " + "; ".join(parts)
     )
 

@@ -161,7 +161,7 @@ def test_a_forked_child_writes_nothing(tmp_path: Path) -> None:
     done = _child(tmp_path, program)
     assert done.returncode == 0, done.stderr
     assert [line.split(":")[0] for line in done.stdout.splitlines()] == [
-        "recorded 3 shapes (1 typed, 2 device ops; 3 calls) in 1 stages to s.yaml"
+        "recorded 3 shapes (1 typed, 2 device ops; 3 calls) in 1 stage to s.yaml"
     ]
     assert _linears(tmp_path / "s.yaml") == [(8, 4, 16, 1)]
 
