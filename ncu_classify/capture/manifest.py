@@ -8,9 +8,9 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from ..core.atomic import write_text_atomic
-from ..core.errors import ManifestError, error_loc, validation_line
+from ..core.errors import ManifestError, validation_line
 from ..core.facts import Facts
-from ..core.jsonpos import value_line_col
+from ..core.jsonpos import validation_at
 from ..core.textio import MIB, read_json
 from ..core.units import NonNegative
 from ..read.names import REPORT_SUFFIXES
@@ -220,15 +220,6 @@ def read_manifest(path: Path) -> Manifest:
     try:
         return Manifest.model_validate(doc)
     except ValidationError as exc:
-        raise ManifestError(f"{_at(path, exc)}: manifest field {validation_line(exc)}") from None
-
-
-def _at(path: Path, exc: ValidationError) -> str:
-    """`file:line:col` of the value the first validation error is about, found only now by
-    reading the text again; the file alone where it cannot be read again."""
-    loc = [part for part in error_loc(exc.errors()[0]) if isinstance(part, (str, int))]
-    try:
-        line, col = value_line_col(path.read_text(encoding="utf-8", errors="replace"), loc)
-    except (OSError, ValueError, RecursionError):
-        return str(path)
-    return f"{path}:{line}:{col}"
+        raise ManifestError(
+            f"{validation_at(path, exc)}: manifest field {validation_line(exc)}"
+        ) from None

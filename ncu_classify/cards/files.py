@@ -14,8 +14,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..core.atomic import write_text_atomic
-from ..core.errors import CardsError, error_loc, validation_line
-from ..core.jsonpos import value_line_col
+from ..core.errors import CardsError, validation_line
+from ..core.jsonpos import validation_at
 from ..core.metrics import complete
 from ..core.textio import MIB, read_json
 from .legacy import from_legacy, is_legacy
@@ -42,21 +42,10 @@ def load_card_file(path: Path) -> CardFile:
             )
         return CardFile.model_validate(upgrade(doc), strict=True)
     except ValidationError as exc:
-        raise CardsError(f"{_at(path, exc)}: {validation_line(exc)}") from None
+        raise CardsError(f"{validation_at(path, exc)}: {validation_line(exc)}") from None
     except (TypeError, ValueError, KeyError, AttributeError, OverflowError, RecursionError) as exc:
         # a legacy document whose fields have the wrong kind of value (a list as a name)
         raise CardsError(f"{path}: not a cards file this tool reads: {_one_line(exc)}") from None
-
-
-def _at(path: Path, exc: ValidationError) -> str:
-    """`file:line:col` of the value the first validation error is about; the position is
-    found only now, by reading the text again (a cards file reads normally without it)."""
-    loc = [part for part in error_loc(exc.errors()[0]) if isinstance(part, (str, int))]
-    try:
-        line, col = value_line_col(path.read_text(encoding="utf-8", errors="replace"), loc)
-    except (OSError, ValueError, RecursionError):
-        return str(path)
-    return f"{path}:{line}:{col}"
 
 
 def _one_line(exc: BaseException) -> str:

@@ -9,8 +9,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+from .errors import error_loc
 from .textio import line_col
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 _DECODER = json.JSONDecoder()
 _SPACE = " \t\n\r"
@@ -31,6 +37,17 @@ def value_offset(text: str, path: Sequence[str | int]) -> int:
 def value_line_col(text: str, path: Sequence[str | int]) -> tuple[int, int]:
     """1-based line and column of the value at `path` (see `value_offset`)."""
     return line_col(text, value_offset(text, path))
+
+
+def validation_at(path: Path, exc: ValidationError) -> str:
+    """`file:line:col` of the value the first validation error of a JSON file is about, found
+    only now by reading the text again; the file alone where it cannot be read again."""
+    loc = [part for part in error_loc(exc.errors()[0]) if isinstance(part, (str, int))]
+    try:
+        line, col = value_line_col(path.read_text(encoding="utf-8", errors="replace"), loc)
+    except (OSError, ValueError, RecursionError):
+        return str(path)
+    return f"{path}:{line}:{col}"
 
 
 def _skip_space(text: str, pos: int) -> int:
