@@ -11,6 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.units import NonNegative
 
+# How a cards file's input warnings name a capture folder read without its manifest.json, the
+# file that carries the recorded program's times (so coverage is unknown for another reason).
+WITHOUT_MANIFEST = "without its manifest.json: read as loose reports"
+
 
 class UncoveredWork(BaseModel):
     """Device work of a stage no card stands for, with its time per inference if measured."""

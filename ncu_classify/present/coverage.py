@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..cards.coverage import StageCoverage, UncoveredWork
+from ..cards.coverage import WITHOUT_MANIFEST, StageCoverage, UncoveredWork
 from ..cards.fidelity import FIDELITY_TOLERANCE, fidelity
 from ..cards.model import CardFile
 from ..core.ordering import stage_order
 
 UNKNOWN = "these cards were not made from a recorded program (ncu-classify record)"
+NO_MANIFEST = (
+    "a capture folder was read without its manifest.json, which carries the recorded program's"
+    " times (see the warning)"
+)
 STAGE_UNKNOWN = "its cards were not made from a recorded program (ncu-classify record)"
 STAGE_ITEM = "(stage)"  # the item of a stage's own row in the coverage table
 UNKNOWN_ITEM = "(coverage unknown)"
@@ -127,11 +131,18 @@ def millis(us: float | None) -> str:
     return f"{ms:,.1f} ms" if ms >= 10 else f"{ms:.3g} ms"
 
 
+def unknown_why(cards: CardFile) -> str:
+    """Why a cards file without coverage has none: a capture folder read without its manifest,
+    else cards not made from a recorded program."""
+    lost = any(WITHOUT_MANIFEST in warning for warning in cards.input_warnings)
+    return NO_MANIFEST if lost else UNKNOWN
+
+
 def coverage_lines(cards: CardFile) -> list[str]:
     """The lines a summary prints after its table: one per stage, or the one line saying
     coverage is unknown. Plain text, not yet escaped for a terminal."""
     if not cards.coverage:
-        return [f"coverage: unknown: {UNKNOWN}"]
+        return [f"coverage: unknown: {unknown_why(cards)}"]
     lines = [stage_line(stage) for stage in cards.coverage]
     lines += [f"coverage {name}: unknown: {STAGE_UNKNOWN}" for name in unknown_stages(cards)]
     return lines
@@ -209,7 +220,7 @@ def file_coverage(cards: CardFile) -> FileCoverage:
     off = fidelity_rows(cards, off_only=True)
     return FileCoverage(
         stages=list(cards.coverage),
-        unknown=None if cards.coverage else f"coverage unknown: {UNKNOWN}",
+        unknown=None if cards.coverage else f"coverage unknown: {unknown_why(cards)}",
         unknown_stages=[
             f"coverage {name}: unknown: {STAGE_UNKNOWN}"
             for name in (unknown_stages(cards) if cards.coverage else [])

@@ -16,6 +16,7 @@ from ..cards.headroom import CardHeadroom, StageTotals, card_headroom, stage_tot
 from ..cards.model import Card, CardFile
 from ..cards.rollup import dominant
 from ..core.ordering import stage_order
+from .coverage import unknown_why
 
 NEXT_SCHEMA_VERSION = "1.1"
 OVERALL = "(all stages)"  # the overall row's label: no stage name has parentheses around it
@@ -64,7 +65,12 @@ class NextMoves(BaseModel):
     overall: StageTotals
     coverage: list[StageCoverage] = Field(
         description="per stage of a recorded program: the share of its real kernel time the"
-        " cards cover (empty: not made from a recording, coverage unknown)"
+        " cards cover (empty: coverage unknown, `coverage_unknown` says why)"
+    )
+    coverage_unknown: str | None = Field(
+        default=None,
+        description="why coverage is unknown (not made from a recording, or a capture folder"
+        " read without its manifest.json); null when it is known",
     )
     moves: list[Move]
 
@@ -170,6 +176,7 @@ def next_moves(cards: CardFile, label: str, stages: Iterable[str] = ()) -> NextM
     return NextMoves(
         cards_file=label,
         coverage=[c for c in cards.coverage if not wanted or c.stage in wanted],
+        coverage_unknown=None if cards.coverage else unknown_why(cards),
         stages=[per_stage[name] for name in stage_order([*(m.stage for m in moves), *per_stage])],
         overall=stage_totals(kept, lambda _: OVERALL).get(OVERALL) or _NOTHING,
         moves=[m.model_copy(update={"rank": n}) for n, m in enumerate(moves, 1)],

@@ -97,7 +97,7 @@ def stage_notes(report: NextMoves) -> list[str]:
 def coverage_lines(report: NextMoves) -> list[str]:
     """What share of the recorded program's kernel time these figures cover, per stage."""
     if not report.coverage:
-        return [f"coverage: unknown: {UNKNOWN}"]
+        return [f"coverage: unknown: {report.coverage_unknown or UNKNOWN}"]
     return [stage_line(stage) for stage in report.coverage]
 
 

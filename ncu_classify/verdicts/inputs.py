@@ -229,7 +229,9 @@ def _add_unique(source: Source, inputs: Inputs, seen: dict[tuple[int, int], Path
     for report in source.reports:
         key = _identity(report)
         if key is not None and key in seen:
-            inputs.warnings.append(f"{report}: the same report as {seen[key]}; read once")
+            inputs.warnings.append(
+                f"{report}: given more than once (alone, in a folder or by a link); read once"
+            )
             continue
         if key is not None:
             seen[key] = report

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..capture.group_ids import parse_group_id
+from ..cards.coverage import WITHOUT_MANIFEST
 from ..cards.model import Card
 from .inputs import Source
 
@@ -73,8 +74,8 @@ def missing_manifest_warnings(per_source: list[SourceCards]) -> list[str]:
         reports = len(source.reports)
         line = (
             f"{folder}: {reports} report{'s' if reports > 1 else ''} of a capture ({shapes}"
-            " shapes by the group ids of their NVTX ranges) without its manifest.json: read as"
-            f" loose reports; lost with it: {', '.join(LOST)}"
+            f" shapes by the group ids of their NVTX ranges) {WITHOUT_MANIFEST}; lost with it:"
+            f" {', '.join(LOST)}"
         )
         if id(source) in drills:
             line += (

@@ -43,8 +43,8 @@ def test_a_capture_without_its_manifest_is_said_once(tmp_path: Path, rules: Load
     cards = classify([tmp_path / "runs", bare], rules, jobs=1)
     shapes = "4 reports of a capture (10 shapes by the group ids of their NVTX ranges)"
     assert [w for w in cards.input_warnings if "manifest.json" in w] == [
-        f"{bare}: {shapes} without its manifest.json: {LOST}",
-        f"{bare / 'again'}: {shapes} without its manifest.json: {LOST}",
+        f"bare: {shapes} without its manifest.json: {LOST}",  # named as from any folder
+        f"bare/again: {shapes} without its manifest.json: {LOST}",
     ]
     manifest = json.loads((SMOKE / "manifest.json").read_text())
     captured = [s["group"] for s in manifest["shapes"] if s["status"] == "ok"]
@@ -97,18 +97,18 @@ def test_a_drill_down_merges_fully_whichever_side_lost_its_manifest(
     assert not [w for w in cards.input_warnings if "not merged" in w or "appears in" in w]
     if bare != "drill":
         assert said[0] == (
-            f"{first}: 2 reports of a capture (34 shapes by the group ids of their NVTX ranges)"
+            "first: 2 reports of a capture (34 shapes by the group ids of their NVTX ranges)"
             f" without its manifest.json: {LOST}; the drill-down merges into its cards by kernel"
             " names alone (backends unknown)"
         )
     if bare != "first":
         assert said[-1] == (
-            f"{drill}: 1 report of a capture (12 shapes by the group ids of their NVTX ranges)"
+            "drill: 1 report of a capture (12 shapes by the group ids of their NVTX ranges)"
             f" without its manifest.json: {LOST}; read as a drill-down (every kernel holds its"
             " counters), merged by kernel names alone"
         )
         settled = next(c.settled for c in cards.cards if c.settled)
-        assert settled.settled_by == f"drill-down capture {drill} (without its manifest.json)"
+        assert settled.settled_by == "drill-down capture drill (without its manifest.json)"
     assert len(said) == {"first": 1, "drill": 1, "both": 2}[bare]
 
 
@@ -142,7 +142,7 @@ def test_a_report_the_manifest_does_not_name_is_said(tmp_path: Path, rules: Load
     shutil.copy(SMOKE / "dit.ncu-rep.xz", capture / "extra.ncu-rep.xz")
     cards = classify([capture], rules, jobs=1)
     assert cards.input_warnings == [
-        f"{capture / 'extra.ncu-rep.xz'}: in the capture folder but not named by its"
+        f"{capture.name}/extra.ncu-rep.xz: in the capture folder but not named by its"
         " manifest.json: read as a loose report, its cards beside the capture's",
         "group 'dit:linear:M4680_N5120_K5120:bf16:bias' appears in 2 cards",
         "group 'dit:linear:M4680_N5120_K144:bf16:bias' appears in 2 cards",
@@ -162,7 +162,32 @@ def test_reports_in_a_folder_under_a_capture_are_said_unread(
         shutil.copy(SMOKE / "dit.ncu-rep.xz", folder)
     cards = classify([tmp_path], rules, jobs=1)
     assert cards.input_warnings == [
-        f"{capture / 'old'}: 2 reports inside the capture folder {capture}, which is read by its"
+        f"{tmp_path.name}/{capture.name}/old: 2 reports inside the capture folder"
+        f" {tmp_path.name}/{capture.name}, which is read by its"
         " manifest.json: not read (give this folder itself to read them)"
     ]
     assert len(cards.cards) == 11
+
+
+def test_coverage_lost_with_the_manifest_says_so(tmp_path: Path, rules: LoadedRules) -> None:
+    """A recorded capture read without its manifest: its coverage line (summary, report, next)
+    names the missing manifest, not 'not made from a recorded program', which is untrue."""
+    from ncu_classify.present.coverage import coverage_lines, file_coverage
+    from ncu_classify.present.next_moves import next_moves
+
+    recorded = FIX / "record_h200_wan14b"
+    whole = classify([recorded], rules, jobs=1)
+    assert [line.split(":")[0] for line in coverage_lines(whole)] == [
+        "coverage dit",
+        "coverage output",
+        "coverage vae",
+    ]
+    bare = classify([_without_manifest(recorded, tmp_path / "bare")], rules, jobs=1)
+    said = (
+        "a capture folder was read without its manifest.json, which carries the recorded"
+        " program's times (see the warning)"
+    )
+    assert coverage_lines(bare) == [f"coverage: unknown: {said}"]
+    assert file_coverage(bare).unknown == f"coverage unknown: {said}"
+    assert next_moves(bare, "c.json").coverage_unknown == said
+    assert next_moves(whole, "c.json").coverage_unknown is None
