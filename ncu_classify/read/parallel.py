@@ -62,7 +62,8 @@ def _read_parts(unit: ReadUnit, size: int = STREAM_ROWS) -> Iterator[Rows | str]
                 first = False
                 yield [(row, _per_kernel(row)) for row in part]
     except ReportError as exc:
-        yield unicode_safe(str(exc)).replace(str(unit.path), label, 1)
+        # the path as the message holds it: made UTF-8-safe with it (a name not UTF-8)
+        yield unicode_safe(str(exc)).replace(unicode_safe(str(unit.path)), label, 1)
     except Exception as exc:  # what no check foresaw: this report's alone, as in a reader process
         line = traceback.format_exception_only(type(exc), exc)[-1].strip()
         yield f"{label}: the report reader failed on it: {unicode_safe(line)}"

@@ -257,8 +257,11 @@ def _classify(
     partial: bool,
     kernel_json: KernelJson | None,
 ) -> CardFile:
-    inputs = collect_inputs(paths)
-    named = dict(zip(paths, short_names(paths), strict=True))
+    # Inputs are walked by their absolute paths (links not followed: named by the path as
+    # given), so that every line about them names them as from any folder (`.`, `..`).
+    absolute = [Path(os.path.abspath(p)) for p in paths]
+    inputs = collect_inputs(absolute)
+    named = dict(zip(absolute, short_names(paths), strict=True))
     missing = missing_shards(inputs.sources, partial, named)
     (inputs.warnings if partial else inputs.errors).extend(missing)
     all_reports = inputs.reports()

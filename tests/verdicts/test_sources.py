@@ -202,3 +202,41 @@ def test_summary_by_shape_says_why_a_shape_failed(
         "attention,attention:flash_attn:self_b1_h40_d128_q4680_k4680of29640:bf16,failed,failed,"
         "1,,,,unsupported: backend flash_attn is not importable here: No module named 'flash_attn',"
     )
+
+
+def test_inputs_are_named_alike_from_any_folder(
+    tmp_path: Path, rules: LoadedRules, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`classify .` inside a folder and `classify s` beside it store the same names (issue 37):
+    `.` and `..` are named by the folder they are, every path below them alike, and a file
+    name that is not UTF-8 the same whether given with folders in front or not."""
+    s = tmp_path / "s"
+    shutil.copytree(SMOKE, s)
+    (s / "sub").mkdir()
+    shutil.copy(SMOKE / "dit.ncu-rep.xz", s / "sub")
+    shutil.copy(
+        ROOT / "fixtures" / "user_set_full" / "linear_cast.ncu-rep.xz", s / "extra.ncu-rep.xz"
+    )
+    beside = classify([s], rules, jobs=1)
+    monkeypatch.chdir(s)
+    inside = classify([Path(".")], rules, jobs=1)
+    monkeypatch.chdir(s / "sub")
+    above = classify([Path("..")], rules, jobs=1)
+    expected = [
+        "s/sub: 1 report inside the capture folder s, which is read by its manifest.json: not"
+        " read (give this folder itself to read them)",
+        "s/extra.ncu-rep.xz: in the capture folder but not named by its manifest.json: read as"
+        " a loose report, its cards beside the capture's",
+    ]
+    for cards in (beside, inside, above):
+        assert cards.inputs == ["s"] and cards.input_warnings == expected
+    odd = os.fsencode(tmp_path / "nu2" / "sub") + b"/c\xfe.ncu-rep"
+    os.makedirs(os.path.dirname(odd))
+    with open(odd, "wb") as handle:
+        handle.write(b"not a report")
+    monkeypatch.chdir(tmp_path)
+    given_deep = classify([Path(os.fsdecode(b"nu2/sub/c\xfe.ncu-rep"))], rules, jobs=1)
+    monkeypatch.chdir(tmp_path / "nu2" / "sub")
+    given_here = classify([Path(os.fsdecode(b"c\xfe.ncu-rep"))], rules, jobs=1)
+    assert given_deep.input_errors == given_here.input_errors
+    assert given_here.input_errors[0].startswith("c\\xfe.ncu-rep: ")
