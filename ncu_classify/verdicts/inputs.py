@@ -62,6 +62,8 @@ def find_inputs(paths: Iterable[Path]) -> Inputs:
     reports in the order given."""
     inputs = Inputs()
     found = [source for path in paths for source in _sources_of(path, inputs)]
+    # a bad input given alone and in a folder searched (or twice) has one line
+    inputs.errors = list(dict.fromkeys(inputs.errors))
     seen: dict[tuple[int, int], Path] = {}
     for source in [s for s in found if s.manifest_path] + [s for s in found if not s.manifest_path]:
         _add_unique(source, inputs, seen)
@@ -136,8 +138,14 @@ def _sources_of(path: Path, inputs: Inputs) -> Iterator[Source]:
         if not found:
             errors.append(f"{path}: folder holds no Nsight Compute report (searched recursively)")
         yield from found
-    elif path.is_file() and is_report(path):
-        yield Source([path])
+    elif is_report(path) and (path.exists() or path.is_symlink()):
+        # a report name that is no regular file (a FIFO, a device, a dangling link) has the
+        # line it has when a folder searched holds it: one line, however it was reached
+        line = _unreadable(path)
+        if line is None:
+            yield Source([path])
+        else:
+            errors.append(line)
     elif path.exists():
         kind = "not a regular file" if not path.is_file() else "not a report"
         errors.append(f"{path}: {kind} (expected {', '.join(REPORT_SUFFIXES)} or a folder)")

@@ -130,10 +130,7 @@ def test_bad_inputs_among_good_ones_exit_4_and_the_rest_is_written(
     assert run(argv) == 4
     errors = [x for x in capsys.readouterr().err.splitlines() if x.startswith("ncu-classify: e")]
     assert errors == [
-        f"ncu-classify: error: {fifo}: not a regular file (expected .ncu-rep, .ncu-rep.xz,"
-        " .ncu-rep.gz, .ncu-rep.bz2, .ncu-repz, .ncu-repz.xz, .ncu-repz.gz, .ncu-repz.bz2,"
-        " .nsight-cuprof-report, .nsight-cuprof-report.xz, .nsight-cuprof-report.gz,"
-        " .nsight-cuprof-report.bz2 or a folder)",
+        f"ncu-classify: error: {fifo}: cannot read: a FIFO (named pipe), not a regular file",
         f"ncu-classify: error: {tmp_path / 'dangling.ncu-rep'}: cannot read: a symbolic link to"
         " a file or folder that does not exist",
         f"ncu-classify: error: {tmp_path / 'empty'}: folder holds no Nsight Compute report"
@@ -240,3 +237,24 @@ def test_inputs_are_named_alike_from_any_folder(
     given_here = classify([Path(os.fsdecode(b"c\xfe.ncu-rep"))], rules, jobs=1)
     assert given_deep.input_errors == given_here.input_errors
     assert given_here.input_errors[0].startswith("c\\xfe.ncu-rep: ")
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_bad_input_has_one_line(tmp_path: Path, rules: LoadedRules, jobs: int) -> None:
+    """A device, a FIFO and a dangling link named as reports, each given alone and in the
+    folder searched (the link twice): one line each, in one wording (issue 37)."""
+    hx = tmp_path / "hx"
+    hx.mkdir()
+    shutil.copy(ROOT / "fixtures" / "user_set_full" / "linear_cast.ncu-rep.xz", hx)
+    (hx / "zero.ncu-rep").symlink_to("/dev/zero")
+    os.mkfifo(hx / "fifo.ncu-rep")
+    (hx / "dangle.ncu-rep").symlink_to(tmp_path / "nowhere")
+    bad = [hx / "zero.ncu-rep", hx / "fifo.ncu-rep", hx / "dangle.ncu-rep"]
+    cards = classify([hx, *bad, bad[2], tmp_path / "gone.ncu-rep"] * 2, rules, jobs=jobs)
+    assert cards.input_errors == [
+        "dangle.ncu-rep: cannot read: a symbolic link to a file or folder that does not exist",
+        "fifo.ncu-rep: cannot read: a FIFO (named pipe), not a regular file",
+        "zero.ncu-rep: cannot read: a character device, not a regular file",
+        "gone.ncu-rep: no such file or folder",
+    ]
+    assert len(cards.cards) == 4
