@@ -240,6 +240,15 @@ class StageTotals(BaseModel):
     below_sol_us: float = Field(default=0.0, description="their gap, per inference")
 
 
+OVERALL_STAGE = "(all stages)"  # the overall row's label, which no stage classify names has
+
+
+def is_reserved_stage(name: str) -> bool:
+    """True for a label in parentheses (`(all stages)`): the presentation's own rows; classify
+    names no stage so (a report named so is labelled by its file name instead)."""
+    return name.startswith("(") and name.endswith(")")
+
+
 def stage_totals(
     cards: Iterable[Card], key: Callable[[Card], str] = lambda card: card.stage
 ) -> dict[str, StageTotals]:

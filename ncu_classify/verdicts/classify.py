@@ -257,9 +257,7 @@ def _classify(
     partial: bool,
     kernel_json: KernelJson | None,
 ) -> CardFile:
-    # Inputs are walked by their absolute paths (links not followed: named by the path as
-    # given), so that every line about them names them as from any folder (`.`, `..`).
-    absolute = [Path(os.path.abspath(p)) for p in paths]
+    absolute = [Path(os.path.abspath(p)) for p in paths]  # `.`, `..` named as from anywhere
     inputs = collect_inputs(absolute)
     named = dict(zip(absolute, short_names(paths), strict=True))
     missing = missing_shards(inputs.sources, partial, named)

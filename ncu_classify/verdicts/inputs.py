@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..capture.manifest import MANIFEST_NAME, Manifest, read_manifest
+from ..cards.headroom import is_reserved_stage
 from ..cards.machine import CaptureInfo
 from ..core.ordering import natural_key
 from ..core.paths import short_names
@@ -259,14 +260,15 @@ def _identity(path: Path) -> tuple[int, int] | None:
 
 def report_labels(reports: list[Path]) -> dict[Path, str]:
     """Stage label of each report: its stem (`profile`), or, where stems clash, the stem with
-    as many parent folder names as tell the reports apart (`runA/profile`, `runB/profile`)."""
+    as many parent folder names as tell the reports apart (`runA/profile`, `runB/profile`); a
+    stem in parentheses, which would read as the overall row, its file name instead."""
     by_stem: dict[str, list[Path]] = {}
     for report in reports:
         by_stem.setdefault(report_stem(report), []).append(report)
     labels: dict[Path, str] = {}
     for stem, members in by_stem.items():
-        if len(members) == 1:
-            labels[members[0]] = stem
+        if len(members) == 1:  # a stem in parentheses names an overall row: the file's name
+            labels[members[0]] = members[0].name if is_reserved_stage(stem) else stem
             continue
         parts = [Path(os.path.abspath(p)).parent.parts for p in members]
         for depth in range(1, max(len(p) for p in parts) + 1):

@@ -258,3 +258,16 @@ def test_a_bad_input_has_one_line(tmp_path: Path, rules: LoadedRules, jobs: int)
         "gone.ncu-rep: no such file or folder",
     ]
     assert len(cards.cards) == 4
+
+
+def test_a_report_named_as_the_overall_row_is_labelled_by_its_file_name(
+    tmp_path: Path, rules: LoadedRules
+) -> None:
+    """`(all stages).ncu-rep.xz` would make a stage labelled as next's overall row (issue 37):
+    its stage is the file's name; a stem in parentheses is never a stage."""
+    report = tmp_path / "(all stages).ncu-rep.xz"
+    shutil.copy(ROOT / "fixtures" / "user_set_full" / "linear_cast.ncu-rep.xz", report)
+    cards = classify([report], rules, jobs=1)
+    assert {c.stage for c in cards.cards} == {"(all stages).ncu-rep.xz"}
+    assert sorted(cards.by_stage) == ["(all stages).ncu-rep.xz"]
+    assert cards.cards[0].group.startswith("(all stages).ncu-rep.xz:")
