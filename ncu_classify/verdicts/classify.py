@@ -292,7 +292,7 @@ def _classify(
     for source in inputs.sources:
         reads = Reads(source, ok, failed, labels, run_to_run, inputs.warnings, named)
         per_source.append((source, cards_for_source(reads, rules)))
-    inputs.warnings += missing_manifest_warnings(per_source)
+    inputs.warnings += missing_manifest_warnings(per_source, failed)
     per_source = merge_drill_downs(per_source, rules, inputs.warnings, named)
     cards = [card for _, found in per_source for card in found]
     if noise and noise.run_to_run is None and any(c.measurement for c in cards):

@@ -9,11 +9,13 @@ the cards it drills, named after its folder.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 from ..capture.group_ids import parse_group_id
 from ..cards.coverage import WITHOUT_MANIFEST
 from ..cards.model import Card
+from ..core.text import counted
 from .inputs import Source
 
 # What a capture's cards lose with its manifest, in the order a reader of the cards misses it.
@@ -61,20 +63,23 @@ def is_drill_down(source: Source, cards: list[Card]) -> bool:
     return unmanifested_drill_down(source, cards) is not None
 
 
-def missing_manifest_warnings(per_source: list[SourceCards]) -> list[str]:
+def missing_manifest_warnings(
+    per_source: list[SourceCards], failed: Collection[Path] = ()
+) -> list[str]:
     """One warning per capture folder read without its manifest: what that loses, and how a
-    drill-down among the inputs merges without it."""
+    drill-down among the inputs merges without it. It counts the reports read (not those in
+    `failed`) and the distinct shapes their cards hold (two copies of a report, one shape)."""
     drills = {id(s) for s, cards in per_source if is_drill_down(s, cards)}
     lines = []
     for source, cards in per_source:
         folder = without_manifest(source, cards)
         if folder is None:
             continue
-        shapes = sum(1 for c in cards if is_shape_card(c))
-        reports = len(source.reports)
+        shapes = len({c.group for c in cards if is_shape_card(c)})
+        reports = sum(1 for report in source.reports if report not in failed)
         line = (
-            f"{folder}: {reports} report{'s' if reports > 1 else ''} of a capture ({shapes}"
-            f" shapes by the group ids of their NVTX ranges) {WITHOUT_MANIFEST}; lost with it:"
+            f"{folder}: {counted(reports, 'report')} of a capture ({counted(shapes, 'shape')}"
+            f" by the group ids of their NVTX ranges) {WITHOUT_MANIFEST}; lost with it:"
             f" {', '.join(LOST)}"
         )
         if id(source) in drills:

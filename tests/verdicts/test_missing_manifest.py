@@ -5,6 +5,7 @@ manifest that cannot be read is exit 3 at its line; a report it does not name is
 from __future__ import annotations
 
 import json
+import lzma
 import shutil
 from pathlib import Path
 
@@ -191,3 +192,24 @@ def test_coverage_lost_with_the_manifest_says_so(tmp_path: Path, rules: LoadedRu
     assert file_coverage(bare).unknown == f"coverage unknown: {said}"
     assert next_moves(bare, "c.json").coverage_unknown == said
     assert next_moves(whole, "c.json").coverage_unknown is None
+
+
+def test_a_folder_without_its_manifest_counts_reports_read_and_distinct_shapes(
+    tmp_path: Path, rules: LoadedRules
+) -> None:
+    """Two copies of one report and a truncated one: 2 reports read holding 3 shapes, not 3
+    reports and 6 shapes; one report reads in the singular (issue 37)."""
+    hx = tmp_path / "hx"
+    hx.mkdir()
+    shutil.copy(SMOKE / "dit.ncu-rep.xz", hx / "dit.ncu-rep.xz")
+    shutil.copy(SMOKE / "dit.ncu-rep.xz", hx / "dit2.ncu-rep.xz")
+    plain = lzma.decompress((SMOKE / "vae.ncu-rep.xz").read_bytes())
+    (hx / "cut.ncu-rep").write_bytes(plain[:400_000])
+    one = tmp_path / "one"
+    one.mkdir()
+    shutil.copy(SMOKE / "output.ncu-rep.xz", one)
+    cards = classify([hx, one], rules, jobs=1)
+    assert [w.split(" without its")[0] for w in cards.input_warnings if "manifest.json" in w] == [
+        "hx: 2 reports of a capture (3 shapes by the group ids of their NVTX ranges)",
+        "one: 1 report of a capture (1 shape by the group ids of their NVTX ranges)",
+    ]
