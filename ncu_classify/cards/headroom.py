@@ -141,17 +141,23 @@ def speed_of_light(card: Card) -> tuple[float | None, str | None, str | None]:
     """(us, bound, None) of the op's nominal work at the device's peaks; (None, None, why)
     when unknown: no nominal model, or a bound the op has (FLOPs, bytes) that cannot be
     computed (no peak for its dtype, no DRAM bandwidth measured): the other bound alone would
-    understate it."""
+    understate it. A negative figure (a card from elsewhere) is as unknown as a missing one,
+    and a peak or bandwidth of 0 too: never a bound of its own."""
     if not card.nominal_mac_flops and not card.nominal_bytes:
         return None, None, "no nominal model (FLOPs or compulsory bytes) for the op"
+    for name, work in (("FLOPs", card.nominal_mac_flops), ("bytes", card.nominal_bytes)):
+        if work is not None and work < 0:
+            return None, None, f"its nominal {name} are negative ({work:,}): unknown"
     bounds: dict[str, float] = {}
     peak = card.roofline.peak_tflops if card.roofline is not None else None
     if card.nominal_mac_flops:
-        if not peak:
+        if peak is None or peak <= 0:
             return None, None, "the compute peak of its dtype is unknown"
         bounds["compute"] = card.nominal_mac_flops / (peak * 1e12) * 1e6
     dram = [
-        bw for k in card.kernels if k.roofline and (bw := k.roofline.bandwidth_tbps.get("dram"))
+        bw
+        for k in card.kernels
+        if k.roofline and (bw := k.roofline.bandwidth_tbps.get("dram")) is not None and bw > 0
     ]
     if card.nominal_bytes:
         if not dram:

@@ -76,10 +76,10 @@ class _Inputs:
         return value
 
     def rate(self, key: str) -> float | None:
-        """A peak or a clock: a 0 is as unknown as a missing one (the reader drops ncu's peaks
-        of 0; a card from elsewhere may carry one), never a ceiling of 0."""
+        """A peak or a clock: a 0 or a negative is as unknown as a missing one (the reader
+        drops ncu's peaks of 0; a card from elsewhere may carry one), never a ceiling."""
         value = self.get(key)
-        if value == 0:
+        if value is not None and value <= 0:
             self.missing.add(key)
             return None
         return value
@@ -195,6 +195,12 @@ def compute_dtype(params: Mapping[str, Any]) -> str | None:
 Kernels = list[tuple[Mapping[str, float | None], Roofline | None]]
 
 
+def _positive(value: float | None) -> float | None:
+    """A peak, clock or count that only a positive value makes sense of; else None (a card
+    from elsewhere may carry a 0 or a negative: unknown, never a figure of its own)."""
+    return value if value is not None and value > 0 else None
+
+
 def card_roofline(
     kernels: Kernels,
     nominal_flops: int | None,
@@ -206,8 +212,9 @@ def card_roofline(
     type (bf16, fp16, tf32, fp32), None for a foreign card; `device` the card's `gpu`."""
     executed = [r.executed_flops for _, r in kernels if r is not None]
     total = sum(e for e in executed if e is not None) if executed and None not in executed else None
-    per_cycle, clock = _dtype_peak(kernels, dtype, device)
-    max_clock = device_max_ghz(device, "sm_clock_ghz")
+    per_cycle, clock = map(_positive, _dtype_peak(kernels, dtype, device))
+    max_clock = _positive(device_max_ghz(device, "sm_clock_ghz"))
+    nominal_flops = nominal_flops if nominal_flops and nominal_flops > 0 else None
     peak = per_cycle * clock * 1e9 if per_cycle is not None and clock else None
     peak_max = per_cycle * max_clock * 1e9 if per_cycle is not None and max_clock else None
     useful = nominal_flops / total if nominal_flops and total else None

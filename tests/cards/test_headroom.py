@@ -139,3 +139,38 @@ def test_a_kernel_above_its_roof_is_flagged_not_silently_clamped() -> None:
         f"{gemm.kernel}: measured at 104.2 % of its compute roof: a clock or counter error;"
         " capped at its measured time (0 headroom)"
     ]
+
+
+def test_a_negative_figure_in_a_card_from_elsewhere_is_unknown_not_a_bound() -> None:
+    """FlashAttention-2's card of the 480x832 workload, edited as a cards file from elsewhere
+    may be: a negative peak, nominal FLOPs or DRAM bandwidth leaves its SOL unknown, said why,
+    never the other bound alone (issue 37: a peak of -946 TFLOP/s gave the bytes' SOL)."""
+    from ncu_classify.cards.files import load_card_file
+
+    cards = load_card_file(ROOT / "reports" / "diff" / "cards" / "w480_gpu0.json")
+    [fa2] = [c for c in cards.cards if c.group.endswith("k28080of29640:bf16") and "v2" in c.group]
+    good = card_headroom(fa2)
+    assert good is not None and good.sol_bound == "compute" and good.sol_unknown is None
+    assert fa2.roofline is not None
+    negative_peak = fa2.model_copy(
+        update={"roofline": fa2.roofline.model_copy(update={"peak_tflops": -946.0})}
+    )
+    negative_flops = fa2.model_copy(update={"nominal_mac_flops": -(fa2.nominal_mac_flops or 0)})
+    kernels = [
+        k.model_copy(
+            update={"roofline": k.roofline.model_copy(update={"bandwidth_tbps": {"dram": -4.8}})}
+        )
+        for k in fa2.kernels
+        if k.roofline is not None
+    ]
+    negative_dram = fa2.model_copy(update={"kernels": kernels, "nominal_mac_flops": None})
+    whys = []
+    for odd in (negative_peak, negative_flops, negative_dram):
+        room = card_headroom(odd)
+        assert room is not None and (room.sol_us, room.sol_bound, room.at_sol_us) == (None,) * 3
+        whys.append(room.sol_unknown)
+    assert whys == [
+        "the compute peak of its dtype is unknown",
+        f"its nominal FLOPs are negative ({-(fa2.nominal_mac_flops or 0):,}): unknown",
+        "no DRAM bandwidth measured",
+    ]

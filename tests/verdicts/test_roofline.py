@@ -256,14 +256,17 @@ def test_unit_loads_and_hot_units_are_the_reports_own(cards: dict, raw: dict) ->
     assert top.pct == pytest.approx(m[top.unit + suffix], rel=1e-5)
 
 
+@pytest.mark.parametrize("value", [0.0, -4.8])  # a negative one too (issue 37)
 @pytest.mark.parametrize("zero", ["peak_dram_bytes", "dram_clock_ghz"])
-def test_a_peak_or_clock_of_0_in_a_card_is_unknown(cards: dict, rules: LoadedRules, zero) -> None:
+def test_a_peak_or_clock_of_0_in_a_card_is_unknown(
+    cards: dict, rules: LoadedRules, zero: str, value: float
+) -> None:
     """A cards file from elsewhere may carry a peak or a clock of 0 (ncu's own 0 peaks are
     dropped when read): judged again, the copy without FLOPs lost its DRAM figures but kept its
     place by the other levels, where a division by that 0 used to end in an internal error."""
     card = cards[CAST]
     kernel = card.kernels[0]
-    edited = kernel.model_copy(update={"metrics": {**kernel.metrics, zero: 0.0}})
+    edited = kernel.model_copy(update={"metrics": {**kernel.metrics, zero: value}})
     judged = judge(card.model_copy(update={"kernels": [edited]}), rules)
     before, after = kernel.roofline, judged.kernels[0].roofline
     assert before.binding == "dram" and after.binding in ("l1", "l2")
