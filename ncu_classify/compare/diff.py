@@ -77,7 +77,7 @@ def diff_cards(
         _shape_diff(pair, compared_stage(pair, pairing.stages), rules, options.noise)
         for pair in pairs
     ]
-    stages_of = [shape.stage for shape in shapes]
+    staged = list(zip([shape.stage for shape in shapes], pairs, strict=True))
     counts: dict[str, int] = {}
     for shape in shapes:
         counts[shape.change] = counts.get(shape.change, 0) + 1
@@ -94,7 +94,7 @@ def diff_cards(
         shapes=shapes,
         rollup=_rollup(pairs, pairing.stages),
         noise_seen=_noise_seen(shapes),
-        headroom=headroom_changes(kept[0], kept[1], list(zip(stages_of, pairs, strict=True))),
+        headroom=headroom_changes(kept[0], kept[1], staged, pairing.stages),
     )
 
 

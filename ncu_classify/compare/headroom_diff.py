@@ -6,7 +6,7 @@ timed on both sides count as saved: a shape the candidate lost is not a saving."
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ..cards.headroom import stage_totals
 from ..cards.model import Card
@@ -30,11 +30,18 @@ def _saved(pairs: Sequence[tuple[str, CardPair]]) -> dict[str, float]:
 
 
 def headroom_changes(
-    baseline: list[Card], candidate: list[Card], pairs: Sequence[tuple[str, CardPair]]
+    baseline: list[Card],
+    candidate: list[Card],
+    pairs: Sequence[tuple[str, CardPair]],
+    aliases: Mapping[str, str] | None = None,
 ) -> list[HeadroomChange]:
     """Per stage present on either side (in stage order), both sides' headroom totals and the
-    time the paired shapes saved; `pairs` are (compared stage, pair)."""
-    before, after = stage_totals(baseline), stage_totals(candidate)
+    time the paired shapes saved; `pairs` are (compared stage, pair); `aliases`: the baseline
+    stage each loose candidate stage was compared with, under which its totals go (as in the
+    roll-up: `h200_run` under `h100_run`)."""
+    named = aliases or {}
+    before = stage_totals(baseline)
+    after = stage_totals(candidate, lambda card: named.get(card.stage, card.stage))
     saved = _saved(pairs)
     out = []
     for stage in stage_order([*before, *after, *saved]):

@@ -439,3 +439,26 @@ def test_a_card_without_time_has_no_ratio(tmp_path: Path) -> None:
     for sides in ((DIT_ON, zero), (zero, DIT_ON)):
         first = compare(*sides).shapes[0]
         assert (first.duration_ratio, first.speed) == (None, None)
+
+
+def test_the_headroom_table_pairs_loose_stages_as_the_rollup_does(tmp_path: Path) -> None:
+    """One report classified as h100_run and as h200_run: the roll-up compares them under
+    h100_run, and so does the headroom table, one row saving 0.0 (issue 37: two half rows,
+    `445.1 -> -` and `- -> 445.1`)."""
+    from ncu_classify.cards.files import card_file_text
+    from ncu_classify.verdicts.classify import classify
+
+    report = ROOT / "fixtures" / "user_set_full" / "linear_cast.ncu-rep.xz"
+    paths = []
+    for name in ("h100_run", "h200_run"):
+        copy = tmp_path / f"{name}.ncu-rep.xz"
+        copy.write_bytes(report.read_bytes())
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(card_file_text(classify([copy], load_rules(), jobs=1)))
+    diffed = compare(*paths)
+    assert {row.stage for row in diffed.rollup} == {"h100_run"}
+    assert [
+        (h.stage, h.baseline and h.baseline.measured_us, h.candidate and h.candidate.measured_us)
+        for h in diffed.headroom
+    ] == [("h100_run", 445.088, 445.088)]
+    assert diffed.headroom[0].saved_us == 0.0
