@@ -42,7 +42,9 @@ def capture_command(
     timeout: Annotated[
         float, typer.Option(help="seconds allowed per ncu process", callback=positive_float)
     ] = 3600.0,
-    gpus: Annotated[str, typer.Option(help="CUDA devices to spread batches over, e.g. 0,1")] = "",
+    gpus: Annotated[
+        str | None, typer.Option(help="CUDA devices to spread batches over, e.g. 0,1")
+    ] = None,
     shard: Annotated[str, typer.Option(help="capture only shard K of N (K/N), e.g. 2/8")] = "1/1",
     max_batch: Annotated[
         int | None,

@@ -32,10 +32,17 @@ def positive_float(value: float) -> float:
     return value
 
 
-def parse_gpus(text: str) -> tuple[int, ...]:
-    """`0,1` as distinct CUDA device indices."""
+def parse_gpus(text: str | None) -> tuple[int, ...]:
+    """`0,1` as distinct CUDA device indices; () where --gpus is not given (an empty one,
+    `--gpus ""`, names no device: refused)."""
+    if text is None:
+        return ()
     items = [x.strip() for x in text.split(",") if x.strip()]
-    if not all(re.fullmatch(r"\d{1,4}", x) for x in items) or len(set(items)) != len(items):
+    if (
+        not items
+        or not all(re.fullmatch(r"\d{1,4}", x) for x in items)
+        or len(set(items)) != len(items)
+    ):
         raise typer.BadParameter(f"{text!r}: expected distinct CUDA device indices such as 0,1")
     return tuple(int(x) for x in items)
 

@@ -29,11 +29,12 @@ def utc_now() -> str:
 def pinned_epoch() -> int | None:
     """SOURCE_DATE_EPOCH in seconds; None where it is unset or empty. A UsageError naming it
     and its value where it is not a whole number from 0 to LATEST_EPOCH (`abc`, `-5`, `1.5`,
-    a number of 17 digits)."""
+    ` 5`, a number of 17 digits): digits alone, as the convention defines them; a blank value
+    is an empty one."""
     given = os.environ.get(EPOCH_VARIABLE)
     if given is None or not given.strip():
         return None
-    text = given.strip()
+    text = given  # not stripped: ` 5` is malformed
     if text.isascii() and text.isdigit() and len(text) <= 12 and int(text) <= LATEST_EPOCH:
         return int(text)
     shown = given if len(given) <= 40 else given[:40] + "..."

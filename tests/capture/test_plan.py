@@ -241,6 +241,13 @@ def test_device_bytes_count_inputs_outputs_and_layout_copies() -> None:
             "Invalid value: '0,0': expected distinct CUDA device indices such as 0,1",
         ),
         ("--gpus", "-1", "Invalid value: '-1': expected distinct CUDA device indices such as 0,1"),
+        # an empty --gpus names no device (issue 37: --dry-run took it as not given)
+        ("--gpus", "", "Invalid value: '': expected distinct CUDA device indices such as 0,1"),
+        (
+            "--gpus",
+            " , ",
+            "Invalid value: ' , ': expected distinct CUDA device indices such as 0,1",
+        ),
     ],
 )
 def test_bad_capture_options_are_usage_errors(

@@ -190,7 +190,9 @@ def test_dry_run_refuses_the_gpus_the_run_refuses(
 # --- SOURCE_DATE_EPOCH ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value", ["abc", "-5", "1.5", "99999999999999999", "253402300800"])
+@pytest.mark.parametrize(
+    "value", ["abc", "-5", "1.5", "99999999999999999", "253402300800", " 5", "5\n"]
+)
 def test_a_malformed_source_date_epoch_is_a_usage_error(
     value: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
