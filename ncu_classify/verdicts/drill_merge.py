@@ -20,6 +20,7 @@ from pathlib import Path
 from ..capture.manifest import Manifest
 from ..cards.model import Card, KernelCard
 from ..core.paths import shown_under
+from ..core.text import counted
 from .inputs import Source
 from .judge import judge
 from .rules import LoadedRules
@@ -133,8 +134,8 @@ def merge_drill_downs(
         twice = [card.group for card in relabelled if card.group in drilled]
         if twice:
             warnings.append(
-                f"{label}: {len(twice)} shapes drilled down already by an earlier input (first:"
-                f" {twice[0]}); the earlier drill-down is merged"
+                f"{label}: {counted(len(twice), 'shape')} drilled down already by an earlier"
+                f" input (first: {twice[0]}); the earlier drill-down is merged"
             )
         for card in relabelled:
             if card.group in twice:

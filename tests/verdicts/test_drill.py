@@ -18,7 +18,7 @@ from ncu_classify.core.stalls import CPI_METRIC, STALL_REASONS, stall_metric
 from ncu_classify.verdicts.classify import classify
 from ncu_classify.verdicts.drill import TOP_SHARE, drill_values, settle_rules
 from ncu_classify.verdicts.judge import OWN_COUNTERS
-from ncu_classify.verdicts.rules import evaluate, load_rules
+from ncu_classify.verdicts.rules import LoadedRules, evaluate, load_rules
 
 ROOFLINE = ROOT / "rules" / "roofline.yaml"
 PAIRS = {  # drill-down -> the capture it drills
@@ -217,4 +217,20 @@ def test_a_second_drill_down_of_the_same_shapes_is_said_and_not_merged(tmp_path:
     assert warning.startswith("drill-down capture again (") and warning.endswith(
         "12 shapes drilled down already by an earlier input (first:"
         " dit:linear:M4680_N5120_K144:bf16:bias); the earlier drill-down is merged"
+    )
+
+
+def test_one_shape_drilled_twice_is_counted_in_the_singular(rules: LoadedRules) -> None:
+    """The 480x832 drill-down shares one shape with the Wan 14B one given before it: '1 shape
+    drilled down already', not '1 shapes' (issue 37, core.text.counted)."""
+    fixtures = ROOT / "fixtures"
+    cards = classify(
+        [fixtures / f for f in ("record_h200_wan14b", "drill_h200_wan14b", "drill_h200_480x832")],
+        rules,
+        jobs=2,
+    )
+    [line] = [w for w in cards.input_warnings if "drilled down already" in w]
+    assert line.startswith(
+        "drill-down capture drill_h200_480x832 (2026-12-02T07:20:31+00:00): 1 shape drilled"
+        " down already by an earlier input (first: output:cast:1x3x9x480x832:fp32-uint8);"
     )
