@@ -8,6 +8,8 @@ import os
 import re
 import shlex
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -94,9 +96,38 @@ def record_command(
         recorder = Recorder(patterns, None, inputs_dir, budget, measure=kernel_time)
         inputs = [p for p in (source,) if p]
         run = _Run(recorder, command, output, inputs, inputs_dir, set(sys.modules))
-        failure = run_program(recorder, program, on_exit=lambda code: run.ended(program, code))
-        document, written = run.write(failure)
+        with _start_folder() as back:  # the program may chdir: record's paths are as typed
+
+            def ended(code: int) -> int:
+                back()
+                return run.ended(program, code)
+
+            failure = run_program(recorder, program, on_exit=ended)
+            back()
+            document, written = run.write(failure)
     run.report(document, written)
+
+
+@contextmanager
+def _start_folder() -> Iterator[Callable[[], None]]:
+    """The folder the command started in, kept open: the block gets a function that makes it
+    the current folder again (also once the program moved or renamed it), so that -o and every
+    other relative path record uses after the program are resolved as typed."""
+    try:
+        handle: int | None = os.open(os.curdir, os.O_RDONLY)
+    except OSError:  # (a folder that cannot be opened: paths are resolved where we are)
+        handle = None
+
+    def back() -> None:
+        if handle is not None:
+            with suppress(OSError):
+                os.fchdir(handle)
+
+    try:
+        yield back
+    finally:
+        if handle is not None:
+            os.close(handle)
 
 
 class _Run:

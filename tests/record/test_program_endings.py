@@ -232,3 +232,20 @@ def test_the_programs_signal_handlers_are_put_back(
     )
     assert run(["record", "-o", "s.yaml", "--", "python", "main.py"]) == 0
     assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_a_program_that_changes_folder_leaves_o_as_typed(tmp_path: Path) -> None:
+    """-o is the file in the folder record started in, also after the program's os.chdir (or
+    os._exit in another folder); the line names it as typed."""
+    (tmp_path / "elsewhere").mkdir()
+    done = _child(tmp_path, LINEAR + "import os\nos.chdir('elsewhere')\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.endswith(" in 1 stage to s.yaml: main 3 calls, 0.0 % not covered\n")
+    assert _linears(tmp_path / "s.yaml") == [(8, 4, 16, 1)]
+    assert not (tmp_path / "elsewhere" / "s.yaml").exists()
+    ended = LINEAR + "import os\nos.chdir('elsewhere')\nos._exit(0)\n"
+    (tmp_path / "s.yaml").unlink()
+    done = _child(tmp_path, ended)
+    assert done.returncode == 0, done.stderr
+    assert _linears(tmp_path / "s.yaml") == [(8, 4, 16, 1)]
+    assert not (tmp_path / "elsewhere" / "s.yaml").exists()
