@@ -160,7 +160,9 @@ class _Run:
         if shapes == 0:
             unseen = self.recorder.threads.total
             why = [failure] if failure else []
-            why += [f"{unseen:,} device-op calls in other threads were not seen"] if unseen else []
+            why += [
+                f"{counted(unseen, 'device-op call')} in other threads {_were(unseen)} not seen"
+            ] * bool(unseen)
             raise RecordError(
                 f"{' '.join(self.command)}: ran no op on a tensor that the replay can take;"
                 " nothing written" + (f" ({'; '.join(why)})" if why else "")
@@ -168,7 +170,8 @@ class _Run:
         target.write_text(shapes_yaml(document))
         if failure:
             raise RecordError(
-                f"{failure}; the {shapes} shapes recorded before it were written to {target}"
+                f"{failure}; the {counted(shapes, 'shape')} recorded before it"
+                f" {_were(shapes)} written to {target}"
             )
         return document, target
 
@@ -183,8 +186,8 @@ class _Run:
             )
         for name, count in recorder.recording.not_typed.items():
             warning_line(
-                f"{count} calls of {name}: no typed shape could be made; their device ops are"
-                " recorded as aten shapes"
+                f"{counted(count, 'call')} of {name}: no typed shape could be made; their"
+                " device ops are recorded as aten shapes"
             )
         for number, (pattern, stage) in enumerate(recorder.stage_patterns):
             if number not in recorder.used:
@@ -192,11 +195,13 @@ class _Run:
                     f"--stage {printable(pattern)}={stage}: no call's module path matched it"
                     " (or an earlier --stage took them); paths are in the shapes' `source`"
                 )
-        if recorder.threads.total:
+        unseen = recorder.threads.total
+        if unseen:
             warning_line(
-                f"{recorder.threads.total:,} device-op calls in other threads of the program"
-                " were not seen (record follows the thread that runs the program); they are"
-                " counted as not covered (recorded.totals.uncovered)"
+                f"{counted(unseen, 'device-op call')} in other threads of the program"
+                f" {_were(unseen)} not seen (record follows the thread that runs the program);"
+                f" {'it is' if unseen == 1 else 'they are'} counted as not covered"
+                " (recorded.totals.uncovered)"
             )
         human(target).print(recorded_line(document, str(target)))
 
@@ -236,7 +241,7 @@ def recorded_line(document: dict[str, Any], target: str) -> str:
     parts = []
     for stage, total in totals["stages"].items():
         whole = total["kernel_us"] if timed else total["calls"]
-        unit = f"{millis(whole)} of kernels" if timed else f"{whole:,} calls"
+        unit = f"{millis(whole)} of kernels" if timed else counted(whole, "call")
         gap = missing.get(stage, 0) / whole * 100 if whole else 0.0
         parts.append(f"{printable(stage)} {unit}, {gap:.1f} % not covered")
     return (
@@ -245,6 +250,11 @@ def recorded_line(document: dict[str, Any], target: str) -> str:
         f" {counted(len(document['stages']), 'stage')} to"
         f" {printable(target)}: " + "; ".join(parts)
     )
+
+
+def _were(count: int) -> str:
+    """The verb for `count` things: `was` for one, `were` for more."""
+    return "was" if count == 1 else "were"
 
 
 def _installed(name: str) -> bool:

@@ -319,3 +319,37 @@ def test_non_daemon_threads_are_waited_for_and_counted(tmp_path: Path) -> None:
     assert [(u.stage, u.why, u.calls) for u in totals.uncovered] == [  # type: ignore[union-attr]
         ("main", THREAD_WHY, 5)
     ]
+
+
+def test_counts_of_one_are_in_the_singular(tmp_path: Path) -> None:
+    """The line, the warnings and the shapes file's header say `1 call`, `1 device op`."""
+    program = (
+        "import threading, torch\nx = torch.ones(2)\n"
+        "threading.Thread(target=lambda: torch.relu(x)).start()\nraise SystemExit(2)\n"
+    )
+    done = _child(tmp_path, program)
+    assert done.returncode == 5
+    assert done.stderr == (
+        "ncu-classify: error: main.py exited with 2; the 1 shape recorded before it was"
+        " written to s.yaml\n"
+    )
+    assert (
+        (tmp_path / "s.yaml")
+        .read_text()
+        .splitlines()[0]
+        .endswith(
+            ": 1 distinct shape (0 typed, 1 device op), 1 call; 1 kind of device work not covered"
+            " (recorded.totals.uncovered)."
+        )
+    )
+    done = _child(tmp_path, program.replace("raise SystemExit(2)\n", ""))
+    assert done.returncode == 0
+    assert done.stderr == (
+        "ncu-classify: warning: 1 device-op call in other threads of the program was not"
+        " seen (record follows the thread that runs the program); it is counted as not"
+        " covered (recorded.totals.uncovered)\n"
+    )
+    assert done.stdout == (
+        "recorded 1 shape (0 typed, 1 device op; 1 call) in 1 stage to s.yaml:"
+        " main 2 calls, 50.0 % not covered\n"
+    )
