@@ -21,11 +21,26 @@ class _Lent:
     def __init__(self, stream: Any) -> None:
         self._stream = stream
         self._closed = False
+        self._buffer: _Lent | None = None
 
     @property
     def closed(self) -> bool:
-        """True once the program closed it (or the stream under it is closed)."""
-        return self._closed or bool(getattr(self._stream, "closed", False))
+        """True once the program closed it, or its buffer (or the stream under it is closed)."""
+        below = self._buffer is not None and self._buffer.closed
+        return self._closed or below or bool(getattr(self._stream, "closed", False))
+
+    @property
+    def buffer(self) -> _Lent:
+        """The binary stream under a text one, lent as well (closing it closes the view)."""
+        if self._buffer is None:
+            self._buffer = _Lent(self._stream.buffer)
+        return self._buffer
+
+    def detach(self) -> _Lent:
+        """The lent buffer; this view is unusable after, as a detached text stream is."""
+        buffer = self.buffer
+        self.close()
+        return buffer
 
     def close(self) -> None:
         """Flushed, then closed for the program."""
@@ -50,7 +65,7 @@ class _Lent:
         return int(self._stream.fileno())
 
     def _open(self) -> None:
-        if self._closed:
+        if self.closed:
             raise ValueError("I/O operation on closed file.")
 
     def __getattr__(self, name: str) -> Any:

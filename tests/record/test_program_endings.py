@@ -258,6 +258,8 @@ def test_a_program_that_changes_folder_leaves_o_as_typed(tmp_path: Path) -> None
         "sys.stderr.close()",
         "sys.__stderr__.close()",
         "os.close(1); os.close(2)",
+        "sys.stdout.buffer.close(); sys.stderr.detach().close()",
+        "os.dup2(os.open(os.devnull, os.O_WRONLY), 1)",
     ],
 )
 def test_a_program_that_closes_its_standard_streams_is_still_recorded(
@@ -265,7 +267,7 @@ def test_a_program_that_closes_its_standard_streams_is_still_recorded(
 ) -> None:
     """What the program does to its standard streams ends with it: record writes the shapes
     file and prints its own lines on the streams it started with, exit 0."""
-    done = _child(tmp_path, LINEAR + f"import os, sys\nprint('mine')\n{closing}\n")
+    done = _child(tmp_path, LINEAR + f"import os, sys\nprint('mine', flush=True)\n{closing}\n")
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     assert done.stdout.startswith("mine\nrecorded 3 shapes")
