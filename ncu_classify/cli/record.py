@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..core.errors import EnvironmentProblem, RecordError, UsageError
+from ..core.errors import EnvironmentProblem, OutputError, RecordError, UsageError
 from ..core.text import counted, printable
 from ..present.coverage import millis
 from ..present.tables import check_kind
@@ -153,6 +153,13 @@ class _Run:
         from ..record import shapes_yaml, validated_document
 
         # the program's own modules are inputs too: -o must not replace one of them
+        try:
+            os.getcwd()
+        except FileNotFoundError:  # (every relative path is resolved there)
+            raise OutputError(
+                f"{self.output}: cannot write: the folder record started in was removed while"
+                " the program ran"
+            ) from None
         target = check_output(self.output, [*self.inputs, *loaded_files(self.modules)])
         prefix = _inputs_prefix(self.inputs_dir, target.path)
         document = validated_document(self.recorder, shlex.join(self.command), prefix)

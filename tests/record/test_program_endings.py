@@ -355,3 +355,18 @@ def test_counts_of_one_are_in_the_singular(tmp_path: Path) -> None:
         "recorded 1 shape (0 typed, 1 device op; 1 call) in 1 stage to s.yaml:"
         " main 2 calls, 50.0 % not covered\n"
     )
+
+
+def test_a_program_that_removes_the_start_folder_gets_one_line(tmp_path: Path) -> None:
+    """The folder record started in (where -o is) removed by the program: exit 7, one line
+    naming -o, not 'cannot write to standard output or error'."""
+    (tmp_path / "start").mkdir()
+    program = (
+        LINEAR + "import os, shutil\nhere = os.getcwd()\nos.chdir('..')\nshutil.rmtree(here)\n"
+    )
+    done = _child(tmp_path / "start", program)
+    assert done.returncode == 7
+    assert done.stderr == (
+        "ncu-classify: error: s.yaml: cannot write: the folder record started in was removed"
+        " while the program ran\n"
+    )
