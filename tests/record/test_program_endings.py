@@ -285,12 +285,13 @@ def test_a_program_that_fails_after_closing_stderr_ends_with_5(tmp_path: Path) -
     )
 
 
-def test_a_sigterm_the_program_swallows_still_interrupts(tmp_path: Path) -> None:
-    """SIGTERM reaches the program as KeyboardInterrupt; one it catches and ignores still
-    ends record with 130 and nothing written."""
+@pytest.mark.parametrize("then", ["", "import os\nos._exit(0)\n"])
+def test_a_sigterm_the_program_swallows_still_interrupts(tmp_path: Path, then: str) -> None:
+    """SIGTERM reaches the program as KeyboardInterrupt; one it catches and ignores (then
+    ends, or calls os._exit) still ends record with 130 and nothing written."""
     program = LINEAR + (
         "import time\ntry:\n    print('ready', flush=True)\n    time.sleep(30)\n"
-        "except BaseException:\n    pass\ny = torch.nn.functional.linear(x, w)\n"
+        "except BaseException:\n    pass\ny = torch.nn.functional.linear(x, w)\n" + then
     )
     (tmp_path / "main.py").write_text(program)
     argv = [*CLI, "record", "-o", "s.yaml", "--", "python", "main.py"]
