@@ -8,12 +8,14 @@ import os
 import re
 import shlex
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..core.errors import EnvironmentProblem, RecordError, UsageError
+from ..core.errors import EnvironmentProblem, OutputError, RecordError, UsageError
 from ..core.text import counted, printable
 from ..present.coverage import millis
 from ..present.tables import check_kind
@@ -94,9 +96,38 @@ def record_command(
         recorder = Recorder(patterns, None, inputs_dir, budget, measure=kernel_time)
         inputs = [p for p in (source,) if p]
         run = _Run(recorder, command, output, inputs, inputs_dir, set(sys.modules))
-        failure = run_program(recorder, program, on_exit=lambda code: run.ended(program, code))
-        document, written = run.write(failure)
+        with _start_folder() as back:  # the program may chdir: record's paths are as typed
+
+            def ended(code: int) -> int:
+                back()
+                return run.ended(program, code)
+
+            failure = run_program(recorder, program, on_exit=ended)
+            back()
+            document, written = run.write(failure)
     run.report(document, written)
+
+
+@contextmanager
+def _start_folder() -> Iterator[Callable[[], None]]:
+    """The folder the command started in, kept open: the block gets a function that makes it
+    the current folder again (also once the program moved or renamed it), so that -o and every
+    other relative path record uses after the program are resolved as typed."""
+    try:
+        handle: int | None = os.open(os.curdir, os.O_RDONLY)
+    except OSError:  # (a folder that cannot be opened: paths are resolved where we are)
+        handle = None
+
+    def back() -> None:
+        if handle is not None:
+            with suppress(OSError):
+                os.fchdir(handle)
+
+    try:
+        yield back
+    finally:
+        if handle is not None:
+            os.close(handle)
 
 
 class _Run:
@@ -122,6 +153,13 @@ class _Run:
         from ..record import shapes_yaml, validated_document
 
         # the program's own modules are inputs too: -o must not replace one of them
+        try:
+            os.getcwd()
+        except FileNotFoundError:  # (every relative path is resolved there)
+            raise OutputError(
+                f"{self.output}: cannot write: the folder record started in was removed while"
+                " the program ran"
+            ) from None
         target = check_output(self.output, [*self.inputs, *loaded_files(self.modules)])
         prefix = _inputs_prefix(self.inputs_dir, target.path)
         document = validated_document(self.recorder, shlex.join(self.command), prefix)
@@ -129,7 +167,9 @@ class _Run:
         if shapes == 0:
             unseen = self.recorder.threads.total
             why = [failure] if failure else []
-            why += [f"{unseen:,} device-op calls in other threads were not seen"] if unseen else []
+            why += [
+                f"{counted(unseen, 'device-op call')} in other threads {_were(unseen)} not seen"
+            ] * bool(unseen)
             raise RecordError(
                 f"{' '.join(self.command)}: ran no op on a tensor that the replay can take;"
                 " nothing written" + (f" ({'; '.join(why)})" if why else "")
@@ -137,7 +177,8 @@ class _Run:
         target.write_text(shapes_yaml(document))
         if failure:
             raise RecordError(
-                f"{failure}; the {shapes} shapes recorded before it were written to {target}"
+                f"{failure}; the {counted(shapes, 'shape')} recorded before it"
+                f" {_were(shapes)} written to {target}"
             )
         return document, target
 
@@ -152,8 +193,8 @@ class _Run:
             )
         for name, count in recorder.recording.not_typed.items():
             warning_line(
-                f"{count} calls of {name}: no typed shape could be made; their device ops are"
-                " recorded as aten shapes"
+                f"{counted(count, 'call')} of {name}: no typed shape could be made; their"
+                " device ops are recorded as aten shapes"
             )
         for number, (pattern, stage) in enumerate(recorder.stage_patterns):
             if number not in recorder.used:
@@ -161,11 +202,13 @@ class _Run:
                     f"--stage {printable(pattern)}={stage}: no call's module path matched it"
                     " (or an earlier --stage took them); paths are in the shapes' `source`"
                 )
-        if recorder.threads.total:
+        unseen = recorder.threads.total
+        if unseen:
             warning_line(
-                f"{recorder.threads.total:,} device-op calls in other threads of the program"
-                " were not seen (record follows the thread that runs the program); they are"
-                " counted as not covered (recorded.totals.uncovered)"
+                f"{counted(unseen, 'device-op call')} in other threads of the program"
+                f" {_were(unseen)} not seen (record follows the thread that runs the program);"
+                f" {'it is' if unseen == 1 else 'they are'} counted as not covered"
+                " (recorded.totals.uncovered)"
             )
         human(target).print(recorded_line(document, str(target)))
 
@@ -205,7 +248,7 @@ def recorded_line(document: dict[str, Any], target: str) -> str:
     parts = []
     for stage, total in totals["stages"].items():
         whole = total["kernel_us"] if timed else total["calls"]
-        unit = f"{millis(whole)} of kernels" if timed else f"{whole:,} calls"
+        unit = f"{millis(whole)} of kernels" if timed else counted(whole, "call")
         gap = missing.get(stage, 0) / whole * 100 if whole else 0.0
         parts.append(f"{printable(stage)} {unit}, {gap:.1f} % not covered")
     return (
@@ -214,6 +257,11 @@ def recorded_line(document: dict[str, Any], target: str) -> str:
         f" {counted(len(document['stages']), 'stage')} to"
         f" {printable(target)}: " + "; ".join(parts)
     )
+
+
+def _were(count: int) -> str:
+    """The verb for `count` things: `was` for one, `were` for more."""
+    return "was" if count == 1 else "were"
 
 
 def _installed(name: str) -> bool:

@@ -8,6 +8,7 @@ import json
 import re
 from typing import Any
 
+from ..core.text import counted
 from .recorder import Recorder
 
 
@@ -95,9 +96,11 @@ def shapes_yaml(document: dict[str, Any]) -> str:
     shapes = _flat(document)
     ops = [s for s in shapes if s["op"] == "aten"]
     lines = [
-        f"# Recorded by ncu-classify {recorded['tool_version']}: {len(shapes)} distinct shapes"
-        f" ({len(shapes) - len(ops)} typed, {len(ops)} device ops),"
-        f" {sum(s['calls'] for s in shapes)} calls; {len(totals['uncovered'])} kinds of"
+        f"# Recorded by ncu-classify {recorded['tool_version']}:"
+        f" {counted(len(shapes), 'distinct shape')}"
+        f" ({len(shapes) - len(ops)} typed, {counted(len(ops), 'device op')}),"
+        f" {counted(sum(s['calls'] for s in shapes), 'call')};"
+        f" {counted(len(totals['uncovered']), 'kind')} of"
         " device work not covered (recorded.totals.uncovered).",
         "# Edit freely: a shape's `calls` weighs its time in the summaries (coverage keeps"
         " `real_calls`, the calls recorded).",

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ..core.errors import UsageError
+from .streams import lent_streams
 
 INTERPRETER = re.compile(r"^python[0-9.]*$")
 PYTHON_FLAGS = {"-u", "-B", "-O", "-OO", "-E", "-s", "-I", "-q"}  # harmless here
@@ -114,26 +115,32 @@ def run_program(
     functions it registered; its failure is described, not raised. A signal to this process
     (Ctrl-C, SIGTERM) is raised as KeyboardInterrupt. `os._exit(code)` in the program stops the
     recording and exits with `on_exit(code)` (which writes what was recorded). A child the
-    program forked leaves with its own status once it is done, writing nothing. Standard
-    output and error, sys.argv, sys.path and the signal handlers are put back after it."""
-    streams, pid = (sys.stdout, sys.stderr), os.getpid()
+    program forked leaves with its own status once it is done, writing nothing. Its
+    non-daemon threads are joined before its atexit functions, as `python` joins them. A
+    signal noted while it ran ends the run with KeyboardInterrupt, whatever the program did
+    with it. Standard output and error (objects and descriptors), sys.argv, sys.path and the
+    signal handlers are put back after it."""
+    from .threads import joined  # (torch: not loaded with the CLI)
+
+    pid, before = os.getpid(), set(threading.enumerate())
     signalled: list[int] = []
-    try:
-        with (
-            _signals_noted(signalled),
-            _exit_caught(recorder, streams, pid, on_exit),
-            _exit_functions() as functions,
-            recorder,
-            as_main(program),
-        ):
-            outcome = _ended(lambda: _run(program), program.label, signalled)
-            for func, args, kwargs in reversed(functions):  # newest first, as at exit
-                _call_exit_function(func, args, kwargs, signalled)
-    finally:
-        sys.stdout, sys.stderr = streams
+    with (
+        lent_streams() as taken_back,
+        _signals_noted(signalled),
+        _exit_caught(recorder, taken_back, pid, on_exit, signalled),
+        _exit_functions() as functions,
+        recorder,
+        as_main(program),
+    ):
+        outcome = _ended(lambda: _run(program), program.label, signalled)
+        joined(before)  # recorded still: their ops are counted as run in another thread
+        for func, args, kwargs in reversed(functions):  # newest first, as at exit
+            _call_exit_function(func, args, kwargs, signalled)
     if os.getpid() != pid:  # a forked child ran the program to its end: it writes nothing
         _flushed()
         os._exit(outcome.status)
+    if signalled:  # a signal the program caught and swallowed still interrupts: nothing written
+        raise KeyboardInterrupt
     return outcome.failure
 
 
@@ -159,7 +166,8 @@ def _ended(run: Callable[[], Any], label: str, signalled: list[int]) -> Outcome:
         if code is None or isinstance(code, int):
             status = int(code or 0)
             return Outcome(status, f"{label} exited with {status}" if status else None)
-        print(code, file=sys.stderr)  # `sys.exit("message")`: python prints it, status 1
+        with suppress(OSError, ValueError):  # (a stderr the program closed: lost, as in python)
+            print(code, file=sys.stderr)  # `sys.exit("message")`: python prints it, status 1
         return Outcome(1, f"{label} exited with 1 ({' '.join(str(code).split())[:300]})")
     except KeyboardInterrupt:
         if signalled:
@@ -183,10 +191,15 @@ def _call_exit_function(
     except KeyboardInterrupt:
         if signalled:
             raise
-        traceback.print_exc()
+        _told(traceback.format_exc())
     except BaseException:
-        print(f"Exception ignored in atexit callback {func!r}:", file=sys.stderr)
-        traceback.print_exc()
+        _told(f"Exception ignored in atexit callback {func!r}:\n{traceback.format_exc()}")
+
+
+def _told(text: str) -> None:
+    """`text` on the program's stderr, as python prints it at exit; lost if it closed it."""
+    with suppress(OSError, ValueError, AttributeError):
+        sys.stderr.write(text)
 
 
 @contextmanager
@@ -215,7 +228,11 @@ def _signals_noted(signalled: list[int]) -> Iterator[None]:
 
 @contextmanager
 def _exit_caught(
-    recorder: Any, streams: tuple[Any, Any], pid: int, on_exit: Callable[[int], int] | None
+    recorder: Any,
+    taken_back: Callable[[], None],
+    pid: int,
+    on_exit: Callable[[int], int] | None,
+    signalled: list[int],
 ) -> Iterator[None]:
     """`os._exit(code)` in the program (any thread): the recording is stopped and handed to
     `on_exit`, whose code the process then exits with. In a forked child it exits at once."""
@@ -226,8 +243,12 @@ def _exit_caught(
             real(status)
         try:
             recorder.close()
-            sys.stdout, sys.stderr = streams
-            final = on_exit(status)
+            taken_back()
+            if signalled:  # a signal came first: interrupted, nothing written
+                print("ncu-classify: interrupted", file=sys.stderr)
+                final = 130
+            else:
+                final = on_exit(status)
         except BaseException:  # an exit must happen: never back into the program
             traceback.print_exc()
             final = 1

@@ -58,6 +58,36 @@ class OtherThreads:
         return sum(self.calls.values())
 
 
+def joined(before: set[threading.Thread]) -> None:
+    """Wait for the non-daemon threads started since `before`, as `python` does when a program
+    ends (before its atexit functions); an executor's idle workers are let go first, as
+    concurrent.futures does at exit."""
+    while True:
+        waiting = [
+            t
+            for t in threading.enumerate()
+            if t not in before and not t.daemon and t is not threading.current_thread()
+        ]
+        if not waiting:
+            return
+        for thread in waiting:
+            _let_go(thread)
+            thread.join()
+
+
+def _let_go(thread: threading.Thread) -> None:
+    """A ThreadPoolExecutor worker waits for work until its executor shuts down: shut it down
+    without waiting (the work queued is still done), as concurrent.futures does at exit."""
+    from concurrent.futures import thread as pool
+
+    if thread not in getattr(pool, "_threads_queues", {}):
+        return
+    reference = next(iter(getattr(thread, "_args", ())), None)
+    executor = reference() if callable(reference) else None
+    if isinstance(executor, pool.ThreadPoolExecutor):
+        executor.shutdown(wait=False)
+
+
 class _Counting(TorchDispatchMode):
     """Counts the device ops of one thread while the recording lasts."""
 

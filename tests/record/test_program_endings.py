@@ -232,3 +232,142 @@ def test_the_programs_signal_handlers_are_put_back(
     )
     assert run(["record", "-o", "s.yaml", "--", "python", "main.py"]) == 0
     assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_a_program_that_changes_folder_leaves_o_as_typed(tmp_path: Path) -> None:
+    """-o is the file in the folder record started in, also after the program's os.chdir (or
+    os._exit in another folder); the line names it as typed."""
+    (tmp_path / "elsewhere").mkdir()
+    done = _child(tmp_path, LINEAR + "import os\nos.chdir('elsewhere')\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.endswith(" in 1 stage to s.yaml: main 3 calls, 0.0 % not covered\n")
+    assert _linears(tmp_path / "s.yaml") == [(8, 4, 16, 1)]
+    assert not (tmp_path / "elsewhere" / "s.yaml").exists()
+    ended = LINEAR + "import os\nos.chdir('elsewhere')\nos._exit(0)\n"
+    (tmp_path / "s.yaml").unlink()
+    done = _child(tmp_path, ended)
+    assert done.returncode == 0, done.stderr
+    assert _linears(tmp_path / "s.yaml") == [(8, 4, 16, 1)]
+    assert not (tmp_path / "elsewhere" / "s.yaml").exists()
+
+
+@pytest.mark.parametrize(
+    "closing",
+    [
+        "sys.stdout.close()",
+        "sys.stderr.close()",
+        "sys.__stderr__.close()",
+        "os.close(1); os.close(2)",
+        "sys.stdout.buffer.close(); sys.stderr.detach().close()",
+        "os.dup2(os.open(os.devnull, os.O_WRONLY), 1)",
+    ],
+)
+def test_a_program_that_closes_its_standard_streams_is_still_recorded(
+    tmp_path: Path, closing: str
+) -> None:
+    """What the program does to its standard streams ends with it: record writes the shapes
+    file and prints its own lines on the streams it started with, exit 0."""
+    done = _child(tmp_path, LINEAR + f"import os, sys\nprint('mine', flush=True)\n{closing}\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert done.stdout.startswith("mine\nrecorded 3 shapes")
+    assert done.stdout.endswith(" to s.yaml: main 3 calls, 0.0 % not covered\n")
+    assert _linears(tmp_path / "s.yaml") == [(8, 4, 16, 1)]
+
+
+def test_a_program_that_fails_after_closing_stderr_ends_with_5(tmp_path: Path) -> None:
+    """sys.exit('text') with stderr closed: the text is lost as in python, record says why."""
+    done = _child(tmp_path, LINEAR + "import sys\nsys.stderr.close()\nsys.exit('gone')\n")
+    assert done.returncode == 5
+    assert done.stderr == (
+        "ncu-classify: error: main.py exited with 1 (gone); the 3 shapes recorded before it"
+        " were written to s.yaml\n"
+    )
+
+
+@pytest.mark.parametrize("then", ["", "import os\nos._exit(0)\n"])
+def test_a_sigterm_the_program_swallows_still_interrupts(tmp_path: Path, then: str) -> None:
+    """SIGTERM reaches the program as KeyboardInterrupt; one it catches and ignores (then
+    ends, or calls os._exit) still ends record with 130 and nothing written."""
+    program = LINEAR + (
+        "import time\ntry:\n    print('ready', flush=True)\n    time.sleep(30)\n"
+        "except BaseException:\n    pass\ny = torch.nn.functional.linear(x, w)\n" + then
+    )
+    (tmp_path / "main.py").write_text(program)
+    argv = [*CLI, "record", "-o", "s.yaml", "--", "python", "main.py"]
+    child = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert child.stdout is not None and child.stdout.readline() == b"ready\n"
+    child.send_signal(signal.SIGTERM)
+    _, stderr = child.communicate(timeout=120)
+    assert child.returncode == 130
+    assert stderr == b"ncu-classify: interrupted\n"
+    assert not (tmp_path / "s.yaml").exists()
+
+
+def test_non_daemon_threads_are_waited_for_and_counted(tmp_path: Path) -> None:
+    """A non-daemon thread still running when the script ends is joined, as python joins it,
+    while record still counts: its device ops are not covered ('run in another thread'); an
+    executor never shut down does not hang it."""
+    program = LINEAR + (
+        "import threading, time, concurrent.futures\n"
+        "def late():\n    time.sleep(0.5)\n"
+        "    for _ in range(5):\n        torch.nn.functional.linear(x, w)\n"
+        "threading.Thread(target=late).start()\n"
+        "pool = concurrent.futures.ThreadPoolExecutor(1)\npool.submit(time.sleep, 0.2)\n"
+    )
+    done = _child(tmp_path, program)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith("ncu-classify: warning: 5 device-op calls in other threads")
+    totals = load_shapes(tmp_path / "s.yaml").recorded.totals  # type: ignore[union-attr]
+    assert [(u.stage, u.why, u.calls) for u in totals.uncovered] == [  # type: ignore[union-attr]
+        ("main", THREAD_WHY, 5)
+    ]
+
+
+def test_counts_of_one_are_in_the_singular(tmp_path: Path) -> None:
+    """The line, the warnings and the shapes file's header say `1 call`, `1 device op`."""
+    program = (
+        "import threading, torch\nx = torch.ones(2)\n"
+        "threading.Thread(target=lambda: torch.relu(x)).start()\nraise SystemExit(2)\n"
+    )
+    done = _child(tmp_path, program)
+    assert done.returncode == 5
+    assert done.stderr == (
+        "ncu-classify: error: main.py exited with 2; the 1 shape recorded before it was"
+        " written to s.yaml\n"
+    )
+    assert (
+        (tmp_path / "s.yaml")
+        .read_text()
+        .splitlines()[0]
+        .endswith(
+            ": 1 distinct shape (0 typed, 1 device op), 1 call; 1 kind of device work not covered"
+            " (recorded.totals.uncovered)."
+        )
+    )
+    done = _child(tmp_path, program.replace("raise SystemExit(2)\n", ""))
+    assert done.returncode == 0
+    assert done.stderr == (
+        "ncu-classify: warning: 1 device-op call in other threads of the program was not"
+        " seen (record follows the thread that runs the program); it is counted as not"
+        " covered (recorded.totals.uncovered)\n"
+    )
+    assert done.stdout == (
+        "recorded 1 shape (0 typed, 1 device op; 1 call) in 1 stage to s.yaml:"
+        " main 2 calls, 50.0 % not covered\n"
+    )
+
+
+def test_a_program_that_removes_the_start_folder_gets_one_line(tmp_path: Path) -> None:
+    """The folder record started in (where -o is) removed by the program: exit 7, one line
+    naming -o, not 'cannot write to standard output or error'."""
+    (tmp_path / "start").mkdir()
+    program = (
+        LINEAR + "import os, shutil\nhere = os.getcwd()\nos.chdir('..')\nshutil.rmtree(here)\n"
+    )
+    done = _child(tmp_path / "start", program)
+    assert done.returncode == 7
+    assert done.stderr == (
+        "ncu-classify: error: s.yaml: cannot write: the folder record started in was removed"
+        " while the program ran\n"
+    )
