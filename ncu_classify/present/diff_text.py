@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Literal
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -20,7 +20,7 @@ from ..compare.model import SHOWN_METRICS, Crossing, DiffFile, ShapeDiff, SideFi
 from ..core.text import counted, md_code, md_text, printable
 from .diff_cut import shown_shapes
 from .diff_headroom import headroom_markdown, headroom_table
-from .fit import Fitted
+from .fit import Fitted, Line
 from .tables import csv_text
 
 DiffFormat = Literal["table", "md", "json", "csv", "parquet"]
@@ -180,8 +180,8 @@ def diff_renderable(diff: DiffFile) -> Group:
         cells += [time_text(shape), roof_text(shape), crossed]
         shapes.add_row(*(Text(printable(c)) for c in cells[: 5 + deciding]))
     rollup = Fitted(_rollup_table(diff))
-    lines = [Text(printable(line)) for line in header_lines(diff)]
-    lines += [Text(printable(f"warning: {w}")) for w in diff.warnings]
+    lines: list[RenderableType] = [Line(printable(line)) for line in header_lines(diff)]
+    lines += [Line(printable(f"warning: {w}")) for w in diff.warnings]
     headroom = headroom_table(diff)
     fitted = [Fitted(shapes, fold=("shape", "change", "deciding")), rollup]
     return Group(*lines, *fitted, *([Fitted(headroom, fold=("stage",))] if headroom else []))

@@ -8,12 +8,11 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import CLI, LEGACY, ROOT
+from conftest import LEGACY, ROOT
+from on_tty import on_terminal
 
 from ncu_classify.cards.files import load_card_file
 from ncu_classify.cards.headroom import card_headroom
@@ -160,11 +159,10 @@ def test_a_transpose_without_a_duration_is_unknown_time() -> None:
 
 
 def _terminal(path: Path, columns: int, *extra: str) -> str:
-    env = {**os.environ, "COLUMNS": str(columns), "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [*CLI, "next", str(path), *extra], capture_output=True, text=True, env=env, check=True
-    )
-    return done.stdout
+    """What `next` prints on a terminal `columns` wide (a pipe gets the natural width)."""
+    code, text = on_terminal(["next", str(path), *extra], columns)
+    assert code == 0
+    return text
 
 
 @pytest.mark.parametrize("columns", [60, 80, 200])
