@@ -16,6 +16,7 @@ STAGE_HEADERS = [
     "stage", "cards", "measured", "at kernel roofs", "recoverable at kernel roofs", "at SOL",
     "recoverable at SOL",
 ]  # fmt: skip
+UNKNOWN_TIME = "unknown"  # a row whose every card is untimed: never 0.0
 MOVE_HEADERS = [
     "rank", "shape", "class", "hot unit", "measured", "recoverable at kernel roofs",
     "recoverable at SOL", "SOL %", "try",
@@ -35,10 +36,10 @@ INTRO = (
 )
 
 
-def split(measured: float, floor: float | None) -> tuple[str, str]:
+def split(measured: float | None, floor: float | None) -> tuple[str, str]:
     """(floor, recoverable) as printed: the recoverable is the printed measured minus the
-    printed floor, so the three add up as shown; `unknown` twice without a floor."""
-    if floor is None:
+    printed floor, so the three add up as shown; `unknown` twice without a floor (or time)."""
+    if floor is None or measured is None:
         return "unknown", "unknown"
     shown, at = round(measured, 1), round(floor, 1)
     return figure(at), figure(round(shown - at, 1) + 0.0)
@@ -53,7 +54,7 @@ def stage_cells(s: StageTotals) -> list[str]:
     return [
         s.stage,
         cards,
-        figure(s.measured_us),
+        UNKNOWN_TIME if s.measured_us is None else figure(s.measured_us),  # every card untimed
         *split(s.measured_us, s.kernel_roof_us),
         *split(s.measured_us, s.at_sol_us),
     ]

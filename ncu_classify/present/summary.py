@@ -206,8 +206,9 @@ def summary_csv(rows: Rows, by: SummaryBy = "stage") -> str:
 
 
 def _display(value: object, name: str) -> str:
+    """A cell for people: a time nobody measured is `unknown`, never 0; other gaps `-`."""
     if value is None:
-        return "-"
+        return "unknown" if "us" in name.split("_") else "-"
     if name == "share_of_stage" and isinstance(value, float):
         return f"{100 * value:.1f}%"
     if "us" in name.split("_") and isinstance(value, float):
