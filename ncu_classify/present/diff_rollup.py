@@ -10,16 +10,17 @@ from rich.table import Table
 from rich.text import Text
 
 from ..compare.model import DiffFile, StageRollup
-from ..core.text import printable
+from ..core.text import figure, printable
 
 ARROW = "->"
 
 
 def us_text(value: float | None, sign: bool = False) -> str:
-    """Microseconds for people; a missing total is `missing`, never 0."""
+    """Microseconds for people, as next and summary print them; a missing total is `missing`,
+    never 0."""
     if value is None:
         return "missing"
-    return f"{value:+,.1f}" if sign else f"{value:,.1f}"
+    return figure(value, "{:+,.1f}" if sign else "{:,.1f}")
 
 
 def us_untimed(value: float | None, untimed: int, cards: int, short: bool = False) -> str:

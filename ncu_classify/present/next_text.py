@@ -22,11 +22,12 @@ MOVE_HEADERS = [
     "recoverable at SOL", "SOL %", "try",
 ]  # fmt: skip
 MOVE_COLUMNS = [
-    "rank", "stage", "group", "op", "calls", "primary", "settled", "hot_unit", "measured_us",
-    "kernel_roof_us", "recoverable_at_kernel_roof_us", "at_sol_us", "recoverable_at_sol_us",
-    "sol_pct", "measured_us_per_call", "kernel_roof_us_per_call", "sol_us_per_call",
-    "at_sol_us_per_call", "sol_bound", "sol_unknown", "overhead_us_per_call",
-    "extra_kernels_us_per_call", "try_next", "flags",
+    "rank", "stage", "group", "op", "calls", "primary", "settled", "hot_unit",
+    "measured_us_per_inference", "kernel_roof_us_per_inference",
+    "recoverable_at_kernel_roof_us_per_inference", "at_sol_us_per_inference",
+    "recoverable_at_sol_us_per_inference", "sol_pct", "measured_us_per_call",
+    "kernel_roof_us_per_call", "sol_us_per_call", "at_sol_us_per_call", "sol_bound", "sol_unknown",
+    "overhead_us_per_call", "extra_kernels_us_per_call", "try_next", "flags",
 ]  # fmt: skip
 INTRO = (
     "Microseconds per inference. At kernel roofs: every kernel at its own binding roof (the"
@@ -86,7 +87,7 @@ def stage_notes(report: NextMoves) -> list[str]:
                 f"{name}: {_cards(s.capped_cards)} capped at the measured time (a kernel above"
                 " its roof or an op faster than its SOL: see the flagged figures)"
             )
-        if s.cards_below_sol:
+        if s.cards_below_sol and round(s.below_sol_us, 1) > 0:  # a gap that shows as 0.0: none
             lines.append(
                 f"{name}: the kernel roofs of {_cards(s.cards_below_sol)} fall"
                 f" {figure(s.below_sol_us)} us below their SOL (fewer DRAM bytes than the"
