@@ -110,3 +110,24 @@ def test_diff_header_lines_wrap_on_a_terminal() -> None:
     head = text.split("per shape")[0].splitlines()  # the lines above the tables
     assert len(head) > 2 and max(map(len, head)) <= 60
     assert "132 SMs, SM clock 1.5625-1.972 GHz" in " ".join(" ".join(head).split())
+
+
+def test_a_line_wraps_between_words_on_a_terminal_only() -> None:
+    import io
+
+    from rich.console import Console
+
+    from ncu_classify.present.fit import Line
+
+    text = "coverage dit: 100.0 % of 258.8 ms; replayed 258.1 ms; " + "x" * 50 + " end"
+    for terminal, width in ((True, 30), (False, 30)):
+        buffer = io.StringIO()
+        console = Console(file=buffer, width=width, force_terminal=terminal, soft_wrap=True)
+        console.print(Line(text))
+        lines = buffer.getvalue().splitlines()
+        if terminal:  # every word whole but the one wider than the terminal, which folds
+            assert max(map(len, lines)) <= width
+            assert "258.1" in [w for line in lines for w in line.split()]
+            assert "".join(lines).replace(" ", "") == text.replace(" ", "")
+        else:
+            assert lines == [text]
