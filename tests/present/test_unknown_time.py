@@ -93,3 +93,15 @@ def test_diff_says_unknown_where_a_side_has_the_stage_untimed(tmp_path: Path) ->
     markdown = text.read_text()
     assert "| output | failed | 0 -\\> 2 | 0.0 | unknown | unknown |" in markdown
     assert "| output | 69.1 -> unknown | 42.9 -> unknown | 42.9 -> unknown | - | - |" in markdown
+
+
+def test_the_report_says_unknown_for_a_stage_of_untimed_cards(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    failed = _output_failed(tmp_path)
+    assert run(["report", str(failed), "-o", str(page), "--format", "md"]) == 0
+    lines = page.read_text().splitlines()
+    assert "| ● `outfail.json` | output | failed | 2 | 2 | unknown (2 without time) | - |" in lines
+    assert "| output | 2 (2 untimed) | unknown | unknown | unknown | unknown | unknown |" in lines
+    html = tmp_path / "page.html"
+    assert run(["report", str(failed), "-o", str(html)]) == 0
+    assert '<td class="num">unknown <span class="warn">(2 without time)</span>' in html.read_text()
