@@ -216,13 +216,14 @@ class StageTotals(BaseModel):
     """A stage's headroom per inference (a card counts x its calls): measured = kernel_roof +
     recoverable_at_kernel_roof = at_sol + recoverable_at_sol. A card without a kernel roof (or
     a speed of light) counts at its measured time in those columns; failed and untimed cards
-    count nowhere but in `cards_without_figures`."""
+    count nowhere but in `cards_without_figures`; where every card is, the time is unknown
+    (None), never 0."""
 
     model_config = ConfigDict(extra="forbid")
     stage: str
     cards: int
     cards_without_figures: int = Field(description="failed or untimed: not counted")
-    measured_us: float
+    measured_us: float | None = Field(description="None: no card of the row has a time")
     kernel_roof_us: float | None = Field(description="None: no timed card has a kernel roof")
     recoverable_at_kernel_roof_us: float | None = Field(description="measured - kernel_roof")
     cards_without_roof: int = Field(
@@ -284,7 +285,7 @@ def _totals(name: str, members: list[tuple[Card, CardHeadroom | None]]) -> Stage
         stage=name,
         cards=len(members),
         cards_without_figures=len(members) - len(timed),
-        measured_us=measured,
+        measured_us=measured if timed or not members else None,  # every card untimed: unknown
         kernel_roof_us=roof,
         recoverable_at_kernel_roof_us=None if roof is None else _us(measured - roof),
         cards_without_roof=sum(r.kernel_roof_us is None for _, r in timed),

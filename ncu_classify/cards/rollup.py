@@ -82,7 +82,8 @@ class SummaryRow:
     primary: str
     cards: int
     calls: int  # runs per inference of these cards' shapes (1 each unless recorded)
-    kernel_us: float  # summed kernel time x calls of the cards that have a total
+    kernel_us: float | None  # summed kernel time x calls of the cards that have a total;
+    # None: no card of the cell has one (its time is unknown, never 0)
     share_of_stage: float | None  # of the stage's kernel time; None if no time known
     untimed: int = 0  # cards without a total (failed, or a kernel without a duration)
 
@@ -114,8 +115,8 @@ def by_stage(cards: Sequence[Card]) -> list[SummaryRow]:
             primary,
             cell.count,
             cell.calls,
-            round(cell.sum(), 3),
-            cell.sum() / stage_total[stage] if stage_total[stage] else None,
+            round(cell.sum(), 3) if cell.times else None,
+            cell.sum() / stage_total[stage] if stage_total[stage] and cell.times else None,
             cell.untimed,
         )
         for (stage, primary), cell in ordered
@@ -150,7 +151,7 @@ class KernelClassRow:
     stage: str
     kernel_class: str  # the kernel's own class; a card without kernels counts under its status
     kernels: int  # kernels of this class in the stage's cards (once per card, not per call)
-    kernel_us: float  # their durations x their cards' calls; kernels without a duration: none
+    kernel_us: float | None  # their durations x their cards' calls; None: none has a duration
     share_of_stage: float | None  # of the stage's kernel time per inference; None if none known
     untimed: int = 0  # kernels without a duration, and cards without any kernel (failed ones)
 
@@ -167,21 +168,22 @@ def kernel_class(kernel: KernelCard) -> str:
 def by_kernel_class(cards: Sequence[Card]) -> list[KernelClassRow]:
     """Kernel time per inference per (stage, kernel class), each kernel under its own class
     (`kernel_class`). Stages in `stage_order`, most time first within one, as `by_stage`."""
-    cells: dict[tuple[str, str], list[float]] = {}  # -> [kernels, us, untimed]
+    cells: dict[tuple[str, str], list[float]] = {}  # -> [kernels, us, untimed, timed]
     for card in cards:
         if not card.kernels:
-            cell = cells.setdefault(card_class(card), [0, 0.0, 0])
+            cell = cells.setdefault(card_class(card), [0, 0.0, 0, 0])
             cell[2] += 1
         for kernel in card.kernels:
-            cell = cells.setdefault((card.stage, kernel_class(kernel)), [0, 0.0, 0])
+            cell = cells.setdefault((card.stage, kernel_class(kernel)), [0, 0.0, 0, 0])
             duration = kernel.metrics.get("dur_us")
             cell[0] += 1
             if duration is None:
                 cell[2] += 1
             else:
                 cell[1] += duration * card.calls
+                cell[3] += 1
     totals: dict[str, float] = {}
-    for (stage, _), (_, us, _) in cells.items():
+    for (stage, _), (_, us, _, _) in cells.items():
         totals[stage] = totals.get(stage, 0.0) + us
     position = {stage: i for i, stage in enumerate(stage_order(s for s, _ in cells))}
     order = sorted(cells, key=lambda k: (position[k[0]], -cells[k][1], k[1]))
@@ -190,8 +192,10 @@ def by_kernel_class(cards: Sequence[Card]) -> list[KernelClassRow]:
             stage,
             kernel_class,
             int(cells[stage, kernel_class][0]),
-            round(cells[stage, kernel_class][1], 3),
-            cells[stage, kernel_class][1] / totals[stage] if totals[stage] else None,
+            round(cells[stage, kernel_class][1], 3) if cells[stage, kernel_class][3] else None,
+            cells[stage, kernel_class][1] / totals[stage]
+            if totals[stage] and cells[stage, kernel_class][3]
+            else None,
             int(cells[stage, kernel_class][2]),
         )
         for stage, kernel_class in order

@@ -11,6 +11,7 @@ import typer
 from ..core.errors import UsageError
 from ..core.paths import short_names
 from ..core.text import printable
+from ..present.fit import on_terminal
 from ..present.tables import TABLE_SUFFIXES, TEXT_SUFFIXES, check_kind, csv_text, output_format
 from .app import CardsArgument, app, check_inputs, check_output, errors, examples, read_cards, usage
 from .options import positive_int
@@ -151,7 +152,7 @@ def next_command(
         report = next_moves(cards, short_names([cards_file])[0], stage or [])
         for line in flag_lines(report):
             warning_line(line)
-        if target is None and fmt == "table":
+        if target is None and fmt == "table" and on_terminal(out):
             out.print(next_renderable(report, top))
             return
         if fmt == "json":

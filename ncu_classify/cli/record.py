@@ -18,6 +18,7 @@ import typer
 from ..core.errors import EnvironmentProblem, OutputError, RecordError, UsageError
 from ..core.text import counted, printable
 from ..present.coverage import millis
+from ..present.fit import Line
 from ..present.tables import check_kind
 from ..record.program import Program, loaded_files, module_file, parse_program, run_program
 from .app import EXIT_INTERNAL, EXIT_INTERRUPTED, app, check_output, errors, examples, human
@@ -210,7 +211,7 @@ class _Run:
                 f" {'it is' if unseen == 1 else 'they are'} counted as not covered"
                 " (recorded.totals.uncovered)"
             )
-        human(target).print(recorded_line(document, str(target)))
+        human(target).print(Line(recorded_line(document, str(target))))  # wrapped between words
 
     def ended(self, program: Program, code: int) -> int:
         """The program called `os._exit(code)`: what it recorded is written as at its end,

@@ -21,7 +21,7 @@ from rich.text import Text
 
 from ..core.errors import NcuClassifyError
 from ..core.text import counted, one_line, printable
-from ..present.fit import Fitted
+from ..present.fit import Fitted, Line
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -217,12 +217,14 @@ def _says_nothing(name: str, index: int, names: list[str], cells: list[list[str]
 
 
 def print_summary(cards: CardFile, console: Console, by: SummaryBy = "stage") -> None:
-    """The summary table, then the lines on what share of the program it covers."""
+    """The summary table, then the lines on what share of the program it covers: on a
+    terminal wrapped between words to its width (its own wrap cuts a figure in two), off one
+    one line each."""
     from ..present.summary import summary_notes
 
     console.print(summary_table(cards, by))
     for line in summary_notes(cards, by):
-        console.print(Text(one_line(line)), soft_wrap=True)  # text, never markup
+        console.print(Line(one_line(line)))  # text, never markup; wrapped between words
 
 
 def summary_table_text(cards: CardFile, by: SummaryBy) -> str:

@@ -283,7 +283,7 @@ def _rollup(pairs: list[CardPair], aliases: dict[str, str]) -> list[StageRollup]
 
     def most_time(item: tuple[tuple[str, str], list[SummaryRow | None]]) -> tuple[int, float, str]:
         (stage, primary), rows = item
-        return order[stage], -max(row.kernel_us if row else 0.0 for row in rows), primary
+        return order[stage], -max((row.kernel_us or 0.0) if row else 0.0 for row in rows), primary
 
     staged = [{card.stage for card in cards} for cards in sides]
     return [
@@ -302,8 +302,8 @@ def _rollup_row(
     stage: str, primary: str, rows: list[SummaryRow | None], present: list[bool]
 ) -> StageRollup:
     """One roll-up cell from the summary rows of both sides; a side with cards in the stage
-    but none of the class has 0 us there (None: no card of the stage); no change without both
-    totals whole (an untimed card on either side)."""
+    but none of the class has 0 us there (None: no card of the stage, or no card of the cell
+    timed); no change without both totals whole (an untimed card on either side)."""
     (base, cand), (one, other) = rows, present
     before = base.kernel_us if base else 0.0 if one else None
     after = cand.kernel_us if cand else 0.0 if other else None

@@ -128,7 +128,8 @@ class StageRollup(Model):
     baseline_us: float | None = Field(
         description="kernel time per inference (summed kernel time x calls) of the cell's timed"
         " cards, as `summary` gives it; 0 when the side has cards in the stage but none of the"
-        " class; None: the side has no card in the stage"
+        " class; None: the side has no card in the stage, or every card of the cell is untimed"
+        " (`*_untimed` = its cards: time unknown)"
     )
     candidate_us: float | None
     baseline_untimed: int = Field(default=0, description="cards of the cell without a total")

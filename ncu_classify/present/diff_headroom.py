@@ -6,8 +6,10 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
+from ..cards.headroom import StageTotals
 from ..compare.model import DiffFile
 from ..core.text import figure, md_text, printable
+from .next_text import stage_cells
 
 
 def headroom_markdown(diff: DiffFile) -> list[str]:
@@ -32,18 +34,12 @@ def headroom_rows(diff: DiffFile) -> list[list[str]]:
     rows = []
     for row in diff.headroom:
         one, other = row.baseline, row.candidate
-        pairs = [
-            (one.measured_us if one else None, other.measured_us if other else None),
-            (one.recoverable_at_kernel_roof_us if one else None,
-             other.recoverable_at_kernel_roof_us if other else None),
-            (one.recoverable_at_sol_us if one else None,
-             other.recoverable_at_sol_us if other else None),
-        ]  # fmt: skip
-        sides = (one is not None, other is not None)
+        # a recoverable figure is the shown measured minus the shown floor, as `next` prints it
+        sides = [_side(one), _side(other)]
         rows.append(
             [
                 row.stage,
-                *(f"{_figure(a, sides[0])} -> {_figure(b, sides[1])}" for a, b in pairs),
+                *(f"{a} -> {b}" for a, b in zip(*sides, strict=True)),
                 figure(row.saved_us),
                 "beat the baseline's SOL (another math mode)"
                 if row.beat_baseline_sol
@@ -53,10 +49,14 @@ def headroom_rows(diff: DiffFile) -> list[list[str]]:
     return rows
 
 
-def _figure(value: float | None, side: bool) -> str:
-    """A figure of one side: `-` where the side lacks the stage, `unknown` where it has the
-    stage but not the figure (no card with a kernel roof or a speed of light)."""
-    return figure(value) if value is not None or not side else "unknown"
+def _side(totals: StageTotals | None) -> list[str]:
+    """One side's measured time and its recoverable time at kernel roofs and at SOL, as
+    `next` prints them (`present.next_text`): `-` three times where the side lacks the stage,
+    `unknown` where it has the stage but not the figure."""
+    if totals is None:
+        return ["-"] * 3
+    cells = stage_cells(totals)  # stage, cards, measured, at roofs, recoverable, at SOL, ...
+    return [cells[2], cells[4], cells[6]]
 
 
 def headroom_table(diff: DiffFile) -> Table | None:

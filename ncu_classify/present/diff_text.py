@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Literal
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -20,11 +20,11 @@ from ..compare.model import SHOWN_METRICS, Crossing, DiffFile, ShapeDiff, SideFi
 from ..core.text import counted, md_code, md_text, printable
 from .diff_cut import shown_shapes
 from .diff_headroom import headroom_markdown, headroom_table
-from .fit import Fitted
+from .diff_rollup import ARROW, rollup_change, rollup_table, us_untimed
+from .fit import Fitted, Line
 from .tables import csv_text
 
 DiffFormat = Literal["table", "md", "json", "csv", "parquet"]
-ARROW = "->"
 
 
 def diff_text(diff: DiffFile, fmt: DiffFormat) -> str:
@@ -136,25 +136,6 @@ def _side_line(name: str, side: SideHeader) -> str:
     )
 
 
-def _us(value: float | None, sign: bool = False) -> str:
-    """Microseconds for people; a missing total is `missing`, never 0."""
-    if value is None:
-        return "missing"
-    return f"{value:+,.1f}" if sign else f"{value:,.1f}"
-
-
-def _us_untimed(value: float | None, untimed: int, cards: int, short: bool = False) -> str:
-    """A cell's time, saying how many of its cards have none (left out of it): `+N untimed`,
-    or a `*` on the terminal (explained under the table); `missing` if none has a time."""
-    if value is None:
-        return "-"
-    if untimed and untimed == cards:
-        return "missing"
-    if not untimed:
-        return _us(value)
-    return f"{_us(value)}*" if short else f"{_us(value)} (+{untimed} untimed)"
-
-
 def _num(value: float | None) -> str:
     return "missing" if value is None else f"{value:.4g}"
 
@@ -179,37 +160,12 @@ def diff_renderable(diff: DiffFile) -> Group:
         cells = [_candidate_group(shape), change_text(shape), classes_text(shape)]
         cells += [time_text(shape), roof_text(shape), crossed]
         shapes.add_row(*(Text(printable(c)) for c in cells[: 5 + deciding]))
-    rollup = Fitted(_rollup_table(diff))
-    lines = [Text(printable(line)) for line in header_lines(diff)]
-    lines += [Text(printable(f"warning: {w}")) for w in diff.warnings]
+    rollup = Fitted(rollup_table(diff))
+    lines: list[RenderableType] = [Line(printable(line)) for line in header_lines(diff)]
+    lines += [Line(printable(f"warning: {w}")) for w in diff.warnings]
     headroom = headroom_table(diff)
     fitted = [Fitted(shapes, fold=("shape", "change", "deciding")), rollup]
     return Group(*lines, *fitted, *([Fitted(headroom, fold=("stage",))] if headroom else []))
-
-
-def _rollup_table(diff: DiffFile) -> Table:
-    """The roll-up for a terminal: a row per class under a row per stage (a stage column
-    would fold the stage names at 80 columns), class names whole."""
-    rollup = Table(title="per stage and class: cards and kernel time per inference (us)")
-    for name in ("class", "cards", "baseline\nus", "candidate\nus", "change\nus"):
-        justify: Literal["left", "right"] = "left" if name == "class" else "right"
-        rollup.add_column(name, overflow="fold", justify=justify, no_wrap=True)
-    stage, starred = None, False
-    for row in diff.rollup:
-        if row.stage != stage:
-            stage = row.stage
-            rollup.add_row(Text(printable(f"[{stage}]"), style="bold", overflow="fold"))
-        times = [
-            _us_untimed(row.baseline_us, row.baseline_untimed, row.baseline_cards, short=True),
-            _us_untimed(row.candidate_us, row.candidate_untimed, row.candidate_cards, short=True),
-        ]
-        starred = starred or any(t.endswith("*") for t in times)
-        cards = f"{row.baseline_cards} {ARROW} {row.candidate_cards}"
-        cells = [row.primary, cards, *times, _us(row.delta_us, sign=True)]
-        rollup.add_row(*(Text(printable(c)) for c in cells))
-    if starred:
-        rollup.caption = "* some cards of the cell have no time; their time is not in the sum"
-    return rollup
 
 
 def diff_table_text(diff: DiffFile) -> str:
@@ -254,9 +210,9 @@ def diff_markdown(diff: DiffFile) -> str:
         cards = f"{row.baseline_cards} {ARROW} {row.candidate_cards}"
         lines.append(
             f"| {md_text(row.stage)} | {md_text(row.primary)} | {md_text(cards)} |"
-            f" {_us_untimed(row.baseline_us, row.baseline_untimed, row.baseline_cards)}"
-            f" | {_us_untimed(row.candidate_us, row.candidate_untimed, row.candidate_cards)}"
-            f" | {_us(row.delta_us, sign=True)} |"
+            f" {us_untimed(row.baseline_us, row.baseline_untimed, row.baseline_cards)}"
+            f" | {us_untimed(row.candidate_us, row.candidate_untimed, row.candidate_cards)}"
+            f" | {rollup_change(row)} |"
         )
     lines += headroom_markdown(diff)
     lines += ["", "### Change seen per metric (shapes with the same dominant kernel)", ""]

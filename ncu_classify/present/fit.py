@@ -100,6 +100,26 @@ class Fitted:
         return natural, words, floors
 
 
+class Line:
+    """A line of free text (a note, a warning, a coverage line): on a terminal wrapped between
+    words to its width (a word wider than the terminal folds), so that the terminal never cuts
+    a figure in two; off a terminal one line, as long as it is."""
+
+    def __init__(self, text: str | Text) -> None:
+        self.text = Text(text) if isinstance(text, str) else text
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        """The text wrapped to `options` on a terminal, else unwrapped."""
+        text = self.text.copy()
+        wrap = on_terminal(console)
+        text.no_wrap, text.overflow = not wrap, "fold" if wrap else "ignore"
+        yield from console.render(text, options.update(no_wrap=not wrap, overflow=text.overflow))
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        """As wide as the text's longest line (its longest word at the least)."""
+        return Measurement.get(console, options, self.text)
+
+
 def on_terminal(console: Console) -> bool:
     """Whether `console` draws on a terminal: as its maker forced it, else whether its file is
     a tty. FORCE_COLOR or TTY_COMPATIBLE (colour in a CI log) make no terminal of a file: a

@@ -7,6 +7,7 @@ block of `header: value` lines instead."""
 from __future__ import annotations
 
 import io
+from typing import Literal
 
 from rich import box
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -15,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.text import one_line, printable
+from .fit import Line, on_terminal
 from .next_moves import NextMoves
 from .next_text import (
     INTRO,
@@ -27,6 +29,8 @@ from .next_text import (
     stage_moves,
     stage_notes,
 )
+
+_WIDE = 1_000_000  # the width off a terminal: a table as wide as it needs
 
 
 def _wrapped(header: str, width: int) -> str:
@@ -64,11 +68,23 @@ class _Fitted:
             out.append(longest if index in self.numeric else min(longest, 16))
         return out
 
-    def table(self) -> Table:
-        """The table: numeric columns never narrower than their widest figure."""
+    def natural(self) -> list[int]:
+        """Each column's natural width: its widest line, header included (off a terminal)."""
+        return [
+            max(len(name), *(len(line) for row in self.rows for line in row[index].split("\n")))
+            for index, name in enumerate(self.headers)
+        ]
+
+    def table(self, whole: bool = False) -> Table:
+        """The table: numeric columns never narrower than their widest figure; `whole`: every
+        column at its natural width, nothing wrapped nor folded (off a terminal)."""
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0))
+        table.show_edge = not whole  # off a terminal: no edge of spaces around the table
         for index, (name, width) in enumerate(zip(self.headers, self.widths(), strict=True)):
-            if index in self.numeric:
+            if whole:
+                justify: Literal["left", "right"] = "right" if index in self.numeric else "left"
+                table.add_column(name, justify=justify, no_wrap=True, width=self.natural()[index])
+            elif index in self.numeric:
                 table.add_column(
                     _wrapped(name, width), justify="right", no_wrap=True, min_width=width
                 )
@@ -90,6 +106,13 @@ class _Fitted:
         return grid
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        """Off a terminal the table at its natural width; on one the table where it fits,
+        else the blocks."""
+        if not on_terminal(console):
+            yield Line(self.title)
+            wide = options.update(width=_WIDE, no_wrap=True)  # never folded: as wide as it needs
+            yield from console.render(self.table(whole=True), wide)
+            return
         if self.needed(console) > options.max_width:
             yield self.blocks()
             return
@@ -140,17 +163,16 @@ def next_renderable(report: NextMoves, top: int = 5) -> RenderableType:
     return Group(*parts)
 
 
-def _folded(line: str) -> Table:
-    """A line of text wrapped at spaces to the width (a terminal's soft wrap would cut a
-    figure in two)."""
-    grid = Table.grid()
-    grid.add_column(overflow="fold")
-    grid.add_row(Text(one_line(line)))
-    return grid
+def _folded(line: str) -> Line:
+    """A line of text wrapped at spaces to a terminal's width (its soft wrap would cut a
+    figure in two); one line off a terminal."""
+    return Line(one_line(line))
 
 
-def next_table_text(report: NextMoves, top: int = 5, width: int = 200) -> str:
-    """The terminal tables as plain text, for `-o -` and `-o F.txt`."""
+def next_table_text(report: NextMoves, top: int = 5) -> str:
+    """The tables as plain text off a terminal (a pipe, `-o -`, `-o F.txt`): at the width they
+    need, ids whole, no trailing spaces."""
     buffer = io.StringIO()
-    Console(file=buffer, width=width, color_system=None).print(next_renderable(report, top))
-    return buffer.getvalue()
+    console = Console(file=buffer, color_system=None, soft_wrap=True, force_terminal=False)
+    console.print(next_renderable(report, top))
+    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())

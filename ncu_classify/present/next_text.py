@@ -16,16 +16,18 @@ STAGE_HEADERS = [
     "stage", "cards", "measured", "at kernel roofs", "recoverable at kernel roofs", "at SOL",
     "recoverable at SOL",
 ]  # fmt: skip
+UNKNOWN_TIME = "unknown"  # a row whose every card is untimed: never 0.0
 MOVE_HEADERS = [
     "rank", "shape", "class", "hot unit", "measured", "recoverable at kernel roofs",
     "recoverable at SOL", "SOL %", "try",
 ]  # fmt: skip
 MOVE_COLUMNS = [
-    "rank", "stage", "group", "op", "calls", "primary", "settled", "hot_unit", "measured_us",
-    "kernel_roof_us", "recoverable_at_kernel_roof_us", "at_sol_us", "recoverable_at_sol_us",
-    "sol_pct", "measured_us_per_call", "kernel_roof_us_per_call", "sol_us_per_call",
-    "at_sol_us_per_call", "sol_bound", "sol_unknown", "overhead_us_per_call",
-    "extra_kernels_us_per_call", "try_next", "flags",
+    "rank", "stage", "group", "op", "calls", "primary", "settled", "hot_unit",
+    "measured_us_per_inference", "kernel_roof_us_per_inference",
+    "recoverable_at_kernel_roof_us_per_inference", "at_sol_us_per_inference",
+    "recoverable_at_sol_us_per_inference", "sol_pct", "measured_us_per_call",
+    "kernel_roof_us_per_call", "sol_us_per_call", "at_sol_us_per_call", "sol_bound", "sol_unknown",
+    "overhead_us_per_call", "extra_kernels_us_per_call", "try_next", "flags",
 ]  # fmt: skip
 INTRO = (
     "Microseconds per inference. At kernel roofs: every kernel at its own binding roof (the"
@@ -35,10 +37,10 @@ INTRO = (
 )
 
 
-def split(measured: float, floor: float | None) -> tuple[str, str]:
+def split(measured: float | None, floor: float | None) -> tuple[str, str]:
     """(floor, recoverable) as printed: the recoverable is the printed measured minus the
-    printed floor, so the three add up as shown; `unknown` twice without a floor."""
-    if floor is None:
+    printed floor, so the three add up as shown; `unknown` twice without a floor (or time)."""
+    if floor is None or measured is None:
         return "unknown", "unknown"
     shown, at = round(measured, 1), round(floor, 1)
     return figure(at), figure(round(shown - at, 1) + 0.0)
@@ -53,7 +55,7 @@ def stage_cells(s: StageTotals) -> list[str]:
     return [
         s.stage,
         cards,
-        figure(s.measured_us),
+        UNKNOWN_TIME if s.measured_us is None else figure(s.measured_us),  # every card untimed
         *split(s.measured_us, s.kernel_roof_us),
         *split(s.measured_us, s.at_sol_us),
     ]
@@ -85,7 +87,7 @@ def stage_notes(report: NextMoves) -> list[str]:
                 f"{name}: {_cards(s.capped_cards)} capped at the measured time (a kernel above"
                 " its roof or an op faster than its SOL: see the flagged figures)"
             )
-        if s.cards_below_sol:
+        if s.cards_below_sol and round(s.below_sol_us, 1) > 0:  # a gap that shows as 0.0: none
             lines.append(
                 f"{name}: the kernel roofs of {_cards(s.cards_below_sol)} fall"
                 f" {figure(s.below_sol_us)} us below their SOL (fewer DRAM bytes than the"

@@ -168,9 +168,10 @@ def _time_table(
         for row, middle in cells(f):
             share = "-" if row.share_of_stage is None else f"{100 * row.share_of_stage:.1f} %"
             untimed = f" ({row.untimed} without time)" if row.untimed else ""
+            us = "unknown" if row.kernel_us is None else f"{row.kernel_us:,.1f}"
             lines.append(
                 f"| {MARKER_NAMES[f.marker]} {md_code(f.label)} | {md_text(row.stage)} |"
-                f" {middle} | {row.kernel_us:,.1f}{untimed} | {share} |"
+                f" {middle} | {us}{untimed} | {share} |"
             )
     return lines
 

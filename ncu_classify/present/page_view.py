@@ -159,7 +159,7 @@ def build_view(files: list[tuple[str, CardFile]], title: str) -> ReportView:
         )
         totals: dict[str, float] = {}
         for row in stages:
-            totals[row.stage] = totals.get(row.stage, 0.0) + row.kernel_us
+            totals[row.stage] = totals.get(row.stage, 0.0) + (row.kernel_us or 0.0)
         shown = _shown(cards.cards)
         hidden = []
         for number, card in enumerate(cards.cards):

@@ -13,6 +13,7 @@ from typing import Literal, overload
 
 from ..cards.model import Card, CardFile
 from ..cards.rollup import KernelClassRow, SummaryRow, by_kernel_class, by_stage, card_class
+from ..core.text import figure
 from .coverage import (
     CoverageRow,
     FidelityRow,
@@ -206,12 +207,13 @@ def summary_csv(rows: Rows, by: SummaryBy = "stage") -> str:
 
 
 def _display(value: object, name: str) -> str:
+    """A cell for people: a time nobody measured is `unknown`, never 0; other gaps `-`."""
     if value is None:
-        return "-"
+        return "unknown" if "us" in name.split("_") else "-"
     if name == "share_of_stage" and isinstance(value, float):
         return f"{100 * value:.1f}%"
     if "us" in name.split("_") and isinstance(value, float):
-        return f"{value:,.1f}"
+        return figure(value)  # as next and diff print it (4 significant digits past 1e12)
     if name == "coverage_pct" and isinstance(value, float):
         return f"{value:.1f}%"
     if name == "ratio" and isinstance(value, float):

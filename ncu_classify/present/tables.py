@@ -47,7 +47,7 @@ def output_format(
     if default is None and implied is None:
         raise UsageError(f"{option} {output}: expected a file ending in {', '.join(suffixes)}")
     if suffix and suffix not in neutral and implied is None and given is None:
-        known = ", ".join(suffixes)
+        known = ", ".join(suffixes) + (f"; a text table: {', '.join(neutral)}" if neutral else "")
         raise UsageError(
             f"{option} {output}: {suffix} is not a format this command writes ({known});"
             " rename the file" + (" or give --format" if has_format else "")

@@ -115,7 +115,7 @@ def test_summary_csv_shares(tmp_path: Path) -> None:
     assert lines[0] == "stage,primary,cards,calls,kernel_us_per_inference,share_of_stage,untimed"
     assert "dit,compute_bound,1,1,303.008,0.7464,0" in lines
     assert "vae,compute_bound,2,2,889.312,0.9780,0" in lines
-    assert "attention,failed,1,1,0.0,0.0000,1" in lines  # no time, and counted as such
+    assert "attention,failed,1,1,,,1" in lines  # no time (unknown, never 0), counted as such
 
 
 def test_summary_of_a_non_cards_file_exit_3(tmp_path: Path) -> None:

@@ -8,12 +8,11 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import CLI, LEGACY, ROOT
+from conftest import LEGACY, ROOT
+from on_tty import on_terminal
 
 from ncu_classify.cards.files import load_card_file
 from ncu_classify.cards.headroom import card_headroom
@@ -73,11 +72,12 @@ def test_every_committed_cards_set_adds_up(path: Path) -> None:
     # CSV: measured = floor + recoverable in every row, per inference
     for row in csv.DictReader(io.StringIO(next_csv(report))):
         for floor, gain in (
-            ("kernel_roof_us", "recoverable_at_kernel_roof_us"),
-            ("at_sol_us", "recoverable_at_sol_us"),
+            ("kernel_roof_us_per_inference", "recoverable_at_kernel_roof_us_per_inference"),
+            ("at_sol_us_per_inference", "recoverable_at_sol_us_per_inference"),
         ):
             if row[floor]:
-                assert round(float(row[floor]) + float(row[gain]), 3) == float(row["measured_us"])
+                measured = float(row["measured_us_per_inference"])
+                assert round(float(row[floor]) + float(row[gain]), 3) == measured
     # Markdown, as printed: measured = at + recoverable, both pairs, in every stage row
     for line in next_markdown(report, top=1).splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]
@@ -160,11 +160,10 @@ def test_a_transpose_without_a_duration_is_unknown_time() -> None:
 
 
 def _terminal(path: Path, columns: int, *extra: str) -> str:
-    env = {**os.environ, "COLUMNS": str(columns), "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [*CLI, "next", str(path), *extra], capture_output=True, text=True, env=env, check=True
-    )
-    return done.stdout
+    """What `next` prints on a terminal `columns` wide (a pipe gets the natural width)."""
+    code, text = on_terminal(["next", str(path), *extra], columns)
+    assert code == 0
+    return text
 
 
 @pytest.mark.parametrize("columns", [60, 80, 200])

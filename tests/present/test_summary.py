@@ -26,7 +26,7 @@ def test_by_stage_rows_of_the_smoke_capture(smoke_cards: CardFile) -> None:
         "vae,unresolved_no_dominant_limiter,1,1,19.968,0.0220,0",
         "attention,unresolved_no_dominant_limiter,2,2,1420.576,0.6503,0",
         "attention,compute_bound,1,1,763.84,0.3497,0",
-        "attention,failed,1,1,0.0,0.0000,1",
+        "attention,failed,1,1,,,1",  # untimed: unknown, never 0
         "output,dram_bandwidth_bound,1,1,21.6,1.0000,0",
     ]
 
