@@ -158,6 +158,23 @@ def smoke_cards(rules: LoadedRules) -> CardFile:
 
 
 @pytest.fixture(scope="session")
+def wan(rules: LoadedRules) -> CardFile:
+    """The cards of the real Wan 2.1 14B recording (`fixtures/record_h200_wan14b`: 253 cards
+    with their coverage), classified once a session: read-only, shared by the views' tests."""
+    return classify([ROOT / "fixtures" / "record_h200_wan14b"], rules, jobs=2)
+
+
+@pytest.fixture(scope="session")
+def wan_file(wan: CardFile, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same cards written to a file, as the CLI reads them."""
+    from ncu_classify.cards.files import write_card_file
+
+    path = tmp_path_factory.mktemp("wan") / "cards.json"
+    write_card_file(path, wan)
+    return path
+
+
+@pytest.fixture(scope="session")
 def cards_by_group(smoke_cards: CardFile) -> dict:
     return {c.group: c for c in smoke_cards.cards}
 

@@ -27,8 +27,6 @@ from ncu_classify.present.coverage import (
 from ncu_classify.present.frames import cards_frame
 from ncu_classify.present.page import report_html, report_markdown
 from ncu_classify.present.summary import summarize, summary_csv
-from ncu_classify.verdicts.classify import classify
-from ncu_classify.verdicts.rules import LoadedRules
 
 RECORDING = ROOT / "fixtures" / "record_h200_wan14b"
 UNKNOWN = (
@@ -49,20 +47,6 @@ NORM_NOTE = (
     " replay pass"
 )
 VIEWS = ("stage", "kernel", "shape", "coverage", "fidelity")
-
-
-@pytest.fixture(scope="module")
-def wan(rules: LoadedRules) -> CardFile:
-    """The cards of the real 14B recording, with their coverage."""
-    return classify([RECORDING], rules, jobs=2)
-
-
-@pytest.fixture(scope="module")
-def wan_file(wan: CardFile, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The same cards written to a file, as the CLI reads them."""
-    path = tmp_path_factory.mktemp("wan") / "cards.json"
-    write_card_file(path, wan)
-    return path
 
 
 def test_coverage_rows_of_the_wan_recording(wan: CardFile) -> None:

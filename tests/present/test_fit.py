@@ -28,8 +28,6 @@ from ncu_classify.core.noise import load_noise
 from ncu_classify.present.diff_cut import shown_shapes
 from ncu_classify.present.diff_text import diff_renderable, roof_text, time_text
 from ncu_classify.present.summary import NUMERIC, rows_for_people, summary_cells
-from ncu_classify.verdicts.classify import classify
-from ncu_classify.verdicts.rules import LoadedRules
 
 RECORDING = ROOT / "fixtures" / "record_h200_wan14b"
 WORKLOAD = ROOT / "fixtures" / "workload_h200_704x1280" / "cards.json"
@@ -37,12 +35,6 @@ DIFF_CARDS = ROOT / "reports" / "diff" / "cards"
 VIEWS = ("stage", "kernel", "shape", "coverage", "fidelity")
 WIDTHS = (40, 60, 70, 80, 120)
 FIGURE = re.compile(r"^(?:[+-]?x?[\d,]+(?:\.\d+)?%?\*?|-|->|%|missing)$")
-
-
-@pytest.fixture(scope="module")
-def wan(rules: LoadedRules) -> CardFile:
-    """The cards of the real 14B recording (253 cards, three stages, timed at record)."""
-    return classify([RECORDING], rules, jobs=2)
 
 
 def _drawn(renderable: RenderableType, width: int, terminal: bool = True) -> str:

@@ -17,7 +17,6 @@ from conftest import ROOT
 from on_tty import headers, tables
 from rich.console import Console
 
-from ncu_classify.cards.files import write_card_file
 from ncu_classify.cards.model import CardFile
 from ncu_classify.cli.entry import run
 from ncu_classify.cli.terminal import summary_table
@@ -25,8 +24,6 @@ from ncu_classify.present.diff_text import CSV_COLUMNS
 from ncu_classify.present.frames import cards_frame
 from ncu_classify.present.page import report_html, report_markdown
 from ncu_classify.present.summary import summarize, summary_csv
-from ncu_classify.verdicts.classify import classify
-from ncu_classify.verdicts.rules import LoadedRules
 
 RECORDING = ROOT / "fixtures" / "record_h200_wan14b"
 HEADERS = {
@@ -45,18 +42,6 @@ TIME = re.compile(r"(^|[ _])(us|ms)($|[ _])")  # a name or header that holds a t
 def _says_per(name: str) -> bool:
     """A time column's name or header says per call or per inference."""
     return bool(re.search(r"(^|[ _])per[ _](call|inference)$", name))
-
-
-@pytest.fixture(scope="module")
-def wan(rules: LoadedRules) -> CardFile:
-    return classify([RECORDING], rules, jobs=2)
-
-
-@pytest.fixture(scope="module")
-def wan_file(wan: CardFile, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("wan") / "cards.json"
-    write_card_file(path, wan)
-    return path
 
 
 @pytest.mark.parametrize("by", list(HEADERS))
