@@ -6,6 +6,7 @@ import datetime as dt
 import importlib
 import itertools
 import json
+import lzma
 import os
 import re
 import shutil
@@ -162,6 +163,21 @@ def wan(rules: LoadedRules) -> CardFile:
     """The cards of the real Wan 2.1 14B recording (`fixtures/record_h200_wan14b`: 253 cards
     with their coverage), classified once a session: read-only, shared by the views' tests."""
     return classify([ROOT / "fixtures" / "record_h200_wan14b"], rules, jobs=2)
+
+
+@pytest.fixture(scope="session")
+def wan14b_plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`fixtures/record_h200_wan14b` with its report inflated (392 kernels, 15.6 MB, no source
+    blocks: fixtures/README.md): a report that several jobs read in windows. Its committed
+    0.44 MB `.xz` is read whole, as classify's plan takes a compressed report for 16x its size
+    and cuts none under 8 MB (read/slices.py); once a session, read-only."""
+    folder = tmp_path_factory.mktemp("wan14b") / "record_h200_wan14b"
+    shutil.copytree(ROOT / "fixtures" / "record_h200_wan14b", folder)
+    packed = folder / "all.ncu-rep.xz"
+    with lzma.open(packed) as src, (folder / "all.ncu-rep").open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    packed.unlink()
+    return folder
 
 
 @pytest.fixture(scope="session")

@@ -9,10 +9,7 @@ import json
 import subprocess
 import sys
 import textwrap
-
-from conftest import ROOT
-
-WAN = ROOT / "fixtures" / "record_h200_wan14b"
+from pathlib import Path
 
 
 def _run(script: str) -> dict[str, object]:
@@ -59,7 +56,7 @@ def test_the_library_loads_on_a_thread_that_is_gone_before_any_fork() -> None:
     }
 
 
-def test_a_large_report_is_still_read_in_windows_by_children() -> None:
+def test_a_large_report_is_still_read_in_windows_by_children(wan14b_plain: Path) -> None:
     seen = _run(
         f"""
         import json
@@ -74,7 +71,7 @@ def test_a_large_report_is_still_read_in_windows_by_children() -> None:
             children.append(len(units))
             return forked(units, batches, workers, progress)
         parallel._read_in_children = counted
-        cards = classify([Path({str(WAN)!r})], load_rules(), jobs=3)  # starts the preload
+        cards = classify([Path({str(wan14b_plain)!r})], load_rules(), jobs=3)  # starts the preload
         kernels = sum(len(card.kernels) for card in cards.cards)
         print(json.dumps({{"children": children, "kernels": kernels, "cards": len(cards.cards)}}))
         """
@@ -82,7 +79,9 @@ def test_a_large_report_is_still_read_in_windows_by_children() -> None:
     assert seen == {"children": [3], "kernels": 392, "cards": 253}
 
 
-def test_one_job_reads_while_the_library_loads_and_forks_only_after_it() -> None:
+def test_one_job_reads_while_the_library_loads_and_forks_only_after_it(
+    wan14b_plain: Path,
+) -> None:
     seen = _run(
         f"""
         import json
@@ -100,7 +99,7 @@ def test_one_job_reads_while_the_library_loads_and_forks_only_after_it() -> None
         kernels = {{}}
         for jobs in (1, 3):
             order.append(f"jobs {{jobs}}")
-            cards = classify([Path({str(WAN)!r})], load_rules(), jobs=jobs)
+            cards = classify([Path({str(wan14b_plain)!r})], load_rules(), jobs=jobs)
             kernels[jobs] = sum(len(card.kernels) for card in cards.cards)
         print(json.dumps({{"order": order, "kernels": kernels}}))
         """

@@ -149,9 +149,10 @@ def _cut_plain(src: Path, tmp_path: Path, fraction: float) -> tuple[Path, int]:
 
 def test_phantom_kernel_of_a_cut_report_is_damage(tmp_path: Path) -> None:
     """Past the framing check, what ncu_report makes of a cut result (a kernel whose names are
-    all None and which holds no metric) is still refused."""
+    all None and which holds no metric) is still refused. (The report has no source blocks
+    since fixtures/README.md's rewrite: cuts at 6-13 % of it end inside its first result.)"""
     cut, _ = _cut_plain(
-        ROOT / "fixtures/workload_h200_480x832_40heads/dit.ncu-rep.xz", tmp_path, 0.15
+        ROOT / "fixtures/workload_h200_480x832_40heads/dit.ncu-rep.xz", tmp_path, 0.10
     )
     context = ncu_report.load_report(str(cut))
     phantom = context.range_by_idx(0).action_by_idx(0)

@@ -1,7 +1,8 @@
 """One large report read in windows of kernels by several processes: the windows cover every
 kernel once, in order, and classify gives the cards a single reader gives (the 392-kernel
-`--one-process` capture of the Wan 14B recording), reading a copy without the report's source
-blocks; errors still name the user's file."""
+`--one-process` capture of the Wan 14B recording); the windows of a report with source blocks
+read one copy without them (the smoke VAE report, cut as if 2 kernels made a window); errors
+still name the user's file."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SMOKE
 
-from ncu_classify.read import lean, parallel
+from ncu_classify.read import lean, parallel, slices
 from ncu_classify.read.framing import check_report
 from ncu_classify.read.slices import MIN_WINDOW, ReadUnit, plan_units, windows
 from ncu_classify.verdicts.classify import classify
@@ -33,37 +34,57 @@ def test_windows_cover_every_kernel_once(kernels: int, jobs: int) -> None:
     assert max(sizes) - min(sizes) <= 1
 
 
-def test_a_large_report_is_cut_small_ones_stay_whole(tmp_path: Path) -> None:
-    reports = [WAN / "all.ncu-rep.xz", SMOKE / "dit.ncu-rep.xz"]
+def test_a_large_report_is_cut_small_ones_stay_whole(wan14b_plain: Path, tmp_path: Path) -> None:
+    reports = [wan14b_plain / "all.ncu-rep", SMOKE / "dit.ncu-rep.xz"]
     with contextlib.ExitStack() as stack:
         planned = plan_units(reports, 3, stack, tmp_path)
         assert [[u.window for u in group] for group in planned] == [
             [(0, 130), (130, 261), (261, 392)],
             [None],
         ]
-        assert {u.label for u in planned[0]} == {reports[0]}
-        # inflated once, for all windows, which read one copy without the 57 source blocks:
-        # 15.6 of 133.3 MB
-        # on disk (kept for the whole run: not in memory), read by every window
-        lean = planned[0][0].path
-        assert lean.parent == tmp_path and lean.name.startswith("lean-")
-        assert {u.path for u in planned[0]} == {lean}
-        inflated = next(p for p in tmp_path.rglob("all.ncu-rep") if p != lean)
-        assert (inflated.stat().st_size, lean.stat().st_size) == (133_345_782, 15_584_422)
-        assert len(check_report(inflated).source_blocks) == 57
-        assert (check_report(lean).kernels, check_report(lean).source_blocks) == (392, [])
-        # each window carries the copy's framing, as a check of the copy finds it
-        assert [u.checked for u in planned[0]] == [check_report(lean)] * 3
+        # no source blocks to leave out (fixtures/README.md): every window reads the report
+        # itself and checks it, as it may change while the run goes on
+        assert {(u.path, u.label, u.checked) for u in planned[0]} == {
+            (reports[0], reports[0], None)
+        }
+        assert [u.share for u in planned[0]] == [130 / 392, 131 / 392, 131 / 392]
         assert planned[1] == [ReadUnit(reports[1], reports[1])]
         assert plan_units(reports, 1, stack, tmp_path) == [[ReadUnit(r, r)] for r in reports]
+    assert not list(tmp_path.iterdir())  # nothing inflated, no copy made
+
+
+VAE = SMOKE / "vae.ncu-rep.xz"  # 6 kernels; 19,881,767 of its 20,004,192 bytes are source
+
+
+def test_the_windows_of_a_report_with_sources_share_one_copy_without_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(slices, "MIN_WINDOW", 2)
+    with contextlib.ExitStack() as stack:
+        [units] = plan_units([VAE], 3, stack, tmp_path)
+        assert [u.window for u in units] == [(0, 2), (2, 4), (4, 6)]
+        assert {u.label for u in units} == {VAE}
+        # inflated once, for all windows, which read one copy without the 6 source blocks:
+        # 122,425 of 20,004,192 bytes, on disk (kept for the whole run: not in memory)
+        lean = units[0].path
+        assert lean.parent == tmp_path and lean.name.startswith("lean-")
+        assert {u.path for u in units} == {lean}
+        inflated = next(p for p in tmp_path.rglob("vae.ncu-rep") if p != lean)
+        assert (inflated.stat().st_size, lean.stat().st_size) == (20_004_192, 122_425)
+        assert len(check_report(inflated).source_blocks) == 6
+        assert (check_report(lean).kernels, check_report(lean).source_blocks) == (6, [])
+        # each window carries the copy's framing, as a check of the copy finds it
+        assert [u.checked for u in units] == [check_report(lean)] * 3
     assert not list(tmp_path.iterdir())  # the inflated copy is gone with the stack
 
 
-def test_windows_read_the_rows_and_cards_of_one_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_windows_read_the_rows_and_cards_of_one_reader(
+    wan14b_plain: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(parallel, "_threaded", lambda: False)  # torch may be loaded here
     rules = load_rules()
     per_kernel = partial(kernel_card, rules=rules)
-    report = [WAN / "all.ncu-rep.xz"]
+    report = [wan14b_plain / "all.ncu-rep"]
     [one] = parallel.read_all(report, 1, per_kernel)
     [three] = parallel.read_all(report, 3, per_kernel)
     assert not isinstance(one, str) and not isinstance(three, str)
@@ -74,9 +95,24 @@ def test_windows_read_the_rows_and_cards_of_one_reader(monkeypatch: pytest.Monke
     assert [(r.values, c.classification) for r, c in three] == [
         (r.values, c.classification) for r, c in one
     ]
-    serial, windowed = (classify([WAN], rules, jobs=j) for j in (1, 3))
+    serial, windowed = (classify([wan14b_plain], rules, jobs=j) for j in (1, 3))
     dump = [json.loads(c.model_dump_json(exclude={"generated_at"})) for c in (serial, windowed)]
     assert dump[0] == dump[1] and len(serial.cards) == 253
+
+
+def test_windows_of_the_copy_without_sources_read_the_rows_of_one_reader(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(parallel, "_threaded", lambda: False)
+    monkeypatch.setattr(slices, "MIN_WINDOW", 2)
+    per_kernel = partial(kernel_card, rules=load_rules())
+    [one] = parallel.read_all([VAE], 1, per_kernel)
+    [three] = parallel.read_all([VAE], 3, per_kernel)
+    assert not isinstance(one, str) and not isinstance(three, str)
+    assert [(r.report, r.action_index) for r, _ in three] == [(str(VAE), a) for a in range(6)]
+    assert [(r.values, c.classification) for r, c in three] == [
+        (r.values, c.classification) for r, c in one
+    ]
 
 
 def test_an_error_in_a_window_names_the_users_file(tmp_path: Path) -> None:
@@ -100,17 +136,19 @@ def test_a_window_of_the_users_own_file_is_checked_by_its_reader(
     """Without a copy of ours (little source, or none could be made) a window reads the user's
     file (or its inflated copy), which can change while the run goes on: each reader checks it."""
     monkeypatch.setattr(lean, "MIN_SOURCE_BYTES", 1 << 40)
+    monkeypatch.setattr(slices, "MIN_WINDOW", 2)
     with contextlib.ExitStack() as stack:
-        [units] = plan_units([WAN / "all.ncu-rep.xz"], 3, stack, tmp_path)
+        [units] = plan_units([VAE], 3, stack, tmp_path)
         assert [u.checked for u in units] == [None] * 3
-        assert {u.path.name for u in units} == {"all.ncu-rep"}  # the inflated report itself
+        assert {u.path.name for u in units} == {"vae.ncu-rep"}  # the inflated report itself
 
 
 def test_a_window_of_a_checked_copy_is_not_checked_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(slices, "MIN_WINDOW", 2)
     with contextlib.ExitStack() as stack:
-        [units] = plan_units([WAN / "all.ncu-rep.xz"], 3, stack, tmp_path)
+        [units] = plan_units([VAE], 3, stack, tmp_path)
 
         def refused(*args: object, **kwargs: object) -> None:
             raise AssertionError("checked twice")
@@ -121,8 +159,4 @@ def test_a_window_of_a_checked_copy_is_not_checked_again(
             read = [parallel._read(unit) for unit in units]
         finally:
             parallel._use(None, None)
-    assert [[made for _, made in rows] for rows in read] == [
-        list(range(0, 130)),
-        list(range(130, 261)),
-        list(range(261, 392)),
-    ]
+    assert [[made for _, made in rows] for rows in read] == [[0, 1], [2, 3], [4, 5]]
