@@ -2,13 +2,13 @@
 the load time of an HTML page in headless Chromium (DevTools protocol over a pipe, no extra
 package).
 
-A large file is the committed Wan 2.1 14B cards
-(`reports/record/cards_wan14b_every_op_480x832.json`, 253 real H200 cards, 392 kernels, with
-coverage and the program's own times) copied C times: copy c renames every stage `S` to
-`S.cNNN` (its group ids and coverage rows follow), so each copy is a stage of its own, as a
-folder of loose reports gives. The `variant` 1 file (the candidate of a diff) changes a few
-numbers deterministically: every 7th card is 12 % slower (its kernels' `dur_us` and the card's
-sums), every 23rd is left out (removed), so a diff has work to report.
+A large file is the Wan 2.1 14B cards (`reports/record/cards_wan14b_every_op_480x832.json`,
+written by `reports/regenerate.sh` from fixtures/record_h200_wan14b: 253 real H200 cards, 392
+kernels, with coverage and the program's own times) copied C times: copy c renames every
+stage `S` to `S.cNNN` (its group ids and coverage rows follow), so each copy is a stage of its
+own, as a folder of loose reports gives. The `variant` 1 file (the candidate of a diff)
+changes a few numbers deterministically: every 7th card is 12 % slower (its kernels' `dur_us`
+and the card's sums), every 23rd is left out (removed), so a diff has work to report.
 """
 
 from __future__ import annotations

@@ -165,6 +165,32 @@ def wan(rules: LoadedRules) -> CardFile:
     return classify([ROOT / "fixtures" / "record_h200_wan14b"], rules, jobs=2)
 
 
+RECORD = ROOT / "reports" / "record"  # regenerate.sh writes two cards files here: record_cards
+
+
+def record_path(path: Path, record_cards: Path) -> Path:
+    """`path`, or for a cards file of reports/record (written by regenerate.sh, not committed)
+    the session's own (`record_cards`)."""
+    return record_cards / path.name if path.parent == RECORD else path
+
+
+@pytest.fixture(scope="session")
+def record_cards(
+    wan: CardFile, rules: LoadedRules, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """A folder of reports/record's cards as regenerate.sh writes them there (not committed):
+    `cards_wan14b_every_op_480x832.json` (the Wan 14B recording's, `wan`) and
+    `cards_wan_480x832.json` (its DiT step and VAE decode, fixtures/record_h200); once a
+    session, read-only."""
+    from ncu_classify.cards.files import write_card_file
+
+    folder = tmp_path_factory.mktemp("record")
+    write_card_file(folder / "cards_wan14b_every_op_480x832.json", wan)
+    recorded = classify([ROOT / "fixtures" / "record_h200"], rules, jobs=2)
+    write_card_file(folder / "cards_wan_480x832.json", recorded)
+    return folder
+
+
 @pytest.fixture(scope="session")
 def wan14b_plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`fixtures/record_h200_wan14b` with its report inflated (392 kernels, 15.6 MB, no source

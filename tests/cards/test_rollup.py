@@ -4,8 +4,10 @@ the view by card class, weighted by calls alike."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from conftest import ROOT
+from conftest import RECORD, ROOT, record_path
 
 from ncu_classify.cards.files import load_card_file
 from ncu_classify.cards.model import CardFile
@@ -13,7 +15,7 @@ from ncu_classify.cards.rollup import by_kernel_class, by_stage
 from ncu_classify.cli.entry import run
 
 WORKLOAD = ROOT / "fixtures" / "workload_h200_480x832" / "cards.json"
-RECORDED = ROOT / "reports" / "record" / "cards_wan_480x832.json"  # recorded calls > 1
+RECORDED = RECORD / "cards_wan_480x832.json"  # recorded calls > 1
 CONV96 = "vae:conv3d:in1x96x3x482x210_w96x96x3x3x3_s1x1x1_p0x0x0:fp32:tf32"
 
 
@@ -51,8 +53,8 @@ def test_the_vae_by_kernel_class(workload: CardFile) -> None:
 
 
 @pytest.mark.parametrize("path", [WORKLOAD, RECORDED])
-def test_stage_totals_agree_with_the_view_by_card(path: object) -> None:
-    cards = load_card_file(path)  # type: ignore[arg-type]
+def test_stage_totals_agree_with_the_view_by_card(path: Path, record_cards: Path) -> None:
+    cards = load_card_file(record_path(path, record_cards))
     assert any(c.calls > 1 for c in cards.cards) == (path == RECORDED)
     card_totals: dict[str, float] = {}
     for row in by_stage(cards.cards):

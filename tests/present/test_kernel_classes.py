@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import RECORD, ROOT, record_path
 
 import ncu_classify
 from ncu_classify.cards.files import load_card_file
@@ -16,7 +16,7 @@ from ncu_classify.cards.rollup import by_kernel_class
 from ncu_classify.cli.entry import run
 
 WORKLOAD = ROOT / "fixtures" / "workload_h200_480x832" / "cards.json"
-RECORDED = ROOT / "reports" / "record" / "cards_wan_480x832.json"
+RECORDED = RECORD / "cards_wan_480x832.json"
 
 
 def test_the_report_shows_time_by_kernel_class(tmp_path: Path) -> None:
@@ -35,7 +35,8 @@ def test_the_report_shows_time_by_kernel_class(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", [WORKLOAD, RECORDED])
-def test_the_kernel_dataframe_groups_to_the_same_figures(path: Path) -> None:
+def test_the_kernel_dataframe_groups_to_the_same_figures(record_cards: Path, path: Path) -> None:
+    path = record_path(path, record_cards)
     kernels = ncu_classify.load_cards(path, level="kernel")
     kernels["us_per_inference"] = kernels["dur_us"] * kernels["calls"]
     grouped = kernels.groupby(["stage", "classification"])["us_per_inference"].sum()

@@ -237,23 +237,22 @@ def test_building_the_model_is_not_recorded() -> None:
     assert totals["stages"] == {"output": {"calls": 4}, "model": {"calls": 1}}
 
 
-RECORDED_CARDS = ROOT / "reports" / "record" / "cards_wan_480x832.json"
-
-
 def test_recorded_h200_capture_reproduces_and_weighs_by_calls(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, record_cards: Path
 ) -> None:
-    """The Wan 2.1 recording captured on the H200: the committed cards are what classify
+    """The Wan 2.1 recording captured on the H200: the cards regenerate.sh writes
+    (reports/record/cards_wan_480x832.json, as `record_cards` has them) are what classify
     writes from the raw report, every shape replayed its recorded inputs, and the summary's
     time per inference is each card's summed kernel time x its calls."""
+    recorded_cards = record_cards / "cards_wan_480x832.json"
     from ncu_classify.cards.files import load_card_file
     from ncu_classify.cards.rollup import by_stage
 
     monkeypatch.chdir(ROOT)
     fresh = tmp_path / "cards.json"
     assert run(["classify", "fixtures/record_h200", "-o", str(fresh), "--jobs", "2"]) == 0
-    assert unstamped(fresh.read_text()) == unstamped(RECORDED_CARDS.read_text())
-    cards = load_card_file(RECORDED_CARDS).cards
+    assert unstamped(fresh.read_text()) == unstamped(recorded_cards.read_text())
+    cards = load_card_file(recorded_cards).cards
     assert len(cards) == 43 and {c.input_source for c in cards} == {"recorded"}
     qkvo = next(c for c in cards if c.group == "dit:linear:M4680_N5120_K5120:bf16:bias")
     assert qkvo.calls == 240  # 40 blocks x (q, k, v, out of self-attention, q, out of cross)
