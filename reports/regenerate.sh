@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Regenerate everything under reports/ (and the committed workload cards) from fixtures/:
 # cards, summaries, the comparisons of reports/diff and the HTML/Markdown pages of
-# reports/html (the commands in reports/html/make.txt). The HTML pages and reports/record's two
-# cards files (3.3 and 1.0 MB, the tests classify the same captures themselves) are written, not
-# committed (.gitignore). Tests fail when any committed output is stale.
+# reports/html (the commands in reports/html/make.txt). The HTML pages and the cards files of
+# reports/record and reports/drill/*_drilled.json (the tests classify the same captures
+# themselves: tests/conftest.py DERIVED) are written, not committed (.gitignore). Tests fail
+# when any committed output is stale.
 # Run from anywhere with ncu-classify installed: bash reports/regenerate.sh
 # (The screenshot reports/html/workload_h200_480x832.png is made by reports/html/screenshot.sh.)
 set -euo pipefail

@@ -165,29 +165,39 @@ def wan(rules: LoadedRules) -> CardFile:
     return classify([ROOT / "fixtures" / "record_h200_wan14b"], rules, jobs=2)
 
 
-RECORD = ROOT / "reports" / "record"  # regenerate.sh writes two cards files here: record_cards
+RECORD = ROOT / "reports" / "record"
+DERIVED = (  # cards files regenerate.sh writes and does not commit: the tests classify their own
+    RECORD / "cards_wan14b_every_op_480x832.json",
+    RECORD / "cards_wan_480x832.json",
+    ROOT / "reports" / "drill" / "cards_480x832_drilled.json",
+    ROOT / "reports" / "drill" / "cards_704x1280_drilled.json",
+)
 
 
-def record_path(path: Path, record_cards: Path) -> Path:
-    """`path`, or for a cards file of reports/record (written by regenerate.sh, not committed)
-    the session's own (`record_cards`)."""
-    return record_cards / path.name if path.parent == RECORD else path
+def derived_path(path: Path, derived_cards: Path) -> Path:
+    """`path`, or for a cards file regenerate.sh writes (DERIVED, not committed) the session's
+    own, of the same name (`derived_cards`)."""
+    return derived_cards / path.name if path in DERIVED else path
 
 
 @pytest.fixture(scope="session")
-def record_cards(
+def derived_cards(
     wan: CardFile, rules: LoadedRules, tmp_path_factory: pytest.TempPathFactory
 ) -> Path:
-    """A folder of reports/record's cards as regenerate.sh writes them there (not committed):
-    `cards_wan14b_every_op_480x832.json` (the Wan 14B recording's, `wan`) and
-    `cards_wan_480x832.json` (its DiT step and VAE decode, fixtures/record_h200); once a
-    session, read-only."""
+    """A folder of the DERIVED cards files as regenerate.sh writes them: the Wan 14B
+    recording's (`wan`), its DiT step and VAE decode (fixtures/record_h200), and each workload
+    with its drill-down capture under rules/roofline.yaml; once a session, read-only."""
     from ncu_classify.cards.files import write_card_file
 
-    folder = tmp_path_factory.mktemp("record")
+    folder = tmp_path_factory.mktemp("derived")
     write_card_file(folder / "cards_wan14b_every_op_480x832.json", wan)
     recorded = classify([ROOT / "fixtures" / "record_h200"], rules, jobs=2)
     write_card_file(folder / "cards_wan_480x832.json", recorded)
+    roofline = load_rules(ROOT / "rules" / "roofline.yaml")
+    for size in ("480x832", "704x1280"):
+        captures = [ROOT / "fixtures" / f"{kind}_h200_{size}" for kind in ("workload", "drill")]
+        drilled = classify(captures, roofline, jobs=2)
+        write_card_file(folder / f"cards_{size}_drilled.json", drilled)
     return folder
 
 

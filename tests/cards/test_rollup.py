@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import RECORD, ROOT, record_path
+from conftest import RECORD, ROOT, derived_path
 
 from ncu_classify.cards.files import load_card_file
 from ncu_classify.cards.model import CardFile
@@ -53,8 +53,8 @@ def test_the_vae_by_kernel_class(workload: CardFile) -> None:
 
 
 @pytest.mark.parametrize("path", [WORKLOAD, RECORDED])
-def test_stage_totals_agree_with_the_view_by_card(path: Path, record_cards: Path) -> None:
-    cards = load_card_file(record_path(path, record_cards))
+def test_stage_totals_agree_with_the_view_by_card(path: Path, derived_cards: Path) -> None:
+    cards = load_card_file(derived_path(path, derived_cards))
     assert any(c.calls > 1 for c in cards.cards) == (path == RECORDED)
     card_totals: dict[str, float] = {}
     for row in by_stage(cards.cards):

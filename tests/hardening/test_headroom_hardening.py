@@ -10,7 +10,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import LEGACY, RECORD, ROOT, record_path
+from conftest import LEGACY, RECORD, ROOT, derived_path
 
 from ncu_classify.capture.aten import AtenShape
 from ncu_classify.cards.headroom import card_headroom
@@ -20,7 +20,7 @@ from ncu_classify.cli.entry import run
 CARDS = ROOT / "reports" / "diff" / "cards"
 VAE_BF16 = CARDS / "vae_bf16_cl3d.json"
 GPU0 = CARDS / "w480_gpu0.json"
-WAN14B = RECORD / "cards_wan14b_every_op_480x832.json"  # record_path: the session's
+WAN14B = RECORD / "cards_wan14b_every_op_480x832.json"  # derived_path: the session's
 REAL = [
     *sorted(CARDS.glob("*.json")),
     WAN14B,
@@ -74,8 +74,8 @@ def _one_error(capsys: pytest.CaptureFixture[str]) -> str:
 
 
 @pytest.mark.parametrize("cards", REAL, ids=lambda p: p.stem)
-def test_next_json_validates_and_adds_up(tmp_path: Path, cards: Path, record_cards: Path) -> None:
-    cards = record_path(cards, record_cards)
+def test_next_json_validates_and_adds_up(tmp_path: Path, cards: Path, derived_cards: Path) -> None:
+    cards = derived_path(cards, derived_cards)
     doc = _next(tmp_path, cards)
     jsonschema.Draft202012Validator(SCHEMA).validate(doc)
     for m in doc["moves"]:
@@ -117,10 +117,10 @@ def test_next_figures_of_the_vae_comparison_match_the_issue(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize("suffix", ["json", "md", "csv"])
-def test_next_is_byte_identical_twice(record_cards: Path, tmp_path: Path, suffix: str) -> None:
+def test_next_is_byte_identical_twice(derived_cards: Path, tmp_path: Path, suffix: str) -> None:
     one, two = tmp_path / f"a.{suffix}", tmp_path / f"b.{suffix}"
-    assert run(["next", str(record_path(WAN14B, record_cards)), "-o", str(one)]) == 0
-    assert run(["next", str(record_path(WAN14B, record_cards)), "-o", str(two)]) == 0
+    assert run(["next", str(derived_path(WAN14B, derived_cards)), "-o", str(one)]) == 0
+    assert run(["next", str(derived_path(WAN14B, derived_cards)), "-o", str(two)]) == 0
     assert one.read_bytes() == two.read_bytes()
 
 
@@ -170,8 +170,8 @@ def test_next_text_targets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert run(["next", str(VAE_BF16), "--top", str(10**12)]) == 0
 
 
-def test_try_next_says_nothing_that_is_already_done(tmp_path: Path, record_cards: Path) -> None:
-    for cards in (record_path(path, record_cards) for path in REAL[:-1]):
+def test_try_next_says_nothing_that_is_already_done(tmp_path: Path, derived_cards: Path) -> None:
+    for cards in (derived_path(path, derived_cards) for path in REAL[:-1]):
         by_group = {c["group"]: c for c in json.loads(cards.read_text())["cards"]}
         for m in _next(tmp_path, cards)["moves"]:
             params, text = by_group[m["group"]]["shape_parameters"], m["try_next"]
@@ -248,10 +248,12 @@ def test_a_kernel_above_its_roof_is_said_where_people_read(
     assert "150 %" in said.out + said.err
 
 
-def test_no_real_card_is_faster_than_its_speed_of_light(record_cards: Path, tmp_path: Path) -> None:
+def test_no_real_card_is_faster_than_its_speed_of_light(
+    derived_cards: Path, tmp_path: Path
+) -> None:
     fast = [
         (m["group"], m["headroom"]["sol_us"], m["headroom"]["measured_us"])
-        for m in _next(tmp_path, record_path(WAN14B, record_cards))["moves"]
+        for m in _next(tmp_path, derived_path(WAN14B, derived_cards))["moves"]
         if m["headroom"]["sol_us"] is not None
         and m["headroom"]["sol_us"] > m["headroom"]["measured_us"]
     ]
@@ -266,10 +268,10 @@ def test_execution_plus_overhead_is_the_distance_to_the_speed_of_light(tmp_path:
         ), m["group"]
 
 
-def test_an_fp32_attention_is_told_bf16(record_cards: Path, tmp_path: Path) -> None:
+def test_an_fp32_attention_is_told_bf16(derived_cards: Path, tmp_path: Path) -> None:
     [move] = [
         m
-        for m in _next(tmp_path, record_path(WAN14B, record_cards))["moves"]
+        for m in _next(tmp_path, derived_path(WAN14B, derived_cards))["moves"]
         if m["group"].endswith("q6240_k6240:fp32")
     ]
     assert "bf16" in move["try_next"]
@@ -280,8 +282,8 @@ def test_an_fp32_gemm_without_tf32_is_told_tf32_or_bf16(tmp_path: Path) -> None:
     assert "TF32" in top["try_next"] or "bf16" in top["try_next"]
 
 
-def test_copy_into_a_tensor_does_not_read_it(record_cards: Path) -> None:
-    cards = json.loads(record_path(WAN14B, record_cards).read_text())["cards"]
+def test_copy_into_a_tensor_does_not_read_it(derived_cards: Path) -> None:
+    cards = json.loads(derived_path(WAN14B, derived_cards).read_text())["cards"]
     [card] = [c for c in cards if c["group"] == "dit:aten.copy_.default:1x4680x40x64:bf16:strided"]
     keys = ("overload", "args", "kwargs", "outputs")
     params = {k: v for k, v in card["shape_parameters"].items() if k in keys}

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import RECORD, ROOT, record_path
+from conftest import RECORD, ROOT, derived_path
 
 import ncu_classify
 from ncu_classify.cards.files import load_card_file
@@ -35,8 +35,8 @@ def test_the_report_shows_time_by_kernel_class(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", [WORKLOAD, RECORDED])
-def test_the_kernel_dataframe_groups_to_the_same_figures(record_cards: Path, path: Path) -> None:
-    path = record_path(path, record_cards)
+def test_the_kernel_dataframe_groups_to_the_same_figures(derived_cards: Path, path: Path) -> None:
+    path = derived_path(path, derived_cards)
     kernels = ncu_classify.load_cards(path, level="kernel")
     kernels["us_per_inference"] = kernels["dur_us"] * kernels["calls"]
     grouped = kernels.groupby(["stage", "classification"])["us_per_inference"].sum()

@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import CLI, RECORD, ROOT, record_path
+from conftest import CLI, RECORD, ROOT, derived_path
 from on_tty import on_terminal
 
 from ncu_classify.cards.files import load_card_file
@@ -22,7 +22,7 @@ from ncu_classify.present.next_text import coverage_lines, stage_notes
 from ncu_classify.present.summary import summary_notes
 
 W480 = ROOT / "fixtures" / "workload_h200_480x832" / "cards.json"
-EVERY_OP = RECORD / "cards_wan14b_every_op_480x832.json"  # record_path: the session's
+EVERY_OP = RECORD / "cards_wan14b_every_op_480x832.json"  # derived_path: the session's
 LONG = "attention:flash_attn_v2:" + "x" * 130 + ":bf16"  # an id of 159 characters
 
 
@@ -72,10 +72,10 @@ def test_next_off_a_terminal_draws_ids_whole(tmp_path: Path, how: str) -> None:
     assert "attention         4   3,503.8          2,134.7" in text
 
 
-def test_summary_lines_wrap_between_words_on_a_terminal(record_cards: Path) -> None:
-    code, text = on_terminal(["summary", str(record_path(EVERY_OP, record_cards))], 102)
+def test_summary_lines_wrap_between_words_on_a_terminal(derived_cards: Path) -> None:
+    code, text = on_terminal(["summary", str(derived_path(EVERY_OP, derived_cards))], 102)
     assert code == 0
-    notes = summary_notes(load_card_file(record_path(EVERY_OP, record_cards)), "stage")
+    notes = summary_notes(load_card_file(derived_path(EVERY_OP, derived_cards)), "stage")
     assert notes and max(map(len, notes)) > 102  # the lines that must wrap
     lines = text.splitlines()
     assert max(map(len, lines)) <= 102
@@ -84,8 +84,8 @@ def test_summary_lines_wrap_between_words_on_a_terminal(record_cards: Path) -> N
     assert "replayed 258.1 ms;" in " ".join(text.split())
 
 
-def test_summary_lines_off_a_terminal_are_one_line_each(record_cards: Path) -> None:
-    cards = load_card_file(record_path(EVERY_OP, record_cards))
+def test_summary_lines_off_a_terminal_are_one_line_each(derived_cards: Path) -> None:
+    cards = load_card_file(derived_path(EVERY_OP, derived_cards))
     lines = summary_table_text(cards, "stage").splitlines()
     for note in summary_notes(cards, "stage"):
         assert note in lines

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import RECORD, ROOT, record_path
+from conftest import RECORD, ROOT, derived_path
 
 from ncu_classify.cards.files import load_card_file
 from ncu_classify.cli.entry import run
@@ -19,12 +19,12 @@ from ncu_classify.present.schema import NEXT_SCHEMA_FILE, next_schema_text
 
 FP32 = ROOT / "reports" / "diff" / "cards" / "w480_gpu0.json"
 BF16 = ROOT / "reports" / "diff" / "cards" / "vae_bf16_cl3d.json"
-WAN = RECORD / "cards_wan14b_every_op_480x832.json"  # record_path: the session's
+WAN = RECORD / "cards_wan14b_every_op_480x832.json"  # derived_path: the session's
 
 
 @pytest.mark.parametrize("path", [FP32, BF16, WAN])
-def test_totals_add_up_and_physics_holds(path: Path, record_cards: Path) -> None:
-    path = record_path(path, record_cards)
+def test_totals_add_up_and_physics_holds(path: Path, derived_cards: Path) -> None:
+    path = derived_path(path, derived_cards)
     report = next_moves(load_card_file(path), str(path))
     for stage in [*report.stages, report.overall]:
         moves = [m for m in report.moves if stage.stage in ("(all stages)", m.stage)]
@@ -76,9 +76,9 @@ def test_what_to_try_follows_from_the_card() -> None:
     assert try_next(bf16).startswith("a wgmma kernel: this mma.sync kernel")
 
 
-def test_the_json_follows_its_published_schema(tmp_path: Path, record_cards: Path) -> None:
+def test_the_json_follows_its_published_schema(tmp_path: Path, derived_cards: Path) -> None:
     out = tmp_path / "next.json"
-    wan = record_path(WAN, record_cards)
+    wan = derived_path(WAN, derived_cards)
     assert run(["next", str(wan), "-o", str(out)]) == 0
     doc = json.loads(out.read_text())
     jsonschema.validate(doc, json.loads(NEXT_SCHEMA_FILE.read_text()))
@@ -123,10 +123,10 @@ def test_the_chart_draws_each_kernel_s_distance_to_its_roof() -> None:
     assert "<h2>Headroom</h2>" in page and "headroom us" in page
 
 
-def test_next_says_what_share_of_the_program_it_covers(record_cards: Path) -> None:
+def test_next_says_what_share_of_the_program_it_covers(derived_cards: Path) -> None:
     from ncu_classify.present.next_text import next_markdown
 
-    wan = next_markdown(next_moves(load_card_file(record_path(WAN, record_cards)), "wan"))
+    wan = next_markdown(next_moves(load_card_file(derived_path(WAN, derived_cards)), "wan"))
     assert (
         "- coverage dit: 100.0 % of 258.8 ms of the program's kernel time (torch.profiler at"
         " record); replayed 258.1 ms; not covered: nothing"

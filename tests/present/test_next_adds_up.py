@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import LEGACY, RECORD, ROOT, record_path
+from conftest import DERIVED, LEGACY, RECORD, ROOT, derived_path
 from on_tty import on_terminal
 
 from ncu_classify.cards.files import load_card_file
@@ -23,15 +23,14 @@ from ncu_classify.present.next_moves import next_moves, try_next
 from ncu_classify.present.next_text import next_csv, next_markdown
 
 CARDS = ROOT / "reports" / "diff" / "cards"
-WAN = RECORD / "cards_wan14b_every_op_480x832.json"  # record_path: the session's
+WAN = RECORD / "cards_wan14b_every_op_480x832.json"  # derived_path: the session's
 W480 = ROOT / "fixtures" / "workload_h200_480x832" / "cards.json"
 EVERY = sorted(
     {
         *CARDS.glob("*.json"),
         *(ROOT / "fixtures").glob("workload_h200_*/cards.json"),
-        *(ROOT / "reports" / "drill").glob("cards_*.json"),
-        RECORD / "cards_wan14b_every_op_480x832.json",
-        RECORD / "cards_wan_480x832.json",
+        *(ROOT / "reports" / "drill").glob("cards_*_roofline.json"),
+        *DERIVED,  # derived_path: the session's
         ROOT / "reports" / "smoke_h200_cards.json",
         LEGACY,
     }
@@ -46,8 +45,8 @@ def _adds(measured: float, floor: float | None, recoverable: float | None) -> No
 
 
 @pytest.mark.parametrize("path", EVERY, ids=lambda p: f"{p.parent.name}/{p.stem}")
-def test_every_committed_cards_set_adds_up(record_cards: Path, path: Path) -> None:
-    path = record_path(path, record_cards)
+def test_every_committed_cards_set_adds_up(derived_cards: Path, path: Path) -> None:
+    path = derived_path(path, derived_cards)
     report = next_moves(load_card_file(path), str(path))
     for s in [*report.stages, report.overall]:
         _adds(s.measured_us, s.kernel_roof_us, s.recoverable_at_kernel_roof_us)
@@ -95,17 +94,17 @@ def _stage_rows(path: Path) -> dict[str, str]:
     return {r.split(" | ")[0].lstrip("| "): r for r in text.splitlines() if r.startswith("| ")}
 
 
-def test_the_issue_s_stages_add_up(record_cards: Path) -> None:
+def test_the_issue_s_stages_add_up(derived_cards: Path) -> None:
     """The issue's rows: output 69.1 / 23.6 / 42.9 and Wan's dit 258,147.0 - 198,261.5 shown
     as 55,142.4 recoverable: kernel roofs below an op's SOL now count at it, as recoverable
     already did, so the roof column is the one that moved."""
     assert _stage_rows(W480)["output"] == "| output | 2 | 69.1 | 26.2 | 42.9 | 26.2 | 42.9 |"
-    wan = _stage_rows(record_path(WAN, record_cards))
+    wan = _stage_rows(derived_path(WAN, derived_cards))
     assert wan["dit"] == "| dit | 59 | 258,147.0 | 203,004.6 | 55,142.4 | 196,762.3 | 61,384.7 |"
     assert wan["(all stages)"] == (
         "| (all stages) | 253 | 564,947.4 | 394,749.7 | 170,197.7 | 325,044.8 | 239,902.6 |"
     )
-    report = next_moves(load_card_file(record_path(WAN, record_cards)), "wan")
+    report = next_moves(load_card_file(derived_path(WAN, derived_cards)), "wan")
     [dit] = [s for s in report.stages if s.stage == "dit"]
     assert (dit.cards_below_sol, dit.below_sol_us) == (17, 4743.042)
     text = next_markdown(report)
@@ -170,12 +169,12 @@ def _terminal(path: Path, columns: int, *extra: str) -> str:
 
 @pytest.mark.parametrize("columns", [60, 80, 200])
 def test_next_on_a_terminal_is_tables_with_every_figure_whole(
-    record_cards: Path, columns: int
+    derived_cards: Path, columns: int
 ) -> None:
-    out = _terminal(record_path(WAN, record_cards), columns, "--top", "3")
+    out = _terminal(derived_path(WAN, derived_cards), columns, "--top", "3")
     assert "\\_" not in out and "| ---" not in out and "…" not in out
     assert max(map(len, out.splitlines())) <= columns
-    report = next_moves(load_card_file(record_path(WAN, record_cards)), "wan")
+    report = next_moves(load_card_file(derived_path(WAN, derived_cards)), "wan")
     figures = [f"{value:,.1f}" for s in [*report.stages, report.overall] for value in (
         s.measured_us, s.kernel_roof_us, s.at_sol_us)]  # fmt: skip
     for name in ("dit", "vae", "output"):

@@ -13,7 +13,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import LEGACY, ROOT
+from conftest import DERIVED, LEGACY, ROOT, derived_path
 from pngread import colour_counts, read_png
 
 from ncu_classify.cards.files import load_card_file
@@ -203,17 +203,17 @@ def test_markdown_summary_names_top_consumers(tmp_path: Path) -> None:
 
 
 def test_committed_reports_are_current(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, record_cards: Path
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, derived_cards: Path
 ) -> None:
     """reports/html/*.md are what `report` writes from the cards (regenerate.sh: the committed
-    ones, and reports/record's, which it writes: the session's own here); the HTML pages of the
+    ones, and those it writes itself, DERIVED: the session's own here); the HTML pages of the
     same commands are written there too, not committed (.gitignore)."""
     monkeypatch.chdir(ROOT)
     made = (ROOT / "reports" / "html" / "make.txt").read_text().splitlines()
     assert made, "reports/html/make.txt lists the report commands"
     for line in made:
         args = [
-            str(record_cards / Path(arg).name) if arg.startswith("reports/record/") else arg
+            str(derived_path(ROOT / arg, derived_cards)) if ROOT / arg in DERIVED else arg
             for arg in shlex.split(line)
         ]
         output = args[args.index("-o") + 1]

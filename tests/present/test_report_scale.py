@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import RECORD, record_path
+from conftest import RECORD, derived_path
 
 from ncu_classify.cards.files import load_card_file
 from ncu_classify.cards.model import CardFile
@@ -16,14 +16,14 @@ from ncu_classify.cards.rollup import by_stage
 from ncu_classify.present.page import report_html, report_markdown
 from ncu_classify.present.page_view import SHOWN_CARDS, build_view
 
-WAN14B = RECORD / "cards_wan14b_every_op_480x832.json"  # record_path: the session's
+WAN14B = RECORD / "cards_wan14b_every_op_480x832.json"  # derived_path: the session's
 COPIES = 3  # 759 cards, 1,176 kernels: past SHOWN_CARDS
 
 
 @pytest.fixture(scope="module")
-def large(record_cards: Path) -> CardFile:
+def large(derived_cards: Path) -> CardFile:
     """COPIES copies of the Wan 14B cards, copy c in stages `S.cN`."""
-    cards = load_card_file(record_path(WAN14B, record_cards))
+    cards = load_card_file(derived_path(WAN14B, derived_cards))
     copies = [
         card.model_copy(update={"stage": f"{card.stage}.c{c}", "group": f"{card.group}#c{c}"})
         for c in range(COPIES)
@@ -83,8 +83,8 @@ def test_markdown_top_consumers_unchanged_by_the_cut(large: CardFile) -> None:
     assert [row.split("`")[3] for row in rows] == [c.group for c in top]
 
 
-def test_small_file_is_shown_whole(record_cards: Path) -> None:
-    cards = load_card_file(record_path(WAN14B, record_cards))
+def test_small_file_is_shown_whole(derived_cards: Path) -> None:
+    cards = load_card_file(derived_path(WAN14B, derived_cards))
     view = build_view([("wan", cards)], "wan")
     assert len(view.cards) == len(cards.cards) and view.more == []
 

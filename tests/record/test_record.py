@@ -238,13 +238,13 @@ def test_building_the_model_is_not_recorded() -> None:
 
 
 def test_recorded_h200_capture_reproduces_and_weighs_by_calls(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, record_cards: Path
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, derived_cards: Path
 ) -> None:
     """The Wan 2.1 recording captured on the H200: the cards regenerate.sh writes
-    (reports/record/cards_wan_480x832.json, as `record_cards` has them) are what classify
+    (reports/record/cards_wan_480x832.json, as `derived_cards` has them) are what classify
     writes from the raw report, every shape replayed its recorded inputs, and the summary's
     time per inference is each card's summed kernel time x its calls."""
-    recorded_cards = record_cards / "cards_wan_480x832.json"
+    recorded_cards = derived_cards / "cards_wan_480x832.json"
     from ncu_classify.cards.files import load_card_file
     from ncu_classify.cards.rollup import by_stage
 
