@@ -13,7 +13,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..core.errors import ReportError
 from .framing import BAD_BYTES, REPORT_MAGIC
@@ -35,6 +35,64 @@ MIN_INFLATE_CAP = 256 << 20
 
 
 CHUNK = 1 << 20
+
+
+def inflated_size(path: Path) -> int | None:
+    """The uncompressed size a compressed report declares (xz: its streams' indexes; gzip: its
+    trailer, modulo 4 GiB), read from its last bytes without inflating it; None where it
+    declares none (bz2) or cannot be read: its reader reports that."""
+    try:
+        with path.open("rb") as handle:
+            if path.suffix == ".xz":
+                return _xz_size(handle)
+            if path.suffix == ".gz":
+                handle.seek(-4, 2)
+                return int.from_bytes(handle.read(4), "little")
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _xz_size(handle: BinaryIO) -> int | None:
+    """Sum of the uncompressed sizes in the indexes of every stream of an xz file, walking
+    back from its end (stream padding, footer, index, blocks, header); None if malformed."""
+    end = handle.seek(0, 2)
+    total = 0
+    while end > 0:
+        start = max(0, end - 4096)
+        handle.seek(start)
+        tail = handle.read(end - start).rstrip(b"\0")  # stream padding
+        end = start + len(tail)
+        if end < 24 or tail[-2:] != b"YZ":
+            return None
+        index_size = (int.from_bytes(tail[-8:-4], "little") + 1) * 4
+        handle.seek(end - 12 - index_size)
+        index = handle.read(index_size)
+        if not index or index[0] != 0:
+            return None
+        pos, records = _varint(index, 1)
+        blocks = 0
+        for _ in range(records):
+            pos, unpadded = _varint(index, pos)
+            pos, size = _varint(index, pos)
+            blocks += (unpadded + 3) // 4 * 4
+            total += size
+        end -= 12 + index_size + blocks + 12  # footer, index, blocks, header
+    return total if end == 0 else None
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """xz's multibyte integer at `pos`: the position after it and its value."""
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return pos, value
+        if shift > 63:
+            raise ValueError("xz integer too long")
 
 
 @contextlib.contextmanager

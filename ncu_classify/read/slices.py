@@ -18,10 +18,13 @@ from pathlib import Path
 
 from ..core.errors import ReportError
 from .framing import ReportInfo, check_report
-from .inflate import plain_file
+from .inflate import inflated_size, plain_file
 from .lean import lean_report
 
 MIN_WINDOW = 64  # kernels: below this a window costs more to start than it saves
+# the fewest bytes a kernel takes in a report: ~40 KB without source blocks (Wan 14B's 392
+# kernels in 15.6 MB), several times that with them; smaller reports are never cut
+KERNEL_BYTES = 8 << 10
 Window = tuple[int, int]  # kernels [start, stop) of a report, in report order
 
 
@@ -47,8 +50,9 @@ def windows(kernels: int, jobs: int) -> list[Window]:
 
 
 def report_bytes(unit: ReadUnit) -> int:
-    """Rough uncompressed bytes the unit reads (xz, gzip and the zstd of .ncu-repz shrink
-    reports ~16x), for balancing the readers."""
+    """Uncompressed bytes the unit reads, for balancing the readers and deciding what to cut:
+    what an xz or gzip report declares, else a guess (the zstd of .ncu-repz and bz2 shrink
+    reports with their sources ~16x; without them, as `capture --drop-sources` writes, ~35x)."""
     try:
         size = unit.path.stat().st_size
     except OSError:
@@ -56,7 +60,8 @@ def report_bytes(unit: ReadUnit) -> int:
     plain = unit.checked is not None or unit.path.name.endswith(
         (".ncu-rep", ".nsight-cuprof-report")
     )
-    return int((size if plain else 16 * size) * unit.share)
+    inflated = size if plain else (inflated_size(unit.path) or 16 * size)
+    return int(inflated * unit.share)
 
 
 def plan_units(
@@ -81,7 +86,7 @@ def _units(
 ) -> list[ReadUnit]:
     """The units of one report when several jobs read."""
     whole = ReadUnit(path, label)
-    if report_bytes(whole) < 2 * MIN_WINDOW * (64 << 10):  # a kernel takes at least 64 KB
+    if report_bytes(whole) < 2 * MIN_WINDOW * KERNEL_BYTES:
         return [whole]
     try:
         plain = stack.enter_context(plain_file(path, scratch))

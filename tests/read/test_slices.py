@@ -17,6 +17,7 @@ from conftest import ROOT, SMOKE
 
 from ncu_classify.read import lean, parallel, slices
 from ncu_classify.read.framing import check_report
+from ncu_classify.read.inflate import inflated_size
 from ncu_classify.read.slices import MIN_WINDOW, ReadUnit, plan_units, windows
 from ncu_classify.verdicts.classify import classify
 from ncu_classify.verdicts.judge import kernel_card
@@ -160,3 +161,33 @@ def test_a_window_of_a_checked_copy_is_not_checked_again(
         finally:
             parallel._use(None, None)
     assert [[made for _, made in rows] for rows in read] == [[0, 1], [2, 3], [4, 5]]
+
+
+def test_a_compressed_report_without_sources_is_cut_by_the_size_it_declares(
+    tmp_path: Path,
+) -> None:
+    """The committed Wan 14B report (xz, no source blocks: 436,220 bytes for 15,584,422) is
+    cut like its plain copy: a guess of 16x its size would keep it whole (7 MB < 128 kernels)."""
+    report = WAN / "all.ncu-rep.xz"
+    assert inflated_size(report) == 15_584_422
+    with contextlib.ExitStack() as stack:
+        [units] = plan_units([report], 3, stack, tmp_path)
+        assert [u.window for u in units] == [(0, 130), (130, 261), (261, 392)]
+        assert {u.label for u in units} == {report}
+
+
+def test_the_declared_size_of_xz_and_gzip_files(tmp_path: Path) -> None:
+    """Every stream of an xz file counts, its padding does not; a cut file declares nothing."""
+    import gzip
+
+    first, second = b"hello world", bytes(range(256)) * 400
+    joined = tmp_path / "two.ncu-rep.xz"
+    joined.write_bytes(lzma.compress(first) + lzma.compress(second) + b"\0" * 8)
+    assert inflated_size(joined) == len(first) + len(second)
+    cut = tmp_path / "cut.ncu-rep.xz"
+    cut.write_bytes(joined.read_bytes()[:-20])
+    assert inflated_size(cut) is None
+    zipped = tmp_path / "one.ncu-rep.gz"
+    zipped.write_bytes(gzip.compress(second))
+    assert inflated_size(zipped) == len(second)
+    assert inflated_size(tmp_path / "missing.ncu-rep.xz") is None
