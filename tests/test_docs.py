@@ -8,6 +8,7 @@ of docs/development.md the one tests/module_map.py writes from those faces."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from typing import Any
@@ -232,3 +233,21 @@ def test_the_help_states_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> N
     text = " ".join(capsys.readouterr().out.split())
     for code, summary in EXIT_TABLE:
         assert f"{code} {summary}" in text
+
+
+def test_the_card_guide_s_example_is_the_fixture_s_card() -> None:
+    """The card the guide reads field by field says what the committed cards file says."""
+    cards = json.loads((ROOT / "fixtures" / "workload_h200_480x832" / "cards.json").read_text())
+    card, guide = cards["cards"][0], PAGES[ROOT / "docs" / "reading-a-card.md"]
+    kernel = card["kernels"][0]
+    margin = kernel["margin"]
+    facts = [
+        f"`{card['group']}`, `{card['stage']}`",
+        f"`{card['dominant_kernel']}`, {card['summed_kernel_us']}",
+        f"`{card['primary']}`, `{card['status']}`",
+        f"`l2_pct` {kernel['evidence']['l2_pct']:.1f}",
+        f"`{margin['alternative']}`, {margin['alternative_distance']:.2f} points",
+        f"compute roof {kernel['roofline']['roof_tflops']:.1f}, "
+        f"{kernel['roofline']['pct_of_roof']:.1f} % of it",
+    ]
+    assert [fact for fact in facts if fact not in guide] == []
