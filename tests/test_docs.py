@@ -251,3 +251,13 @@ def test_the_card_guide_s_example_is_the_fixture_s_card() -> None:
         f"{kernel['roofline']['pct_of_roof']:.1f} % of it",
     ]
     assert [fact for fact in facts if fact not in guide] == []
+
+
+def test_ci_runs_the_readme_s_test_command() -> None:
+    """`.ci/run` ends with the pytest command of the README's Tests block (its environment
+    variables only turn skips into failures)."""
+    block = re.search(r"```\n(.*?)\n```", _section("Tests"), re.S)
+    assert block, "the README's Tests section has no command block"
+    readme_pytest = block.group(1).split("&&")[-1].strip()
+    ci_lines = (ROOT / ".ci" / "run").read_text().strip().splitlines()
+    assert ci_lines[-1].strip() == readme_pytest
