@@ -1,5 +1,5 @@
-"""The suite where torch is not installed (the README allows it): every test that needs torch
-skips, nothing else fails for its lack. Kept so two ways: the suite is collected, and its
+"""The suite where torch is not installed (docs/development.md allows it): every test that needs
+torch skips, nothing else fails for its lack. Kept so two ways: the suite is collected, and its
 `needs` tests run, in a child Python where torch cannot be imported; and every test module is
 read for uses of torch outside the one guard of conftest.import_or_skip (its docstring says
 which: a `needs("torch")` mark on a test, `import_or_skip("torch")` first in a fixture or at the

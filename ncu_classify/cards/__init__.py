@@ -1,6 +1,20 @@
-"""The cards file users keep: the card models (model, figures, hot_units, machine), what a
-file adds up to (rollup), the file on disk (files) and the legacy format read as it comes
-(legacy, legacy_fit). Judges nothing: verdicts/ does.
+"""The cards file users keep (the card models, what a file adds up to, the file on disk, the
+legacy format read as it comes). Judges nothing: verdicts/ does.
+
+  model       the card and kernel-card models (the JSON users keep)
+  figures     roofline, card roofline (MFU) and margin figures beside the metrics
+  hot_units   the busiest units of ncu's SM and memory breakdowns, named
+  machine     what the cards were measured on: GPU, capture, software
+  coverage    how much of the recorded program the cards cover, per stage
+  fidelity    replayed time per call against the program's own time
+  headroom    time left on the table: kernel roofs, speed of light, next moves
+  drill       the drill-down section of a kernel and a card's settled verdict
+  repeats     repeated measurements on a card (capture --repeat)
+  selection   which cards a drill-down captures again
+  rollup      dominant kernel, classes counted, time per stage by calls
+  files       cards files on disk: read, one card per line, write
+  legacy      the legacy in-house format -> our CardFile
+  legacy_fit  the legacy fields fitted to the card models, losing nothing
 """
 
 from __future__ import annotations

@@ -1,6 +1,21 @@
-"""cards and diffs as people and programs read them: summaries (summary), DataFrames (frames),
-table formats and bytes (tables), the diff as text (diff_text), the report page (page_view,
-page_chart, page) and the published JSON Schemas (schema). Writes no file itself.
+"""Cards and diffs as people and programs read them. Writes no file itself.
+
+summary        per stage, per kernel class, per shape, coverage, fidelity
+coverage       the coverage lines and rows every view shows
+frames         cards as pandas DataFrames
+tables         table formats (--format, -o suffix) and CSV/Parquet bytes
+fit            tables that never alter a figure (column widths)
+diff_text      a diff as a terminal table, Markdown, CSV, JSON
+diff_cut       which shapes a terminal diff lists
+diff_rollup    the per-stage-and-class roll-up of a diff
+diff_headroom  the headroom part of a diff
+next_moves     headroom ranked: where the time is, the next moves
+next_table     `next` on a terminal
+next_text      `next` as Markdown and CSV
+page_view      what a page shows, computed once for HTML and Markdown
+page_chart     the roofline chart as SVG geometry
+page           `ncu-classify report`: the HTML page or the Markdown summary
+schema         the published JSON Schemas
 """
 
 from __future__ import annotations

@@ -1,7 +1,16 @@
-"""Nsight Compute report files -> kernel rows: report names (names), whether a file is a
-whole report (framing), compressed reports inflated (inflate), the one module that imports
-ncu_report (kernels), the rows (records), and many reports read in bounded forked children
-(parallel, workers), each row handed to a function the caller gives.
+"""Nsight Compute report files -> kernel rows, each row handed to a function the caller gives.
+
+names       which files are reports, the stem a report is known by
+framing     whether a file is a whole report, without ncu_report
+inflate     compressed reports (.xz, .gz, .bz2) inflated
+lean        a copy of a report without its source blocks
+preload     NVIDIA's metrics library loaded on a thread meanwhile
+kernels     the only module that imports ncu_report: reports -> kernel rows
+breakdowns  the hot units read from the throughput breakdowns
+records     the kernel rows
+slices      whole reports or windows of a large one per reader
+parallel    many reports read in bounded forked children
+workers     a process pool that cannot deadlock on shutdown
 """
 
 from __future__ import annotations

@@ -1,16 +1,15 @@
-"""Record the op shapes a real PyTorch model runs, as a shapes file (`ncu-classify record`).
+"""A PyTorch program -> a shapes file (`ncu-classify record`); with replay/, the only step that
+imports torch. The face is lazy, so that `program` (which runs the user's script) loads without it.
 
-A `TorchFunctionMode` sees every torch function the user's code calls, at the level the shapes
-file speaks (F.linear, F.conv3d, F.conv2d, F.scaled_dot_product_attention, matmul, casts),
-before any device-specific decomposition, so a CPU run records what a GPU run would replay.
-Global module hooks keep the stack of modules being run, so each call knows its module path
-(`transformer.blocks.3.attn1.to_q`) and from it its stage. Identical shapes merge, counting
-calls; calls of ops the replay cannot run are counted by name, never dropped silently. With
-`inputs_dir`, the first inputs of each distinct shape are saved (within a byte budget) so that
-capture can replay the real tensors.
-
-This package and `capture.replay` are the only parts of the tool that import torch; the face is
-lazy, so that `program` (which runs the user's script, no torch) loads without it.
+  recorder    the torch function mode, the dispatch mode and the module hooks
+  calls       one typed call (linear, matmul, conv, SDPA, cast) -> a shape
+  device_ops  every other device op, as an `aten` shape
+  timing      the program's kernel time per call (torch.profiler)
+  totals      the recording's time ledger: per shape, uncovered, per stage
+  threads     the program's other threads (their ops counted, not seen)
+  document    a recording as a shapes file, validated as capture will
+  program     the user's program run as `python` runs it
+  streams     the program's standard streams, lent and taken back
 """
 
 from __future__ import annotations

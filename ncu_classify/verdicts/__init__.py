@@ -1,6 +1,18 @@
-"""kernel rows -> classified cards: the rules as data (rules), their margins (margins), the
-roofline of a kernel and of a card (roofline), the one place a verdict is decided and
-reclassify (judge), what classify reads (inputs) and classify itself (classify).
+"""Kernel rows -> classified cards.
+
+rules         threshold rules as data (YAML, no eval)
+margins       how close a verdict is to another
+roofline      a kernel's and a card's roofline from its own counters
+tiles         tiles of a persistent grid
+drill         drill-down figures: stall shares, the settle rules
+repeats       repeated measurements onto cards, stable or not
+coverage      the cards set against the recorded program
+judge         the one place a verdict is decided; reclassify
+inputs        what classify reads: files and folders -> report sources
+unmanifested  capture folders read without their manifest.json
+shards        is a split capture whole
+drill_merge   a drill-down capture folded into the cards it drills
+classify      reports or capture folders -> classified cards
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 longest of its work over each resource's peak (FLOPs over the peak of the family it used, bytes
 over each level's bandwidth, at the clocks measured, capped at the device's maxima), the op's
 speed of light the longer of its nominal FLOPs at its dtype's dense peak and its compulsory
-bytes at DRAM bandwidth. Three of these cards are worked by hand in the README."""
+bytes at DRAM bandwidth. Three of these cards are worked by hand in docs/reading-a-card.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The CLI as its help and README describe it: -h, no command, flags without values, the
+"""The CLI as its help, the README and docs/ describe it: -h, no command, flags without values, the
 format policy of -o, Parquet without pyarrow, a reader that leaves the pipe, the schema the
 README names."""
 
@@ -19,7 +19,7 @@ from ncu_classify.present.page import MAX_FILES
 
 CARDS = ROOT / "fixtures" / "workload_h200_480x832" / "cards.json"
 COMMANDS = sorted(c.name or c.callback.__name__ for c in app.registered_commands)  # type: ignore[union-attr]
-README = (ROOT / "README.md").read_text()
+DOCS = "\n".join(p.read_text() for p in sorted((ROOT / "docs").glob("*.md")))
 
 
 def _out_err(capsys: pytest.CaptureFixture[str]) -> tuple[str, str]:
@@ -94,7 +94,7 @@ def test_the_report_says_how_many_files_it_overlays(
         copies[-1].write_bytes(CARDS.read_bytes())
     assert run(["report", *map(str, copies), "-o", str(tmp_path / "r.html")]) == 2
     assert f"a report overlays at most {MAX_FILES}" in _out_err(capsys)[1]
-    assert f"Up to {MAX_FILES} files are overlaid" in README
+    assert f"Up to {MAX_FILES} files are overlaid" in DOCS
 
 
 def test_parquet_without_pyarrow_is_exit_6_before_anything_is_written(
@@ -145,7 +145,7 @@ def test_a_reader_that_leaves_the_pipe_leaves_the_command_its_own_exit_code(
 
 
 def test_the_readme_names_the_schema_the_files_carry() -> None:
-    named = set(re.findall(r"^Schema (\d+\.\d+) \(one typed model", README, re.M))
+    named = set(re.findall(r"^Schema (\d+\.\d+) \(one typed model", DOCS, re.M))
     assert named == {SCHEMA_VERSION}
 
 

@@ -338,7 +338,7 @@ def test_two_files_roofs_are_labelled_with_their_file_and_apart() -> None:
 def test_the_chart_draws_no_l2_slope_and_says_so() -> None:
     view = build_view([("w", load_card_file(WORKLOAD))], "t")
     assert {c.name for c in view.ceilings if c.kind == "bandwidth"} == {"dram"}
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "report.md").read_text()
     assert "the DRAM and L2 slopes" not in readme
     assert "No L2 slope" in readme
 

@@ -1,6 +1,6 @@
-"""What a cancelled array task leaves, per proctrack plugin and job-script form: the README's
-table and the figures of #22, measured on the one-node cluster of cluster.py with the stand-in
-ncu (1 s per shape), scancel after two shapes finished.
+"""What a cancelled array task leaves, per proctrack plugin and job-script form: the table and
+the figures of #22 in docs/capture.md, measured on the one-node cluster of cluster.py with the
+stand-in ncu (1 s per shape), scancel after two shapes finished.
 
     python tests/slurm/cancel_table.py [cgroup linuxproc pgid]     # as root, slurm-wlm + munge
 

@@ -1,11 +1,11 @@
-"""The README's Slurm job array on a real one-node Slurm cluster (tests/slurm/cluster.py), with
-the stand-in ncu serving real H200 reports of the 480x832 workload (fixtures/workload_h200_480x832)
-and the stand-in nvidia-smi listing both fake GPUs of the node: a sharded capture, classify of the
-union (and of a union that lacks a shard), scancel of a running task, --resume after a
-resubmission, scontrol requeue (twice), and the job script form that would lose a shard refused;
-under proctrack/cgroup and proctrack/linuxproc. Skipped where no cluster can start, unless
-NCU_CLASSIFY_REQUIRE_SLURM is set (CI), where that is a failure.
-"""
+"""The Slurm job array of docs/capture.md on a real one-node Slurm cluster
+(tests/slurm/cluster.py), with the stand-in ncu serving real H200 reports of the 480x832
+workload (fixtures/workload_h200_480x832) and the stand-in nvidia-smi listing both fake GPUs of
+the node: a sharded capture, classify of the union (and of a union that lacks a shard), scancel
+of a running task, --resume after a resubmission, scontrol requeue (twice), and the job script
+form that would lose a shard refused; under proctrack/cgroup and proctrack/linuxproc. Skipped
+where no cluster can start, unless NCU_CLASSIFY_REQUIRE_SLURM is set (CI), where that is a
+failure."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def cluster(
 
 
 def _script(folder: Path, shard: str, form: str = "exec", extra: str = "") -> Path:
-    """The README's job script for one shard (K/N, or the array task's) in `form`."""
+    """The job script of docs/capture.md for one shard (K/N, or the array task's) in `form`."""
     command = (
         f"{sys.executable} -m ncu_classify capture --shapes {SHAPES} -o {folder}"
         f" --shard {shard} --one-process --resume --ncu {FAKEBIN / 'ncu'} --stop-grace 10"
