@@ -23,7 +23,15 @@ import ncu_report
 
 from ..core.counters import fill_products
 from ..core.errors import ReportError
-from ..core.metrics import CATALOG, DEVICE_METRICS, PASSES_METRIC, MetricSpec, complete, scaled
+from ..core.metrics import (
+    CATALOG,
+    CATALOG_KEYS,
+    DEVICE_METRICS,
+    PASSES_METRIC,
+    MetricSpec,
+    complete,
+    scaled,
+)
 from ..core.stalls import CPI_METRIC, DECIDERS, STALL_REASONS, stall_metric
 from ..core.textio import open_regular, os_reason
 from ..core.trusted import trusted
@@ -35,7 +43,6 @@ from .lean import local_report
 from .names import split_repeat
 from .records import KernelRecord, ReportRead
 
-CATALOG_KEYS = tuple(spec.key for spec in CATALOG)
 # Roofline counts a `--set full` report carries only as rates (it has no `.sum` of them).
 RATE_FALLBACK_SPECS = tuple(
     s for s in CATALOG if s.names[0].endswith(".sum") and s.dimension in ("count", "bytes")

@@ -31,7 +31,7 @@ from ..cards.model import (
 )
 from ..cards.rollup import card_class, count_classes, dominant
 from ..core.clock import utc_now
-from ..core.metrics import CATALOG, EVIDENCE_KEYS, PERSISTENT, derive
+from ..core.metrics import CATALOG, CATALOG_KEYS, EVIDENCE_KEYS, PERSISTENT, derive
 from ..core.trusted import trusted
 from ..read.records import KernelRecord
 from .drill import build_drill_down
@@ -41,7 +41,6 @@ from .rules import LoadedRules, evaluate
 from .tiles import tile_note
 
 OWN_COUNTERS = "the warp-state counters of the kernel's own report"
-CATALOG_KEYS = tuple(spec.key for spec in CATALOG)
 CATALOG_KEY_SET = frozenset(CATALOG_KEYS)
 
 

@@ -22,7 +22,7 @@ from ..cards.repeats import Basis, ClockRegime, KernelRepeats, Measurement, Stab
 from ..cards.rollup import dominant
 from ..core.metrics import CATALOG, EXACT_METRICS
 from ..core.noise import RunToRun
-from ..core.stats import Spread, spread
+from ..core.stats import Spread, six_figures, spread
 from ..read.records import KernelRecord
 from .judge import kernel_values
 from .rules import LoadedRules, evaluate
@@ -209,7 +209,7 @@ def stability(
 
 
 def _rounded(interval: Interval | None) -> list[float] | None:
-    return None if interval is None else [float(f"{e:.6g}") for e in interval.ends()]
+    return None if interval is None else [six_figures(e) for e in interval.ends()]
 
 
 def _in_sd(distance: float | None, interval: Interval | None) -> float | None:
