@@ -149,18 +149,18 @@ def next_command(
         for name in stage or []:
             if name not in known:
                 raise UsageError(f"--stage {name!r}: {cards_file} has no such stage")
-        report = next_moves(cards, short_names([cards_file])[0], stage or [])
-        for line in flag_lines(report):
+        advice = next_moves(cards, short_names([cards_file])[0], stage or [])
+        for line in flag_lines(advice):
             warning_line(line)
         if target is None and fmt == "table" and on_terminal(out):
-            out.print(next_renderable(report, top))
+            out.print(next_renderable(advice, top))
             return
         if fmt == "json":
-            text = report.model_dump_json(indent=2) + "\n"
+            text = advice.model_dump_json(indent=2) + "\n"
         elif fmt == "table":
-            text = next_table_text(report, top)
+            text = next_table_text(advice, top)
         else:
-            text = next_csv(report) if fmt == "csv" else next_markdown(report, top)
+            text = next_csv(advice) if fmt == "csv" else next_markdown(advice, top)
         if target is None:
             out.print(printable(text, keep_newlines=True), end="")
         else:

@@ -1,6 +1,6 @@
 """cards and diffs as people and programs read them: summaries (summary), DataFrames (frames),
-table formats and bytes (tables), the diff as text (diff_text), the report page (page_view,
-page_chart, page) and the published JSON Schemas (schema). Writes no file itself.
+table formats and bytes (tables), the diff as text (diff_text), the `report` command's page
+(page_view, page_chart, page) and the published JSON Schemas (schema). Writes no file itself.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ __all__ = [
     "cards_frame",
     "cards_schema_text",
     "load_cards",
-    "report_html",
-    "report_markdown",
+    "page_html",
+    "page_markdown",
     "summarize",
 ]
 __getattr__ = lazy_face(
@@ -21,8 +21,8 @@ __getattr__ = lazy_face(
         "cards_frame": "frames",
         "cards_schema_text": "schema",
         "load_cards": "frames",
-        "report_html": "page",
-        "report_markdown": "page",
+        "page_html": "page",
+        "page_markdown": "page",
         "summarize": "summary",
     },
 )
