@@ -1,4 +1,4 @@
-"""The `ncu-classify` command: typer commands, one module per stage; nothing imports this package.
+"""The `ncu-classify` command: typer commands, one module per step; nothing imports this package.
 
 `main` is the console entry point (`ncu-classify = "ncu_classify.cli:main"`); `run(argv)` runs
 one command line and returns its exit code (tests call it).

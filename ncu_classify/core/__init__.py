@@ -1,4 +1,4 @@
-"""Shared vocabulary of every stage: the exception tree, bounded reading of user files
+"""Shared vocabulary of every step: the exception tree, bounded reading of user files
 (text, YAML, JSON positions), atomic writes, printable and Markdown-safe text, the clock, stage
 order, the metric catalog and its units, the roofline counters, typed machine facts. Imports
 nothing of ours outside core/.

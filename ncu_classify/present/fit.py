@@ -14,7 +14,8 @@ too narrow for the figures gets each row as a block of `header: value` lines ins
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import io
+from collections.abc import Callable, Collection
 from typing import Literal
 
 from rich import box
@@ -220,6 +221,14 @@ class Stacked:
         for column, width in zip(table.columns, self.widths(), strict=True):
             column.width = width
         return Measurement.get(console, console.options.update_width(10**6), table).maximum
+
+
+def plain_text(draw: Callable[[Console], object]) -> str:
+    """What `draw` prints on a console off a terminal (no colour, tables at the width they
+    need), as text: the -o FILE form of a table."""
+    buffer = io.StringIO()
+    draw(Console(file=buffer, color_system=None, soft_wrap=True, force_terminal=False))
+    return buffer.getvalue()
 
 
 def on_terminal(console: Console) -> bool:

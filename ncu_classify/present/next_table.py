@@ -5,13 +5,11 @@ each row as a block of `header: value` lines instead)."""
 
 from __future__ import annotations
 
-import io
-
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.text import Text
 
 from ..core.text import one_line, printable
-from .fit import Line, Stacked
+from .fit import Line, Stacked, plain_text
 from .next_moves import NextMoves
 from .next_text import (
     INTRO,
@@ -71,7 +69,5 @@ def _folded(line: str) -> Line:
 def next_table_text(advice: NextMoves, top: int = 5) -> str:
     """The tables as plain text off a terminal (a pipe, `-o -`, `-o F.txt`): at the width they
     need, ids whole, no trailing spaces."""
-    buffer = io.StringIO()
-    console = Console(file=buffer, color_system=None, soft_wrap=True, force_terminal=False)
-    console.print(next_renderable(advice, top))
-    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
+    text = plain_text(lambda console: console.print(next_renderable(advice, top)))
+    return "".join(line.rstrip() + "\n" for line in text.splitlines())

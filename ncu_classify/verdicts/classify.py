@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from .._version import __version__
-from ..capture.group_ids import parse_group_id, shape_record_of_id
-from ..capture.manifest import ShapeRecord
+from ..capture.group_ids import manifest_shape_of_id, parse_group_id
+from ..capture.manifest import ID_TELLS, ManifestShape
 from ..cards.files import KernelJson
 from ..cards.model import Card, CardFile, KernelCard
 from ..cards.rollup import card_class, count_classes
@@ -29,7 +29,7 @@ from ..core.text import unicode_safe
 from ..read.names import report_stem
 from ..read.parallel import ReadProgress, read_all
 from ..read.preload import finish_loading, start_loading
-from ..read.records import KernelRecord
+from ..read.rows import KernelRow
 from .coverage import program_coverage
 from .drill_merge import merge_drill_downs
 from .inputs import ReportSet, capture_environments, collect_inputs, input_files
@@ -41,20 +41,11 @@ from .unmanifested import missing_manifest_warnings
 
 __all__ = ["classify", "input_files"]
 
-Classified = tuple[KernelRecord, KernelCard]
-# What a group id tells of its shape (not how it was captured: calls, source, inputs).
-ID_TELLS = (
-    "group",
-    "stage",
-    "op",
-    "shape_parameters",
-    "nominal_mac_flops",
-    "nominal_bytes",
-)  # a kernel row and its classified card entry
+Classified = tuple[KernelRow, KernelCard]  # a kernel row and its classified card entry
 
 
 def _shape_card(
-    shape: ShapeRecord, pairs: list[Classified], rules: LoadedRules, reads: Reads
+    shape: ManifestShape, pairs: list[Classified], rules: LoadedRules, reads: Reads
 ) -> Card:
     records, kernels = [p[0] for p in pairs], [p[1] for p in pairs]
     error = shape.error if shape.status != "ok" else None
@@ -163,7 +154,7 @@ def _told_by_id(name: str) -> str | None:
     entry = parse_group_id(name)
     if entry is None:
         return None
-    told = shape_record_of_id(entry).identity()
+    told = manifest_shape_of_id(entry).identity()
     return json.dumps({key: told[key] for key in ID_TELLS})
 
 
@@ -332,7 +323,7 @@ def _classify(
 KERNEL_FIELDS = set(KernelCard.model_fields)
 
 
-def _card_and_json(record: KernelRecord, rules: LoadedRules) -> tuple[KernelCard, str]:
+def _card_and_json(record: KernelRow, rules: LoadedRules) -> tuple[KernelCard, str]:
     """A kernel's card and its JSON, made where the kernel is read: by the parallel readers,
     instead of the one process that writes the file."""
     card = kernel_card(record, rules)

@@ -69,7 +69,7 @@ def build_drill_down(
     source: DrillSource,
 ) -> DrillDown:
     """The drill-down section of a kernel from its warp-state counters (`read` gives them
-    as `KernelRecord.stalls`) and its card metrics."""
+    as `KernelRow.stalls`) and its card metrics."""
     values = drill_values(stalls, metrics)
     total = sum(stalls.get(reason, 0.0) for reason in STALL_REASONS)
     shares = sorted(
