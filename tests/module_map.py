@@ -19,12 +19,12 @@ END = "<!-- end of the module map -->"
 
 
 def packages() -> list[Path]:
-    """Every package of ncu_classify, in the pipeline's order (tests/test_layout.py's STAGES;
+    """Every package of ncu_classify, in the pipeline's order (tests/test_layout.py's STEPS;
     a package it does not list yet comes last, by name)."""
-    from test_layout import STAGES
+    from test_layout import STEPS
 
     found = {p.parent.name: p.parent for p in PACKAGE.glob("*/__init__.py")}
-    order = [name for name in STAGES if name in found]
+    order = [name for name in STEPS if name in found]
     order += sorted(set(found) - set(order))
     return [found[name] for name in order]
 

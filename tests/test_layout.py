@@ -1,4 +1,4 @@
-"""The package as the pipeline, checked rather than described: which stage may import which,
+"""The package as the pipeline, checked rather than described: which step may import which,
 the one importer of ncu_report, the only importers of torch, nothing importing the CLI, lazy
 package faces, and modules small enough to read. Every import counts, also those inside a
 function (a lazy import is still a dependency)."""
@@ -14,8 +14,8 @@ import pytest
 from conftest import ROOT
 
 PACKAGE = ROOT / "ncu_classify"
-STAGES = ("core", "read", "capture", "record", "cards", "verdicts", "compare", "present", "cli")
-# stage -> the stages it may import (besides itself and the version module); the pipeline
+STEPS = ("core", "read", "capture", "record", "cards", "verdicts", "compare", "present", "cli")
+# step -> the steps it may import (besides itself and the version module); the pipeline
 # order, plus the dependencies kept on purpose (capture checks its own reports; verdicts read
 # capture manifests; compare re-judges with --reclassify; present shows diffs).
 ALLOWED = {
@@ -27,7 +27,7 @@ ALLOWED = {
     "verdicts": {"core", "read", "capture", "cards"},
     "compare": {"core", "read", "cards", "verdicts"},
     "present": {"core", "cards", "compare"},
-    "cli": set(STAGES) - {"cli"},
+    "cli": set(STEPS) - {"cli"},
 }
 TOP = {"__init__": {"core", "present"}, "__main__": {"cli"}, "_version": set()}
 NCU_REPORT_HOME = "read.kernels"
@@ -81,7 +81,7 @@ def _ours(imported: set[str]) -> set[str]:
     return {n for n in names if n in MODULES}
 
 
-def _stage(module: str) -> str:
+def _step(module: str) -> str:
     return module.split(".")[0]
 
 
@@ -106,17 +106,17 @@ def _loads_torch() -> set[str]:
 LOADS_TORCH = _loads_torch()
 
 
-def test_every_module_lives_in_a_stage() -> None:
-    loose = [m for m in MODULES if _stage(m) not in STAGES and m not in TOP]
+def test_every_module_lives_in_a_step() -> None:
+    loose = [m for m in MODULES if _step(m) not in STEPS and m not in TOP]
     assert loose == []
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
-def test_a_stage_imports_only_the_stages_below_it(module: str) -> None:
-    stage = _stage(module)
-    allowed = TOP.get(module, ALLOWED.get(stage, set()) | {stage})
-    wrong = sorted(dep for dep in GRAPH[module] if _stage(dep) not in allowed and dep != "_version")
-    assert wrong == [], f"{module} ({stage}) may import only {sorted(allowed)}"
+def test_a_step_imports_only_the_steps_below_it(module: str) -> None:
+    step = _step(module)
+    allowed = TOP.get(module, ALLOWED.get(step, set()) | {step})
+    wrong = sorted(dep for dep in GRAPH[module] if _step(dep) not in allowed and dep != "_version")
+    assert wrong == [], f"{module} ({step}) may import only {sorted(allowed)}"
 
 
 def test_only_the_report_reader_imports_ncu_report() -> None:
@@ -137,8 +137,8 @@ def test_what_loads_torch_is_known() -> None:
 
 
 def test_nothing_imports_the_cli() -> None:
-    importers = {m for m, deps in GRAPH.items() if any(_stage(d) == "cli" for d in deps)}
-    assert importers - {m for m in MODULES if _stage(m) == "cli"} == {"__main__"}
+    importers = {m for m, deps in GRAPH.items() if any(_step(d) == "cli" for d in deps)}
+    assert importers - {m for m in MODULES if _step(m) == "cli"} == {"__main__"}
 
 
 def test_no_import_cycle() -> None:
@@ -162,23 +162,23 @@ def test_modules_stay_readable() -> None:
     assert long == {}
 
 
-@pytest.mark.parametrize("stage", STAGES)
-def test_package_faces_are_short_and_lazy(stage: str) -> None:
-    face = PACKAGE / stage / "__init__.py"
+@pytest.mark.parametrize("step", STEPS)
+def test_package_faces_are_short_and_lazy(step: str) -> None:
+    face = PACKAGE / step / "__init__.py"
     # the code under its docstring (the docstring names every module: tests/test_docs.py)
     body = ast.parse(face.read_text()).body
     docstring_end = body[0].end_lineno if ast.get_docstring(ast.parse(face.read_text())) else 0
     assert len(face.read_text().splitlines()) - (docstring_end or 0) <= MAX_FACE_LINES
-    assert GRAPH[stage] <= {"core.lazy"}, "a face imports its modules only on first use"
-    module = __import__(f"ncu_classify.{stage}", fromlist=["__all__"])
+    assert GRAPH[step] <= {"core.lazy"}, "a face imports its modules only on first use"
+    module = __import__(f"ncu_classify.{step}", fromlist=["__all__"])
     exported = set(getattr(module, "__all__", []))
-    submodules = {m.split(".")[-1] for m in MODULES if m.startswith(f"{stage}.")}
+    submodules = {m.split(".")[-1] for m in MODULES if m.startswith(f"{step}.")}
     assert exported.isdisjoint(submodules), "a name must not mean a function and a module"
     homes = _face_homes(face)
     assert set(homes) == exported, "__all__ names what the face lends, no more, no less"
     for name, home in homes.items():  # read, not imported: torch need not be installed
-        assert name in _top_level_names(MODULES[f"{stage}.{home}"]), f"{stage}.{home}.{name}"
-        if f"{stage}.{home}" not in LOADS_TORCH:  # and the lazy import works
+        assert name in _top_level_names(MODULES[f"{step}.{home}"]), f"{step}.{home}.{name}"
+        if f"{step}.{home}" not in LOADS_TORCH:  # and the lazy import works
             assert getattr(module, name) is not None
 
 
@@ -216,14 +216,14 @@ def test_the_cli_starts_without_the_heavy_libraries() -> None:
 
 
 def test_a_shape_hands_its_card_the_fields_the_card_has() -> None:
-    """The shape identity is copied in one place (`ShapeRecord.identity`) under the card's own
+    """The shape identity is copied in one place (`ManifestShape.identity`) under the card's own
     field names: each must be a field of both models, of the same type."""
-    from ncu_classify.capture.manifest import SHAPE_IDENTITY, ShapeRecord
+    from ncu_classify.capture.manifest import SHAPE_IDENTITY, ManifestShape
     from ncu_classify.cards.model import Card
     from ncu_classify.verdicts.classify import ID_TELLS
 
     assert set(ID_TELLS) <= set(SHAPE_IDENTITY)
     for name in SHAPE_IDENTITY:
-        card, record = Card.model_fields[name], ShapeRecord.model_fields[name]
+        card, record = Card.model_fields[name], ManifestShape.model_fields[name]
         # a card may not know what a record always does (legacy cards, foreign reports)
         assert card.annotation in (record.annotation, record.annotation | None), name

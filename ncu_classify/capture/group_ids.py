@@ -14,7 +14,7 @@ from typing import Any, get_args
 
 from pydantic import ValidationError
 
-from .manifest import ShapeRecord
+from .manifest import ManifestShape
 from .ops import AttentionBackend
 from .shapes import ShapeEntry, group_id
 
@@ -39,13 +39,13 @@ def parse_group_id(text: str) -> ShapeEntry | None:
     return entry if group_id(stage, entry.shape) == text else None
 
 
-def shape_record_of_id(entry: ShapeEntry) -> ShapeRecord:
+def manifest_shape_of_id(entry: ShapeEntry) -> ManifestShape:
     """What capture's manifest would hold for the shape (op, parameters, nominal FLOPs and
     bytes), without what the id does not tell: the backend list behind a substituted
     attention name (`flash_attn_v3`)."""
-    from .plan import shape_record as manifest_record
+    from .plan import manifest_shape
 
-    record = manifest_record(entry)
+    record = manifest_shape(entry)
     if entry.shape.op == "attention" and entry.shape.substitutes_for:
         record.shape_parameters.pop("backend", None)
     return record

@@ -64,14 +64,18 @@ class HostInfo(Facts):
     pipeline_boost_state: str | None = None  # ncu's --pipeline-boost-state default, if it has one
 
 
-# The fields a shape record hands on to its card, under the same names.
-SHAPE_IDENTITY = (
+# What a group id tells of its shape (not how it was captured: calls, source, inputs).
+ID_TELLS = (
     "group",
     "stage",
     "op",
     "shape_parameters",
     "nominal_mac_flops",
     "nominal_bytes",
+)
+# The fields a manifest shape hands on to its card, under the same names.
+SHAPE_IDENTITY = (
+    *ID_TELLS,
     "note",
     "calls",
     "source",
@@ -83,7 +87,7 @@ SHAPE_IDENTITY = (
 )
 
 
-class ShapeRecord(BaseModel):
+class ManifestShape(BaseModel):
     """One shape of a capture and what became of it."""
 
     model_config = ConfigDict(extra="forbid")
@@ -138,7 +142,7 @@ class ShapeRecord(BaseModel):
         return named
 
 
-class BatchRecord(BaseModel):
+class ManifestBatch(BaseModel):
     """One ncu process: its command line and outcome."""
 
     model_config = ConfigDict(extra="forbid")
@@ -182,8 +186,8 @@ class Manifest(BaseModel):
     )
     host: HostInfo = Field(default_factory=HostInfo)
     metrics: list[str]
-    batches: list[BatchRecord] = Field(default_factory=list)
-    shapes: list[ShapeRecord]
+    batches: list[ManifestBatch] = Field(default_factory=list)
+    shapes: list[ManifestShape]
     recorded_totals: RecordedTotals | None = Field(
         default=None, description="the recorded program's device time per stage (coverage)"
     )

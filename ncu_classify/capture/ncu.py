@@ -30,7 +30,7 @@ from typing import Any
 from ..core.errors import EnvironmentProblem
 from .batch import Batch
 from .host import device_of
-from .manifest import BatchRecord, EndedBy
+from .manifest import EndedBy, ManifestBatch
 from .plan import CaptureOptions, Plan
 from .procs import kill_leftover, own_group, runs_under, signal_tree
 from .protocol import BatchFile, StatusTail, write_batch
@@ -56,7 +56,7 @@ class Stop:
 class BatchRun:
     """One ncu process's outcome: its record and the status lines its target wrote."""
 
-    record: BatchRecord
+    record: ManifestBatch
     tail: StatusTail
     ended_by: EndedBy
 
@@ -126,7 +126,7 @@ def run_ncu_batch(
     for line in tail.poll():
         on_shape(line.group, line.status)
     report, dropped = _move_report(out, work, batch.name, options.drop_sources)
-    record = BatchRecord(
+    record = ManifestBatch(
         name=batch.name,
         report=report.name if report else "",
         argv=argv,

@@ -7,13 +7,16 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ReportError
-from ..read.records import KernelRecord
-from .manifest import BatchRecord, ShapeRecord, Status
+from ..read.rows import KernelRow
+from .manifest import ManifestBatch, ManifestShape, Status
 from .protocol import ShapeLine
 
 
 def apply_status(
-    records: dict[str, ShapeRecord], batch: BatchRecord, lines: list[ShapeLine], env: dict[str, Any]
+    records: dict[str, ManifestShape],
+    batch: ManifestBatch,
+    lines: list[ShapeLine],
+    env: dict[str, Any],
 ) -> dict[str, Any]:
     """Fold a batch's status lines into the shape records; returns the replay environment.
 
@@ -41,7 +44,7 @@ def apply_status(
     return env
 
 
-def _apply_line(rec: ShapeRecord, batch: BatchRecord, line: ShapeLine) -> None:
+def _apply_line(rec: ManifestShape, batch: ManifestBatch, line: ShapeLine) -> None:
     """One status line into its shape's record. A shape replayed in a batch that was
     interrupted before ncu wrote any report stays `pending`: nothing of it was kept."""
     status, error = line.status, line.error
@@ -65,14 +68,14 @@ def _apply_line(rec: ShapeRecord, batch: BatchRecord, line: ShapeLine) -> None:
     rec.report = batch.report or None
 
 
-def _set_status(rec: ShapeRecord, kind: str, status: Status, error: str | None) -> None:
+def _set_status(rec: ManifestShape, kind: str, status: Status, error: str | None) -> None:
     if kind == "times":
         rec.times_status, rec.times_error = status, error
     else:
         rec.status, rec.error = status, error
 
 
-def count_kernels(out: Path, records: dict[str, ShapeRecord], reports: list[str]) -> None:
+def count_kernels(out: Path, records: dict[str, ManifestShape], reports: list[str]) -> None:
     """Count profiled kernels and replay passes per shape in this run's reports, and the
     measurements of each (repeats). An ok shape with no kernel has failed (its NVTX range
     matched nothing); so have the shapes of a report that cannot be read (truncated: ncu was
@@ -97,7 +100,7 @@ def count_kernels(out: Path, records: dict[str, ShapeRecord], reports: list[str]
             rec.times_error = "no kernel of its repeats was profiled"
 
 
-def _count(records: dict[str, ShapeRecord], report: str, kernels: list[KernelRecord]) -> None:
+def _count(records: dict[str, ManifestShape], report: str, kernels: list[KernelRow]) -> None:
     """Kernels, passes and measurements per shape of one report (counters or times)."""
     repeats: dict[str, set[int]] = {}
     for rec in records.values():
@@ -118,7 +121,7 @@ def _count(records: dict[str, ShapeRecord], report: str, kernels: list[KernelRec
             owner.repeats = len(seen | ({1} if owner.times_report == report else set()))
 
 
-def _fail_report(records: dict[str, ShapeRecord], report: str, why: str) -> None:
+def _fail_report(records: dict[str, ManifestShape], report: str, why: str) -> None:
     for rec in records.values():
         if rec.report == report and rec.status == "ok":
             rec.status, rec.error, rec.kernels = "failed", why, None

@@ -16,7 +16,7 @@ from ..core.errors import ShapesError, UsageError
 from ..read.names import is_report_name, report_stem
 from .batch import Batch
 from .drill import DrillRequest, capture_metrics, drill_entries, resolve_drill
-from .manifest import MANIFEST_NAME, Manifest, ShapeRecord, read_manifest
+from .manifest import MANIFEST_NAME, Manifest, ManifestShape, read_manifest
 from .ncu_cmd import ncu_argv
 from .protocol import InputDraws
 from .repeats import DURATION_METRIC, timed, with_times
@@ -123,7 +123,7 @@ def recorded_inputs(shapes_path: Path, entries: list[ShapeEntry]) -> list[ShapeE
     return out
 
 
-def shape_record(entry: ShapeEntry) -> ShapeRecord:
+def manifest_shape(entry: ShapeEntry) -> ManifestShape:
     """Manifest record of a shape before it is replayed."""
     params = entry.shape.model_dump(
         by_alias=True,
@@ -134,7 +134,7 @@ def shape_record(entry: ShapeEntry) -> ShapeRecord:
     )  # fmt: skip
     if hasattr(entry.shape, "output"):
         params["output"] = entry.shape.output()
-    return ShapeRecord(
+    return ManifestShape(
         group=entry.group,
         stage=entry.stage,
         op=entry.shape.aten_op(),
@@ -158,7 +158,7 @@ class Plan:
     shapes: ShapesFile
     batches: list[Batch]
     argv: dict[str, list[str]]
-    kept: list[ShapeRecord]
+    kept: list[ManifestShape]
     previous: Manifest | None
     drill: DrillRequest | None = None  # the drill-down request, checked against the shapes
     repeat: int = 1  # launches measured per shape (--repeat)

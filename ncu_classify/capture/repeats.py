@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .batch import Batch
-from .manifest import ShapeRecord
+from .manifest import ManifestShape
 from .shapes import ShapeEntry
 
 DURATION_METRIC = "gpu__time_duration.sum"  # a times batch's one metric: one pass per kernel
@@ -42,7 +42,7 @@ def _free(name: str, taken: set[str]) -> str:
     return chosen
 
 
-def timed(record: ShapeRecord, out: Path) -> bool:
+def timed(record: ManifestShape, out: Path) -> bool:
     """Whether a captured shape's duration repeats are there (ok, report present)."""
     report = record.times_report
     return record.times_status == "ok" and bool(report) and (out / str(report)).exists()

@@ -27,7 +27,7 @@ from .drill import capture_metrics
 from .folder import capture_lock, writing
 from .host import Host, counters_refused, probe
 from .jobs import check_job_script
-from .manifest import HostInfo, Manifest, ShapeRecord, write_manifest
+from .manifest import HostInfo, Manifest, ManifestShape, write_manifest
 from .ncu import BatchRun, Stop, run_ncu_batch
 from .outcome import apply_status, count_kernels
 from .plan import (
@@ -35,8 +35,8 @@ from .plan import (
     Plan,
     batch_argv,
     check_capture,
+    manifest_shape,
     plan_capture,
-    shape_record,
     shapes_sha256,
 )
 from .shards import select_shard
@@ -76,7 +76,12 @@ def _capture(
     records = {r.group: r for r in plan.kept}
     # shapes to capture start afresh; shapes only to time again keep their record (--resume)
     records.update(
-        {e.group: shape_record(e) for b in plan.batches if b.kind == "counters" for e in b.entries}
+        {
+            e.group: manifest_shape(e)
+            for b in plan.batches
+            if b.kind == "counters"
+            for e in b.entries
+        }
     )
     manifest = plan.previous or _new_manifest(shapes_path, plan, options)
     entries = select_shard(plan.shapes.entries(), *options.shard, plan.shard_method)
@@ -136,7 +141,7 @@ class _Run:
         out: Path,
         plan: Plan,
         options: CaptureOptions,
-        records: dict[str, ShapeRecord],
+        records: dict[str, ManifestShape],
         manifest: Manifest,
         progress: CaptureProgress | None,
     ) -> None:

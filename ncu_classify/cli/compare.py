@@ -149,7 +149,7 @@ def report_command(
 ) -> None:
     """Write a self-contained HTML report (roofline chart, per-stage time, sortable cards,
     kernels of each card) or a Markdown summary of one or more cards files."""
-    from ..present.page import check_files, labels_for, report_html, report_markdown
+    from ..present.page import check_files, labels_for, page_html, page_markdown
 
     with errors():
         check_files(cards_files)
@@ -161,7 +161,7 @@ def report_command(
             for label, path in zip(labels_for(cards_files), cards_files, strict=True)
         ]
         name = title or "ncu-classify report: " + ", ".join(label for label, _ in files)
-        render = report_html if fmt == "html" else report_markdown
+        render = page_html if fmt == "html" else page_markdown
         target.write_text(render(files, name))
     if not target.is_stdout:
         human(target).print(f"wrote the report to {printable(str(target))}")

@@ -19,6 +19,7 @@ from .terminal import metrics_table, out, print_summary, summary_table_text, war
 
 if TYPE_CHECKING:
     from ..present.summary import SummaryBy
+    from .outputs import Output
 
 
 @app.command(
@@ -74,10 +75,7 @@ def summary_command(
             target.write_bytes(summary_parquet(rows, grouping))
             return
         text = summary_csv(rows, grouping) if fmt == "csv" else summary_table_text(cards, grouping)
-        if target is None:
-            out.print(printable(text, keep_newlines=True), end="")
-        else:
-            target.write_text(text)
+        _write(text, target)
 
 
 @app.command(
@@ -149,22 +147,19 @@ def next_command(
         for name in stage or []:
             if name not in known:
                 raise UsageError(f"--stage {name!r}: {cards_file} has no such stage")
-        report = next_moves(cards, short_names([cards_file])[0], stage or [])
-        for line in flag_lines(report):
+        advice = next_moves(cards, short_names([cards_file])[0], stage or [])
+        for line in flag_lines(advice):
             warning_line(line)
         if target is None and fmt == "table" and on_terminal(out):
-            out.print(next_renderable(report, top))
+            out.print(next_renderable(advice, top))
             return
         if fmt == "json":
-            text = report.model_dump_json(indent=2) + "\n"
+            text = advice.model_dump_json(indent=2) + "\n"
         elif fmt == "table":
-            text = next_table_text(report, top)
+            text = next_table_text(advice, top)
         else:
-            text = next_csv(report) if fmt == "csv" else next_markdown(report, top)
-        if target is None:
-            out.print(printable(text, keep_newlines=True), end="")
-        else:
-            target.write_text(text)
+            text = next_csv(advice) if fmt == "csv" else next_markdown(advice, top)
+        _write(text, target)
 
 
 @app.command(
@@ -184,3 +179,11 @@ def metrics_command(
         out.print(csv_text(["key", "unit", "ncu_names", "description"], rows), end="")
         return
     out.print(metrics_table(rows))
+
+
+def _write(text: str, target: Output | None) -> None:
+    """`text` to the -o file, or to stdout with the user's strings made printable."""
+    if target is None:
+        out.print(printable(text, keep_newlines=True), end="")
+    else:
+        target.write_text(text)

@@ -106,7 +106,7 @@ def record_command(
             failure = run_program(recorder, program, on_exit=ended)
             back()
             document, written = run.write(failure)
-    run.report(document, written)
+    run.announce(document, written)
 
 
 @contextmanager
@@ -183,7 +183,7 @@ class _Run:
             )
         return document, target
 
-    def report(self, document: dict[str, Any], target: Output) -> None:
+    def announce(self, document: dict[str, Any], target: Output) -> None:
         """The warnings of the recording, then what was recorded, in one line."""
         recorder = self.recorder
         if recorder.clock.broken:
@@ -231,7 +231,7 @@ class _Run:
                        " NCU_CLASSIFY_DEBUG=1 for the traceback and report it)")  # fmt: skip
             return EXIT_INTERNAL
         warning_line(f"{program.label} ended with os._exit(0): what it ran before is written")
-        self.report(document, target)
+        self.announce(document, target)
         return 0
 
 

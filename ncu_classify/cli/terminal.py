@@ -7,7 +7,6 @@ shows as such, and an escape sequence in a file cannot drive the terminal.
 
 from __future__ import annotations
 
-import io
 import shlex
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -21,7 +20,7 @@ from rich.text import Text
 
 from ..core.errors import NcuClassifyError
 from ..core.text import counted, one_line, printable
-from ..present.fit import Fitted, Line
+from ..present.fit import Fitted, Line, plain_text
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -229,10 +228,7 @@ def print_summary(cards: CardFile, console: Console, by: SummaryBy = "stage") ->
 
 def summary_table_text(cards: CardFile, by: SummaryBy) -> str:
     """The summary table and its coverage lines as plain text, for -o without --csv."""
-    buffer = io.StringIO()
-    console = Console(file=buffer, color_system=None, soft_wrap=True, force_terminal=False)
-    print_summary(cards, console, by)
-    return buffer.getvalue()
+    return plain_text(lambda console: print_summary(cards, console, by))
 
 
 def metrics_table(rows: list[list[str]]) -> Fitted:

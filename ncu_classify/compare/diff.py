@@ -18,6 +18,7 @@ from ..cards.rollup import SummaryRow, by_stage, named_dominant
 from ..core.clock import utc_now
 from ..core.noise import Noise
 from ..core.ordering import natural_key, stage_order
+from ..core.stats import six_figures
 from ..verdicts.judge import kernel_values, reclassify
 from ..verdicts.rules import LoadedRules
 from .crossings import crossings
@@ -253,14 +254,14 @@ def _ratio(before: float | None, after: float | None) -> float | None:
     """after / before; None when either is missing or 0 (a card with no time has no ratio)."""
     if before is None or after is None or before <= 0 or after <= 0:
         return None
-    return _r(after / before)
+    return six_figures(after / before)
 
 
 def _delta(
     before: dict[str, float | None] | None, after: dict[str, float | None] | None, key: str
 ) -> float | None:
     a, b = (before or {}).get(key), (after or {}).get(key)
-    return None if a is None or b is None else _r(b - a)
+    return None if a is None or b is None else six_figures(b - a)
 
 
 def _rollup(pairs: list[CardPair], aliases: dict[str, str]) -> list[StageRollup]:
@@ -318,7 +319,7 @@ def _rollup_row(
         candidate_us=after,
         baseline_untimed=untimed[0],
         candidate_untimed=untimed[1],
-        delta_us=_r(after - before) if whole else None,  # type: ignore[operator]
+        delta_us=six_figures(after - before) if whole else None,  # type: ignore[operator]
     )
 
 
@@ -335,16 +336,13 @@ def _noise_seen(shapes: list[ShapeDiff]) -> list[NoiseSeen]:
             if value is not None:
                 seen.setdefault(key, []).append(abs(value))
     return [
-        NoiseSeen(metric=key, shapes=len(values), median=_r(statistics.median(values)),
-                  p90=_r(sorted(values)[int(0.9 * (len(values) - 1))]), max=_r(max(values)))
+        NoiseSeen(metric=key, shapes=len(values), median=six_figures(statistics.median(values)),
+                  p90=six_figures(sorted(values)[int(0.9 * (len(values) - 1))]),
+                  max=six_figures(max(values)))
         for key, values in seen.items()
         if values
     ]  # fmt: skip
 
 
-def _r(value: float) -> float:
-    return float(f"{value:.6g}")
-
-
 def _r_or_none(value: float | None) -> float | None:
-    return None if value is None else _r(value)
+    return None if value is None else six_figures(value)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from ..cards.model import Card
 from ..core.noise import Noise
+from ..core.stats import six_figures
 from ..verdicts.repeats import Interval, metric_interval
 from .model import Speed
 
@@ -38,9 +39,7 @@ class TimeTest:
 
     def rounded(self) -> list[list[float]]:
         """Both sides' intervals, baseline first, to 6 significant digits."""
-        return [
-            [float(f"{e:.6g}") for e in side.ends()] for side in (self.baseline, self.candidate)
-        ]
+        return [[six_figures(e) for e in side.ends()] for side in (self.baseline, self.candidate)]
 
 
 def time_interval(card: Card, noise: Noise) -> Interval | None:

@@ -13,6 +13,7 @@ from ..cards.machine import Software, first_gpu, sm_clock_range
 from ..cards.model import Card, CardFile, KernelCard
 from ..cards.rollup import median_ceilings
 from ..core.errors import RulesError
+from ..core.stats import six_figures
 from ..verdicts.rules import DEFAULT_RULES, LoadedRules, load_rules, rules_from_text
 from .model import SideHeader
 
@@ -127,7 +128,7 @@ def _peaks(kernels: Iterable[KernelCard]) -> dict[str, float]:
     compute, bandwidth = median_ceilings(kernels)
     named = {f"{family}_tflops": v for family, v in compute.items()}
     named.update({f"{level}_tbps": v for level, v in bandwidth.items()})
-    return {key: _r(value) for key, value in sorted(named.items())}
+    return {key: six_figures(value) for key, value in sorted(named.items())}
 
 
 def gpu_warnings(baseline: SideHeader, candidate: SideHeader) -> list[str]:
@@ -159,7 +160,3 @@ def _gpu_name(header: SideHeader) -> str | None:
     if not gpu.name:
         return None
     return f"{gpu.name} ({'?' if gpu.sm_count is None else gpu.sm_count} SMs)"
-
-
-def _r(value: float) -> float:
-    return float(f"{value:.6g}")

@@ -176,6 +176,7 @@ CATALOG += tuple(
     for c in roofline_counters()
 )
 SPECS = {spec.key: spec for spec in CATALOG}
+CATALOG_KEYS = tuple(spec.key for spec in CATALOG)  # a kernel row's values, in catalog order
 
 
 @dataclass(frozen=True)

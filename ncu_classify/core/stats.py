@@ -65,17 +65,19 @@ def spread(values: Sequence[float]) -> Spread:
     rsd = 100 * sd / abs(mean) if sd is not None and mean else None
     return Spread(
         n=n,
-        mean=_r(mean),
-        median=_r(statistics.median(values)),
-        ci95_low=_r(mean - half) if half is not None else None,
-        ci95_high=_r(mean + half) if half is not None else None,
-        sd=_r(sd) if sd is not None else None,
-        rsd_pct=_r(rsd) if rsd is not None else None,
-        min=_r(min(values)),
-        max=_r(max(values)),
+        mean=six_figures(mean),
+        median=six_figures(statistics.median(values)),
+        ci95_low=six_figures(mean - half) if half is not None else None,
+        ci95_high=six_figures(mean + half) if half is not None else None,
+        sd=six_figures(sd) if sd is not None else None,
+        rsd_pct=six_figures(rsd) if rsd is not None else None,
+        min=six_figures(min(values)),
+        max=six_figures(max(values)),
         stable=rsd < STABLE_RSD_PCT if rsd is not None else None,
     )
 
 
-def _r(value: float) -> float:
+def six_figures(value: float) -> float:
+    """`value` rounded to six significant figures: the one rounding every published figure gets,
+    so that cards, diffs and summaries stay byte-identical across platforms."""
     return float(f"{value:.6g}")

@@ -4,7 +4,7 @@ summary        per stage, per kernel class, per shape, coverage, fidelity
 coverage       the coverage lines and rows every view shows
 frames         cards as pandas DataFrames
 tables         table formats (--format, -o suffix) and CSV/Parquet bytes
-fit            tables that never alter a figure (column widths)
+fit            tables that never alter a figure (column widths, stacked rows)
 diff_text      a diff as a terminal table, Markdown, CSV, JSON
 diff_cut       which shapes a terminal diff lists
 diff_rollup    the per-stage-and-class roll-up of a diff
@@ -26,8 +26,8 @@ __all__ = [
     "cards_frame",
     "cards_schema_text",
     "load_cards",
-    "report_html",
-    "report_markdown",
+    "page_html",
+    "page_markdown",
     "summarize",
 ]
 __getattr__ = lazy_face(
@@ -36,8 +36,8 @@ __getattr__ = lazy_face(
         "cards_frame": "frames",
         "cards_schema_text": "schema",
         "load_cards": "frames",
-        "report_html": "page",
-        "report_markdown": "page",
+        "page_html": "page",
+        "page_markdown": "page",
         "summarize": "summary",
     },
 )

@@ -1,7 +1,7 @@
 """What share of the recorded program's kernel time a cards file stands for, in the forms every
 view shows it: the lines after a summary table, the rows of `summary --by coverage` (and of the
-`coverage` DataFrame), the report's Coverage section; and how faithful each timed card's replay
-is to the program's own call (`summary --by fidelity`, the report's Replay fidelity section).
+`coverage` DataFrame), the page's Coverage section; and how faithful each timed card's replay
+is to the program's own call (`summary --by fidelity`, the page's Replay fidelity section).
 
 Where a cards file does not know (cards not made from a recorded program, no card timed at
 record time) every view says so in words, never by leaving the line out."""
@@ -32,7 +32,7 @@ BASIS_SHORT = {
     "calls": "op calls (recorded without a GPU)",
 }
 TOP_IN_LINE = 3  # uncovered items named in a stage's summary line
-TOP_IN_REPORT = 20  # uncovered items and fidelity rows listed in a report
+TOP_IN_PAGE = 20  # uncovered items and fidelity rows listed on a page
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class FidelityRow:
 
 @dataclass(frozen=True)
 class FileCoverage:
-    """Coverage and replay fidelity of one cards file as a report shows them."""
+    """Coverage and replay fidelity of one cards file as a page shows them."""
 
     stages: list[StageCoverage]
     unknown: str | None  # the sentence when no stage is known
@@ -214,7 +214,7 @@ def fidelity_line(cards: CardFile) -> str:
 
 
 def file_coverage(cards: CardFile) -> FileCoverage:
-    """What a report shows of one file's coverage and replay fidelity."""
+    """What a page shows of one file's coverage and replay fidelity."""
     items = [(stage.stage, work) for stage in cards.coverage for work in stage.uncovered]
     items.sort(key=lambda pair: (-(pair[1].real_us or 0), -pair[1].calls))
     off = fidelity_rows(cards, off_only=True)
@@ -225,9 +225,9 @@ def file_coverage(cards: CardFile) -> FileCoverage:
             f"coverage {name}: unknown: {STAGE_UNKNOWN}"
             for name in (unknown_stages(cards) if cards.coverage else [])
         ],
-        uncovered=items[:TOP_IN_REPORT],
-        more_uncovered=max(len(items) - TOP_IN_REPORT, 0),
+        uncovered=items[:TOP_IN_PAGE],
+        more_uncovered=max(len(items) - TOP_IN_PAGE, 0),
         fidelity_line=fidelity_line(cards),
-        fidelity=off[:TOP_IN_REPORT],
-        more_fidelity=max(len(off) - TOP_IN_REPORT, 0),
+        fidelity=off[:TOP_IN_PAGE],
+        more_fidelity=max(len(off) - TOP_IN_PAGE, 0),
     )

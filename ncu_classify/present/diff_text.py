@@ -7,12 +7,11 @@ escaped for Markdown, quoted by the csv module.
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Callable
 from typing import Literal
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -21,7 +20,7 @@ from ..core.text import counted, md_code, md_text, printable
 from .diff_cut import shown_shapes
 from .diff_headroom import headroom_markdown, headroom_table
 from .diff_rollup import ARROW, rollup_change, rollup_table, us_untimed
-from .fit import Fitted, Line
+from .fit import Fitted, Line, plain_text
 from .tables import csv_text
 
 DiffFormat = Literal["table", "md", "json", "csv", "parquet"]
@@ -170,10 +169,7 @@ def diff_renderable(diff: DiffFile) -> Group:
 
 def diff_table_text(diff: DiffFile) -> str:
     """The terminal form as plain text (for -o with the default format)."""
-    buffer = io.StringIO()
-    console = Console(file=buffer, color_system=None, soft_wrap=True, force_terminal=False)
-    console.print(diff_renderable(diff))
-    return buffer.getvalue()
+    return plain_text(lambda console: console.print(diff_renderable(diff)))
 
 
 # --- Markdown --------------------------------------------------------------------------------

@@ -6,19 +6,28 @@ the others between words (widest first), then folds class names; a figure and a 
 stay whole. Where even that does not fit, the table is drawn wider than the terminal rather
 than cut. Off a terminal (a file, a pipe, a CI log) a table is drawn as wide as it needs: ids
 whole, one line per row.
+
+`Stacked` is the other fitter, for tables of plain-text cells (`next`): a numeric column is as
+wide as its widest figure (its header wraps to that width), text columns fold, and a terminal
+too narrow for the figures gets each row as a block of `header: value` lines instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import io
+from collections.abc import Callable, Collection
+from typing import Literal
 
+from rich import box
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from ..core.text import one_line, printable
+
 FOLD_FLOOR = 8  # a column of ids or free text folds no narrower than this (or its header word)
-_WIDE = 1_000_000  # the width a cell is measured at: its natural width, never a cut one
+_WIDE = 1_000_000  # the width a cell is measured at (its natural width), and off a terminal
 
 
 class Fitted:
@@ -118,6 +127,108 @@ class Line:
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         """As wide as the text's longest line (its longest word at the least)."""
         return Measurement.get(console, options, self.text)
+
+
+def _wrapped(header: str, width: int) -> str:
+    """A header's words on lines no wider than `width` (a longer word on a line of its own)."""
+    lines: list[str] = []
+    for word in header.split():
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "\n".join(lines)
+
+
+def _cell(cell: str) -> Text:
+    """User text shown escaped, line by line (a cell may hold several lines)."""
+    return Text("\n".join(map(printable, cell.split("\n"))))
+
+
+class Stacked:
+    """A table where it fits the width, else each row as a block of `header: value` lines:
+    a figure is never cut nor folded."""
+
+    def __init__(self, title: str, headers: list[str], rows: list[list[str]], numeric: set[int]):
+        """`rows` of plain-text cells (a newline: another line of the cell); `numeric`: the
+        indexes of the columns of figures."""
+        self.title, self.headers, self.rows, self.numeric = title, headers, rows, numeric
+
+    def widths(self) -> list[int]:
+        """Each column's least width: a numeric one its widest figure and longest header word,
+        a text one (folding) up to 16 characters."""
+        out = []
+        for index, name in enumerate(self.headers):
+            cells = [line for row in self.rows for line in row[index].split("\n")]
+            longest = max(map(len, [*cells, *name.split()]))
+            out.append(longest if index in self.numeric else min(longest, 16))
+        return out
+
+    def natural(self) -> list[int]:
+        """Each column's natural width: its widest line, header included (off a terminal)."""
+        return [
+            max(len(name), *(len(line) for row in self.rows for line in row[index].split("\n")))
+            for index, name in enumerate(self.headers)
+        ]
+
+    def table(self, whole: bool = False) -> Table:
+        """The table: numeric columns never narrower than their widest figure; `whole`: every
+        column at its natural width, nothing wrapped nor folded (off a terminal)."""
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0))
+        table.show_edge = not whole  # off a terminal: no edge of spaces around the table
+        for index, (name, width) in enumerate(zip(self.headers, self.widths(), strict=True)):
+            if whole:
+                justify: Literal["left", "right"] = "right" if index in self.numeric else "left"
+                table.add_column(name, justify=justify, no_wrap=True, width=self.natural()[index])
+            elif index in self.numeric:
+                table.add_column(
+                    _wrapped(name, width), justify="right", no_wrap=True, min_width=width
+                )
+            else:
+                table.add_column(name, overflow="fold", min_width=width)
+        for row in self.rows:
+            table.add_row(*map(_cell, row))
+        return table
+
+    def blocks(self) -> Table:
+        """Each row as lines `header: value` under its first cell, in one folding column."""
+        grid = Table.grid()
+        grid.add_column(overflow="fold")
+        grid.add_row(Text(one_line(self.title)))
+        for row in self.rows:
+            grid.add_row(_cell(f"{self.headers[0]} {row[0]}"))
+            for name, value in zip(self.headers[1:], row[1:], strict=True):
+                grid.add_row(_cell("  " + "\n  ".join(f"{name}: {value}".split("\n"))))
+        return grid
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        """Off a terminal the table at its natural width; on one the table where it fits,
+        else the blocks."""
+        if not on_terminal(console):
+            yield Line(self.title)
+            wide = options.update(width=_WIDE, no_wrap=True)  # never folded: as wide as it needs
+            yield from console.render(self.table(whole=True), wide)
+            return
+        if self.needed(console) > options.max_width:
+            yield self.blocks()
+            return
+        yield Line(one_line(self.title))
+        yield self.table()
+
+    def needed(self, console: Console) -> int:
+        """The width of the table with every column at its least width."""
+        table = self.table()
+        for column, width in zip(table.columns, self.widths(), strict=True):
+            column.width = width
+        return Measurement.get(console, console.options.update_width(10**6), table).maximum
+
+
+def plain_text(draw: Callable[[Console], object]) -> str:
+    """What `draw` prints on a console off a terminal (no colour, tables at the width they
+    need), as text: the -o FILE form of a table."""
+    buffer = io.StringIO()
+    draw(Console(file=buffer, color_system=None, soft_wrap=True, force_terminal=False))
+    return buffer.getvalue()
 
 
 def on_terminal(console: Console) -> bool:

@@ -54,6 +54,7 @@ class Move(BaseModel):
     headroom: CardHeadroom = Field(description="the figures per call")
 
 
+# the docstring is the published schema's description: its wording waits for a schema bump
 class NextMoves(BaseModel):
     """The `next` report: per stage and overall, and every move ranked."""
 

@@ -1,4 +1,4 @@
-"""The `next` report for people and spreadsheets: Markdown (per stage, then the top moves of
+"""The `next` advice for people and spreadsheets: Markdown (per stage, then the top moves of
 each stage; also what a pull request shows) and CSV (one row per move, every figure). The cells
 are shared with the terminal tables (`next_table`). Columns add up as printed: a recoverable
 figure is the measured one minus the floor, both as shown (one decimal), so that measured =
@@ -66,11 +66,11 @@ def _cards(count: int) -> str:
     return f"{count} card" + ("" if count == 1 else "s")
 
 
-def stage_notes(report: NextMoves) -> list[str]:
+def stage_notes(advice: NextMoves) -> list[str]:
     """What the stage rows count in a way a reader must know: cards at their measured time for
     want of a floor, figures capped at the measured time, kernel roofs below the SOL."""
     lines = []
-    for s in report.stages:  # (all stages) is their sum
+    for s in advice.stages:  # (all stages) is their sum
         name = s.stage
         if s.cards_without_roof and s.kernel_roof_us is not None:
             lines.append(
@@ -96,17 +96,17 @@ def stage_notes(report: NextMoves) -> list[str]:
     return lines
 
 
-def coverage_lines(report: NextMoves) -> list[str]:
+def coverage_lines(advice: NextMoves) -> list[str]:
     """What share of the recorded program's kernel time these figures cover, per stage."""
-    if not report.coverage:
-        return [f"coverage: unknown: {report.coverage_unknown or UNKNOWN}"]
-    return [stage_line(stage) for stage in report.coverage]
+    if not advice.coverage:
+        return [f"coverage: unknown: {advice.coverage_unknown or UNKNOWN}"]
+    return [stage_line(stage) for stage in advice.coverage]
 
 
-def flag_lines(report: NextMoves) -> list[str]:
+def flag_lines(advice: NextMoves) -> list[str]:
     """One line per card whose figures carry a flag (a kernel above its roof, an op faster
     than its speed of light): what people must not read as a measurement."""
-    return [f"{m.group}: {flag}" for m in report.moves for flag in m.headroom.flags]
+    return [f"{m.group}: {flag}" for m in advice.moves for flag in m.headroom.flags]
 
 
 def move_cells(m: Move) -> list[str]:
@@ -129,32 +129,32 @@ def move_cells(m: Move) -> list[str]:
     ]
 
 
-def stage_moves(report: NextMoves, top: int) -> list[tuple[str, list[Move]]]:
+def stage_moves(advice: NextMoves, top: int) -> list[tuple[str, list[Move]]]:
     """The `top` moves of each stage that has any, in the stages' order."""
     per_stage = [
-        (s.stage, [m for m in report.moves if m.stage == s.stage][:top]) for s in report.stages
+        (s.stage, [m for m in advice.moves if m.stage == s.stage][:top]) for s in advice.stages
     ]
     return [(name, moves) for name, moves in per_stage if moves]
 
 
-def next_markdown(report: NextMoves, top: int = 5, *, coverage: bool = True) -> str:
+def next_markdown(advice: NextMoves, top: int = 5, *, coverage: bool = True) -> str:
     """Per stage and overall, the share of the program they cover (unless the caller says it
     already), then the `top` moves of each stage (us per inference)."""
     lines = [
-        f"## Headroom: {md_text(report.cards_file)}",
+        f"## Headroom: {md_text(advice.cards_file)}",
         "",
         INTRO,
         "",
         "| " + " | ".join(STAGE_HEADERS) + " |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for s in [*report.stages, report.overall]:
+    for s in [*advice.stages, advice.overall]:
         cells = stage_cells(s)
         lines.append(f"| {md_text(cells[0])} | {' | '.join(cells[1:])} |")
-    notes = stage_notes(report) + (coverage_lines(report) if coverage else [])
+    notes = stage_notes(advice) + (coverage_lines(advice) if coverage else [])
     if notes:
         lines += ["", *(f"- {md_text(line)}" for line in notes)]
-    for name, moves in stage_moves(report, top):
+    for name, moves in stage_moves(advice, top):
         lines += [
             "",
             f"### Next moves: {md_text(name)}",
@@ -166,16 +166,16 @@ def next_markdown(report: NextMoves, top: int = 5, *, coverage: bool = True) -> 
             c = move_cells(m)
             text = [md_text(c[0]), md_code(c[1]), *map(md_text, c[2:4]), *c[4:8], md_text(c[8])]
             lines.append("| " + " | ".join(text) + " |")
-    flagged = flag_lines(report)
+    flagged = flag_lines(advice)
     if flagged:
         lines += ["", "### Flagged figures", "", *(f"- {md_text(line)}" for line in flagged)]
     return "\n".join(lines) + "\n"
 
 
-def next_csv(report: NextMoves) -> str:
+def next_csv(advice: NextMoves) -> str:
     """One row per move, ranked, with the per-call figures beside the per-inference ones."""
     rows = []
-    for m in report.moves:
+    for m in advice.moves:
         h = m.headroom
         rows.append(
             [

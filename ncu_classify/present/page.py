@@ -20,7 +20,7 @@ from ..core.text import counted, figure, md_code, md_text, printable
 from .coverage import BASIS_SHORT, millis
 from .next_text import next_markdown, stage_cells, stage_notes
 from .page_chart import DASHES, build_chart
-from .page_view import SHOWN_CARDS, FileView, ReportView, build_view
+from .page_view import SHOWN_CARDS, FileView, PageView, build_view
 from .summary import stability_lines
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -75,8 +75,8 @@ def _visible(value: Any) -> Any:
     return printable(value, keep_newlines=True) if isinstance(value, str) else value
 
 
-def report_html(files: list[tuple[str, CardFile]], title: str) -> str:
-    """The HTML report of `files` ((label, cards) pairs)."""
+def page_html(files: list[tuple[str, CardFile]], title: str) -> str:
+    """The HTML page of `files` ((label, cards) pairs)."""
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         autoescape=True,  # every string from a file is text, never markup
@@ -105,10 +105,10 @@ def report_html(files: list[tuple[str, CardFile]], title: str) -> str:
         "basis": BASIS_SHORT,
         "shown_cards": SHOWN_CARDS,
     }
-    return environment.get_template("report.html.j2").render(context)
+    return environment.get_template("page.html.j2").render(context)
 
 
-def report_markdown(files: list[tuple[str, CardFile]], title: str) -> str:
+def page_markdown(files: list[tuple[str, CardFile]], title: str) -> str:
     """A Markdown summary: inputs, time per stage and class, the top time consumers."""
     view = build_view(files, title)
     lines = [f"## {md_text(title)}", ""]
@@ -156,7 +156,7 @@ def report_markdown(files: list[tuple[str, CardFile]], title: str) -> str:
 
 
 def _time_table(
-    view: ReportView,
+    view: PageView,
     title: str,
     header: str,
     cells: Callable[[FileView], list[tuple[SummaryRow | KernelClassRow, str]]],
@@ -176,7 +176,7 @@ def _time_table(
     return lines
 
 
-def _coverage_markdown(view: ReportView) -> list[str]:
+def _coverage_markdown(view: PageView) -> list[str]:
     """The Coverage section in Markdown: per stage, then what no card covers (at most 20 per
     file, largest first), or per file the sentence saying coverage is unknown."""
     lines = ["", "### Coverage of the recorded program", ""]
@@ -221,7 +221,7 @@ def _coverage_markdown(view: ReportView) -> list[str]:
     return lines
 
 
-def _fidelity_markdown(view: ReportView) -> list[str]:
+def _fidelity_markdown(view: PageView) -> list[str]:
     """The Replay fidelity section in Markdown: per file how many timed cards replay more than
     10 % away from the program, and those (at most 20, largest difference first)."""
     lines = ["", "### Replay fidelity", ""]
@@ -275,7 +275,7 @@ def _class_text(card: Any) -> str:
     return text
 
 
-def _top_rows(view: ReportView) -> list[str]:
+def _top_rows(view: PageView) -> list[str]:
     rows = []
     for f in view.files:
         cards = [c for c in view.cards if c.file == f.index]

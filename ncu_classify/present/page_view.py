@@ -1,4 +1,4 @@
-"""What a report shows, computed once for the HTML and Markdown forms: each cards file's header
+"""What a page shows, computed once for the HTML and Markdown forms: each cards file's header
 (GPU, software, rules, when), the recorded program's coverage and replay fidelity, per-stage
 time shares, every card with its dominant kernel's roofline, and the points and ceilings of the
 roofline chart.
@@ -59,7 +59,7 @@ SHOWN_CARDS = 500
 
 @dataclass(frozen=True)
 class FileView:
-    """One cards file of the report."""
+    """One cards file of the page."""
 
     index: int
     label: str
@@ -121,8 +121,8 @@ class MoreCards:
 
 
 @dataclass
-class ReportView:
-    """Everything a report renders."""
+class PageView:
+    """Everything a page renders."""
 
     title: str
     files: list[FileView]
@@ -136,8 +136,8 @@ class ReportView:
     more: list[MoreCards] = field(default_factory=list)  # per file, the cards not shown
 
 
-def build_view(files: list[tuple[str, CardFile]], title: str) -> ReportView:
-    """The report of `files` ((label, cards) pairs), in their order."""
+def build_view(files: list[tuple[str, CardFile]], title: str) -> PageView:
+    """The page of `files` ((label, cards) pairs), in their order."""
     classes = _class_colours(c for _, cards in files for c in cards.cards)
     views, cards_out, points, ceilings, more = [], [], [], [], []
     off_chart = out_of_range = 0
@@ -185,7 +185,7 @@ def build_view(files: list[tuple[str, CardFile]], title: str) -> ReportView:
         ceilings += _ceilings(index, cards)
         if hidden:
             more.append(MoreCards(index, len(hidden), _more_text(hidden)))
-    return ReportView(
+    return PageView(
         title=title,
         files=views,
         cards=cards_out,

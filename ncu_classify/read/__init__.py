@@ -7,7 +7,7 @@ lean        a copy of a report without its source blocks
 preload     NVIDIA's metrics library loaded on a thread meanwhile
 kernels     the only module that imports ncu_report: reports -> kernel rows
 breakdowns  the hot units read from the throughput breakdowns
-records     the kernel rows
+rows        the kernel rows (KernelRow)
 slices      whole reports or windows of a large one per reader
 parallel    many reports read in bounded forked children
 workers     a process pool that cannot deadlock on shutdown
@@ -18,7 +18,7 @@ from __future__ import annotations
 from ..core.lazy import lazy_face
 
 __all__ = [
-    "KernelRecord",
+    "KernelRow",
     "is_report_name",
     "read_all",
     "read_report",
@@ -27,7 +27,7 @@ __all__ = [
 __getattr__ = lazy_face(
     __name__,
     {
-        "KernelRecord": "records",
+        "KernelRow": "rows",
         "is_report_name": "names",
         "read_all": "parallel",
         "read_report": "kernels",

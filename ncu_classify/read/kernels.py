@@ -23,7 +23,15 @@ import ncu_report
 
 from ..core.counters import fill_products
 from ..core.errors import ReportError
-from ..core.metrics import CATALOG, DEVICE_METRICS, PASSES_METRIC, MetricSpec, complete, scaled
+from ..core.metrics import (
+    CATALOG,
+    CATALOG_KEYS,
+    DEVICE_METRICS,
+    PASSES_METRIC,
+    MetricSpec,
+    complete,
+    scaled,
+)
 from ..core.stalls import CPI_METRIC, DECIDERS, STALL_REASONS, stall_metric
 from ..core.textio import open_regular, os_reason
 from ..core.trusted import trusted
@@ -33,9 +41,8 @@ from .framing import SUPPORTED_FORMAT, ReportInfo, version_message
 from .inflate import plain_file
 from .lean import local_report
 from .names import split_repeat
-from .records import KernelRecord, ReportRead
+from .rows import KernelRow, ReportRead
 
-CATALOG_KEYS = tuple(spec.key for spec in CATALOG)
 # Roofline counts a `--set full` report carries only as rates (it has no `.sum` of them).
 RATE_FALLBACK_SPECS = tuple(
     s for s in CATALOG if s.names[0].endswith(".sum") and s.dimension in ("count", "bytes")
@@ -105,7 +112,7 @@ def read_kernel(
     action_index: int,
     device: dict[str, str | int | None],
     factors: dict[str, float | str] | None = None,
-) -> KernelRecord:
+) -> KernelRow:
     """One kernel row from an ncu_report action (`device`: the report's GPU, read once;
     `factors`: per metric name, the factor from the unit the report states to the card's, or
     why there is none; one per report, filled as its kernels are read)."""
@@ -138,7 +145,7 @@ def read_kernel(
     missing = [spec.key for spec in CATALOG if values[spec.key] is None]
     ranges, repeat = split_repeat(_nvtx_stack(action))
     return trusted(  # trusted values: skip validation on the hot path
-        KernelRecord,
+        KernelRow,
         report=report,
         range_index=range_index,
         action_index=action_index,
@@ -226,7 +233,7 @@ def warm_up(path: Path, scratch: Path | None = None) -> None:
             context.range_by_idx(0).action_by_idx(0)
 
 
-def _damage(action: Any, row: KernelRecord) -> str | None:
+def _damage(action: Any, row: KernelRow) -> str | None:
     """Why a kernel looks like the phantom ncu_report makes of a cut result (no name, no metric
     at all), or None. metric_names() costs 0.6 ms on a --set full kernel: asked only when no
     catalog metric has a value, and a NaN-only kernel, which ncu wrote, still has its names."""
@@ -255,7 +262,7 @@ Window = tuple[int, int]  # kernels [start, stop) of a report, in report order
 
 def _kernels(
     plain: Path, path: Path, label: str, info: ReportInfo, window: Window | None = None
-) -> Iterator[KernelRecord]:
+) -> Iterator[KernelRow]:
     """Every kernel of the checked report file `plain` (those of `window` only, when given),
     as it is read, refusing a damaged one (the refusal can come after some kernels); errors
     name `path`, rows `label`."""
@@ -307,7 +314,7 @@ def iter_report(
     scratch: Path | None = None,
     window: Window | None = None,
     checked: ReportInfo | None = None,
-) -> Generator[KernelRecord, None, None]:
+) -> Generator[KernelRow, None, None]:
     """`read_report`'s kernels one by one, as they are read, for a reader that hands them on
     while it reads; a ReportError can still come after some kernels (then they are void).
     `checked`: the framing of the plain file `path` where the read plan checked it already."""

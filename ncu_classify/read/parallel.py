@@ -24,7 +24,7 @@ from typing import Any
 from ..core.errors import ReportError
 from ..core.text import unicode_safe
 from .preload import finish_loading, loading_task
-from .records import KernelRecord
+from .rows import KernelRow
 from .slices import ReadUnit, plan_units, report_bytes
 from .workers import WorkerFailure, run_in_children
 
@@ -32,8 +32,8 @@ REPORTS_PER_WORKER = 256
 STREAM_ROWS = 16  # kernel rows a reader process sends at a time (the parent unpickles them)
 BYTES_PER_WORKER = 1 << 30
 ReadProgress = Callable[[int, int], None]  # read units (reports or windows) done, in all
-PerKernel = Callable[[KernelRecord], Any]  # what the caller makes of each kernel row
-Rows = list[tuple[KernelRecord, Any]]  # one report's rows, each with what PerKernel made of it
+PerKernel = Callable[[KernelRow], Any]  # what the caller makes of each kernel row
+Rows = list[tuple[KernelRow, Any]]  # one report's rows, each with what PerKernel made of it
 _per_kernel: PerKernel | None = None  # what a reader process hands each row to
 _scratch: Path | None = None  # where it inflates compressed reports
 

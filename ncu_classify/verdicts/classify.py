@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from .._version import __version__
-from ..capture.group_ids import parse_group_id, shape_record_of_id
-from ..capture.manifest import ShapeRecord
+from ..capture.group_ids import manifest_shape_of_id, parse_group_id
+from ..capture.manifest import ID_TELLS, ManifestShape
 from ..cards.files import KernelJson
 from ..cards.model import Card, CardFile, KernelCard
 from ..cards.rollup import card_class, count_classes
@@ -29,10 +29,10 @@ from ..core.text import unicode_safe
 from ..read.names import report_stem
 from ..read.parallel import ReadProgress, read_all
 from ..read.preload import finish_loading, start_loading
-from ..read.records import KernelRecord
+from ..read.rows import KernelRow
 from .coverage import program_coverage
 from .drill_merge import merge_drill_downs
-from .inputs import Source, capture_environments, collect_inputs, input_files
+from .inputs import ReportSet, capture_environments, collect_inputs, input_files
 from .judge import build_card, kernel_card
 from .repeats import by_repeat, with_repeats
 from .rules import LoadedRules
@@ -41,20 +41,11 @@ from .unmanifested import missing_manifest_warnings
 
 __all__ = ["classify", "input_files"]
 
-Classified = tuple[KernelRecord, KernelCard]
-# What a group id tells of its shape (not how it was captured: calls, source, inputs).
-ID_TELLS = (
-    "group",
-    "stage",
-    "op",
-    "shape_parameters",
-    "nominal_mac_flops",
-    "nominal_bytes",
-)  # a kernel row and its classified card entry
+Classified = tuple[KernelRow, KernelCard]  # a kernel row and its classified card entry
 
 
 def _shape_card(
-    shape: ShapeRecord, pairs: list[Classified], rules: LoadedRules, reads: Reads
+    shape: ManifestShape, pairs: list[Classified], rules: LoadedRules, reads: Reads
 ) -> Card:
     records, kernels = [p[0] for p in pairs], [p[1] for p in pairs]
     error = shape.error if shape.status != "ok" else None
@@ -64,13 +55,12 @@ def _shape_card(
             " finish it with capture --resume"
         )
     stem = report_stem(shape.report) if shape.report else None
-    path = next((p for p in reads.source.reports if report_stem(p) == stem), None)
+    found = reads.report_set
+    path = next((p for p in found.reports if report_stem(p) == stem), None)
     if shape.status == "ok" and path is not None and path in reads.failed:
         error = f"its report could not be read: {reads.failed[path]}"
-    elif shape.status == "ok" and path is None and stem in reads.source.problems:
-        error = (
-            f"its report could not be read: {shown_line(reads.source.problems[stem], reads.named)}"
-        )
+    elif shape.status == "ok" and path is None and stem in found.problems:
+        error = f"its report could not be read: {shown_line(found.problems[stem], reads.named)}"
     elif shape.status == "ok" and not records and shape.report:
         error = f"no kernel of range {shape.group!r} found in {shape.report}"
     elif shape.status == "ok" and shape.kernels is not None and len(records) != shape.kernels:
@@ -164,15 +154,15 @@ def _told_by_id(name: str) -> str | None:
     entry = parse_group_id(name)
     if entry is None:
         return None
-    told = shape_record_of_id(entry).identity()
+    told = manifest_shape_of_id(entry).identity()
     return json.dumps({key: told[key] for key in ID_TELLS})
 
 
 @dataclass
 class Reads:
-    """What reading gave for one source: kernels per report, errors per failed report."""
+    """What reading gave for one report set: kernels per report, errors per failed report."""
 
-    source: Source
+    report_set: ReportSet
     ok: dict[Path, list[Classified]]
     failed: dict[Path, str]
     labels: dict[str, str]
@@ -181,11 +171,11 @@ class Reads:
     named: dict[Path, str] = field(default_factory=dict)  # inputs as the cards name them
 
 
-def cards_for_source(reads: Reads, rules: LoadedRules) -> list[Card]:
-    """Cards of one source: the manifest's shapes first, then anything unclaimed."""
-    source = reads.source
-    pairs = [pair for path in source.reports if path in reads.ok for pair in reads.ok[path]]
-    if source.manifest is None:
+def cards_for_set(reads: Reads, rules: LoadedRules) -> list[Card]:
+    """Cards of one report set: the manifest's shapes first, then anything unclaimed."""
+    given = reads.report_set
+    pairs = [pair for path in given.reports if path in reads.ok for pair in reads.ok[path]]
+    if given.manifest is None:
         return _foreign_cards(pairs, rules, reads.labels, reads.warnings)
     # Key kernels by (report, range): after --resume a range can sit in an older report too
     # (a crashed first attempt); a shape takes the kernels of the report its record names.
@@ -195,7 +185,7 @@ def cards_for_source(reads: Reads, rules: LoadedRules) -> list[Card]:
         key = (report_stem(pair[0].report), ranges[-1] if ranges else "")
         by_range.setdefault(key, []).append(pair)
     cards = []
-    for shape in source.manifest.shapes:
+    for shape in given.manifest.shapes:
         stem = report_stem(shape.report) if shape.report else ""
         found = by_range.pop((stem, shape.group), [])
         times = report_stem(shape.times_report) if shape.times_report else None
@@ -203,20 +193,20 @@ def cards_for_source(reads: Reads, rules: LoadedRules) -> list[Card]:
         first = [p for p in found if p[0].repeat in (None, 1)]
         card = _shape_card(shape, first, rules, reads)
         later = [p[0] for p in found if p[0].repeat not in (None, 1)] + [p[0] for p in timed]
-        measured = with_repeats(card, by_repeat(later), source.manifest, rules, reads.run_to_run)
+        measured = with_repeats(card, by_repeat(later), given.manifest, rules, reads.run_to_run)
         cards.append(measured)
     leftovers = [pair for members in by_range.values() for pair in members]
-    leftovers = _without_old_repeats(leftovers, source, reads.warnings)
+    leftovers = _without_old_repeats(leftovers, given, reads.warnings)
     return cards + _foreign_cards(leftovers, rules, reads.labels, reads.warnings)
 
 
 def _without_old_repeats(
-    pairs: list[Classified], source: Source, warnings: list[str]
+    pairs: list[Classified], report_set: ReportSet, warnings: list[str]
 ) -> list[Classified]:
     """Kernels no shape claims, less those of the capture's duration batches (a batch whose
     shapes were timed again after a crash or --resume): repeats, never cards of their own."""
-    assert source.manifest is not None
-    times = {report_stem(b.report) for b in source.manifest.batches if b.kind == "times"}
+    assert report_set.manifest is not None
+    times = {report_stem(b.report) for b in report_set.manifest.batches if b.kind == "times"}
     unused = [p for p in pairs if report_stem(p[0].report) in times]
     for report in sorted({p[0].report for p in unused}):
         warnings.append(
@@ -260,7 +250,7 @@ def _classify(
     absolute = [Path(os.path.abspath(p)) for p in paths]  # `.`, `..` named as from anywhere
     inputs = collect_inputs(absolute)
     named = dict(zip(absolute, short_names(paths), strict=True))
-    missing = missing_shards(inputs.sources, partial, named)
+    missing = missing_shards(inputs.report_sets, partial, named)
     (inputs.warnings if partial else inputs.errors).extend(missing)
     all_reports = inputs.reports()
     shown = {path: unicode_safe(shown_under(path, named)) for path in all_reports}
@@ -288,13 +278,13 @@ def _classify(
     if noise is None and any(row.repeat for rows in ok.values() for row, _ in rows):
         noise = load_noise()[0]  # parsed only for repeated cards, the ones it judges
     run_to_run = noise.run_to_run if noise else None
-    per_source: list[tuple[Source, list[Card]]] = []
-    for source in inputs.sources:
-        reads = Reads(source, ok, failed, labels, run_to_run, inputs.warnings, named)
-        per_source.append((source, cards_for_source(reads, rules)))
-    inputs.warnings += missing_manifest_warnings(per_source, failed)
-    per_source = merge_drill_downs(per_source, rules, inputs.warnings, named)
-    cards = [card for _, found in per_source for card in found]
+    per_set: list[tuple[ReportSet, list[Card]]] = []
+    for report_set in inputs.report_sets:
+        reads = Reads(report_set, ok, failed, labels, run_to_run, inputs.warnings, named)
+        per_set.append((report_set, cards_for_set(reads, rules)))
+    inputs.warnings += missing_manifest_warnings(per_set, failed)
+    per_set = merge_drill_downs(per_set, rules, inputs.warnings, named)
+    cards = [card for _, found in per_set for card in found]
     if noise and noise.run_to_run is None and any(c.measurement for c in cards):
         inputs.warnings.append(
             f"noise {noise.id}: no run_to_run: the stability of repeated verdicts rests on each"
@@ -310,7 +300,7 @@ def _classify(
         rules_sha256=rules.sha256,
         rules_yaml=rules.text,
         inputs=[unicode_safe(name) for name in named.values()],
-        captures=capture_environments([s for s in inputs.sources if s.manifest]),
+        captures=capture_environments([s for s in inputs.report_sets if s.manifest]),
         input_errors=[unicode_safe(shown_line(e, named)) for e in inputs.errors],
         input_warnings=[
             unicode_safe(shown_line(w, named)) for w in inputs.warnings + duplicate_groups(cards)
@@ -318,7 +308,7 @@ def _classify(
         coverage=program_coverage(
             [
                 (s.manifest, found)
-                for s, found in per_source
+                for s, found in per_set
                 if s.manifest and not s.manifest.drill_down
             ]
         ),
@@ -333,7 +323,7 @@ def _classify(
 KERNEL_FIELDS = set(KernelCard.model_fields)
 
 
-def _card_and_json(record: KernelRecord, rules: LoadedRules) -> tuple[KernelCard, str]:
+def _card_and_json(record: KernelRow, rules: LoadedRules) -> tuple[KernelCard, str]:
     """A kernel's card and its JSON, made where the kernel is read: by the parallel readers,
     instead of the one process that writes the file."""
     card = kernel_card(record, rules)

@@ -23,6 +23,7 @@ from ..core.stalls import (
     STALL_REASONS,
     group_key,
 )
+from ..core.stats import six_figures
 from .margins import verdict_margin
 from .rules import LoadedRules, evaluate, load_rules
 
@@ -34,10 +35,6 @@ TOP_SHARE = 90.0  # top reasons are listed until they hold this share of the sta
 def settle_rules() -> LoadedRules:
     """The packaged settle rules, read once per process."""
     return load_rules(DRILL_RULES)
-
-
-def _figure(value: float) -> float:
-    return float(f"{value:.6g}")
 
 
 def drill_values(
@@ -72,14 +69,14 @@ def build_drill_down(
     source: DrillSource,
 ) -> DrillDown:
     """The drill-down section of a kernel from its warp-state counters (`read` gives them
-    as `KernelRecord.stalls`) and its card metrics."""
+    as `KernelRow.stalls`) and its card metrics."""
     values = drill_values(stalls, metrics)
     total = sum(stalls.get(reason, 0.0) for reason in STALL_REASONS)
     shares = sorted(
         (
             StallShare(
                 reason=reason,
-                cycles_per_issue=_figure(stalls[reason]),
+                cycles_per_issue=six_figures(stalls[reason]),
                 share_pct=round(stalls[reason] / total * 100, 2),
             )
             for reason in STALL_REASONS
@@ -113,7 +110,7 @@ def build_drill_down(
 
 
 def _rounded(value: float | None) -> float | None:
-    return None if value is None else _figure(value)
+    return None if value is None else six_figures(value)
 
 
 def top_reasons(shares: list[StallShare]) -> list[str]:

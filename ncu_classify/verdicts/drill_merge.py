@@ -21,12 +21,12 @@ from ..capture.manifest import Manifest
 from ..cards.model import Card, KernelCard
 from ..core.paths import shown_under
 from ..core.text import counted
-from .inputs import Source
+from .inputs import ReportSet
 from .judge import judge
 from .rules import LoadedRules
 from .unmanifested import unmanifested_drill_down
 
-SourceCards = tuple[Source, list[Card]]
+SetCards = tuple[ReportSet, list[Card]]
 
 
 def experiment_label(manifest: Manifest | None, folder: str) -> str:
@@ -36,11 +36,11 @@ def experiment_label(manifest: Manifest | None, folder: str) -> str:
     return f"drill-down capture {folder} ({when})"
 
 
-def _drill_folder(source: Source, cards: list[Card]) -> Path | None:
+def _drill_folder(report_set: ReportSet, cards: list[Card]) -> Path | None:
     """The folder of a drill-down capture (with its manifest, or recognized without it)."""
-    if source.manifest is not None and source.manifest_path is not None:
-        return source.manifest_path.parent if source.manifest.drill_down else None
-    return unmanifested_drill_down(source, cards)
+    if report_set.manifest is not None and report_set.manifest_path is not None:
+        return report_set.manifest_path.parent if report_set.manifest.drill_down else None
+    return unmanifested_drill_down(report_set, cards)
 
 
 def _relabel(card: Card, label: str, created_at: str | None) -> Card:
@@ -110,25 +110,25 @@ def _attach(
 
 
 def merge_drill_downs(
-    per_source: list[SourceCards],
+    per_set: list[SetCards],
     rules: LoadedRules,
     warnings: list[str],
     named: dict[Path, str] | None = None,
-) -> list[SourceCards]:
+) -> list[SetCards]:
     """The sources with every drill-down capture's cards folded into the other sources' cards
-    of the same group (its own cards only where no other source holds the group); `named`:
+    of the same group (its own cards only where no other report set holds the group); `named`:
     the inputs as outputs name them."""
-    folders = [_drill_folder(s, cards) for s, cards in per_source]
-    drills = [(s, c, f) for (s, c), f in zip(per_source, folders, strict=True) if f is not None]
+    folders = [_drill_folder(s, cards) for s, cards in per_set]
+    drills = [(s, c, f) for (s, c), f in zip(per_set, folders, strict=True) if f is not None]
     if not drills:
-        return per_source
-    firsts = [sc for sc, folder in zip(per_source, folders, strict=True) if folder is None]
+        return per_set
+    firsts = [sc for sc, folder in zip(per_set, folders, strict=True) if folder is None]
     drilled: dict[str, Card] = {}
     unknown: set[str] = set()  # groups drilled by a drill-down read without its manifest
-    left: list[SourceCards] = []
-    for source, cards, folder in drills:
-        label = experiment_label(source.manifest, shown_under(folder, named or {}))
-        created_at = source.manifest.created_at if source.manifest else None
+    left: list[SetCards] = []
+    for report_set, cards, folder in drills:
+        label = experiment_label(report_set.manifest, shown_under(folder, named or {}))
+        created_at = report_set.manifest.created_at if report_set.manifest else None
         relabelled = [_relabel(c, label, created_at) for c in cards]
         claimed = {c.group for _, held in firsts for c in held}
         twice = [card.group for card in relabelled if card.group in drilled]
@@ -142,7 +142,7 @@ def merge_drill_downs(
                 continue
             if card.group in claimed and card.status in ("classified", "unresolved"):
                 drilled[card.group] = card
-                if source.manifest is None:
+                if report_set.manifest is None:
                     unknown.add(card.group)
             elif card.group in claimed:
                 why = card.error or card.status
@@ -153,11 +153,11 @@ def merge_drill_downs(
                 f"{label}: {len(alone)} drilled shapes match no card of the other inputs (first:"
                 f" {alone[0].group}); kept as cards of their own"
             )
-        left.append((source, alone))
+        left.append((report_set, alone))
 
-    def known(source: Source, card: Card) -> bool:
+    def known(report_set: ReportSet, card: Card) -> bool:
         """Whether both backends of the card and its drill-down are known (both manifests)."""
-        return source.manifest is not None and card.group not in unknown
+        return report_set.manifest is not None and card.group not in unknown
 
     merged = [
         (

@@ -1,8 +1,8 @@
-"""What classify reads: files and folders expanded into report sources before any report opens.
+"""What classify reads: files and folders expanded into report sets before any report opens.
 
 Folders are searched recursively (hidden folders such as a capture's `.work` are skipped, and so
 are links to folders, which could loop); a folder that holds a capture `manifest.json` is one
-source with its manifest and is not searched further. The same report reached twice is read
+report set with its manifest and is not searched further. The same report reached twice is read
 once, with a warning. Reports of other people's runs that share a name (`profile.ncu-rep` is the
 commonest) get labels that tell them apart, so their cards never merge into one stage.
 """
@@ -30,7 +30,7 @@ def is_report(path: Path) -> bool:
 
 
 @dataclass
-class Source:
+class ReportSet:
     """Reports to read, with the capture manifest of their folder when there is one."""
 
     reports: list[Path]
@@ -47,14 +47,14 @@ class Source:
 class Inputs:
     """Everything classify was asked to read, and what was wrong with the request."""
 
-    sources: list[Source] = field(default_factory=list)
+    report_sets: list[ReportSet] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     labels: dict[Path, str] = field(default_factory=dict)  # report -> its stage label
 
     def reports(self) -> list[Path]:
         """Every report to read, in input order."""
-        return [p for s in self.sources for p in s.reports]
+        return [p for s in self.report_sets for p in s.reports]
 
 
 def find_inputs(paths: Iterable[Path]) -> Inputs:
@@ -62,14 +62,16 @@ def find_inputs(paths: Iterable[Path]) -> Inputs:
     read once: captures claim theirs first (their manifest gives it meaning), then loose
     reports in the order given."""
     inputs = Inputs()
-    found = [source for path in paths for source in _sources_of(path, inputs)]
+    found = [report_set for path in paths for report_set in _report_sets_of(path, inputs)]
     # a bad input given alone and in a folder searched (or twice) has one line
     inputs.errors = list(dict.fromkeys(inputs.errors))
     seen: dict[tuple[int, int], Path] = {}
-    for source in [s for s in found if s.manifest_path] + [s for s in found if not s.manifest_path]:
-        _add_unique(source, inputs, seen)
-    order = {id(source): n for n, source in enumerate(found)}
-    inputs.sources.sort(key=lambda s: order.get(id(s), len(found)))
+    for report_set in [s for s in found if s.manifest_path] + [
+        s for s in found if not s.manifest_path
+    ]:
+        _add_unique(report_set, inputs, seen)
+    order = {id(report_set): n for n, report_set in enumerate(found)}
+    inputs.report_sets.sort(key=lambda s: order.get(id(s), len(found)))
     inputs.labels = report_labels(inputs.reports())
     return inputs
 
@@ -77,7 +79,7 @@ def find_inputs(paths: Iterable[Path]) -> Inputs:
 def input_files(paths: Iterable[Path]) -> list[Path]:
     """Every file classify would read for `paths` (reports and manifests)."""
     inputs = find_inputs(paths)
-    manifests = [s.manifest_path for s in inputs.sources if s.manifest_path]
+    manifests = [s.manifest_path for s in inputs.report_sets if s.manifest_path]
     return [*inputs.reports(), *manifests]
 
 
@@ -85,36 +87,36 @@ def collect_inputs(paths: Iterable[Path]) -> Inputs:
     """`find_inputs`, with every capture manifest read and validated (ManifestError if bad:
     a capture whose manifest cannot be trusted must not be half-classified)."""
     inputs = find_inputs(paths)
-    for source in inputs.sources:
-        if source.manifest_path is not None:
-            source.manifest = read_manifest(source.manifest_path)
-            inputs.errors += _missing_reports(source)
-            inputs.warnings += _unlisted_reports(source)
+    for report_set in inputs.report_sets:
+        if report_set.manifest_path is not None:
+            report_set.manifest = read_manifest(report_set.manifest_path)
+            inputs.errors += _missing_reports(report_set)
+            inputs.warnings += _unlisted_reports(report_set)
     return inputs
 
 
-def _unlisted_reports(source: Source) -> list[str]:
+def _unlisted_reports(report_set: ReportSet) -> list[str]:
     """A warning per report in a capture folder that its manifest names nowhere (no batch
     wrote it, no shape lives in it: copied in from elsewhere): its cards are loose ones."""
-    assert source.manifest is not None and source.manifest_path is not None
-    named = {report_stem(b.report) for b in source.manifest.batches}
-    for shape in source.manifest.shapes:
+    assert report_set.manifest is not None and report_set.manifest_path is not None
+    named = {report_stem(b.report) for b in report_set.manifest.batches}
+    for shape in report_set.manifest.shapes:
         named |= {report_stem(n) for n in (shape.report, shape.times_report) if n}
     return [
         f"{report}: in the capture folder but not named by its manifest.json: read as a loose"
         " report, its cards beside the capture's"
-        for report in source.reports
+        for report in report_set.reports
         if report_stem(report) not in named
     ]
 
 
-def _missing_reports(source: Source) -> list[str]:
+def _missing_reports(report_set: ReportSet) -> list[str]:
     """An error line per report the manifest names for its captured shapes that the folder
-    does not hold (deleted, renamed), each recorded in `source.problems`."""
-    assert source.manifest is not None and source.manifest_path is not None
-    present = {report_stem(p) for p in source.reports} | set(source.problems)
+    does not hold (deleted, renamed), each recorded in `report_set.problems`."""
+    assert report_set.manifest is not None and report_set.manifest_path is not None
+    present = {report_stem(p) for p in report_set.reports} | set(report_set.problems)
     counts: dict[str, int] = {}
-    for shape in source.manifest.shapes:
+    for shape in report_set.manifest.shapes:
         named = [shape.report] if shape.status == "ok" else []
         if shape.times_status == "ok":  # the repeats of capture --repeat
             named.append(shape.times_report)
@@ -124,15 +126,15 @@ def _missing_reports(source: Source) -> list[str]:
     lines = []
     for name, count in counts.items():
         line = (
-            f"{source.manifest_path.parent / name}: missing: the capture's manifest.json names it"
-            f" for {count} captured shape{'s' if count > 1 else ''}"
+            f"{report_set.manifest_path.parent / name}: missing: the capture's manifest.json names"
+            f" it for {count} captured shape{'s' if count > 1 else ''}"
         )
-        source.problems[report_stem(name)] = line
+        report_set.problems[report_stem(name)] = line
         lines.append(line)
     return lines
 
 
-def _sources_of(path: Path, inputs: Inputs) -> Iterator[Source]:
+def _report_sets_of(path: Path, inputs: Inputs) -> Iterator[ReportSet]:
     errors = inputs.errors
     if path.is_dir():
         found = list(_walk(path, inputs))
@@ -144,7 +146,7 @@ def _sources_of(path: Path, inputs: Inputs) -> Iterator[Source]:
         # line it has when a folder searched holds it: one line, however it was reached
         line = _unreadable(path)
         if line is None:
-            yield Source([path])
+            yield ReportSet([path])
         else:
             errors.append(line)
     elif path.exists():
@@ -156,8 +158,8 @@ def _sources_of(path: Path, inputs: Inputs) -> Iterator[Source]:
         errors.append(f"{path}: no such file or folder")
 
 
-def _walk(folder: Path, inputs: Inputs) -> Iterator[Source]:
-    """One source per folder that holds reports or a manifest, folders and reports in natural
+def _walk(folder: Path, inputs: Inputs) -> Iterator[ReportSet]:
+    """One report set per folder that holds reports or a manifest, folders and reports in natural
     order (n2 before n10); reports in folders under a capture folder are not read, with a
     warning."""
     errors = inputs.errors
@@ -180,15 +182,15 @@ def _walk(folder: Path, inputs: Inputs) -> Iterator[Source]:
         reports = [p for p in named if p not in bad]
         if MANIFEST_NAME in files or MANIFEST_NAME in dirs:  # a folder there: refused as one
             inputs.warnings += _unread_below(here, [d for d in dirs if d != MANIFEST_NAME])
-            dirs[:] = []  # a capture folder is one source
-            yield Source(reports, here / MANIFEST_NAME, problems=problems)
+            dirs[:] = []  # a capture folder is one report set
+            yield ReportSet(reports, here / MANIFEST_NAME, problems=problems)
         elif reports:
-            yield Source(reports, problems=problems, folder=here)
+            yield ReportSet(reports, problems=problems, folder=here)
 
 
 def _unread_below(capture: Path, folders: list[str]) -> list[str]:
     """A warning per folder under a capture folder that holds reports (a capture folder is one
-    source, read by its manifest: they would be read by no one)."""
+    report set, read by its manifest: they would be read by no one)."""
     lines = []
     for name in folders:
         count = 0
@@ -223,19 +225,19 @@ def _unreadable(path: Path) -> str | None:
     return None if why is None else f"{path}: cannot read: {why}"
 
 
-def _add_unique(source: Source, inputs: Inputs, seen: dict[tuple[int, int], Path]) -> None:
-    """Add `source` without the reports (or capture) already added; warn about each repeat."""
-    if source.manifest_path is not None:
-        key = _identity(source.manifest_path)
+def _add_unique(report_set: ReportSet, inputs: Inputs, seen: dict[tuple[int, int], Path]) -> None:
+    """Add `report_set` without the reports (or capture) already added; warn about each repeat."""
+    if report_set.manifest_path is not None:
+        key = _identity(report_set.manifest_path)
         if key is not None and key in seen:
             inputs.warnings.append(
-                f"{source.manifest_path}: the same capture given twice; read once"
+                f"{report_set.manifest_path}: the same capture given twice; read once"
             )
             return
         if key is not None:
-            seen[key] = source.manifest_path
+            seen[key] = report_set.manifest_path
     unique = []
-    for report in source.reports:
+    for report in report_set.reports:
         key = _identity(report)
         if key is not None and key in seen:
             inputs.warnings.append(
@@ -245,9 +247,9 @@ def _add_unique(source: Source, inputs: Inputs, seen: dict[tuple[int, int], Path
         if key is not None:
             seen[key] = report
         unique.append(report)
-    if unique or source.manifest_path:
-        source.reports = unique
-        inputs.sources.append(source)
+    if unique or report_set.manifest_path:
+        report_set.reports = unique
+        inputs.report_sets.append(report_set)
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
@@ -281,16 +283,16 @@ def report_labels(reports: list[Path]) -> dict[Path, str]:
     return labels
 
 
-def capture_environments(sources: list[Source]) -> list[CaptureInfo]:
+def capture_environments(report_sets: list[ReportSet]) -> list[CaptureInfo]:
     """What each capture ran on, from its manifest, its folder named as from any working
     folder (`short_names`): for report headers and cross-run diffs."""
-    folders = short_names([s.manifest_path.parent for s in sources if s.manifest_path])
-    return [capture_environment(s, f) for s, f in zip(sources, folders, strict=True)]
+    folders = short_names([s.manifest_path.parent for s in report_sets if s.manifest_path])
+    return [capture_environment(s, f) for s, f in zip(report_sets, folders, strict=True)]
 
 
-def capture_environment(source: Source, folder: str) -> CaptureInfo:
+def capture_environment(report_set: ReportSet, folder: str) -> CaptureInfo:
     """What a capture ran on, from its manifest: for report headers and cross-run diffs."""
-    manifest = source.manifest
+    manifest = report_set.manifest
     assert manifest is not None
     host = manifest.host
     gpus = host.gpus

@@ -31,9 +31,9 @@ from ..cards.model import (
 )
 from ..cards.rollup import card_class, count_classes, dominant
 from ..core.clock import utc_now
-from ..core.metrics import CATALOG, EVIDENCE_KEYS, PERSISTENT, derive
+from ..core.metrics import CATALOG, CATALOG_KEYS, EVIDENCE_KEYS, PERSISTENT, derive
 from ..core.trusted import trusted
-from ..read.records import KernelRecord
+from ..read.rows import KernelRow
 from .drill import build_drill_down
 from .margins import verdict_margin
 from .roofline import card_roofline, compute_dtype, kernel_roofline
@@ -41,7 +41,6 @@ from .rules import LoadedRules, evaluate
 from .tiles import tile_note
 
 OWN_COUNTERS = "the warp-state counters of the kernel's own report"
-CATALOG_KEYS = tuple(spec.key for spec in CATALOG)
 CATALOG_KEY_SET = frozenset(CATALOG_KEYS)
 
 
@@ -108,7 +107,7 @@ def _annotations(
     }
 
 
-def kernel_card(record: KernelRecord, rules: LoadedRules) -> KernelCard:
+def kernel_card(record: KernelRow, rules: LoadedRules) -> KernelCard:
     """Classify one kernel row; one whose report holds warp-state counters gets its
     drill-down section from them."""
     metrics = (  # in catalog order, as the reader made it (else rebuilt in that order)
@@ -244,7 +243,7 @@ def build_card(
     op: str,
     kernels: list[KernelCard],
     rules: LoadedRules,
-    records: list[KernelRecord],
+    records: list[KernelRow],
     **fields: Any,
 ) -> Card:
     """A card from its kernels, classified by `kernel_card`; the verdict is `judge`'s."""
@@ -332,7 +331,7 @@ def _device(facts: tuple[tuple[str, Any], ...]) -> GpuInfo:
     return GpuInfo.model_validate(dict(facts))
 
 
-def gpu_of(records: list[KernelRecord]) -> GpuInfo:
+def gpu_of(records: list[KernelRow]) -> GpuInfo:
     """The GPU of a card: device facts of its first kernel, plus the range of SM clocks seen
     across its kernels."""
     if not records:

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..cards.figures import Margin
 from ..core.metrics import BOUNDED_BY, EXACT_METRICS
+from ..core.stats import six_figures
 from ..core.trusted import trusted
 from .rules import OPERATORS, AllOf, AnyOf, Compare, RuleSet, from_bound
 
@@ -119,10 +120,10 @@ def verdict_margin(rules: RuleSet, fired: str, values: Mapping[str, float | None
     return trusted(  # every field given, each of its type
         Margin,
         metric=margin[2] if margin else None,
-        distance=_round(margin[1]) if margin else None,
+        distance=six_figures(margin[1]) if margin else None,
         alternative=rival[1] if rival else None,
         alternative_metric=rival[2][2] if rival and rival[2] else None,
-        alternative_distance=_round(rival[2][1]) if rival and rival[2] else None,
+        alternative_distance=six_figures(rival[2][1]) if rival and rival[2] else None,
         borderline=(own is not None and own < 1) or (rival is not None and rival[0] < 1),
     )
 
@@ -171,7 +172,3 @@ def _scorer(scale: Mapping[str, float]) -> Score:
         return lambda size: size / divisor
 
     return scorer
-
-
-def _round(value: float) -> float:
-    return float(f"{value:.6g}")

@@ -22,8 +22,8 @@ from ..cards.repeats import Basis, ClockRegime, KernelRepeats, Measurement, Stab
 from ..cards.rollup import dominant
 from ..core.metrics import CATALOG, EXACT_METRICS
 from ..core.noise import RunToRun
-from ..core.stats import Spread, spread
-from ..read.records import KernelRecord
+from ..core.stats import Spread, six_figures, spread
+from ..read.rows import KernelRow
 from .judge import kernel_values
 from .rules import LoadedRules, evaluate
 
@@ -33,9 +33,9 @@ CLOCKS = ("sm_clock_ghz", "dram_clock_ghz")
 Z95 = 1.96  # the run-to-run part of an interval: a normal 95 % quantile (many captures)
 
 
-def by_repeat(records: list[KernelRecord]) -> dict[int, list[KernelRecord]]:
+def by_repeat(records: list[KernelRow]) -> dict[int, list[KernelRow]]:
     """Kernel rows per repeat number (a row outside any repeat range is repeat 1)."""
-    out: dict[int, list[KernelRecord]] = {}
+    out: dict[int, list[KernelRow]] = {}
     for record in records:
         out.setdefault(record.repeat or 1, []).append(record)
     return dict(sorted(out.items()))
@@ -43,7 +43,7 @@ def by_repeat(records: list[KernelRecord]) -> dict[int, list[KernelRecord]]:
 
 def with_repeats(
     card: Card,
-    repeats: Mapping[int, list[KernelRecord]],
+    repeats: Mapping[int, list[KernelRow]],
     manifest: Manifest,
     rules: LoadedRules,
     noise: RunToRun | None = None,
@@ -79,8 +79,8 @@ def with_repeats(
 
 
 def _usable(
-    kernels: list[KernelCard], repeats: Mapping[int, list[KernelRecord]]
-) -> tuple[list[list[KernelRecord]], list[str]]:
+    kernels: list[KernelCard], repeats: Mapping[int, list[KernelRow]]
+) -> tuple[list[list[KernelRow]], list[str]]:
     """The repeats (2..N) that ran the card's kernels in the same order, and a note for each
     that did not."""
     names = [k.mangled_name for k in kernels]
@@ -100,7 +100,7 @@ def _usable(
 
 
 def _kernel_repeats(
-    kernel: KernelCard, rows: list[KernelRecord], durations: list[float], basis: Basis
+    kernel: KernelCard, rows: list[KernelRow], durations: list[float], basis: Basis
 ) -> KernelRepeats:
     """A kernel's figures over its first launch and the matched repeat rows (`durations`: its
     duration per launch, empty where one is unknown)."""
@@ -209,7 +209,7 @@ def stability(
 
 
 def _rounded(interval: Interval | None) -> list[float] | None:
-    return None if interval is None else [float(f"{e:.6g}") for e in interval.ends()]
+    return None if interval is None else [six_figures(e) for e in interval.ends()]
 
 
 def _in_sd(distance: float | None, interval: Interval | None) -> float | None:
@@ -235,7 +235,7 @@ def _why(
     return f"{kernel.classification} at every end of the run-to-run intervals: {shown}"
 
 
-def _clock(kernels: list[KernelCard], rows: list[KernelRecord], manifest: Manifest) -> ClockRegime:
+def _clock(kernels: list[KernelCard], rows: list[KernelRow], manifest: Manifest) -> ClockRegime:
     """The clock settings and the clocks seen by the card's kernels (all repeats that read
     them: every launch with --repeat-counters, the counters launch otherwise)."""
     seen: dict[str, list[float]] = {key: [] for key in CLOCKS}

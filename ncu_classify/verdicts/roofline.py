@@ -20,6 +20,7 @@ from typing import Any
 from ..cards.figures import CardRoofline, Roofline
 from ..cards.machine import GpuInfo
 from ..core.counters import MEMORY_LEVELS, TENSOR_FAMILIES
+from ..core.stats import six_figures
 from ..core.trusted import trusted
 
 FAMILY_KEYS = {f"{family}_{kind}": f"flops_{family}_{kind}" for family, kind in TENSOR_FAMILIES}
@@ -176,7 +177,7 @@ def _t(value: float | None) -> float | None:
 
 
 def _round(value: float | None) -> float | None:
-    return float(f"{value:.6g}") if value is not None else None
+    return six_figures(value) if value is not None else None
 
 
 # The dense peak an op of this dtype could use at best (MFU's denominator): the wgmma family.

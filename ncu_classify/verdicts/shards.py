@@ -11,24 +11,24 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..core.paths import shown_under
-from .inputs import Source
+from .inputs import ReportSet
 
 
 def missing_shards(
-    sources: list[Source], partial: bool = False, named: dict[Path, str] | None = None
+    report_sets: list[ReportSet], partial: bool = False, named: dict[Path, str] | None = None
 ) -> list[str]:
     """One line per set of shards (same shapes file, split the same way) that lacks some: an
     error that says how to go on, or with `partial` (classify --partial) a warning that says
     what the cards lack. `named`: the inputs as outputs name them (`core.paths.shown_under`)."""
     sets: dict[tuple[str, int, str, str | None], dict[int, list[str]]] = {}
-    for source in sources:
-        manifest = source.manifest
-        if manifest is None or source.manifest_path is None:
+    for report_set in report_sets:
+        manifest = report_set.manifest
+        if manifest is None or report_set.manifest_path is None:
             continue
         index, count = (int(part) for part in manifest.shard.split("/"))
         drill = manifest.drill_down.cards_sha256 if manifest.drill_down else None
         key = (manifest.shapes_sha256, count, manifest.shard_method, drill)
-        folder = shown_under(source.manifest_path.parent, named or {})
+        folder = shown_under(report_set.manifest_path.parent, named or {})
         sets.setdefault(key, {}).setdefault(index, []).append(folder)
     lines = []
     for (sha256, count, method, _), found in sets.items():
@@ -38,7 +38,7 @@ def missing_shards(
         folders = ", ".join(f for k in sorted(found) for f in found[k])
         shapes_file = next(
             s.manifest.shapes_file
-            for s in sources
+            for s in report_sets
             if s.manifest and s.manifest.shapes_sha256 == sha256
         )
         listed = ", ".join(f"{k}/{count}" for k in absent)

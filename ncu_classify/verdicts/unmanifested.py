@@ -16,7 +16,7 @@ from ..capture.group_ids import parse_group_id
 from ..cards.coverage import WITHOUT_MANIFEST
 from ..cards.model import Card
 from ..core.text import counted
-from .inputs import Source
+from .inputs import ReportSet
 
 # What a capture's cards lose with its manifest, in the order a reader of the cards misses it.
 LOST = (
@@ -27,7 +27,7 @@ LOST = (
     "the recorded program's real time (coverage)",
     "the spread of --repeat launches",
 )
-SourceCards = tuple[Source, list[Card]]
+SetCards = tuple[ReportSet, list[Card]]
 
 
 def is_shape_card(card: Card) -> bool:
@@ -35,18 +35,18 @@ def is_shape_card(card: Card) -> bool:
     return parse_group_id(card.group) is not None
 
 
-def without_manifest(source: Source, cards: list[Card]) -> Path | None:
-    """The folder of `source` where it is a folder searched that holds cards of a capture's
+def without_manifest(report_set: ReportSet, cards: list[Card]) -> Path | None:
+    """The folder of `report_set` where it is a folder searched that holds cards of a capture's
     shapes but no manifest.json; None otherwise (reports given by name are loose on purpose)."""
-    if source.manifest_path is not None or source.folder is None:
+    if report_set.manifest_path is not None or report_set.folder is None:
         return None
-    return source.folder if any(is_shape_card(c) for c in cards) else None
+    return report_set.folder if any(is_shape_card(c) for c in cards) else None
 
 
-def unmanifested_drill_down(source: Source, cards: list[Card]) -> Path | None:
+def unmanifested_drill_down(report_set: ReportSet, cards: list[Card]) -> Path | None:
     """The folder of a drill-down capture read without its manifest: every card a shape whose
     every kernel holds the drill-down counters; None for anything else."""
-    folder = without_manifest(source, cards)
+    folder = without_manifest(report_set, cards)
     if folder is None or not cards:
         return None
     drilled = all(
@@ -56,33 +56,31 @@ def unmanifested_drill_down(source: Source, cards: list[Card]) -> Path | None:
     return folder if drilled else None
 
 
-def is_drill_down(source: Source, cards: list[Card]) -> bool:
+def is_drill_down(report_set: ReportSet, cards: list[Card]) -> bool:
     """True for a drill-down capture, read with its manifest or without it."""
-    if source.manifest is not None:
-        return source.manifest.drill_down is not None
-    return unmanifested_drill_down(source, cards) is not None
+    if report_set.manifest is not None:
+        return report_set.manifest.drill_down is not None
+    return unmanifested_drill_down(report_set, cards) is not None
 
 
-def missing_manifest_warnings(
-    per_source: list[SourceCards], failed: Collection[Path] = ()
-) -> list[str]:
+def missing_manifest_warnings(per_set: list[SetCards], failed: Collection[Path] = ()) -> list[str]:
     """One warning per capture folder read without its manifest: what that loses, and how a
     drill-down among the inputs merges without it. It counts the reports read (not those in
     `failed`) and the distinct shapes their cards hold (two copies of a report, one shape)."""
-    drills = {id(s) for s, cards in per_source if is_drill_down(s, cards)}
+    drills = {id(s) for s, cards in per_set if is_drill_down(s, cards)}
     lines = []
-    for source, cards in per_source:
-        folder = without_manifest(source, cards)
+    for report_set, cards in per_set:
+        folder = without_manifest(report_set, cards)
         if folder is None:
             continue
         shapes = len({c.group for c in cards if is_shape_card(c)})
-        reports = sum(1 for report in source.reports if report not in failed)
+        reports = sum(1 for report in report_set.reports if report not in failed)
         line = (
             f"{folder}: {counted(reports, 'report')} of a capture ({counted(shapes, 'shape')}"
             f" by the group ids of their NVTX ranges) {WITHOUT_MANIFEST}; lost with it:"
             f" {', '.join(LOST)}"
         )
-        if id(source) in drills:
+        if id(report_set) in drills:
             line += (
                 "; read as a drill-down (every kernel holds its counters), merged by kernel"
                 " names alone"

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import CLI, ROOT
 
-from ncu_classify.capture.manifest import BatchRecord, read_manifest
-from ncu_classify.capture.plan import CaptureOptions, plan_batches, plan_capture, shape_record
+from ncu_classify.capture.manifest import ManifestBatch, read_manifest
+from ncu_classify.capture.plan import CaptureOptions, manifest_shape, plan_batches, plan_capture
 from ncu_classify.capture.protocol import ShapeLine
 from ncu_classify.capture.run import apply_status, capture
 from ncu_classify.capture.shapes import load_shapes
@@ -68,8 +68,8 @@ def _left_running(out: Path) -> str:
 
 def test_crash_status_folding() -> None:
     batch = plan_batches(load_shapes(SHAPES).entries())[0]
-    records = {e.group: shape_record(e) for e in batch.entries}
-    record = BatchRecord(
+    records = {e.group: manifest_shape(e) for e in batch.entries}
+    record = ManifestBatch(
         name="dit", report="dit.ncu-rep", argv=[], exit_code=134, log="dit.ncu.log",
         groups=GROUPS, ended_by="finished",
     )  # fmt: skip
@@ -80,7 +80,7 @@ def test_crash_status_folding() -> None:
         "crashed or was killed during its replay (ncu exit code 134; see dit.ncu.log)"
     )
     assert records[GROUPS[2]].error == "not reached (ncu exit code 134; see dit.ncu.log)"
-    interrupted = {e.group: shape_record(e) for e in batch.entries}
+    interrupted = {e.group: manifest_shape(e) for e in batch.entries}
     record.ended_by = "interrupted"
     apply_status(interrupted, record, [line], {})
     assert [r.status for r in interrupted.values()] == ["ok", "pending", "pending"]

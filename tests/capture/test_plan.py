@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT
 
 from ncu_classify.capture.ncu_cmd import ncu_argv
-from ncu_classify.capture.plan import CaptureOptions, plan_batches, plan_capture, shape_record
+from ncu_classify.capture.plan import CaptureOptions, manifest_shape, plan_batches, plan_capture
 from ncu_classify.capture.shapes import load_shapes
 from ncu_classify.capture.shards import input_units, select_shard, shard_costs, unit_cost
 from ncu_classify.cli.entry import run
@@ -72,7 +72,7 @@ def test_one_batch_per_stage_in_file_order() -> None:
         ("attention", 4),
         ("output", 1),
     ]
-    record = shape_record(batches[1].entries[0])
+    record = manifest_shape(batches[1].entries[0])
     assert record.shape_parameters["output"] == [1, 384, 2, 120, 52]
     assert record.op == "aten.conv3d.default" and record.nominal_mac_flops == 99373547520
 

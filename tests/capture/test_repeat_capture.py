@@ -12,9 +12,9 @@ import pytest
 from conftest import ROOT
 from test_capture import _cli_capture, _left_running, _terminated, fake_env
 
-from ncu_classify.capture.manifest import BatchRecord, read_manifest
+from ncu_classify.capture.manifest import ManifestBatch, read_manifest
 from ncu_classify.capture.ncu import launch_plan
-from ncu_classify.capture.plan import CaptureOptions, plan_capture, shape_record
+from ncu_classify.capture.plan import CaptureOptions, manifest_shape, plan_capture
 from ncu_classify.capture.protocol import ShapeLine
 from ncu_classify.capture.run import apply_status
 from ncu_classify.verdicts.classify import classify
@@ -62,7 +62,7 @@ def test_times_status_folding_keeps_the_shapes_own() -> None:
     those after it ("not reached"), never the shapes' counters; interrupted, they stay pending."""
     plan = plan_capture(SHAPES, Path("/nonexistent"), CaptureOptions(repeat=3))
     entries = plan.batches[1].entries
-    records = {e.group: shape_record(e) for e in entries}
+    records = {e.group: manifest_shape(e) for e in entries}
     for rec in records.values():
         rec.status, rec.report, rec.input_sha256, rec.times_status = (
             "ok",
@@ -70,7 +70,7 @@ def test_times_status_folding_keeps_the_shapes_own() -> None:
             "ab",
             "pending",
         )
-    record = BatchRecord(
+    record = ManifestBatch(
         name="dit.times", report="dit.times.ncu-rep", argv=[], exit_code=134,
         log="dit.times.ncu.log", groups=[e.group for e in entries], ended_by="finished",
         kind="times",
@@ -88,7 +88,7 @@ def test_times_status_folding_keeps_the_shapes_own() -> None:
     ]
     assert list(records.values())[1].times_error.startswith("crashed or was killed")
     record.ended_by = "interrupted"
-    again = {e.group: shape_record(e) for e in entries}
+    again = {e.group: manifest_shape(e) for e in entries}
     for rec in again.values():
         rec.times_status = "pending"
     apply_status(again, record, [line], {})

@@ -10,7 +10,7 @@ from ncu_classify.cards.figures import Margin, Roofline
 from ncu_classify.cards.hot_units import HotUnit
 from ncu_classify.cards.model import Card, KernelCard
 from ncu_classify.core.trusted import trusted
-from ncu_classify.read.records import KernelRecord, ReportRead
+from ncu_classify.read.rows import KernelRow, ReportRead
 
 
 class _Defaults(BaseModel):
@@ -31,7 +31,7 @@ class _Defaults(BaseModel):
         (Roofline, {"family": None, "executed_flops": None, "achieved_tflops": None}),
         (KernelCard, {"kernel": "k", "metrics": {"dur_us": 1.0}}),
         (Card, {"group": "g", "stage": "s", "op": "linear", "kernels": []}),
-        (KernelRecord, {"report": "r", "range_index": 0, "action_index": 3}),
+        (KernelRow, {"report": "r", "range_index": 0, "action_index": 3}),
         (ReportRead, {"path": "p", "kernels": []}),
         (_Defaults, {"required": 1}),
     ],

@@ -20,7 +20,7 @@ import ncu_classify
 from ncu_classify.cards.files import load_card_file
 from ncu_classify.cli.entry import run
 from ncu_classify.core.errors import CardsError
-from ncu_classify.present.page import report_html
+from ncu_classify.present.page import page_html
 from ncu_classify.present.page_chart import build_chart, label_box
 from ncu_classify.present.page_view import build_view
 
@@ -238,7 +238,7 @@ def test_the_dram_label_sits_clear_of_every_marker_and_stem() -> None:
 
 def test_counts_of_one_are_singular_and_unknown_coverage_is_no_warning(tmp_path: Path) -> None:
     cards = load_card_file(ROOT / "reports" / "smoke_h200_cards.json")
-    page = report_html([("smoke", cards)], "t")
+    page = page_html([("smoke", cards)], "t")
     one = [c for c in cards.cards if len(c.kernels) == 1]
     assert one and page.count(", 1 kernel</summary>") == len(one)
     assert ", 1 kernels" not in page

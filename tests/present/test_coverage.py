@@ -25,7 +25,7 @@ from ncu_classify.present.coverage import (
     stage_line,
 )
 from ncu_classify.present.frames import cards_frame
-from ncu_classify.present.page import report_html, report_markdown
+from ncu_classify.present.page import page_html, page_markdown
 from ncu_classify.present.summary import summarize, summary_csv
 
 RECORDING = ROOT / "fixtures" / "record_h200_wan14b"
@@ -205,7 +205,7 @@ def test_card_frame_carries_the_program_time_and_fidelity(
 def test_html_report_has_coverage_and_fidelity_sections(
     wan: CardFile, smoke_cards: CardFile
 ) -> None:
-    page = report_html([("wan.json", wan), ("smoke.json", smoke_cards)], "t")
+    page = page_html([("wan.json", wan), ("smoke.json", smoke_cards)], "t")
     assert page.index("<h2>Inputs</h2>") < page.index("<h2>Coverage</h2>")
     assert page.index("<h2>Replay fidelity</h2>") < page.index("<h2>Time per stage and class")
     assert (
@@ -233,7 +233,7 @@ def test_html_report_has_coverage_and_fidelity_sections(
 
 
 def test_markdown_report_has_coverage_and_fidelity(wan: CardFile, smoke_cards: CardFile) -> None:
-    text = report_markdown([("wan.json", wan), ("smoke.json", smoke_cards)], "t")
+    text = page_markdown([("wan.json", wan), ("smoke.json", smoke_cards)], "t")
     lines = text.splitlines()
     start = lines.index("### Coverage of the recorded program")
     assert lines[start + 2 : start + 9] == [
@@ -263,10 +263,10 @@ def test_names_in_coverage_stay_text(wan: CardFile, tmp_path: Path) -> None:
         update={"uncovered": [UncoveredWork(name=evil, why=f"why {evil}", calls=2, real_us=5.0)]}
     )
     cards = wan.model_copy(update={"coverage": stages})
-    page = report_html([("x.json", cards)], "t")
+    page = page_html([("x.json", cards)], "t")
     assert "<script>alert" not in page and "\x1b" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;|x\\x1b[31m" in page
-    text = report_markdown([("x.json", cards)], "t")
+    text = page_markdown([("x.json", cards)], "t")
     assert "`<script>alert(1)</script>\\|x\\x1b[31m`" in text
     assert "why \\<script\\>alert(1)\\</script\\>\\|x\\\\x1b\\[31m" in text
     path = tmp_path / "evil.json"

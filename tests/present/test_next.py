@@ -108,10 +108,10 @@ def test_the_diff_shows_headroom_before_and_after(tmp_path: Path) -> None:
 
 
 def test_the_chart_draws_each_kernel_s_distance_to_its_roof() -> None:
-    from ncu_classify.present.page import report_html
+    from ncu_classify.present.page import page_html
 
     cards = load_card_file(BF16)
-    page = report_html([("bf16", cards)], "t")
+    page = page_html([("bf16", cards)], "t")
     stems = page.count('stroke-dasharray="2 2"/>')
     below = [
         k for c in cards.cards for k in c.kernels

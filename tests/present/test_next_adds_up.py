@@ -268,10 +268,10 @@ def test_a_tile_note_without_a_colon_is_no_internal_error() -> None:
 
 
 def test_the_report_page_states_the_same_notes_under_its_headroom_table() -> None:
-    from ncu_classify.present.page import report_html
+    from ncu_classify.present.page import page_html
 
     cards = load_card_file(CARDS / "vae_bf16_cl3d.json")
-    page = report_html([("bf16", cards)], "t")
+    page = page_html([("bf16", cards)], "t")
     assert '<p class="note">vae: the kernel roofs of 3 cards fall 1.6 us below their SOL' in page
     assert ">recoverable there<" not in page and ">recoverable at kernel roofs<" in page
 
@@ -296,12 +296,12 @@ def test_a_saving_where_the_baseline_had_no_sol_headroom_beat_its_sol() -> None:
 
 
 def test_a_chart_tooltip_of_a_kernel_without_a_duration_says_so() -> None:
-    from ncu_classify.present.page import report_html
+    from ncu_classify.present.page import page_html
 
     cards = load_card_file(CARDS / "vae_bf16_cl3d.json")
     first = cards.cards[0]
     kernel = first.kernels[0].model_copy(deep=True)
     del kernel.metrics["dur_us"]
     edited = first.model_copy(update={"kernels": [kernel, *first.kernels[1:]]})
-    page = report_html([("bf16", cards.model_copy(update={"cards": [edited]}))], "t")
+    page = page_html([("bf16", cards.model_copy(update={"cards": [edited]}))], "t")
     assert "None us" not in page and "duration unknown" in page

@@ -22,7 +22,7 @@ from ncu_classify.cli.entry import run
 from ncu_classify.cli.terminal import summary_table
 from ncu_classify.present.diff_text import CSV_COLUMNS
 from ncu_classify.present.frames import cards_frame
-from ncu_classify.present.page import report_html, report_markdown
+from ncu_classify.present.page import page_html, page_markdown
 from ncu_classify.present.summary import summarize, summary_csv
 
 RECORDING = ROOT / "fixtures" / "record_h200_wan14b"
@@ -114,7 +114,7 @@ def test_dataframes_name_what_their_times_are_per(wan: CardFile) -> None:
 
 
 def test_report_headers_say_per_call_or_per_inference(wan: CardFile) -> None:
-    page = report_html([("wan.json", wan)], title="wan")
+    page = page_html([("wan.json", wan)], title="wan")
     heads = {re.sub(r"<[^>]+>", "", h) for h in re.findall(r"<th[^>]*>(.*?)</th>", page)}
     timed = sorted(h for h in heads if TIME.search(h))
     assert timed == [
@@ -128,7 +128,7 @@ def test_report_headers_say_per_call_or_per_inference(wan: CardFile) -> None:
         "us per call",
         "us per inference",
     ]
-    text = report_markdown([("wan.json", wan)], title="wan")
+    text = page_markdown([("wan.json", wan)], title="wan")
     rows = [line for line in text.splitlines() if line.startswith("| file |")]
     cells = {c.strip() for line in rows for c in line.split("|")}
     assert {c for c in cells if TIME.search(c)} == {

@@ -13,7 +13,7 @@ from conftest import RECORD, derived_path
 from ncu_classify.cards.files import load_card_file
 from ncu_classify.cards.model import CardFile
 from ncu_classify.cards.rollup import by_stage
-from ncu_classify.present.page import report_html, report_markdown
+from ncu_classify.present.page import page_html, page_markdown
 from ncu_classify.present.page_view import SHOWN_CARDS, build_view
 
 WAN14B = RECORD / "cards_wan14b_every_op_480x832.json"  # derived_path: the session's
@@ -58,7 +58,7 @@ def test_view_shows_the_longest_cards_and_lists_the_rest(large: CardFile) -> Non
 
 
 def test_page_holds_every_shape_and_stage(large: CardFile) -> None:
-    page = report_html([("big", large)], "big")
+    page = page_html([("big", large)], "big")
     assert len(page) < 4_000_000  # 1,176 kernels; every card in full was 3.7 MB
     text = html.unescape(page)
     for card in large.cards:
@@ -76,7 +76,7 @@ def test_page_holds_every_shape_and_stage(large: CardFile) -> None:
 def test_markdown_top_consumers_unchanged_by_the_cut(large: CardFile) -> None:
     """The Markdown's top 10 come from the cards shown, which are the longest: the same rows
     as when every card is shown."""
-    text = report_markdown([("big", large)], "big")
+    text = page_markdown([("big", large)], "big")
     top = sorted(large.cards, key=lambda c: -_us(c))[:10]
     section = text.split("### Top 10 time consumers per file")[1].split("\n###")[0]
     rows = [line for line in section.splitlines() if line.startswith("| ● `big` | `")]

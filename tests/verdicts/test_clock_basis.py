@@ -18,7 +18,7 @@ from conftest import ROOT
 from ncu_classify.cards.machine import GpuInfo
 from ncu_classify.cards.model import Card, CardFile
 from ncu_classify.present.frames import cards_frame
-from ncu_classify.present.page import report_html
+from ncu_classify.present.page import page_html
 from ncu_classify.verdicts.classify import classify
 from ncu_classify.verdicts.judge import judge
 from ncu_classify.verdicts.roofline import device_max_ghz, kernel_roofline
@@ -157,7 +157,7 @@ def test_odd_device_figures_cap_nothing(value: object, user_cards: dict[str, Car
 
 
 def test_the_html_report_says_the_basis(roofline_cards: dict[str, Card]) -> None:
-    html = report_html([("cards.json", _file(roofline_cards[GEMM]))], "t")
+    html = page_html([("cards.json", _file(roofline_cards[GEMM]))], "t")
     assert 'title="at 1.614 GHz; 75.8 % at the device\'s maximum 1.98 GHz"' in html
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 
-class KernelRecord(BaseModel):
+class KernelRow(BaseModel):
     """One profiled kernel: identity, NVTX context and normalised metric values."""
 
     report: str
@@ -38,4 +38,4 @@ class ReportRead(BaseModel):
     """All kernels of one report file, in launch order."""
 
     path: str
-    kernels: list[KernelRecord]
+    kernels: list[KernelRow]
