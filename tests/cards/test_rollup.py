@@ -5,7 +5,7 @@ the view by card class, weighted by calls alike."""
 from __future__ import annotations
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 from ncu_classify.cards.files import load_card_file
 from ncu_classify.cards.model import CardFile

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 import ncu_classify
 from ncu_classify.cards.files import load_card_file

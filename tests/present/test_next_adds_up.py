@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import LEGACY, ROOT
+from helpers import LEGACY, ROOT
 from on_tty import on_terminal
 
 from ncu_classify.cards.files import load_card_file

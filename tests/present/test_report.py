@@ -13,7 +13,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import LEGACY, ROOT
+from helpers import LEGACY, ROOT
 from pngread import colour_counts, read_png
 
 from ncu_classify.cards.files import load_card_file

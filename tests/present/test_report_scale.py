@@ -7,7 +7,7 @@ import html
 import re
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 from ncu_classify.cards.files import load_card_file
 from ncu_classify.cards.model import CardFile

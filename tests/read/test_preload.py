@@ -10,7 +10,7 @@ import subprocess
 import sys
 import textwrap
 
-from conftest import ROOT
+from helpers import ROOT
 
 WAN = ROOT / "fixtures" / "record_h200_wan14b"
 

@@ -12,7 +12,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SMOKE
+from helpers import ROOT, SMOKE
 
 from ncu_classify.read import lean, parallel
 from ncu_classify.read.framing import check_report
