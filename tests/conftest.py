@@ -3,34 +3,22 @@
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 import itertools
-import json
 import lzma
 import os
-import re
 import shutil
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from helpers import LEGACY, REPEAT, ROOT, SMOKE, has_gpu, import_or_skip
 
 import ncu_classify.core.clock
 from ncu_classify.cards.model import CardFile
 from ncu_classify.verdicts.classify import classify
 from ncu_classify.verdicts.rules import LoadedRules, load_rules
-
-ROOT = Path(__file__).resolve().parent.parent
-SMOKE = ROOT / "fixtures" / "smoke_h200"
-CLI = (sys.executable, "-m", "ncu_classify")  # the tool as a user starts it, in a child process
-
-
-USER_FULL = ROOT / "fixtures" / "user_set_full" / "linear_cast.ncu-rep.xz"
-LEGACY = ROOT / "fixtures" / "legacy" / "legacy_cards_480x832.json"
-SEED_SHAPES = ROOT / "fixtures" / "legacy" / "seed_shapes_all.json"
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -71,53 +59,6 @@ def ticking_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
 
 
-STAMP_KEYS = ("generated_at", "created_at", "reclassified_at")
-_STAMP = re.compile('("(?:' + "|".join(STAMP_KEYS) + r')"\s*:\s*)(?:"[^"]*"|null)')
-
-
-def unstamped(text: str) -> str:
-    """`text` (JSON, or anything quoting JSON) with every clock stamp replaced by `<stamp>`:
-    outputs are compared without the clock, never with it."""
-    return _STAMP.sub(r'\1"<stamp>"', text)
-
-
-def copied_capture(tmp_path: Path, edit: Callable[[dict], None]) -> Path:
-    """A copy of the smoke capture folder whose manifest `edit` changed (in place)."""
-    capture = tmp_path / "raw"
-    shutil.copytree(SMOKE, capture)
-    manifest = json.loads((capture / "manifest.json").read_text())
-    edit(manifest)
-    (capture / "manifest.json").write_text(json.dumps(manifest))
-    return capture
-
-
-# Evidence of an unremarkable kernel: no rule but the fallback fires on it.
-QUIET_EVIDENCE = {
-    "sm_pct": 10.0,
-    "tensor_pct": 5.0,
-    "dram_pct": 10.0,
-    "l2_pct": 10.0,
-    "warps_active_pct": 50.0,
-    "waves": 4.0,
-    "sm_active_over_elapsed": 0.95,
-}
-
-
-def import_or_skip(name: str):  # type: ignore[no-untyped-def]
-    """The module, or a skip; with NCU_CLASSIFY_REQUIRE_TORCH set (CI) a missing module is an
-    error, so that CI cannot go green with the replay tests skipped.
-
-    The one way a test needs torch (or diffusers), kept so by tests/test_without_torch.py: a
-    test is marked `@pytest.mark.needs("torch")` (itself, its class, or the module's
-    `pytestmark`), which skips it before any of its fixtures run; a fixture calls
-    `import_or_skip("torch")` before it touches torch; a module that is torch through and
-    through starts with `torch = import_or_skip("torch")` (the whole module skips). No test
-    module imports torch, or a module of ours that imports it, at its top otherwise."""
-    if os.environ.get("NCU_CLASSIFY_REQUIRE_TORCH"):
-        return importlib.import_module(name)
-    return pytest.importorskip(name)
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """A test marked `needs(MODULE, ...)` skips where one of the modules is not installed
@@ -125,17 +66,6 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     for mark in item.iter_markers("needs"):
         for name in mark.args:
             import_or_skip(name)
-
-
-def has_gpu() -> bool:
-    """A CUDA GPU with ncu: nvidia-smi and ncu on PATH and torch sees a device."""
-    if not (shutil.which("nvidia-smi") and shutil.which("ncu")):
-        return False
-    try:
-        import torch
-    except ImportError:
-        return False
-    return bool(torch.cuda.is_available())
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -165,28 +95,13 @@ def wan(rules: LoadedRules) -> CardFile:
     return classify([ROOT / "fixtures" / "record_h200_wan14b"], rules, jobs=2)
 
 
-RECORD = ROOT / "reports" / "record"
-DERIVED = (  # cards files regenerate.sh writes and does not commit: the tests classify their own
-    RECORD / "cards_wan14b_every_op_480x832.json",
-    RECORD / "cards_wan_480x832.json",
-    ROOT / "reports" / "drill" / "cards_480x832_drilled.json",
-    ROOT / "reports" / "drill" / "cards_704x1280_drilled.json",
-)
-
-
-def derived_path(path: Path, derived_cards: Path) -> Path:
-    """`path`, or for a cards file regenerate.sh writes (DERIVED, not committed) the session's
-    own, of the same name (`derived_cards`)."""
-    return derived_cards / path.name if path in DERIVED else path
-
-
 @pytest.fixture(scope="session")
 def derived_cards(
     wan: CardFile, rules: LoadedRules, tmp_path_factory: pytest.TempPathFactory
 ) -> Path:
-    """A folder of the DERIVED cards files as regenerate.sh writes them: the Wan 14B
-    recording's (`wan`), its DiT step and VAE decode (fixtures/record_h200), and each workload
-    with its drill-down capture under rules/roofline.yaml; once a session, read-only."""
+    """A folder of the DERIVED cards files (helpers.py) as regenerate.sh writes them: the Wan
+    14B recording's (`wan`), its DiT step and VAE decode (fixtures/record_h200), and each
+    workload with its drill-down capture under rules/roofline.yaml; once a session, read-only."""
     from ncu_classify.cards.files import write_card_file
 
     folder = tmp_path_factory.mktemp("derived")
@@ -204,9 +119,8 @@ def derived_cards(
 @pytest.fixture(scope="session")
 def wan14b_plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`fixtures/record_h200_wan14b` with its report inflated (392 kernels, 15.6 MB, no source
-    blocks: fixtures/README.md): a report that several jobs read in windows. Its committed
-    0.44 MB `.xz` is read whole, as classify's plan takes a compressed report for 16x its size
-    and cuts none under 8 MB (read/slices.py); once a session, read-only."""
+    blocks: fixtures/README.md): a plain report that several jobs read in windows, each
+    from the file itself; once a session, read-only."""
     folder = tmp_path_factory.mktemp("wan14b") / "record_h200_wan14b"
     shutil.copytree(ROOT / "fixtures" / "record_h200_wan14b", folder)
     packed = folder / "all.ncu-rep.xz"
@@ -224,11 +138,6 @@ def wan_file(wan: CardFile, tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("wan") / "cards.json"
     write_card_file(path, wan)
     return path
-
-
-@pytest.fixture(scope="session")
-def cards_by_group(smoke_cards: CardFile) -> dict:
-    return {c.group: c for c in smoke_cards.cards}
 
 
 @pytest.fixture(scope="session")
@@ -263,9 +172,6 @@ def wan_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-REPEAT = ROOT / "fixtures" / "repeat_h200" / "w480_rep5.tar.xz"
-
-
 @pytest.fixture(scope="session")
 def repeat_capture(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The 480x832 workload captured with `--repeat 5 --one-process` on the H200 (one tarball:
@@ -286,19 +192,3 @@ def repeat_cards(repeat_capture: Path) -> CardFile:
     from ncu_classify.verdicts.rules import load_rules
 
     return classify([repeat_capture], load_rules(ROOT / "rules" / "roofline.yaml"), jobs=2)
-
-
-def raw_actions(report: Path) -> Iterator[tuple[str, Any]]:
-    """(innermost NVTX range, ncu_report action) of every kernel of a report, read by
-    ncu_report alone (tests that recompute card figures must not use the reader)."""
-    import ncu_report
-
-    from ncu_classify.read.inflate import plain_file
-
-    with plain_file(report) as plain:
-        context = ncu_report.load_report(str(plain))
-        for r in range(context.num_ranges()):
-            for a in range(context.range_by_idx(r).num_actions()):
-                action = context.range_by_idx(r).action_by_idx(a)
-                ranges = list(action.nvtx_state().domain_by_id(0).push_pop_ranges())
-                yield (str(ranges[-1]) if ranges else ""), action

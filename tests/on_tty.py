@@ -8,7 +8,7 @@ import pty
 import re
 import subprocess
 
-from conftest import CLI, ROOT
+from helpers import CLI, ROOT
 
 _ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 

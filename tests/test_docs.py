@@ -16,7 +16,7 @@ from typing import Any
 import module_map
 import pytest
 import typer.main
-from conftest import ROOT
+from helpers import ROOT
 
 from ncu_classify.cli.app import EXIT_TABLE
 from ncu_classify.cli.entry import app, run

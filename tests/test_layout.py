@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 PACKAGE = ROOT / "ncu_classify"
 STEPS = ("core", "read", "capture", "record", "cards", "verdicts", "compare", "present", "cli")

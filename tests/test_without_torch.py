@@ -1,7 +1,7 @@
 """The suite where torch is not installed (docs/development.md allows it): every test that needs
 torch skips, nothing else fails for its lack. Kept so two ways: the suite is collected, and its
 `needs` tests run, in a child Python where torch cannot be imported; and every test module is
-read for uses of torch outside the one guard of conftest.import_or_skip (its docstring says
+read for uses of torch outside the one guard of helpers.import_or_skip (its docstring says
 which: a `needs("torch")` mark on a test, `import_or_skip("torch")` first in a fixture or at the
 top of a module that is torch throughout)."""
 
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 from test_layout import LOADS_TORCH, _face_homes
 
 TESTS = ROOT / "tests"
@@ -200,7 +200,7 @@ def test_the_reading_finds_an_unguarded_test(tmp_path: Path) -> None:
     bad = tmp_path / "test_bad.py"
     bad.write_text(
         "import pytest\n"
-        "from conftest import import_or_skip\n"
+        "from helpers import import_or_skip\n"
         "from ncu_classify.record import Recorder\n"
         "def _helper():\n"
         "    from ncu_classify.capture.replay_ops import prepare\n"

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CLI, ROOT
+from helpers import CLI, ROOT
 
 from ncu_classify.capture.manifest import ManifestBatch, read_manifest
 from ncu_classify.capture.plan import CaptureOptions, manifest_shape, plan_batches, plan_capture

@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import CLI, ROOT
+from helpers import CLI, ROOT, run_cli
 
 from ncu_classify.capture.manifest import read_manifest
 from ncu_classify.capture.plan import CaptureOptions
@@ -211,13 +211,8 @@ def test_classify_names_a_missing_shard(workload_env: Path, tmp_path: Path) -> N
         "shards 1/4, 2/4, 4/4 of other.yaml (sha2",
     ]
     out = tmp_path / "cards.json"
-    done = subprocess.run(
-        [*CLI, "classify", str(tmp_path / "shard1"), "-o", str(out)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    assert done.returncode == 4 and "shards 2/4, 3/4, 4/4 of" in done.stderr and out.exists()
+    done = run_cli("classify", tmp_path / "shard1", "-o", out)
+    assert done.rc == 4 and "shards 2/4, 3/4, 4/4 of" in done.stderr and out.exists()
 
 
 def test_resume_keeps_the_shard_method_of_an_older_capture(

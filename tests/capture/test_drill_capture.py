@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 from ncu_classify.capture.run import capture
 from ncu_classify.cards.files import card_file_text, load_card_file

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import CLI, ROOT
+from helpers import CLI, ROOT
 from test_capture import fake_env
 
 from ncu_classify.capture import slim

@@ -12,7 +12,7 @@ import math
 import struct
 
 import pytest
-from conftest import import_or_skip
+from helpers import import_or_skip
 
 torch = import_or_skip("torch")
 

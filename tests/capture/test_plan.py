@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 from ncu_classify.capture.ncu_cmd import ncu_argv
 from ncu_classify.capture.plan import CaptureOptions, manifest_shape, plan_batches, plan_capture

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 from test_capture import _cli_capture, _left_running, _terminated, fake_env
 
 from ncu_classify.capture.manifest import ManifestBatch, read_manifest

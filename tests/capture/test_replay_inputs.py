@@ -10,7 +10,7 @@ import json
 import os
 
 import pytest
-from conftest import SMOKE, import_or_skip
+from helpers import SMOKE, import_or_skip
 
 torch = import_or_skip("torch")
 

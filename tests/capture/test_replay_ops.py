@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import import_or_skip
+from helpers import import_or_skip
 
 from ncu_classify.capture.aten import AtenShape
 from ncu_classify.capture.shapes import ShapeEntry, load_shapes
@@ -196,7 +196,7 @@ def test_a_like_factory_moves_only_its_output() -> None:
     read; its manifest, captured before, says 19.2 MB and the op then beat its speed of light."""
     import json
 
-    from conftest import ROOT
+    from helpers import ROOT
 
     from ncu_classify.capture.aten import AtenShape
 

@@ -19,7 +19,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from conftest import import_or_skip
+from helpers import import_or_skip
 from ruamel.yaml import YAML
 
 from ncu_classify.capture.aten import ITEMSIZE, AtenShape, TensorSpec

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 from ncu_classify.capture.ops import Conv3dShape, LinearShape
 from ncu_classify.capture.shapes import load_shapes

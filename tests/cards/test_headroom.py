@@ -11,7 +11,7 @@ import statistics
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, raw_actions
+from helpers import ROOT, raw_actions
 
 from ncu_classify.cards.headroom import card_headroom, stage_totals
 from ncu_classify.cards.model import Card

@@ -9,7 +9,7 @@ import json
 import pickle
 
 import pytest
-from conftest import ROOT, SMOKE
+from helpers import ROOT, SMOKE
 
 from ncu_classify.cards.files import KernelJson, card_file_text
 from ncu_classify.verdicts.classify import classify

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import LEGACY, ROOT
+from helpers import LEGACY, ROOT
 
 from ncu_classify.cards.files import card_file_text, load_card_file
 from ncu_classify.cards.legacy import from_legacy

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import ROOT
+from helpers import ROOT
 
 from ncu_classify.cards.files import card_file_text, load_card_file
 from ncu_classify.cards.machine import GpuInfo

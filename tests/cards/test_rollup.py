@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import RECORD, ROOT, derived_path
+from helpers import RECORD, ROOT, derived_path
 
 from ncu_classify.cards.files import load_card_file
 from ncu_classify.cards.model import CardFile

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
-from conftest import CLI, ROOT, SMOKE, USER_FULL, unstamped
+from helpers import ROOT, SMOKE, USER_FULL, unstamped
 from typer.testing import CliRunner
 
 from ncu_classify.cli.entry import app
@@ -132,21 +131,9 @@ def test_summary_of_a_non_cards_file_exit_3(tmp_path: Path) -> None:
 def test_capture_bad_shapes_file_is_one_line_without_traceback(tmp_path: Path) -> None:
     shapes = tmp_path / "s.yaml"
     shapes.write_text("stages:\n  dit:\n    - {op: linear, M: -1, N: 1, K: 1}\n")
-    proc = subprocess.run(
-        [
-            *CLI,
-            "capture",
-            "--shapes",
-            str(shapes),
-            "-o",
-            str(tmp_path / "raw"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 3
-    assert proc.stderr.strip() == (
+    result = _run("capture", "--shapes", shapes, "-o", tmp_path / "raw")
+    assert result.exit_code == 3
+    assert result.stderr.strip() == (
         f"ncu-classify: error: {shapes}:3:20: stages.dit.0.M: Input should be greater than 0"
     )
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import CLI, ROOT, SMOKE
+from helpers import CLI, ROOT, SMOKE
 
 from ncu_classify.cards.model import SCHEMA_VERSION
 from ncu_classify.cli.entry import app, run

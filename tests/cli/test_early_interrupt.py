@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SMOKE
+from helpers import SMOKE
 
 from ncu_classify.cli import app, interrupts, start
 

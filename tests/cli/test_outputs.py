@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import LEGACY, ROOT, SMOKE
+from helpers import LEGACY, ROOT, SMOKE
 
 from ncu_classify.cli.entry import run
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import LEGACY, ROOT, unstamped
+from helpers import LEGACY, ROOT, unstamped
 
 from ncu_classify.cards.files import load_card_file
 from ncu_classify.cards.model import Card

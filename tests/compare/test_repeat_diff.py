@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, unstamped
+from helpers import ROOT, unstamped
 
 from ncu_classify.cards.files import load_card_file
 from ncu_classify.cards.model import CardFile

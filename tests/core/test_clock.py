@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SMOKE, unstamped
+from helpers import SMOKE, unstamped
 
 from ncu_classify.cli.entry import run
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 
 import pytest
-from conftest import SMOKE
+from helpers import SMOKE
 
 from ncu_classify.core.collector import collector_paused
 from ncu_classify.verdicts import classify as classify_module

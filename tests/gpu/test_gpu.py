@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import CLI
+from helpers import CLI
 
 pytestmark = pytest.mark.gpu
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 import ncu_classify
 from ncu_classify.cards.coverage import StageCoverage, UncoveredWork

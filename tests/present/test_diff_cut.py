@@ -9,7 +9,7 @@ import io
 import math
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 from rich.console import Console
 
 from ncu_classify.cards.files import load_card_file

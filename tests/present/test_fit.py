@@ -8,13 +8,11 @@ committed diff cards and the 704x1280 workload."""
 from __future__ import annotations
 
 import io
-import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import CLI, ROOT
+from helpers import ROOT, run_cli
 from on_tty import column, headers, on_terminal, row_lines, tables
 from rich.console import Console, RenderableType
 
@@ -130,14 +128,8 @@ def test_the_cli_draws_a_piped_table_at_the_width_it_needs(capsys: pytest.Captur
 
 def test_a_ci_log_with_colour_is_no_terminal() -> None:
     """FORCE_COLOR (colour in a CI log) keeps the table at the width it needs in a pipe."""
-    env = {**os.environ, "FORCE_COLOR": "1", "COLUMNS": "80", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [*CLI, "summary", str(WORKLOAD), "--by", "shape"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    env = {"FORCE_COLOR": "1", "COLUMNS": "80"}
+    done = run_cli("summary", WORKLOAD, "--by", "shape", env=env, timeout=300)
     [table] = tables(re.sub(r"\x1b\[[0-9;]*m", "", done.stdout))
     assert column(table, "group") == [c.group for c in load_card_file(WORKLOAD).cards]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import LEGACY, ROOT
+from helpers import LEGACY, ROOT
 
 import ncu_classify
 from ncu_classify.cli.entry import run

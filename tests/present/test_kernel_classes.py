@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import RECORD, ROOT, derived_path
+from helpers import RECORD, ROOT, derived_path
 
 import ncu_classify
 from ncu_classify.cards.files import load_card_file

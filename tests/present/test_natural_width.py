@@ -7,12 +7,10 @@ workload and the 14B recording's every-op cards."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import CLI, RECORD, ROOT, derived_path
+from helpers import RECORD, ROOT, derived_path, run_cli
 from on_tty import on_terminal
 
 from ncu_classify.cards.files import load_card_file
@@ -37,8 +35,9 @@ def _long_id_cards(tmp_path: Path) -> Path:
 
 
 def _piped(*args: str) -> str:
-    env = {**os.environ, "COLUMNS": "80", "PYTHONPATH": str(ROOT)}
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, env=env, check=True).stdout
+    done = run_cli(*args, env={"COLUMNS": "80"})
+    assert done.rc == 0, done.stderr
+    return done.stdout
 
 
 def _rows(text: str, ids: list[str]) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import RECORD, ROOT, derived_path
+from helpers import RECORD, ROOT, derived_path
 
 from ncu_classify.cards.files import load_card_file
 from ncu_classify.cli.entry import run

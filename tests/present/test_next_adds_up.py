@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import DERIVED, LEGACY, RECORD, ROOT, derived_path
+from helpers import DERIVED, LEGACY, RECORD, ROOT, derived_path
 from on_tty import on_terminal
 
 from ncu_classify.cards.files import load_card_file

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import ROOT
+from helpers import ROOT
 
 from ncu_classify.cards.files import load_card_file
 from ncu_classify.cli.entry import run

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 from on_tty import headers, tables
 from rich.console import Console
 

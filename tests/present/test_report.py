@@ -13,7 +13,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import DERIVED, LEGACY, ROOT, derived_path
+from helpers import DERIVED, LEGACY, ROOT, derived_path
 from pngread import colour_counts, read_png
 
 from ncu_classify.cards.files import load_card_file

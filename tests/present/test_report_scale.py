@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import RECORD, derived_path
+from helpers import RECORD, derived_path
 
 from ncu_classify.cards.files import load_card_file
 from ncu_classify.cards.model import CardFile

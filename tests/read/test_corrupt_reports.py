@@ -9,12 +9,11 @@ import gzip
 import lzma
 import random
 import struct
-import subprocess
 from functools import partial
 from pathlib import Path
 
 import pytest
-from conftest import CLI, SMOKE
+from helpers import SMOKE, run_cli
 
 from ncu_classify.cards.model import CardFile
 from ncu_classify.core.errors import ReportError
@@ -230,15 +229,9 @@ def test_classify_writes_the_good_reports_cards_beside_a_corrupt_one(
     """The issue's command: once exit 1 and no cards with one job, exit 4 with two."""
     bad = _flipped(tmp_path, {offset: 0xFF})
     cards = tmp_path / "c.json"
-    done = subprocess.run(
-        [*CLI, "classify", "bad.ncu-rep", str(SMOKE), "-o", str(cards), "--jobs", jobs],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = run_cli("classify", "bad.ncu-rep", SMOKE, "-o", cards, "--jobs", jobs, cwd=tmp_path)
     line = f"bad.ncu-rep: {UNREADABLE} (unsupported wire type {wire})"
-    assert (done.returncode, done.stderr) == (4, f"ncu-classify: error: {line}\n")
+    assert (done.rc, done.stderr) == (4, f"ncu-classify: error: {line}\n")
     written = CardFile.model_validate_json(cards.read_text())
     assert written.input_errors == [line]
     found: dict[tuple[str, str], list[int]] = {}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import ncu_report
 import pytest
-from conftest import SMOKE
+from helpers import SMOKE
 
 from ncu_classify.read import lean
 from ncu_classify.read.framing import check_report

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import ncu_report
 import pytest
-from conftest import ROOT, SMOKE, USER_FULL
+from helpers import ROOT, SMOKE, USER_FULL
 
 from ncu_classify.core.counters import roofline_counters
 from ncu_classify.core.errors import ReportError

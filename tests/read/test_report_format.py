@@ -6,7 +6,7 @@ import lzma
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SMOKE, USER_FULL
+from helpers import ROOT, SMOKE, USER_FULL
 
 from ncu_classify.core.errors import ReportError
 from ncu_classify.read.framing import NCU_PROVIDER, ReportInfo, check_report, version_message

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import ncu_report
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 from ncu_classify.cards.model import Card, KernelCard
 from ncu_classify.core.metrics import metric_rows

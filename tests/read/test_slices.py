@@ -13,7 +13,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SMOKE
+from helpers import ROOT, SMOKE
 
 from ncu_classify.read import lean, parallel, slices
 from ncu_classify.read.framing import check_report

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 from ncu_classify.cards.files import load_card_file
 from ncu_classify.cards.model import UNRESOLVED

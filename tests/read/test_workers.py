@@ -15,7 +15,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from conftest import SMOKE
+from helpers import SMOKE
 
 from ncu_classify.read import parallel
 from ncu_classify.read.workers import WorkerFailure, run_in_children

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CLI
+from helpers import CLI, CliRun, run_cli
 
 from ncu_classify.capture.shapes import load_shapes
 from ncu_classify.cli.entry import run
@@ -36,11 +36,10 @@ def _linears(shapes: Path) -> list[tuple[int, int, int, int]]:
     ]  # type: ignore[union-attr]
 
 
-def _child(tmp_path: Path, program: str, *options: str) -> subprocess.CompletedProcess[str]:
+def _child(tmp_path: Path, program: str, *options: str) -> CliRun:
     """`ncu-classify record -o s.yaml [options] -- python main.py` in a child process."""
     (tmp_path / "main.py").write_text(program)
-    argv = [*CLI, "record", "-o", "s.yaml", *options, "--", "python", "main.py"]
-    return subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    return run_cli("record", "-o", "s.yaml", *options, "--", "python", "main.py", cwd=tmp_path)
 
 
 def test_python_m_finds_a_package_of_the_current_folder(
@@ -94,7 +93,7 @@ def test_a_program_ending_in_os_exit_keeps_what_it_recorded(
     an invalid input) and no file, and os._exit in an atexit function replaced record's code."""
     program = "import atexit, os, threading, time\n" + LINEAR + ending + "\n"
     done = _child(tmp_path, program)
-    assert (done.returncode, done.stderr.splitlines()[0]) == (code, line), done.stderr
+    assert (done.rc, done.stderr.splitlines()[0]) == (code, line), done.stderr
     assert _linears(tmp_path / "s.yaml") == [(8, 4, 16, 1)]
 
 
@@ -105,7 +104,7 @@ def test_the_programs_atexit_functions_run_as_part_of_it(tmp_path: Path) -> None
         "atexit.register(torch.nn.functional.linear, torch.randn(3, 16), w)\n"
     )
     done = _child(tmp_path, program)
-    assert done.returncode == 0, done.stderr
+    assert done.rc == 0, done.stderr
     assert _linears(tmp_path / "s.yaml") == [(8, 4, 16, 1), (3, 4, 16, 1)]
     assert "ZeroDivisionError: division by zero" in done.stderr
 
@@ -159,7 +158,7 @@ def test_a_forked_child_writes_nothing(tmp_path: Path) -> None:
         "else:\n    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0\n"
     )
     done = _child(tmp_path, program)
-    assert done.returncode == 0, done.stderr
+    assert done.rc == 0, done.stderr
     assert [line.split(":")[0] for line in done.stdout.splitlines()] == [
         "recorded 3 shapes (1 typed, 2 device ops; 3 calls) in 1 stage to s.yaml"
     ]
@@ -239,14 +238,14 @@ def test_a_program_that_changes_folder_leaves_o_as_typed(tmp_path: Path) -> None
     os._exit in another folder); the line names it as typed."""
     (tmp_path / "elsewhere").mkdir()
     done = _child(tmp_path, LINEAR + "import os\nos.chdir('elsewhere')\n")
-    assert done.returncode == 0, done.stderr
+    assert done.rc == 0, done.stderr
     assert done.stdout.endswith(" in 1 stage to s.yaml: main 3 calls, 0.0 % not covered\n")
     assert _linears(tmp_path / "s.yaml") == [(8, 4, 16, 1)]
     assert not (tmp_path / "elsewhere" / "s.yaml").exists()
     ended = LINEAR + "import os\nos.chdir('elsewhere')\nos._exit(0)\n"
     (tmp_path / "s.yaml").unlink()
     done = _child(tmp_path, ended)
-    assert done.returncode == 0, done.stderr
+    assert done.rc == 0, done.stderr
     assert _linears(tmp_path / "s.yaml") == [(8, 4, 16, 1)]
     assert not (tmp_path / "elsewhere" / "s.yaml").exists()
 
@@ -268,7 +267,7 @@ def test_a_program_that_closes_its_standard_streams_is_still_recorded(
     """What the program does to its standard streams ends with it: record writes the shapes
     file and prints its own lines on the streams it started with, exit 0."""
     done = _child(tmp_path, LINEAR + f"import os, sys\nprint('mine', flush=True)\n{closing}\n")
-    assert done.returncode == 0, done.stderr
+    assert done.rc == 0, done.stderr
     assert done.stderr == ""
     assert done.stdout.startswith("mine\nrecorded 3 shapes")
     assert done.stdout.endswith(" to s.yaml: main 3 calls, 0.0 % not covered\n")
@@ -278,7 +277,7 @@ def test_a_program_that_closes_its_standard_streams_is_still_recorded(
 def test_a_program_that_fails_after_closing_stderr_ends_with_5(tmp_path: Path) -> None:
     """sys.exit('text') with stderr closed: the text is lost as in python, record says why."""
     done = _child(tmp_path, LINEAR + "import sys\nsys.stderr.close()\nsys.exit('gone')\n")
-    assert done.returncode == 5
+    assert done.rc == 5
     assert done.stderr == (
         "ncu-classify: error: main.py exited with 1 (gone); the 3 shapes recorded before it"
         " were written to s.yaml\n"
@@ -316,7 +315,7 @@ def test_non_daemon_threads_are_waited_for_and_counted(tmp_path: Path) -> None:
         "pool = concurrent.futures.ThreadPoolExecutor(1)\npool.submit(time.sleep, 0.2)\n"
     )
     done = _child(tmp_path, program)
-    assert done.returncode == 0, done.stderr
+    assert done.rc == 0, done.stderr
     assert done.stderr.startswith("ncu-classify: warning: 5 device-op calls in other threads")
     totals = load_shapes(tmp_path / "s.yaml").recorded.totals  # type: ignore[union-attr]
     assert [(u.stage, u.why, u.calls) for u in totals.uncovered] == [  # type: ignore[union-attr]
@@ -331,7 +330,7 @@ def test_counts_of_one_are_in_the_singular(tmp_path: Path) -> None:
         "threading.Thread(target=lambda: torch.relu(x)).start()\nraise SystemExit(2)\n"
     )
     done = _child(tmp_path, program)
-    assert done.returncode == 5
+    assert done.rc == 5
     assert done.stderr == (
         "ncu-classify: error: main.py exited with 2; the 1 shape recorded before it was"
         " written to s.yaml\n"
@@ -346,7 +345,7 @@ def test_counts_of_one_are_in_the_singular(tmp_path: Path) -> None:
         )
     )
     done = _child(tmp_path, program.replace("raise SystemExit(2)\n", ""))
-    assert done.returncode == 0
+    assert done.rc == 0
     assert done.stderr == (
         "ncu-classify: warning: 1 device-op call in other threads of the program was not"
         " seen (record follows the thread that runs the program); it is counted as not"
@@ -366,7 +365,7 @@ def test_a_program_that_removes_the_start_folder_gets_one_line(tmp_path: Path) -
         LINEAR + "import os, shutil\nhere = os.getcwd()\nos.chdir('..')\nshutil.rmtree(here)\n"
     )
     done = _child(tmp_path / "start", program)
-    assert done.returncode == 7
+    assert done.rc == 7
     assert done.stderr == (
         "ncu-classify: error: s.yaml: cannot write: the folder record started in was removed"
         " while the program ran\n"

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, unstamped
+from helpers import ROOT, unstamped
 
 from ncu_classify.capture.shapes import load_shapes
 from ncu_classify.cli.entry import run

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import import_or_skip
+from helpers import import_or_skip
 
 torch = import_or_skip("torch")
 

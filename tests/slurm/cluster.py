@@ -1,8 +1,9 @@
 """A one-node Slurm cluster on localhost for the array test: munged, slurmctld and slurmd from
 Debian's packages (`slurm-wlm`, `munge`), started as plain background processes as root (no
 systemd), with two fake GPUs as gres backed by dummy device files so that `#SBATCH --gpus=1`
-works and Slurm sets CUDA_VISIBLE_DEVICES. Every daemon it starts is stopped by its PID when the
-block ends, also when the test fails.
+works and Slurm sets CUDA_VISIBLE_DEVICES. Credentials live 10 s (`cred_expire`, 120 s by
+default), which is also how long Slurm holds a requeued job before it runs again. Every daemon
+it starts is stopped by its PID when the block ends, also when the test fails.
 
     python tests/slurm/cluster.py linuxproc   # starts one, prints its SLURM_CONF, Enter stops it
 """
@@ -82,7 +83,7 @@ def _config(root: Path, proctrack: str) -> None:
         f"""ClusterName=ci
 SlurmctldHost={host}
 AuthType=auth/munge
-AuthInfo=socket={root}/munge.socket
+AuthInfo=socket={root}/munge.socket,cred_expire=10
 CredType=cred/munge
 SlurmUser=root
 SlurmdUser=root

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from cluster import Cluster, missing, slurm_cluster
-from conftest import ROOT
+from helpers import ROOT, CliRun, run_cli
 
 from ncu_classify.capture.manifest import Manifest, read_manifest
 from ncu_classify.capture.shapes import load_shapes
@@ -125,10 +125,9 @@ def _assert_kept(manifest: Manifest) -> list[str]:
     return [s.group for s in manifest.shapes if s.status == "ok"]
 
 
-def _classify(*folders: Path, partial: bool = False) -> subprocess.CompletedProcess[str]:
+def _classify(*folders: Path, partial: bool = False) -> CliRun:
     out = folders[0].parent / "cards.json"
-    argv = [sys.executable, "-m", "ncu_classify", "classify", *map(str, folders), "-o", str(out)]
-    return subprocess.run(argv + (["--partial"] if partial else []), capture_output=True, text=True)
+    return run_cli("classify", *folders, "-o", out, *(["--partial"] if partial else []))
 
 
 def test_array_capture_and_classify_of_the_union(cluster: Cluster, tmp_path: Path) -> None:
@@ -150,14 +149,14 @@ def test_array_capture_and_classify_of_the_union(cluster: Cluster, tmp_path: Pat
         seen += [s.group for s in manifest.shapes]
     assert sorted(seen) == sorted(e.group for e in entries)
     done = _classify(*sorted(p for p in folder.glob("shard*") if p.is_dir()))
-    assert done.returncode == 0, done.stderr
+    assert done.rc == 0, done.stderr
     cards = json.loads((folder / "cards.json").read_text())
     assert sorted(c["group"] for c in cards["cards"]) == sorted(seen)
     assert {c["group"]: len(c["kernels"]) for c in cards["cards"]} == _kernels()
     lacking = _classify(folder / "shard1", folder / "shard3", folder / "shard4")
-    assert lacking.returncode == 4
+    assert lacking.rc == 4
     assert "shard 2/4 of" in lacking.stderr and "--partial" in lacking.stderr
-    assert _classify(folder / "shard1", partial=True).returncode == 0
+    assert _classify(folder / "shard1", partial=True).rc == 0
 
 
 def test_scancel_keeps_the_finished_shapes_and_resume_finishes(
@@ -189,9 +188,10 @@ def test_scancel_keeps_the_finished_shapes_and_resume_finishes(
 
 
 def test_requeue_then_finish(cluster: Cluster, tmp_path: Path) -> None:
-    """scontrol requeue of a running task (twice under cgroup; Slurm holds a requeued job about
-    two minutes before it runs again): each run keeps what it finished, the requeued run
-    resumes, the last one finishes every shape."""
+    """scontrol requeue of a running task (twice under cgroup; Slurm holds a requeued job for the
+    credential lifetime, AuthInfo's cred_expire: 120 s by default, 10 s on the test cluster):
+    each run keeps what it finished, the requeued run resumes, the last one finishes every
+    shape."""
     folder = tmp_path / "shard3"
     script = _script(folder, "3/4")
     job = _submit(cluster, script, FAKE_SHAPE_SECONDS="1.0")

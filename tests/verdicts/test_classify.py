@@ -9,7 +9,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from conftest import SMOKE, USER_FULL
+from helpers import SMOKE, USER_FULL
 
 from ncu_classify.cards.model import CardFile
 from ncu_classify.core.counters import roofline_counters

@@ -13,7 +13,7 @@ import lzma
 
 import ncu_report
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 from ncu_classify.cards.machine import GpuInfo
 from ncu_classify.cards.model import Card, CardFile

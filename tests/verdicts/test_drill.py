@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, raw_actions
+from helpers import ROOT, raw_actions
 
 from ncu_classify.cards.model import UNRESOLVED, Card, CardFile
 from ncu_classify.cards.rollup import card_class, dominant, named_dominant

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import QUIET_EVIDENCE, ROOT
+from helpers import QUIET_EVIDENCE, ROOT
 
 from ncu_classify.core.errors import RulesError
 from ncu_classify.verdicts.classify import classify

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SMOKE, copied_capture
+from helpers import ROOT, SMOKE, copied_capture
 
 from ncu_classify.cards.model import CardFile
 from ncu_classify.cli.entry import run

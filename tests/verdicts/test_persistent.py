@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 from ncu_classify.cards.model import CardFile
 from ncu_classify.core.metrics import EXACT_METRICS

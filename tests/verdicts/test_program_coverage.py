@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 from ncu_classify.cards.fidelity import fidelity, slow_or_fast
 from ncu_classify.cards.model import CardFile

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 from ncu_classify.cards.files import card_file_text, load_card_file, write_card_file
 from ncu_classify.cards.model import CardFile

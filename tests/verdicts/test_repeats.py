@@ -11,7 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from conftest import import_or_skip
+from helpers import import_or_skip
 
 from ncu_classify.cards.model import CardFile
 from ncu_classify.core.stats import spread, t95

@@ -8,7 +8,7 @@ import lzma
 
 import ncu_report
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 from ncu_classify.cards.figures import Roofline
 from ncu_classify.cards.hot_units import HotUnit

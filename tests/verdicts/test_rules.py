@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import QUIET_EVIDENCE, ROOT
+from helpers import QUIET_EVIDENCE, ROOT
 
 from ncu_classify.cards.files import load_card_file
 from ncu_classify.core.errors import RulesError

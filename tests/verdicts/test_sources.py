@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SMOKE, copied_capture
+from helpers import ROOT, SMOKE, copied_capture
 
 from ncu_classify.cli.entry import run
 from ncu_classify.verdicts.classify import classify

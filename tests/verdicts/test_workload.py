@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ROOT, unstamped
+from helpers import ROOT, unstamped
 
 from ncu_classify.capture.shapes import load_shapes
 from ncu_classify.verdicts.classify import classify

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import LEGACY, ROOT
+from helpers import LEGACY, ROOT
 
 from ncu_classify.capture.shapes import load_shapes
 from ncu_classify.verdicts.classify import classify

@@ -9,17 +9,18 @@ import json
 import os
 import pathlib
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import CLI, ROOT, SMOKE, USER_FULL
+from helpers import ROOT, SMOKE, USER_FULL, run_cli
 
 from ncu_classify.cards.files import card_file_text
 from ncu_classify.cli.entry import run
 from ncu_classify.verdicts import classify as classify_module
 from ncu_classify.verdicts.classify import classify
 from ncu_classify.verdicts.rules import LoadedRules
+
+pytestmark = pytest.mark.hardening  # the hostile-input regressions, run as a set: -m hardening
 
 SET_FULL = ROOT / "fixtures" / "set_full_h200"
 RUN, RERUN = SET_FULL / "h200_run.ncu-rep.xz", SET_FULL / "h200_rerun_full.ncu-rep.xz"
@@ -327,12 +328,8 @@ def test_a_fifo_is_refused_at_once_by_every_command(
         fifo=fifo, out=tmp_path / "o.json", cards=cards, cards2=tmp_path / "c2.json",
         report=SMOKE / "dit.ncu-rep.xz", tmp=tmp_path,
     ).split()]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [*CLI, *argv],
-        capture_output=True, text=True, timeout=60, env=env, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    assert (done.returncode, done.stderr.splitlines()[-1:]) == (
+    done = run_cli(*argv, timeout=60)  # its standard input empty: no read waits on it
+    assert (done.rc, done.stderr.splitlines()[-1:]) == (
         3,
         [f"ncu-classify: error: {fifo}: cannot read: a FIFO (named pipe), not a regular file"],
     )

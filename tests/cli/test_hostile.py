@@ -15,13 +15,15 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CLI, ROOT, SMOKE, copied_capture
+from helpers import CLI, ROOT, SMOKE, copied_capture
 
 from ncu_classify.capture.folder import capture_lock
 from ncu_classify.capture.manifest import read_manifest
 from ncu_classify.cli.entry import run
 from ncu_classify.core.text import printable
 from ncu_classify.read import kernels as report_reader
+
+pytestmark = pytest.mark.hardening  # the hostile-input regressions, run as a set: -m hardening
 
 FAKEBIN = ROOT / "tests" / "fakebin"
 SHAPES = ROOT / "fixtures" / "fault_h200" / "dit3.yaml"

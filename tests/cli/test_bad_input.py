@@ -9,9 +9,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SMOKE
+from helpers import ROOT, SMOKE
 
 from ncu_classify.cli.entry import run
+
+pytestmark = pytest.mark.hardening  # the hostile-input regressions, run as a set: -m hardening
 
 CARDS = ROOT / "fixtures" / "workload_h200_480x832_40heads" / "cards.json"
 RULES = (ROOT / "rules" / "default.yaml").read_text()

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 from on_tty import on_terminal
 
 from ncu_classify.cards.files import load_card_file
@@ -26,6 +26,8 @@ from ncu_classify.present.page_view import CLASS_COLOURS, build_view
 from ncu_classify.present.summary import summarize
 from ncu_classify.read import breakdowns
 from ncu_classify.read import kernels as report_reader
+
+pytestmark = pytest.mark.hardening  # the hostile-input regressions, run as a set: -m hardening
 
 WORKLOAD = ROOT / "fixtures" / "workload_h200_480x832" / "cards.json"
 H200_REPORTS = sorted(

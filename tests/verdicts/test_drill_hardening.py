@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 from ncu_classify import CardsError, load_cards
 from ncu_classify.cards.drill import DrillSource
@@ -25,6 +25,8 @@ from ncu_classify.verdicts.classify import classify
 from ncu_classify.verdicts.drill import build_drill_down
 from ncu_classify.verdicts.drill_merge import _attach
 from ncu_classify.verdicts.rules import load_rules
+
+pytestmark = pytest.mark.hardening  # the hostile-input regressions, run as a set: -m hardening
 
 FIX = ROOT / "fixtures"
 FIRST, DRILL = FIX / "workload_h200_480x832", FIX / "drill_h200_480x832"

@@ -19,14 +19,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import CLI, ROOT
+from helpers import CLI, ROOT, run_cli
 
 from ncu_classify.capture.protocol import BatchFile, read_batch, write_batch
 from ncu_classify.capture.shapes import load_shapes
-from ncu_classify.cards.files import card_file_text
 from ncu_classify.cli.entry import run
-from ncu_classify.verdicts.classify import classify
-from ncu_classify.verdicts.rules import LoadedRules
+
+pytestmark = pytest.mark.hardening  # the hostile-input regressions, run as a set: -m hardening
 
 FAKEBIN = ROOT / "tests" / "fakebin"
 RECORDING = ROOT / "fixtures" / "record_h200_wan14b"
@@ -61,14 +60,6 @@ def shapes_doc(shape: dict, record: dict | None = None) -> dict:
     return doc
 
 
-def cli(*args: str, env: dict | None = None, cwd: Path | None = None) -> tuple[int, str, str]:
-    """The tool in a child process, as a user starts it: (exit code, stdout, stderr)."""
-    done = subprocess.run(
-        [*CLI, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=300
-    )
-    return done.returncode, done.stdout, done.stderr
-
-
 def one_error(stderr: str) -> str:
     """The single `ncu-classify: error:` line stderr holds (no traceback, nothing else)."""
     lines = [line for line in stderr.splitlines() if line.strip()]
@@ -101,7 +92,7 @@ def no_gpu_env(tmp_path: Path) -> dict:
 
 
 def dry_run(shapes: Path, tmp_path: Path, env: dict | None = None) -> tuple[int, str, str]:
-    return cli("capture", "--dry-run", "--shapes", str(shapes), "-o", str(tmp_path / "raw"),
+    return run_cli("capture", "--dry-run", "--shapes", str(shapes), "-o", str(tmp_path / "raw"),
                env=env if env is not None else no_gpu_env(tmp_path))  # fmt: skip
 
 
@@ -237,7 +228,7 @@ MID_BIG = aten(args=[tensor([25 * 2**30], [1]), 2.0])
 def test_capture_refuses_an_aten_shape_too_large_for_the_gpu(tmp_path: Path) -> None:
     path = write_shapes(tmp_path, shapes_doc(MID_BIG))
     out = tmp_path / "raw"
-    code, _, err = cli("capture", "--shapes", str(path), "-o", str(out), env=fake_env())
+    code, _, err = run_cli("capture", "--shapes", str(path), "-o", str(out), env=fake_env())
     assert code == 3
     line = one_error(err)
     assert "its tensors need 214.7 GB (214,748,364,800 bytes) of GPU memory" in line
@@ -537,7 +528,7 @@ GPU_PROFILING = (
 def test_record_of_a_program_that_profiles_itself(tmp_path: Path) -> None:
     out = tmp_path / "shapes.yaml"
     script = program(tmp_path, GPU_PROFILING)
-    code, _, err = cli("record", "-o", str(out), "--", "python", str(script))
+    code, _, err = run_cli("record", "-o", str(out), "--", "python", str(script))
     if code == 0:  # both profilers ran: the recording is whole and timed
         shapes = load_shapes(out)
         assert sum(1 for e in shapes.entries() if e.shape.op == "aten") >= 3
@@ -550,7 +541,7 @@ def test_record_of_a_program_that_profiles_itself(tmp_path: Path) -> None:
 @pytest.mark.gpu
 def test_record_on_a_gpu_prints_no_warning_of_its_own(tmp_path: Path) -> None:
     text = "import torch\ntorch.nn.functional.relu(torch.randn(64, device='cuda'))\n"
-    code, _, err = cli("record", "-o", str(tmp_path / "s.yaml"), "--", "python",
+    code, _, err = run_cli("record", "-o", str(tmp_path / "s.yaml"), "--", "python",
                        str(program(tmp_path, text)))  # fmt: skip
     assert code == 0
     assert "UserWarning" not in err, err
@@ -560,38 +551,45 @@ def test_record_on_a_gpu_prints_no_warning_of_its_own(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def wan14(rules: LoadedRules, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("wan14") / "cards.json"
-    path.write_text(card_file_text(classify([RECORDING], rules, jobs=2)))
-    return path
+def wan14(wan_file: Path) -> Path:
+    """The recording's cards (`RECORDING`, classified once a session by tests/conftest.py)."""
+    return wan_file
 
 
 @pytest.mark.parametrize("view", ["coverage", "fidelity"])
-def test_summary_views_onto_odd_outputs(view: str, wan14: Path, tmp_path: Path) -> None:
+def test_summary_views_onto_odd_outputs(
+    view: str, wan14: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     base = ["summary", str(wan14), "--by", view]
-    code, _, err = cli(*base, "-o", "/dev/null")
+
+    def in_process(*argv: str) -> tuple[int, str, str]:
+        code = run(list(argv))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    code, _, err = in_process(*base, "-o", "/dev/null")
     assert (code, "error" in err) == (0, False)
     if Path("/dev/full").exists():
-        code, _, err = cli(*base, "-o", "/dev/full")
+        code, _, err = in_process(*base, "-o", "/dev/full")
         assert (code, one_error(err)) == (
             7, "ncu-classify: error: /dev/full: cannot write: No space left on device"
         )  # fmt: skip
-    code, _, err = cli(*base, "-o", str(wan14))
+    code, _, err = in_process(*base, "-o", str(wan14))
     assert code == 2 and "is also an input" in one_error(err)
-    code, _, err = cli(*base, "-o", str(tmp_path / "x.html"))
+    code, _, err = in_process(*base, "-o", str(tmp_path / "x.html"))
     assert code == 2 and ".html is not a format this command writes" in one_error(err)
-    code, _, err = cli(*base, "-o", str(tmp_path))
+    code, _, err = in_process(*base, "-o", str(tmp_path))
     assert code == 2 and "is a folder" in one_error(err)
     target = tmp_path / "target.txt"
     target.write_text("old")
     (tmp_path / "link.txt").symlink_to(target)
-    assert cli(*base, "-o", str(tmp_path / "link.txt"))[0] == 0
+    assert in_process(*base, "-o", str(tmp_path / "link.txt"))[0] == 0
     assert (tmp_path / "link.txt").is_symlink() and target.read_text() != "old"
-    assert cli(*base, "-o", str(tmp_path / "x.csv"))[0] == 0
+    assert in_process(*base, "-o", str(tmp_path / "x.csv"))[0] == 0
     header = (tmp_path / "x.csv").read_text().splitlines()[0]
     assert header.startswith("stage,item" if view == "coverage" else "group,stage,calls")
     pytest.importorskip("pyarrow")
-    assert cli(*base, "-o", str(tmp_path / "x.parquet"))[0] == 0
+    assert in_process(*base, "-o", str(tmp_path / "x.parquet"))[0] == 0
     assert (tmp_path / "x.parquet").read_bytes()[:4] == b"PAR1"
 
 
@@ -670,7 +668,7 @@ def test_hand_edited_coverage_is_refused_with_one_line(
     cards = tmp_path / "edited.json"
     cards.write_text(json.dumps(doc, indent=1))
     extra = ["-o", str(tmp_path / "r.md")] if command == ["report"] else []
-    code, _, err = cli(command[0], str(cards), *command[1:], *extra)
+    code, _, err = run_cli(command[0], str(cards), *command[1:], *extra)
     line = one_error(err)
     assert code == 3
     assert line.startswith(f"ncu-classify: error: {cards}:")
@@ -682,7 +680,7 @@ def test_cards_without_coverage_read_as_unknown(wan14: Path, tmp_path: Path) -> 
     doc.pop("coverage")
     cards = tmp_path / "nocov.json"
     cards.write_text(json.dumps(doc))
-    code, out, err = cli("summary", str(cards), "--by", "coverage")
+    code, out, err = run_cli("summary", str(cards), "--by", "coverage")
     assert (code, err) == (0, "")
     assert "coverage: unknown: these cards were not made from a recorded program" in out
 
@@ -695,7 +693,7 @@ def test_an_impossible_coverage_pct_is_not_shown_as_is(
     doc["coverage"][0]["coverage_pct"] = pct
     cards = tmp_path / "edited.json"
     cards.write_text(json.dumps(doc, indent=1))
-    code, out, _ = cli("summary", str(cards), "--by", "coverage")
+    code, out, _ = run_cli("summary", str(cards), "--by", "coverage")
     assert code == 3 or (code == 0 and "-5.0%" not in out and "0000000000" not in out), out
 
 
@@ -735,7 +733,7 @@ def test_a_stage_missing_from_the_totals_leaves_the_others(tmp_path: Path) -> No
         manifest["recorded_totals"]["stages"].pop("vae")
 
     folder = capture_copy(tmp_path, drop_vae)
-    code, out, err = cli("classify", str(folder), "-o", str(tmp_path / "c.json"))
+    code, out, err = run_cli("classify", str(folder), "-o", str(tmp_path / "c.json"))
     assert code == 0 and "Traceback" not in err
     stages = [c["stage"] for c in json.loads((tmp_path / "c.json").read_text())["coverage"]]
     assert stages == ["dit", "output"]

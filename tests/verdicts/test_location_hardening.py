@@ -11,9 +11,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SMOKE
+from helpers import ROOT, SMOKE
 
 from ncu_classify.cli.entry import run
+
+pytestmark = pytest.mark.hardening  # the hostile-input regressions, run as a set: -m hardening
 
 ROOFLINE = ROOT / "rules" / "roofline.yaml"
 FIRST = "dit:linear:M4680_N5120_K5120:bf16:bias"  # tensor_pipe_bound, tensor_pct 94.46

@@ -10,12 +10,14 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import LEGACY, RECORD, ROOT, derived_path
+from helpers import LEGACY, RECORD, ROOT, derived_path
 
 from ncu_classify.capture.aten import AtenShape
 from ncu_classify.cards.headroom import card_headroom
 from ncu_classify.cards.model import Card
 from ncu_classify.cli.entry import run
+
+pytestmark = pytest.mark.hardening  # the hostile-input regressions, run as a set: -m hardening
 
 CARDS = ROOT / "reports" / "diff" / "cards"
 VAE_BF16 = CARDS / "vae_bf16_cl3d.json"

@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
-from conftest import CLI, ROOT
+import pytest
+from helpers import ROOT, run_cli
 
 from ncu_classify.cards.model import CardFile
 from ncu_classify.core.noise import Noise
 from ncu_classify.verdicts.classify import classify
 from ncu_classify.verdicts.rules import load_rules
 
-
-def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=300)
+pytestmark = pytest.mark.hardening  # the hostile-input regressions, run as a set: -m hardening
 
 
 def test_a_missing_duration_report_is_an_input_error(repeat_capture: Path, tmp_path: Path) -> None:
@@ -26,8 +24,8 @@ def test_a_missing_duration_report_is_an_input_error(repeat_capture: Path, tmp_p
     folder = tmp_path / "raw"
     shutil.copytree(repeat_capture, folder)
     (folder / "all.times.ncu-rep").unlink()
-    done = _cli("classify", str(folder), "-o", str(tmp_path / "cards.json"))
-    assert done.returncode == 4, done.stderr
+    done = run_cli("classify", str(folder), "-o", str(tmp_path / "cards.json"))
+    assert done.rc == 4, done.stderr
     missing = f"{folder / 'all.times.ncu-rep'}: missing: the capture's manifest.json names it"
     assert f"{missing} for 34 captured shapes" in done.stderr
     cards = json.loads((tmp_path / "cards.json").read_text())["cards"]
@@ -55,8 +53,8 @@ def test_a_noise_file_without_run_to_run_is_said(repeat_capture: Path) -> None:
 
 def test_allow_inconclusive_needs_a_gate(tmp_path: Path) -> None:
     cards = ROOT / "reports" / "diff" / "cards" / "w480_gpu0.json"
-    done = _cli("diff", str(cards), str(cards), "--allow-inconclusive")
-    assert done.returncode == 2
+    done = run_cli("diff", str(cards), str(cards), "--allow-inconclusive")
+    assert done.rc == 2
     assert "--allow-inconclusive relaxes a gate: it needs --fail-on" in done.stderr
 
 
@@ -69,6 +67,6 @@ def test_a_manifest_repeat_of_the_wrong_type_is_refused(
         manifest = json.loads((folder / "manifest.json").read_text())
         manifest["repeat"] = value
         (folder / "manifest.json").write_text(json.dumps(manifest))
-        done = _cli("classify", str(folder), "-o", str(tmp_path / "cards.json"))
-        assert done.returncode == 3, (value, done.stderr)
+        done = run_cli("classify", str(folder), "-o", str(tmp_path / "cards.json"))
+        assert done.rc == 3, (value, done.stderr)
         assert "repeat" in done.stderr and "Traceback" not in done.stderr, done.stderr

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import CLI, ROOT
+from helpers import CLI, ROOT
 
 import ncu_classify
 from ncu_classify.cards.files import load_card_file
@@ -23,6 +23,8 @@ from ncu_classify.core.errors import CardsError
 from ncu_classify.present.page import page_html
 from ncu_classify.present.page_chart import build_chart, label_box
 from ncu_classify.present.page_view import build_view
+
+pytestmark = pytest.mark.hardening  # the hostile-input regressions, run as a set: -m hardening
 
 REPEAT_CARDS = ROOT / "reports" / "repeat" / "cards" / "w480_rep5_b.json.xz"
 WORKLOAD = ROOT / "fixtures" / "workload_h200_480x832" / "cards.json"
