@@ -112,9 +112,9 @@ def kernel_card(record: KernelRecord, rules: LoadedRules) -> KernelCard:
     """Classify one kernel row; one whose report holds warp-state counters gets its
     drill-down section from them."""
     metrics = (  # in catalog order, as the reader made it (else rebuilt in that order)
-        dict(record.values)
-        if tuple(record.values) == CATALOG_KEYS
-        else {spec.key: record.values.get(spec.key) for spec in CATALOG}
+        dict(record.metrics)
+        if tuple(record.metrics) == CATALOG_KEYS
+        else {spec.key: record.metrics.get(spec.key) for spec in CATALOG}
     )
     verdict = kernel_verdict(metrics, {}, rules)
     hot = name_units(record.hot_units)
@@ -131,20 +131,20 @@ def kernel_card(record: KernelRecord, rules: LoadedRules) -> KernelCard:
         KernelCard,
         CLASSIFY_KERNEL_FIELDS | set(drilled),
         **drilled,
-        kernel=record.demangled,
+        kernel=record.demangled_name,
         metrics=metrics,
         **verdict.fields(),
         hot_units=hot,
         **_annotations(metrics, hot, verdict, _device(tuple(record.device.items()))),
-        mangled_name=record.mangled,
-        demangled_name=record.demangled,
-        function_name=record.function,
+        mangled_name=record.mangled_name,
+        demangled_name=record.demangled_name,
+        function_name=record.function_name,
         nvtx_range="/".join(record.nvtx_ranges) or None,
         report=record.report,
         launch_index=[record.range_index, record.action_index],
         replay_passes=record.replay_passes,
-        metric_sources=dict(record.sources),
-        missing_metrics=list(record.missing),
+        metric_sources=dict(record.metric_sources),
+        missing_metrics=list(record.missing_metrics),
     )
 
 
@@ -338,7 +338,7 @@ def gpu_of(records: list[KernelRecord]) -> GpuInfo:
     # the report's facts validated once per report (a fact of an odd kind is kept aside, not
     # fatal); the clocks are the reader's own floats
     device = _device(tuple(records[0].device.items()))
-    seen = [c for r in records if (c := r.values.get("sm_clock_ghz")) is not None]
+    seen = [c for r in records if (c := r.metrics.get("sm_clock_ghz")) is not None]
     if not seen:
         return device
     return device.model_copy(update={"sm_clock_ghz_min": min(seen), "sm_clock_ghz_max": max(seen)})
