@@ -10,7 +10,7 @@ gives the very same id back through `shapes.group_id`. So `ops.py` stays the one
 from __future__ import annotations
 
 import re
-from typing import Any, get_args
+from typing import get_args
 
 from pydantic import ValidationError
 
@@ -51,7 +51,7 @@ def manifest_shape_of_id(entry: ShapeEntry) -> ManifestShape:
     return record
 
 
-def _fields(op: str, body: str, tags: list[str]) -> dict[str, Any]:
+def _fields(op: str, body: str, tags: list[str]) -> dict[str, object]:
     """The shape model's fields spelt by one id's op, body and tags."""
     if op == "linear":
         dims = {name: int(value) for name, value in map(_token, body.split("_"))}
@@ -76,16 +76,16 @@ def _ints(text: str) -> list[int]:
     return [int(part) for part in text.split("x")]
 
 
-def _dtype_tags(tags: list[str], tf32_default: bool) -> dict[str, Any]:
+def _dtype_tags(tags: list[str], tf32_default: bool) -> dict[str, object]:
     """dtype, and allow_tf32 where the id says it (fp32 only; else the model's default)."""
     dtype = tags[0]
-    fields: dict[str, Any] = {"dtype": dtype}
+    fields: dict[str, object] = {"dtype": dtype}
     fields["allow_tf32"] = "tf32" in tags if dtype == "fp32" else tf32_default
     return fields
 
 
-def _conv_body(body: str) -> dict[str, Any]:
-    fields: dict[str, Any] = {}
+def _conv_body(body: str) -> dict[str, object]:
+    fields: dict[str, object] = {}
     for prefix, value in map(_token, body.split("_")):
         if prefix == "g":
             fields["groups"] = int(value)
@@ -94,16 +94,16 @@ def _conv_body(body: str) -> dict[str, Any]:
     return fields
 
 
-def _conv_tags(tags: list[str]) -> dict[str, Any]:
+def _conv_tags(tags: list[str]) -> dict[str, object]:
     layout = next((_LAYOUTS[t] for t in tags if t in _LAYOUTS), "contiguous")
     return {**_dtype_tags(tags, tf32_default=True), "memory_format": layout, "bias": "bias" in tags}
 
 
-def _attention_body(body: str) -> dict[str, Any]:
+def _attention_body(body: str) -> dict[str, object]:
     """`self_b1_h40_d128_q4680_k4680of29640` -> role, batch, heads, head_dim, q_len, keys."""
     role, *tokens = body.split("_")
     names = {"b": "batch", "h": "heads", "d": "head_dim", "q": "q_len"}
-    fields: dict[str, Any] = {"role": role}
+    fields: dict[str, object] = {"role": role}
     for token in tokens[:-1]:
         prefix, value = _token(token)
         fields[names[prefix]] = int(value)
@@ -116,7 +116,7 @@ def _attention_body(body: str) -> dict[str, Any]:
     return fields
 
 
-def _attention_backend(name: str) -> dict[str, Any]:
+def _attention_backend(name: str) -> dict[str, object]:
     """Backends joined by `+` (`sdpa_cudnn`), or the legacy op a shape substitutes for."""
     known = set(get_args(AttentionBackend))
     backends = name.split("+")
@@ -125,5 +125,5 @@ def _attention_backend(name: str) -> dict[str, Any]:
     return {"substitutes_for": name}
 
 
-def _att_tags(tags: list[str]) -> dict[str, Any]:
+def _att_tags(tags: list[str]) -> dict[str, object]:
     return {"dtype": tags[0], "causal": "causal" in tags[1:]}

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -27,6 +27,7 @@ from .terminal import err, error_line, warning_line
 
 if TYPE_CHECKING:
     from ..record.recorder import Recorder
+    from ..record.totals import ShapesDocument
 
 STAGE = re.compile(r"^[A-Za-z0-9_]+$")
 
@@ -148,7 +149,7 @@ class _Run:
         self.recorder, self.command, self.output = recorder, command, output
         self.inputs, self.inputs_dir, self.modules = inputs, inputs_dir, modules
 
-    def write(self, failure: str | None) -> tuple[dict[str, Any], Output]:
+    def write(self, failure: str | None) -> tuple[ShapesDocument, Output]:
         """The shapes file of what was recorded, or RecordError: nothing to write, or the
         program failed (after writing what it ran)."""
         from ..record import shapes_yaml, validated_document
@@ -164,7 +165,7 @@ class _Run:
         target = check_output(self.output, [*self.inputs, *loaded_files(self.modules)])
         prefix = _inputs_prefix(self.inputs_dir, target.path)
         document = validated_document(self.recorder, shlex.join(self.command), prefix)
-        shapes = sum(len(s) for s in document["stages"].values())
+        shapes = sum(len(s) for s in document.stages.values())
         if shapes == 0:
             unseen = self.recorder.threads.total
             why = [failure] if failure else []
@@ -183,7 +184,7 @@ class _Run:
             )
         return document, target
 
-    def announce(self, document: dict[str, Any], target: Output) -> None:
+    def announce(self, document: ShapesDocument, target: Output) -> None:
         """The warnings of the recording, then what was recorded, in one line."""
         recorder = self.recorder
         if recorder.clock.broken:
@@ -235,27 +236,28 @@ class _Run:
         return 0
 
 
-def recorded_line(document: dict[str, Any], target: str) -> str:
+def recorded_line(document: ShapesDocument, target: str) -> str:
     """What was recorded, in one line: shapes, calls, stages, and per stage the program's
     kernel time (or calls) and the part no shape covers."""
-    flat = [s for st in document["stages"].values() for s in st]
+    flat = [s for st in document.stages.values() for s in st]
     ops = sum(1 for s in flat if s["op"] == "aten")
-    totals = document["recorded"]["totals"]
-    timed = totals["basis"] == "kernel_time"
+    totals = document.recorded.totals
+    assert totals is not None, "a recorder's document always holds its totals"
+    timed = totals.basis == "kernel_time"
     missing: dict[str, float] = {}
-    for item in totals["uncovered"]:
-        share = (item.get("kernel_us") or 0) if timed else item["calls"]
-        missing[item["stage"]] = missing.get(item["stage"], 0) + share
+    for item in totals.uncovered:
+        share = (item.kernel_us or 0) if timed else item.calls
+        missing[item.stage] = missing.get(item.stage, 0) + share
     parts = []
-    for stage, total in totals["stages"].items():
-        whole = total["kernel_us"] if timed else total["calls"]
-        unit = f"{millis(whole)} of kernels" if timed else counted(whole, "call")
+    for stage, total in totals.stages.items():
+        whole = (total.kernel_us or 0) if timed else total.calls
+        unit = f"{millis(whole)} of kernels" if timed else counted(total.calls, "call")
         gap = missing.get(stage, 0) / whole * 100 if whole else 0.0
         parts.append(f"{printable(stage)} {unit}, {gap:.1f} % not covered")
     return (
         f"recorded {counted(len(flat), 'shape')} ({len(flat) - ops} typed,"
         f" {counted(ops, 'device op')}; {counted(sum(s['calls'] for s in flat), 'call')}) in"
-        f" {counted(len(document['stages']), 'stage')} to"
+        f" {counted(len(document.stages), 'stage')} to"
         f" {printable(target)}: " + "; ".join(parts)
     )
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import pandas as pd
 
@@ -104,7 +104,11 @@ def coverage_frame(cards: CardFile) -> pd.DataFrame:
     return frame
 
 
-def _card_fields(card: Card) -> dict[str, Any]:
+Cell = str | int | float | bool | None  # one cell of a card or kernel row
+Row = dict[str, Cell]  # column name -> cell
+
+
+def _card_fields(card: Card) -> Row:
     roof = card.roofline
     measured = fidelity(card)
     return {
@@ -132,12 +136,12 @@ def _card_fields(card: Card) -> dict[str, Any]:
     }
 
 
-def _kernel_fields(kernel: KernelCard | None) -> dict[str, Any]:
+def _kernel_fields(kernel: KernelCard | None) -> Row:
     if kernel is None:
         return {}
     roof, margin = kernel.roofline, kernel.margin
     hot = {kind: units[0] for kind, units in kernel.hot_units.items() if units}
-    fields: dict[str, Any] = {
+    fields: Row = {
         "kernel": kernel.kernel,
         "classification": kernel.classification,
         "borderline": margin.borderline if margin else None,
@@ -165,7 +169,7 @@ def _kernel_fields(kernel: KernelCard | None) -> dict[str, Any]:
     return fields
 
 
-def _drill_fields(kernel: KernelCard) -> dict[str, Any]:
+def _drill_fields(kernel: KernelCard) -> Row:
     """A kernel's drill-down in three columns: its settled class, CPI and top stall reasons."""
     drill = kernel.drill_down
     if drill is None:
@@ -180,12 +184,12 @@ def _drill_fields(kernel: KernelCard) -> dict[str, Any]:
     }
 
 
-def _card_row(card: Card) -> dict[str, Any]:
+def _card_row(card: Card) -> Row:
     top = named_dominant(card)
     return {**_card_fields(card), **_kernel_fields(top)}
 
 
-def _kernel_row(card: Card, kernel: KernelCard) -> dict[str, Any]:
+def _kernel_row(card: Card, kernel: KernelCard) -> Row:
     return {**_card_fields(card), **_kernel_fields(kernel)}
 
 
@@ -252,10 +256,10 @@ def _columns() -> list[str]:
     return card + kernel
 
 
-def _dtypes(columns: list[str]) -> dict[str, Any]:
+def _dtypes(columns: list[str]) -> dict[str, str | type]:
     """Text columns as object, `borderline` as nullable boolean, `kernels` as int, the rest
     float (NaN for missing)."""
-    out: dict[str, Any] = {}
+    out: dict[str, str | type] = {}
     for name in columns:
         if name in _TEXT:
             out[name] = object

@@ -149,14 +149,14 @@ def read_kernel(
         report=report,
         range_index=range_index,
         action_index=action_index,
-        mangled=action.name(ncu_report.IAction.NameBase_MANGLED),
-        demangled=action.name(ncu_report.IAction.NameBase_DEMANGLED),
-        function=action.name(ncu_report.IAction.NameBase_FUNCTION),
+        mangled_name=action.name(ncu_report.IAction.NameBase_MANGLED),
+        demangled_name=action.name(ncu_report.IAction.NameBase_DEMANGLED),
+        function_name=action.name(ncu_report.IAction.NameBase_FUNCTION),
         nvtx_ranges=ranges,
         repeat=repeat,
-        values=values,
-        sources=sources,
-        missing=missing,
+        metrics=values,
+        metric_sources=sources,
+        missing_metrics=missing,
         unit_problems=problems,
         replay_passes=_passes(action),
         device=device,
@@ -237,9 +237,9 @@ def _damage(action: Any, row: KernelRow) -> str | None:
     """Why a kernel looks like the phantom ncu_report makes of a cut result (no name, no metric
     at all), or None. metric_names() costs 0.6 ms on a --set full kernel: asked only when no
     catalog metric has a value, and a NaN-only kernel, which ncu wrote, still has its names."""
-    if not row.mangled:
+    if not row.mangled_name:
         return "has no name"
-    if len(row.missing) == len(CATALOG) and not action.metric_names():
+    if len(row.missing_metrics) == len(CATALOG) and not action.metric_names():
         return "holds no metric at all"
     return None
 

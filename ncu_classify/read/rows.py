@@ -11,16 +11,16 @@ class KernelRow(BaseModel):
     report: str
     range_index: int
     action_index: int
-    mangled: str
-    demangled: str
-    function: str
+    mangled_name: str
+    demangled_name: str
+    function_name: str
     nvtx_ranges: list[str] = Field(default_factory=list)
     repeat: int | None = Field(
         default=None, description="which measurement of its shape (--repeat), if one of several"
     )
-    values: dict[str, float | None]
-    sources: dict[str, str]
-    missing: list[str]
+    metrics: dict[str, float | None]
+    metric_sources: dict[str, str]
+    missing_metrics: list[str]
     unit_problems: list[str] = Field(default_factory=list)
     replay_passes: int | None = None
     device: dict[str, str | int | None] = Field(default_factory=dict)

@@ -11,6 +11,9 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+# The keyword arguments of a call made by someone else (the user's program, torch's dispatch,
+# an exit function), as Python hands them on: any names, any values, no shape of ours.
+CallKwargs = dict[str, Any]
 DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
 CAST_TARGETS = {**DTYPE_NAMES, torch.uint8: "uint8"}
 CAST_METHODS = {"float": torch.float32, "half": torch.float16, "bfloat16": torch.bfloat16}
@@ -62,7 +65,7 @@ def in_module_setup() -> bool:
 
 
 def shape_of(
-    func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
+    func: Any, args: tuple[Any, ...], kwargs: CallKwargs, result: Any
 ) -> tuple[dict[str, Any] | None, list[torch.Tensor]]:
     """The shapes-file mapping of a replayable call and its input tensors, else (None, [])."""
     for handler in (_linear, _matmul, _conv, _attention, _cast):
@@ -75,12 +78,12 @@ def shape_of(
 
 
 def _arg(
-    args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str, default: Any = None
+    args: tuple[Any, ...], kwargs: CallKwargs, index: int, name: str, default: Any = None
 ) -> Any:
     return args[index] if len(args) > index else kwargs.get(name, default)
 
 
-def _linear(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Any:
+def _linear(func: Any, args: tuple[Any, ...], kwargs: CallKwargs, result: Any) -> Any:
     if func is not F.linear:
         return None
     x, weight = _arg(args, kwargs, 0, "input"), _arg(args, kwargs, 1, "weight")
@@ -103,7 +106,7 @@ def _linear_shape(m: int, n: int, k: int, dtype: torch.dtype, bias: bool) -> dic
 _MATMULS = {torch.matmul, torch.mm, torch.Tensor.matmul, torch.Tensor.mm, torch.Tensor.__matmul__}
 
 
-def _matmul(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Any:
+def _matmul(func: Any, args: tuple[Any, ...], kwargs: CallKwargs, result: Any) -> Any:
     """A (..., M, K) @ (K, N) product (or addmm with its bias) as a linear: the replay runs
     x @ w.T, the same GEMM with the second operand transposed (noted on the shape)."""
     if func in (torch.addmm, torch.Tensor.addmm):
@@ -144,7 +147,7 @@ _CONVS = {F.conv3d: ("conv3d", 3, "channels_last_3d"), F.conv2d: ("conv2d", 2, "
 _LAYOUTS = {"channels_last_3d": torch.channels_last_3d, "channels_last": torch.channels_last}
 
 
-def _conv(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Any:
+def _conv(func: Any, args: tuple[Any, ...], kwargs: CallKwargs, result: Any) -> Any:
     """F.conv2d or F.conv3d; padding="same" and unbatched inputs are left to their device ops."""
     if func not in _CONVS:
         return None
@@ -177,7 +180,7 @@ def _conv(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any)
     return shape, [x, weight, *([bias] if bias is not None else [])]
 
 
-def _attention(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Any:
+def _attention(func: Any, args: tuple[Any, ...], kwargs: CallKwargs, result: Any) -> Any:
     if func is not F.scaled_dot_product_attention:
         return None
     q, k, v = (_arg(args, kwargs, i, name) for i, name in enumerate(("query", "key", "value")))
@@ -210,7 +213,7 @@ def _attention(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result:
     return shape, [q, k, v]
 
 
-def _cast(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Any:
+def _cast(func: Any, args: tuple[Any, ...], kwargs: CallKwargs, result: Any) -> Any:
     name = getattr(func, "__name__", "")
     if not (name in ("to", "type") or name in CAST_METHODS) or not args:
         return None

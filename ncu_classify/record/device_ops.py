@@ -19,6 +19,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .calls import CallKwargs
 from .timing import KernelClock
 
 # Ops that allocate, alias or read metadata: no kernel of their own.
@@ -63,7 +64,7 @@ class DeviceOp:
     stage: str
     op: str
     args: list[Any]
-    kwargs: dict[str, Any]
+    kwargs: CallKwargs
     outputs: list[dict[str, Any]]
     on_host: bool  # every tensor on the CPU: host work when the program uses a GPU
     calls: int = 0
@@ -77,7 +78,7 @@ class Seen:
 
     op: str
     args: list[Any]
-    kwargs: dict[str, Any]
+    kwargs: CallKwargs
     outputs: list[dict[str, Any]]
     on_host: bool
     mark: int
@@ -102,7 +103,7 @@ def tensors_in(value: Any) -> list[torch.Tensor]:
     return []
 
 
-def touches_tensors(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> bool:
+def touches_tensors(args: tuple[Any, ...], kwargs: CallKwargs, result: Any) -> bool:
     """Whether an op takes or makes a tensor: one that does neither (a library's version probe,
     `torchvision._cuda_version`, dispatched at import) is no device work."""
     return bool(tensors_in(list(args)) or tensors_in(list(kwargs.values())) or tensors_in(result))
@@ -175,7 +176,7 @@ class DeviceOps:
             else:  # the typed shape or the model building around it stands for its kernels
                 self.clock.aim(seen.mark, None)
 
-    def saw(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any,
+    def saw(self, func: Any, args: tuple[Any, ...], kwargs: CallKwargs, result: Any,
             mark: int) -> None:  # fmt: skip
         """One dispatched op that may do work: held for the torch call around it, if any."""
         tensors = tensors_in([list(args), list(kwargs.values()), result])
@@ -252,7 +253,7 @@ class _Dispatch(TorchDispatchMode):
         func: Any,
         types: Any,
         args: tuple[Any, ...] = (),
-        kwargs: dict[str, Any] | None = None,
+        kwargs: CallKwargs | None = None,
     ) -> Any:
         kwargs = kwargs or {}
         if self.ops.stopped or not does_work(func):

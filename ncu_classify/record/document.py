@@ -8,11 +8,13 @@ import json
 import re
 from typing import Any
 
+from ..capture.recorded import RecordedTotals, UncoveredCall
 from ..core.text import counted
 from .recorder import Recorder
+from .totals import ShapesDocument
 
 
-def validated_document(recorder: Recorder, command: str, inputs_prefix: str = "") -> dict[str, Any]:
+def validated_document(recorder: Recorder, command: str, inputs_prefix: str = "") -> ShapesDocument:
     """The shapes document with every shape validated as the shapes file will be: a shape the
     replay cannot take (a dimension it refuses) moves to the uncovered work, with its time;
     typed shapes that come out with one group id (a matmul and a linear of one size) merge,
@@ -24,39 +26,46 @@ def validated_document(recorder: Recorder, command: str, inputs_prefix: str = ""
     from .totals import stage_totals
 
     document = recorder.shapes_document(command, inputs_prefix)
-    totals = document["recorded"]["totals"]
+    totals = _totals(document)
     adapter: TypeAdapter[Any] = TypeAdapter(Shape)
     stages: dict[str, dict[str, dict[str, Any]]] = {}
-    for stage, shapes in document["stages"].items():
+    for stage, shapes in document.stages.items():
         kept = stages.setdefault(stage, {})
         for shape in shapes:
             try:
                 parsed = adapter.validate_python(shape, strict=False)
             except ValidationError as exc:
-                totals["uncovered"].append(_refused(stage, shape, exc.errors()[0]["msg"]))
+                totals.uncovered.append(_refused(stage, shape, exc.errors()[0]["msg"]))
                 continue
             if shape["op"] == "aten":
                 name = _numbered(parsed.readable(), kept, stage)
                 kept[f"{stage}:{name}"] = {"op": "aten", "name": name, **shape}
             else:
                 _merge(kept, group_id(stage, parsed), shape)
-    document["stages"] = {stage: list(kept.values()) for stage, kept in stages.items() if kept}
-    totals["uncovered"].sort(key=lambda u: (-(u.get("kernel_us") or 0), -u["calls"], u["name"]))
-    totals["stages"] = stage_totals(document["stages"], totals["uncovered"], totals.pop("copies"))
+    document.stages = {stage: list(kept.values()) for stage, kept in stages.items() if kept}
+    totals.uncovered.sort(key=lambda u: (-(u.kernel_us or 0), -u.calls, u.name))
+    totals.stages = stage_totals(document.stages, totals.uncovered, document.copies)
     return document
 
 
-def _refused(stage: str, shape: dict[str, Any], problem: str) -> dict[str, Any]:
+def _totals(document: ShapesDocument) -> RecordedTotals:
+    """The recording's time ledger (a recorder always writes one)."""
+    totals = document.recorded.totals
+    assert totals is not None, "a recorder's document always holds its totals"
+    return totals
+
+
+def _refused(stage: str, shape: dict[str, Any], problem: str) -> UncoveredCall:
     """A shape the replay refuses, as uncovered work with the time it took."""
-    item = {
-        "stage": stage,
-        "name": shape.get("overload") or shape["op"],
-        "why": f"refused by the replay: {problem}",
-        "calls": shape["calls"],
-    }
+    item = UncoveredCall(
+        stage=stage,
+        name=shape.get("overload") or shape["op"],
+        why=f"refused by the replay: {problem}",
+        calls=shape["calls"],
+    )
     if "real_us" in shape:
-        item["kernels"] = round(shape["real_kernels"] * shape["calls"])
-        item["kernel_us"] = round(shape["real_us"] * shape["calls"], 3)
+        item.kernels = round(shape["real_kernels"] * shape["calls"])
+        item.kernel_us = round(shape["real_us"] * shape["calls"], 3)
     return item
 
 
@@ -87,40 +96,45 @@ def _merge(kept: dict[str, dict[str, Any]], gid: str, shape: dict[str, Any]) -> 
     first["source"] = ", ".join(sources)
 
 
-def shapes_yaml(document: dict[str, Any]) -> str:
+def shapes_yaml(document: ShapesDocument) -> str:
     """A recorded shapes document as YAML people can read and diff: one flow mapping per shape
     (JSON scalars are YAML scalars), per stage total and per line of uncovered work."""
-    recorded = document["recorded"]
-    totals = recorded["totals"]
+    recorded = document.recorded
+    totals = _totals(document)
     dumps = _yaml_scalar
     shapes = _flat(document)
     ops = [s for s in shapes if s["op"] == "aten"]
     lines = [
-        f"# Recorded by ncu-classify {recorded['tool_version']}:"
+        f"# Recorded by ncu-classify {recorded.tool_version}:"
         f" {counted(len(shapes), 'distinct shape')}"
         f" ({len(shapes) - len(ops)} typed, {counted(len(ops), 'device op')}),"
         f" {counted(sum(s['calls'] for s in shapes), 'call')};"
-        f" {counted(len(totals['uncovered']), 'kind')} of"
+        f" {counted(len(totals.uncovered), 'kind')} of"
         " device work not covered (recorded.totals.uncovered).",
         "# Edit freely: a shape's `calls` weighs its time in the summaries (coverage keeps"
         " `real_calls`, the calls recorded).",
-        f"seed: {document['seed']}",
-        f"warmup: {document['warmup']}",
-        f"cudnn_benchmark: {json.dumps(document['cudnn_benchmark'])}",
+        f"seed: {document.seed}",
+        f"warmup: {document.warmup}",
+        f"cudnn_benchmark: {json.dumps(document.cudnn_benchmark)}",
         "recorded:",
-        *(f"  {key}: {dumps(recorded[key])}" for key in ("command", "tool_version", "torch")),
-        f"  device: {dumps(recorded['device'])}",
+        f"  command: {dumps(recorded.command)}",
+        f"  tool_version: {dumps(recorded.tool_version)}",
+        f"  torch: {dumps(recorded.torch)}",
+        f"  device: {dumps(recorded.device)}",
         "  totals:",
-        f"    basis: {dumps(totals['basis'])}",
+        f"    basis: {dumps(totals.basis)}",
     ]
-    if "setup_kernel_us" in totals:
-        lines.append(f"    setup_kernel_us: {dumps(totals['setup_kernel_us'])}")
-    lines.append("    stages:" + ("" if totals["stages"] else " {}"))
-    lines += [f"      {dumps(stage)}: {dumps(t)}" for stage, t in totals["stages"].items()]
-    lines.append("    uncovered:" + ("" if totals["uncovered"] else " []"))
-    lines += ["      - " + dumps(item) for item in totals["uncovered"]]
+    if totals.setup_kernel_us is not None:
+        lines.append(f"    setup_kernel_us: {dumps(totals.setup_kernel_us)}")
+    lines.append("    stages:" + ("" if totals.stages else " {}"))
+    lines += [
+        f"      {dumps(stage)}: {dumps(t.model_dump(exclude_none=True))}"
+        for stage, t in totals.stages.items()
+    ]
+    lines.append("    uncovered:" + ("" if totals.uncovered else " []"))
+    lines += ["      - " + dumps(item.model_dump(exclude_none=True)) for item in totals.uncovered]
     lines.append("stages:")
-    for stage, members in document["stages"].items():
+    for stage, members in document.stages.items():
         lines.append(f"  {dumps(stage)}:")  # quoted: a stage named `null` or `123` stays text
         lines += [
             "    - {" + ", ".join(f"{k}: {dumps(v)}" for k, v in shape.items()) + "}"
@@ -143,5 +157,6 @@ def _yaml_scalar(value: Any) -> str:
     return _YAML_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def _flat(document: dict[str, Any]) -> list[dict[str, Any]]:
-    return [shape for shapes in document["stages"].values() for shape in shapes]
+def _flat(document: ShapesDocument) -> list[dict[str, Any]]:
+    """Every shape of the document, stage after stage."""
+    return [shape for shapes in document.stages.values() for shape in shapes]

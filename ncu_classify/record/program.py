@@ -21,10 +21,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..core.errors import UsageError
 from .streams import lent_streams
+
+if TYPE_CHECKING:
+    from .calls import CallKwargs
 
 INTERPRETER = re.compile(r"^python[0-9.]*$")
 PYTHON_FLAGS = {"-u", "-B", "-O", "-OO", "-E", "-s", "-I", "-q"}  # harmless here
@@ -180,7 +183,7 @@ def _ended(run: Callable[[], Any], label: str, signalled: list[int]) -> Outcome:
 
 
 def _call_exit_function(
-    func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], signalled: list[int]
+    func: Callable[..., Any], args: tuple[Any, ...], kwargs: CallKwargs, signalled: list[int]
 ) -> None:
     """One atexit function of the program; what it raises is printed and ignored, as Python
     does at exit (a signal to this process still interrupts)."""
@@ -263,10 +266,10 @@ def _exit_caught(
 
 
 @contextmanager
-def _exit_functions() -> Iterator[list[tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]]]:
+def _exit_functions() -> Iterator[list[tuple[Callable[..., Any], tuple[Any, ...], CallKwargs]]]:
     """The atexit functions the program registers (and unregisters) while it runs, kept to be
     run when it ends instead of when this process does."""
-    kept: list[tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]] = []
+    kept: list[tuple[Callable[..., Any], tuple[Any, ...], CallKwargs]] = []
     register, unregister = atexit.register, atexit.unregister
 
     def kept_register(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[..., Any]:

@@ -22,11 +22,19 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .._version import __version__
-from .calls import held_as, in_module_setup, name_of, sets_up_parameter, shape_of
+from .calls import CallKwargs, held_as, in_module_setup, name_of, sets_up_parameter, shape_of
 from .device_ops import DeviceOps
 from .threads import WHY, OtherThreads
 from .timing import KernelClock
-from .totals import copy_time, document_ops, loose_work, measured, per_call, uncovered_item
+from .totals import (
+    ShapesDocument,
+    copy_time,
+    document_ops,
+    loose_work,
+    measured,
+    per_call,
+    uncovered_item,
+)
 
 
 @dataclass
@@ -185,7 +193,7 @@ class Recorder:
     # --- what a call was -------------------------------------------------------------------
 
     def observe(
-        self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
+        self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: CallKwargs, result: Any
     ) -> tuple[str, tuple[str, ...]]:
         """Record one call and say what its kernels are: a replayable shape ("typed"), or
         another call ("other": the device ops it dispatched are kept as `aten` shapes). Building
@@ -236,8 +244,8 @@ class Recorder:
 
     # --- the shapes file ---------------------------------------------------------------------
 
-    def shapes_document(self, command: str, inputs_prefix: str = "") -> dict[str, Any]:
-        """The recording as a shapes-file mapping (validated by `shapes.ShapesFile`): typed
+    def shapes_document(self, command: str, inputs_prefix: str = "") -> ShapesDocument:
+        """The recording as a shapes document (validated by `validated_document`): typed
         shapes, then each stage's device ops as `aten` shapes, each with its real kernel time
         per call when the program ran on a GPU; the work no shape covers under `totals`."""
         times = measured(self.clock) if self.recording.device != "cpu" else None
@@ -261,26 +269,23 @@ class Recorder:
             ("shape", k): e.stage for k, e in self.recording.entries.items()
         }
         stage_of.update({("op", k): op.stage for k, op in self.device_ops.ops.items()})
-        totals: dict[str, Any] = {
-            "basis": "kernel_time" if times is not None else "calls",
-            "uncovered": uncovered,
-            "copies": copy_time(times, stage_of) if times is not None else None,
-        }
-        if setup is not None:
-            totals["setup_kernel_us"] = round(setup.ns / 1000, 3)
-        return {
-            "seed": 0,
-            "warmup": 3,
-            "cudnn_benchmark": False,
-            "recorded": {
-                "command": command,
-                "tool_version": __version__,
-                "torch": torch.__version__,
-                "device": self.recording.device,
-                "totals": totals,
-            },
-            "stages": stages,
-        }
+        from ..capture.recorded import Recorded, RecordedTotals
+
+        totals = RecordedTotals(
+            basis="kernel_time" if times is not None else "calls",
+            stages={},  # summed by validated_document, from what the file holds
+            uncovered=uncovered,
+            setup_kernel_us=round(setup.ns / 1000, 3) if setup is not None else None,
+        )
+        recorded = Recorded(
+            command=command,
+            tool_version=__version__,
+            torch=torch.__version__,
+            device=self.recording.device,
+            totals=totals,
+        )
+        copies = copy_time(times, stage_of) if times is not None else None
+        return ShapesDocument(recorded=recorded, stages=stages, copies=copies)
 
 
 class _Mode(TorchFunctionMode):
@@ -296,7 +301,7 @@ class _Mode(TorchFunctionMode):
         func: Callable[..., Any],
         types: Any,
         args: tuple[Any, ...] = (),
-        kwargs: dict[str, Any] | None = None,
+        kwargs: CallKwargs | None = None,
     ) -> Any:
         kwargs = kwargs or {}
         recorder = self.recorder

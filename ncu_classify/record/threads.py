@@ -13,6 +13,7 @@ from typing import Any
 
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .calls import CallKwargs
 from .device_ops import does_work, op_name, touches_tensors
 
 WHY = "run in another thread: record sees only the thread that runs the program"
@@ -100,7 +101,7 @@ class _Counting(TorchDispatchMode):
         func: Any,
         types: Any,
         args: tuple[Any, ...] = (),
-        kwargs: dict[str, Any] | None = None,
+        kwargs: CallKwargs | None = None,
     ) -> Any:
         """Run the op; count it when it may do device work on a tensor."""
         kwargs = kwargs or {}

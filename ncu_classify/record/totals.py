@@ -5,14 +5,31 @@ the two, so that coverage is reckoned against everything the program ran on the 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..capture.recorded import Recorded, StageTime, UncoveredCall
 from .timing import KernelClock, KernelTime
 
 if TYPE_CHECKING:
     from .device_ops import DeviceOps
 
 OUTSIDE_STAGE = "(none)"  # kernels launched outside every call the recorder saw
+
+
+@dataclass
+class ShapesDocument:
+    """A recording as the shapes file will hold it: how it was recorded, with its time ledger
+    (`recorded.totals`: the shapes-file models), and each stage's shapes as the mappings the
+    recorder made, in the order their fields are written (validated by `validated_document`).
+    `copies` (memory copies and sets per stage, us; None untimed) waits for the stage totals."""
+
+    recorded: Recorded
+    stages: dict[str, list[dict[str, Any]]]
+    copies: dict[str, float] | None = None
+    seed: int = 0
+    warmup: int = 3
+    cudnn_benchmark: bool = False
 
 
 def measured(clock: KernelClock) -> dict[tuple[str, ...], KernelTime] | None:
@@ -59,14 +76,14 @@ def per_call(time: KernelTime | None, calls: int, timed: bool) -> dict[str, floa
 
 def document_ops(
     ops: DeviceOps, times: dict[tuple[str, ...], KernelTime] | None
-) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
+) -> tuple[dict[str, list[dict[str, Any]]], list[UncoveredCall]]:
     """The device ops as `aten` shapes per stage, and those a replay would not reproduce (their
     work depends on the values) as uncovered work. On a GPU an op that launched no kernel (a
     copy to or from the host, an empty tensor) is no kernel work and is left out."""
     from ..capture.aten import AtenShape
 
     stages: dict[str, list[dict[str, Any]]] = {}
-    uncovered = []
+    uncovered: list[UncoveredCall] = []
     for key, op in ops.device_work().items():
         time = times.get(("op", key)) if times is not None else None
         if times is not None and (time is None or time.kernels == 0):
@@ -91,22 +108,27 @@ def uncovered_item(
     calls: int,
     time: KernelTime | None,
     times: dict[tuple[str, ...], KernelTime] | None,
-) -> dict[str, Any]:
+) -> UncoveredCall:
     """One line of uncovered work, with its kernels and time when the recording was timed."""
-    item: dict[str, Any] = {"stage": stage, "name": name, "why": why, "calls": calls}
-    if times is not None:
-        time = time or KernelTime()
-        item["kernels"] = time.kernels
-        item["kernel_us"] = round(time.ns / 1000, 3)
-    return item
+    if times is None:
+        return UncoveredCall(stage=stage, name=name, why=why, calls=calls)
+    time = time or KernelTime()
+    return UncoveredCall(
+        stage=stage,
+        name=name,
+        why=why,
+        calls=calls,
+        kernels=time.kernels,
+        kernel_us=round(time.ns / 1000, 3),
+    )
 
 
 def loose_work(
     failed: dict[tuple[str, str], int], times: dict[tuple[str, ...], KernelTime] | None
-) -> list[dict[str, Any]]:
+) -> list[UncoveredCall]:
     """Uncovered work besides the ops: calls the recorder could not describe or keep (counted
     by stage and name), and kernels launched outside every described op."""
-    items = []
+    items: list[UncoveredCall] = []
     for (stage, name), calls in failed.items():
         time = None
         if times is not None:
@@ -129,34 +151,36 @@ def loose_work(
 
 def stage_totals(
     stages: dict[str, list[dict[str, Any]]],
-    uncovered: list[dict[str, Any]],
+    uncovered: list[UncoveredCall],
     copies: dict[str, float] | None,
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, StageTime]:
     """Per stage: calls, and when timed (`copies` given) kernels and kernel time, summed over
     its shapes (per call x calls) and its uncovered work: every kernel the program ran, counted
     once; and the time of its memory copies and sets apart."""
-    timed = copies is not None
-    totals: dict[str, dict[str, Any]] = {}
+    sums: dict[str, list[float]] = {}  # stage -> [calls, kernels, kernel_us]
 
     def add(stage: str, calls: int, kernels: float, micros: float) -> None:
-        total = totals.setdefault(stage, {"calls": 0, "kernels": 0.0, "kernel_us": 0.0})
-        total["calls"] += calls
-        total["kernels"] += kernels
-        total["kernel_us"] += micros
+        total = sums.setdefault(stage, [0, 0.0, 0.0])
+        total[0] += calls
+        total[1] += kernels
+        total[2] += micros
 
     for stage, shapes in stages.items():
         for s in shapes:
             calls = s["calls"]
             add(stage, calls, (s.get("real_kernels") or 0) * calls, (s.get("real_us") or 0) * calls)
     for item in uncovered:
-        add(item["stage"], item["calls"], item.get("kernels") or 0, item.get("kernel_us") or 0)
+        add(item.stage, item.calls, item.kernels or 0, item.kernel_us or 0)
     for stage in copies or {}:
         add(stage, 0, 0, 0)
-    for stage, total in totals.items():
-        if timed:
-            total["kernels"] = round(total["kernels"])
-            total["kernel_us"] = round(total["kernel_us"], 3)
-            total["copy_us"] = round((copies or {}).get(stage, 0.0), 3)
-        else:
-            del total["kernels"], total["kernel_us"]
-    return totals
+    if copies is None:
+        return {stage: StageTime(calls=int(calls)) for stage, (calls, _, _) in sums.items()}
+    return {
+        stage: StageTime(
+            calls=int(calls),
+            kernels=round(kernels),
+            kernel_us=round(micros, 3),
+            copy_us=round(copies.get(stage, 0.0), 3),
+        )
+        for stage, (calls, kernels, micros) in sums.items()
+    }

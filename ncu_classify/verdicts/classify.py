@@ -97,7 +97,7 @@ def _foreign_cards(
         elif rec.nvtx_ranges:
             key = (stem, "nvtx_range", "/".join(rec.nvtx_ranges))
         else:
-            key = (stem, "kernel", rec.function)
+            key = (stem, "kernel", rec.function_name)
         groups.setdefault(key, []).append((rec, card))
     cards = []
     repeated: set[str] = set()

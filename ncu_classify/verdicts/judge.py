@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._version import __version__
-from ..cards.drill import DrillSource, Settled
+from ..cards.drill import DrillDown, DrillSource, Settled
 from ..cards.figures import Roofline
 from ..cards.hot_units import HotUnit, name_units
 from ..cards.machine import GpuInfo
@@ -24,12 +24,12 @@ from ..cards.model import (
     RECORDED_ONLY,
     SCHEMA_VERSION,
     UNRESOLVED,
-    VERDICT_FIELDS,
     Card,
     CardFile,
     KernelCard,
 )
 from ..cards.rollup import card_class, count_classes, dominant
+from ..cards.verdict import CardVerdict, KernelVerdict
 from ..core.clock import utc_now
 from ..core.metrics import CATALOG, CATALOG_KEYS, EVIDENCE_KEYS, PERSISTENT, derive
 from ..core.trusted import trusted
@@ -63,17 +63,17 @@ def kernel_values(
 
 def kernel_verdict(
     metrics: Mapping[str, float | None], evidence: Mapping[str, float | None], rules: LoadedRules
-) -> dict[str, Any]:
+) -> KernelVerdict:
     """A kernel's class, rule text, evidence and unchecked metrics under `rules`; a kernel with
     no evidence at all gets no class rather than the fallback."""
     values = kernel_values(metrics, evidence)
     fresh = {k: values[k] for k in EVIDENCE_KEYS}
     if all(v is None for v in fresh.values()):
-        return dict(
+        return KernelVerdict(
             classification=None, rule=None, evidence=fresh, unchecked_metrics=[*fresh], margin=None
         )
     verdict = evaluate(rules.rules, values)
-    return dict(
+    return KernelVerdict(
         classification=verdict.rule.name,
         rule=verdict.rule.text,
         evidence=fresh,
@@ -89,21 +89,21 @@ def classify_kernel(
     card's `gpu` (maximum clocks)."""
     verdict = kernel_verdict(kernel.metrics, kernel.evidence, rules)
     notes = _annotations(kernel.metrics, kernel.hot_units, verdict, device)
-    return kernel.model_copy(update={**verdict, **notes})
+    return kernel.model_copy(update={**verdict.fields(), **notes})
 
 
 def _annotations(
     metrics: Mapping[str, float | None],
     hot: dict[str, list[HotUnit]],
-    verdict: dict[str, Any],
+    verdict: KernelVerdict,
     device: GpuInfo | None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Roofline figures and the note on the verdict, from the kernel's own figures and the
     device's maximum clocks."""
     roofline = kernel_roofline(metrics, device)
     return {
         "roofline": roofline,
-        "verdict_note": compute_note(verdict["classification"], hot, roofline),
+        "verdict_note": compute_note(verdict.classification, hot, roofline),
     }
 
 
@@ -111,13 +111,13 @@ def kernel_card(record: KernelRow, rules: LoadedRules) -> KernelCard:
     """Classify one kernel row; one whose report holds warp-state counters gets its
     drill-down section from them."""
     metrics = (  # in catalog order, as the reader made it (else rebuilt in that order)
-        dict(record.values)
-        if tuple(record.values) == CATALOG_KEYS
-        else {spec.key: record.values.get(spec.key) for spec in CATALOG}
+        dict(record.metrics)
+        if tuple(record.metrics) == CATALOG_KEYS
+        else {spec.key: record.metrics.get(spec.key) for spec in CATALOG}
     )
     verdict = kernel_verdict(metrics, {}, rules)
     hot = name_units(record.hot_units)
-    drilled: dict[str, Any] = {}
+    drilled: dict[str, DrillDown] = {}
     if record.stalls is not None:
         source = DrillSource(
             experiment=OWN_COUNTERS,
@@ -130,20 +130,20 @@ def kernel_card(record: KernelRow, rules: LoadedRules) -> KernelCard:
         KernelCard,
         CLASSIFY_KERNEL_FIELDS | set(drilled),
         **drilled,
-        kernel=record.demangled,
+        kernel=record.demangled_name,
         metrics=metrics,
-        **verdict,
+        **verdict.fields(),
         hot_units=hot,
         **_annotations(metrics, hot, verdict, _device(tuple(record.device.items()))),
-        mangled_name=record.mangled,
-        demangled_name=record.demangled,
-        function_name=record.function,
+        mangled_name=record.mangled_name,
+        demangled_name=record.demangled_name,
+        function_name=record.function_name,
         nvtx_range="/".join(record.nvtx_ranges) or None,
         report=record.report,
         launch_index=[record.range_index, record.action_index],
         replay_passes=record.replay_passes,
-        metric_sources=dict(record.sources),
-        missing_metrics=list(record.missing),
+        metric_sources=dict(record.metric_sources),
+        missing_metrics=list(record.missing_metrics),
     )
 
 
@@ -154,7 +154,7 @@ def judge(card: Card, rules: LoadedRules, *, kernels_classified: bool = False) -
     if not kernels_classified:
         kernels = [classify_kernel(k, rules, card.gpu) for k in kernels]
     kernels = [_with_tiles(k, card.shape_parameters) for k in kernels]
-    update = {"kernels": kernels, **_verdict(card, kernels, rules)}
+    update = {"kernels": kernels, **_verdict(card, kernels, rules).fields()}
     settled = settled_verdict(card, kernels)
     if settled is not None or card.settled is not None:
         update["settled"] = settled
@@ -212,28 +212,28 @@ def settled_verdict(card: Card, kernels: list[KernelCard]) -> Settled | None:
     )
 
 
-def _verdict(card: Card, kernels: list[KernelCard], rules: LoadedRules) -> dict[str, Any]:
-    """Card-level verdict fields. A card with an error stays failed and a truncated one stays
+def _verdict(card: Card, kernels: list[KernelCard], rules: LoadedRules) -> CardVerdict:
+    """The card's verdict. A card with an error stays failed and a truncated one stays
     incomplete (facts about the data, not the rules); neither gets a primary class."""
     top = dominant(kernels)
-    blank: dict[str, Any] = dict.fromkeys(VERDICT_FIELDS[1:])
+    named = top.kernel if top else None
     if card.error:
-        return {**blank, "dominant_kernel": top.kernel if top else None, "status": "failed"}
-    if card.status == "incomplete":
-        return {**blank, "status": "incomplete"}  # its named dominant kernel is not listed
+        return CardVerdict("failed", dominant_kernel=named)
+    if card.status == "incomplete":  # its named dominant kernel is not listed: kept
+        return CardVerdict("incomplete", kept=("dominant_kernel",))
     if not kernels:
-        return {**blank, "dominant_kernel": None, "status": "no_kernels"}
+        return CardVerdict("no_kernels")
     rule = next((r for r in rules.rules.rules if top and r.name == top.classification), None)
     if top is None or rule is None:
-        return {**blank, "dominant_kernel": top.kernel if top else None, "status": "unresolved"}
-    return {
-        "dominant_kernel": top.kernel,
-        "primary": rule.name,
-        "primary_rule": rule.text,
-        "alternative_explanation": rule.alternative_explanation,
-        "counter_experiment": rule.counter_experiment,
-        "status": "unresolved" if rule.name == UNRESOLVED else "classified",
-    }
+        return CardVerdict("unresolved", dominant_kernel=named)
+    return CardVerdict(
+        "unresolved" if rule.name == UNRESOLVED else "classified",
+        dominant_kernel=top.kernel,
+        primary=rule.name,
+        primary_rule=rule.text,
+        alternative_explanation=rule.alternative_explanation,
+        counter_experiment=rule.counter_experiment,
+    )
 
 
 def build_card(
@@ -256,7 +256,6 @@ def build_card(
     if any(d is None for d in durations):
         missing = sorted({*missing, "dur_us"})
     gpu = gpu_of(records)
-    undecided: dict[str, Any] = dict.fromkeys(VERDICT_FIELDS)
     untimed = {name for name in RECORDED_ONLY if fields.get(name) is None}
     card = trusted(  # trusted values; the file is validated in tests
         Card,
@@ -267,8 +266,7 @@ def build_card(
         kernels=kernels,
         summed_kernel_us=summed,
         achieved_tflops=round(flops / (summed * 1e6), 3) if flops and summed else None,
-        **undecided,
-        status="unresolved",  # the verdict fields are decided by judge
+        **CardVerdict("unresolved").fields(),  # the verdict is decided by judge
         notes=[],
         gpu=gpu,
         missing_metrics=missing,
@@ -339,7 +337,7 @@ def gpu_of(records: list[KernelRow]) -> GpuInfo:
     # the report's facts validated once per report (a fact of an odd kind is kept aside, not
     # fatal); the clocks are the reader's own floats
     device = _device(tuple(records[0].device.items()))
-    seen = [c for r in records if (c := r.values.get("sm_clock_ghz")) is not None]
+    seen = [c for r in records if (c := r.metrics.get("sm_clock_ghz")) is not None]
     if not seen:
         return device
     return device.model_copy(update={"sm_clock_ghz_min": min(seen), "sm_clock_ghz_max": max(seen)})

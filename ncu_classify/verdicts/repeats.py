@@ -62,7 +62,7 @@ def with_repeats(
     kernels, durations = [], []
     for i, kernel in enumerate(card.kernels):
         rows = [r[i] for r in usable]
-        series = _series(kernel.metrics.get("dur_us"), [r.values.get("dur_us") for r in rows])
+        series = _series(kernel.metrics.get("dur_us"), [r.metrics.get("dur_us") for r in rows])
         durations.append(series)
         measured = _kernel_repeats(kernel, rows, series, basis)
         kernels.append(kernel.model_copy(update={"repeats": measured}))
@@ -88,12 +88,12 @@ def _usable(
     for number, rows in repeats.items():
         if number == 1:
             continue
-        if [r.mangled for r in rows] == names:
+        if [r.mangled_name for r in rows] == names:
             usable.append(rows)
         else:
             notes.append(
                 f"repeat {number} left out: it ran {len(rows)} kernels"
-                f" ({', '.join(sorted({r.function for r in rows})) or 'none'}), not the card's"
+                f" ({', '.join(sorted({r.function_name for r in rows})) or 'none'}), not the card's"
                 f" {len(names)}"
             )
     return usable, notes
@@ -109,7 +109,7 @@ def _kernel_repeats(
     scaled: list[str] = []
     if basis == "counters":
         for spec in CATALOG:
-            series = _series(first.get(spec.key), [r.values.get(spec.key) for r in rows])
+            series = _series(first.get(spec.key), [r.metrics.get(spec.key) for r in rows])
             if series and spec.key != "dur_us":
                 metrics[spec.key] = spread(series)
     elif durations:
@@ -239,7 +239,7 @@ def _clock(kernels: list[KernelCard], rows: list[KernelRow], manifest: Manifest)
     """The clock settings and the clocks seen by the card's kernels (all repeats that read
     them: every launch with --repeat-counters, the counters launch otherwise)."""
     seen: dict[str, list[float]] = {key: [] for key in CLOCKS}
-    for values in [k.metrics for k in kernels] + [r.values for r in rows]:
+    for values in [k.metrics for k in kernels] + [r.metrics for r in rows]:
         for key in CLOCKS:
             value = values.get(key)
             if value is not None:

@@ -24,7 +24,7 @@ from ncu_classify.verdicts.classify import kernel_card
 from ncu_classify.verdicts.rules import LoadedRules
 
 DIT = lzma.decompress((SMOKE / "dit.ncu-rep.xz").read_bytes())
-DIT_NAMES = [row.mangled for row in iter_report(SMOKE / "dit.ncu-rep.xz")]
+DIT_NAMES = [row.mangled_name for row in iter_report(SMOKE / "dit.ncu-rep.xz")]
 # smoke_h200/dit.ncu-rep: where each block (its uint32 size) and each payload message starts
 BLOCK_HEADERS = [10, 145, 29905, 58426, 66903, 66976, 67047, 67169, 67222, 67410, 68700]
 BLOCK_HEADERS += [85640, 104032]
@@ -37,7 +37,7 @@ def _read(path: Path) -> list[str] | ReportError:
     """The kernel names the whole reader (framing, lean copy, ncu_report) finds in `path`, or
     its ReportError; any other exception fails the test."""
     try:
-        return [row.mangled for row in iter_report(path)]
+        return [row.mangled_name for row in iter_report(path)]
     except ReportError as exc:
         assert "\n" not in str(exc) and str(exc).startswith(f"{path}: ")
         return exc

@@ -64,7 +64,7 @@ def test_the_copy_reads_the_rows_of_the_report(
     whole = _rows(attention, tmp_path)
     assert opened[1] == ("attention.ncu-rep", 1_715_138)
     assert through_copy == whole
-    assert str(whole[1]["demangled"])[:40] == "void pytorch_flash::flash_fwd_kernel<Fla"
+    assert str(whole[1]["demangled_name"])[:40] == "void pytorch_flash::flash_fwd_kernel<Fla"
 
 
 def test_without_files_in_memory_the_copy_is_a_temporary_file_that_goes(

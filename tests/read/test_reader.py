@@ -51,23 +51,23 @@ def test_every_value_matches_ncu_report(stem: str, tmp_path: Path) -> None:
     actions = _raw_actions(path, tmp_path)
     assert len(rows) == len(actions) > 0
     for row, action in zip(rows, actions, strict=True):
-        assert row.mangled == action.name(ncu_report.IAction.NameBase_MANGLED)
-        assert row.demangled == action.name(ncu_report.IAction.NameBase_DEMANGLED)
-        assert row.missing == ROOFLINE_KEYS  # captured before the roofline counters
+        assert row.mangled_name == action.name(ncu_report.IAction.NameBase_MANGLED)
+        assert row.demangled_name == action.name(ncu_report.IAction.NameBase_DEMANGLED)
+        assert row.missing_metrics == ROOFLINE_KEYS  # captured before the roofline counters
         raw = {n: action.metric_by_name(n).value() for n in action.metric_names()}
         for spec in CATALOG:
             if spec.key in DERIVED_HERE or spec.key in ROOFLINE_KEYS:  # these reports predate them
                 continue
-            value = raw[row.sources[spec.key]] / BASE_FACTORS.get(spec.key, 1.0)
-            assert row.values[spec.key] == pytest.approx(value)
+            value = raw[row.metric_sources[spec.key]] / BASE_FACTORS.get(spec.key, 1.0)
+            assert row.metrics[spec.key] == pytest.approx(value)
         # sm__cycles_elapsed.avg = its rate x the duration; tensor over elapsed = over active x
         # active cycles / elapsed cycles (the reports hold only the active variant)
         elapsed = raw["sm__cycles_elapsed.avg.per_second"] * raw["gpu__time_duration.sum"] * 1e-9
-        assert row.values["sm_cycles_elapsed"] == pytest.approx(elapsed, rel=1e-11)
+        assert row.metrics["sm_cycles_elapsed"] == pytest.approx(elapsed, rel=1e-11)
         active = raw["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"]
         tensor = active * raw["sm__cycles_active.avg"] / elapsed
-        assert row.values["tensor_pct"] == pytest.approx(tensor, rel=1e-11)
-        assert row.sources["tensor_pct"] == (
+        assert row.metrics["tensor_pct"] == pytest.approx(tensor, rel=1e-11)
+        assert row.metric_sources["tensor_pct"] == (
             "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
             " x sm__cycles_active.avg / (sm__cycles_elapsed.avg.per_second x"
             " gpu__time_duration.sum)"
@@ -78,13 +78,13 @@ def test_exact_values_of_the_bf16_gemm() -> None:
     """Figures read with ncu_report from dit.ncu-rep (4680x5120x5120 bf16 GEMM + bias)."""
     gemm = read_report(SMOKE / "dit.ncu-rep.xz").kernels[0]
     assert gemm.nvtx_ranges == ["dit:linear:M4680_N5120_K5120:bf16:bias"]
-    assert gemm.function == "nvjet_sm90_tst_256x144_64x4_2x1_v_bz_coopA_bias_TNT"
-    assert gemm.values["dur_us"] == 303.008  # 303008 ns, no float noise
-    assert gemm.values["sm_pct"] == pytest.approx(94.45938179495188)
-    assert gemm.values["dram_pct"] == pytest.approx(24.378794625924687)
-    assert gemm.values["dram_read_mb"] == pytest.approx(314.079232)  # 314079232 byte
-    assert gemm.values["smem_dyn_kb"] == pytest.approx(221.38)  # 221380 byte/block
-    assert gemm.values["sm_clock_ghz"] == pytest.approx(1.6099532925623326)
+    assert gemm.function_name == "nvjet_sm90_tst_256x144_64x4_2x1_v_bz_coopA_bias_TNT"
+    assert gemm.metrics["dur_us"] == 303.008  # 303008 ns, no float noise
+    assert gemm.metrics["sm_pct"] == pytest.approx(94.45938179495188)
+    assert gemm.metrics["dram_pct"] == pytest.approx(24.378794625924687)
+    assert gemm.metrics["dram_read_mb"] == pytest.approx(314.079232)  # 314079232 byte
+    assert gemm.metrics["smem_dyn_kb"] == pytest.approx(221.38)  # 221380 byte/block
+    assert gemm.metrics["sm_clock_ghz"] == pytest.approx(1.6099532925623326)
     assert gemm.replay_passes == 9
     assert gemm.device["name"] == "NVIDIA H200" and gemm.device["sm_count"] == 132
 
@@ -92,27 +92,27 @@ def test_exact_values_of_the_bf16_gemm() -> None:
 def test_full_set_report_uses_the_gpu_dram_alias() -> None:
     """In a `--set full` report DRAM throughput is only under gpu__dram_throughput."""
     rows = read_report(USER_FULL).kernels
-    assert [r.function for r in rows] == [
+    assert [r.function_name for r in rows] == [
         "nvjet_sm90_tst_256x144_64x4_2x1_v_bz_coopA_TNT",
         "unrolled_elementwise_kernel",
         "vectorized_elementwise_kernel",
         "reduce_kernel",
     ]
-    assert {r.sources["dram_pct"] for r in rows} == {
+    assert {r.metric_sources["dram_pct"] for r in rows} == {
         "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"
     }
     assert rows[0].replay_passes == 38
-    assert rows[0].values["dur_us"] == 301.28
+    assert rows[0].metrics["dur_us"] == 301.28
     assert rows[0].nvtx_ranges == []
 
 
 def test_templated_names_survive_verbatim() -> None:
     flash = read_report(SMOKE / "attention.ncu-rep.xz").kernels[1]
-    assert flash.function == "flash_fwd_kernel"
-    assert flash.demangled.startswith(
+    assert flash.function_name == "flash_fwd_kernel"
+    assert flash.demangled_name.startswith(
         "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<(int)128, (int)128,"
     )
-    assert flash.demangled.count("<") == flash.demangled.count(">") > 2
+    assert flash.demangled_name.count("<") == flash.demangled_name.count(">") > 2
 
 
 @pytest.mark.parametrize("keep", [0.1, 0.4, 0.7, 0.99])
@@ -196,9 +196,9 @@ def test_unprofiled_kernel_has_every_metric_missing(tmp_path: Path) -> None:
     (action,) = _raw_actions(path, tmp_path)
     assert math.isnan(action.metric_by_name("gpu__time_duration.sum").as_double())
     (row,) = read_report(path).kernels
-    assert row.function == "nodeByPoint5" and row.replay_passes == 1
-    assert row.missing == [spec.key for spec in CATALOG]  # its DRAM peak of 0 too: no peak
-    assert row.sources == {} and set(row.values.values()) == {None}
+    assert row.function_name == "nodeByPoint5" and row.replay_passes == 1
+    assert row.missing_metrics == [spec.key for spec in CATALOG]  # its DRAM peak of 0 too: no peak
+    assert row.metric_sources == {} and set(row.metrics.values()) == {None}
     assert row.device["name"] == "NVIDIA A100-PCIE-40GB"
 
 
@@ -209,12 +209,12 @@ def test_nan_metric_among_real_ones_is_missing(tmp_path: Path) -> None:
     action = _raw_actions(path, tmp_path)[0]
     assert math.isnan(action.metric_by_name("launch__occupancy_limit_shared_mem").as_double())
     row = read_report(path).kernels[0]
-    assert row.function == "fill_kernel" and row.replay_passes is None
-    assert "occ_limit_smem" in row.missing and "occ_limit_smem" not in row.sources
-    assert row.values["occ_limit_smem"] is None and row.values["occ_limit_regs"] == 8
-    assert (row.values["grid"], row.values["block"], row.values["regs"]) == (9216, 512, 16)
+    assert row.function_name == "fill_kernel" and row.replay_passes is None
+    assert "occ_limit_smem" in row.missing_metrics and "occ_limit_smem" not in row.metric_sources
+    assert row.metrics["occ_limit_smem"] is None and row.metrics["occ_limit_regs"] == 8
+    assert (row.metrics["grid"], row.metrics["block"], row.metrics["regs"]) == (9216, 512, 16)
     # 46 of the 54 catalog metrics: launch statistics carry no throughput nor roofline counter
-    assert len(row.missing) == 46 and row.sources["grid"] == "launch__grid_size"
+    assert len(row.missing_metrics) == 46 and row.metric_sources["grid"] == "launch__grid_size"
 
 
 # name: (kernels, first kernel's function, GPU, its dur_us)
@@ -258,14 +258,14 @@ PUBLIC_KERNELS = {
 def test_public_reports_of_other_gpus_and_versions(name: str) -> None:
     rows = read_report(PUBLIC / name).kernels
     first = rows[0]
-    assert (len(rows), first.function, first.device["name"]) == PUBLIC_KERNELS[name][:3]
-    assert first.values["dur_us"] == pytest.approx(PUBLIC_KERNELS[name][3])
-    assert first.sources["dur_us"] == "gpu__time_duration.sum"
+    assert (len(rows), first.function_name, first.device["name"]) == PUBLIC_KERNELS[name][:3]
+    assert first.metrics["dur_us"] == pytest.approx(PUBLIC_KERNELS[name][3])
+    assert first.metric_sources["dur_us"] == "gpu__time_duration.sum"
 
 
 def _rows(path: Path) -> list[tuple[str, dict[str, float | None]]]:
     """(mangled name, values) of every kernel of a report."""
-    return [(r.mangled, r.values) for r in read_report(path).kernels]
+    return [(r.mangled_name, r.metrics) for r in read_report(path).kernels]
 
 
 def test_ncu_repz_reads_like_the_plain_report(tmp_path: Path) -> None:

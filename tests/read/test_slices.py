@@ -93,8 +93,8 @@ def test_windows_read_the_rows_and_cards_of_one_reader(
     assert [(r.report, r.range_index, r.action_index) for r, _ in three] == [
         (str(report[0]), 0, a) for a in range(392)
     ]
-    assert [(r.values, c.classification) for r, c in three] == [
-        (r.values, c.classification) for r, c in one
+    assert [(r.metrics, c.classification) for r, c in three] == [
+        (r.metrics, c.classification) for r, c in one
     ]
     serial, windowed = (classify([wan14b_plain], rules, jobs=j) for j in (1, 3))
     dump = [json.loads(c.model_dump_json(exclude={"generated_at"})) for c in (serial, windowed)]

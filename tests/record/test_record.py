@@ -212,7 +212,7 @@ def test_building_the_model_is_not_recorded() -> None:
     document = validated_document(recorder, "test")
     got = [
         (stage, s["op"], s.get("shape") or [s.get("M"), s.get("N")], s["calls"])
-        for stage, shapes in document["stages"].items()
+        for stage, shapes in document.stages.items()
         for s in shapes
         if s["op"] != "aten"
     ]
@@ -224,7 +224,7 @@ def test_building_the_model_is_not_recorded() -> None:
     # no init (uniform_), no cast of the parameters or the buffer (_to_copy, copy_)
     ops = [
         (stage, s["name"], s["args"], s["calls"])
-        for stage, shapes in document["stages"].items()
+        for stage, shapes in document.stages.items()
         for s in shapes
         if s["op"] == "aten"
     ]
@@ -232,9 +232,10 @@ def test_building_the_model_is_not_recorded() -> None:
         ("output", "aten.randn.default", [[4, 4]], 1),
         ("output", "aten.randn.default:2", [[3, 16]], 1),
     ]
-    totals = document["recorded"]["totals"]
-    assert totals["uncovered"] == []
-    assert totals["stages"] == {"output": {"calls": 4}, "model": {"calls": 1}}
+    totals = document.recorded.totals
+    assert totals is not None and totals.uncovered == []
+    stages = {stage: t.model_dump(exclude_none=True) for stage, t in totals.stages.items()}
+    assert stages == {"output": {"calls": 4}, "model": {"calls": 1}}
 
 
 def test_recorded_h200_capture_reproduces_and_weighs_by_calls(
@@ -345,13 +346,13 @@ def test_paths_follow_the_running_parents_and_parameters_in_ops_count() -> None:
     with Recorder(stages=[("net.dec.*", "decoder"), ("net.enc.*", "encoder")]) as recorder:
         net(torch.randn(4, 8))
     document = recorder.shapes_document("test")
-    linear = {stage: s[0]["source"] for stage, s in document["stages"].items()}
+    linear = {stage: s[0]["source"] for stage, s in document.stages.items()}
     assert linear["encoder"] == "net.enc.*" and linear["decoder"] == "net.dec.*"
-    head = document["stages"]["net"][0]
+    head = document.stages["net"][0]
     assert (head["op"], head["M"], head["N"], head["K"], head["bias"]) == ("linear", 4, 6, 8, True)
     ops = {
         (stage, s["overload"]): s
-        for stage, shapes in document["stages"].items()
+        for stage, shapes in document.stages.items()
         for s in shapes
         if s["op"] == "aten"
     }
@@ -364,7 +365,7 @@ def test_paths_follow_the_running_parents_and_parameters_in_ops_count() -> None:
         ([4, 6], "float32"),
         ([4, 6], "int64"),
     ]  # values and indices
-    assert document["recorded"]["totals"]["uncovered"] == []
+    assert document.recorded.totals is not None and document.recorded.totals.uncovered == []
 
 
 @pytest.mark.needs("torch")

@@ -493,10 +493,7 @@ def test_an_interrupted_record_is_130_one_line_and_writes_nothing(
 def test_record_summary_line_says_how_small_a_stage_is() -> None:
     from ncu_classify.cli.record import recorded_line
 
-    doc = {
-        "stages": {"m": [{"op": "linear", "calls": 3}]},
-        "recorded": {"totals": {"basis": "calls", "stages": {"m": {"calls": 3}}, "uncovered": []}},
-    }
+    doc = _document({"basis": "calls", "stages": {"m": {"calls": 3}}, "uncovered": []})
     assert recorded_line(doc, "x.yaml").endswith("m 3 calls, 0.0 % not covered")
 
 
@@ -505,9 +502,20 @@ def test_record_summary_line_does_not_round_kernel_time_to_zero() -> None:
 
     totals = {"basis": "kernel_time", "stages": {"m": {"calls": 3, "kernel_us": 19.137}},
               "uncovered": []}  # fmt: skip
-    line = recorded_line({"stages": {"m": [{"op": "linear", "calls": 3}]},
-                          "recorded": {"totals": totals}}, "x.yaml")  # fmt: skip
+    line = recorded_line(_document(totals), "x.yaml")
     assert "0.0 ms" not in line, line
+
+
+def _document(totals: dict[str, object]):  # type: ignore[no-untyped-def]
+    """A recorded document of one linear shape (3 calls) in stage m, with these totals."""
+    from ncu_classify.capture.recorded import Recorded
+    from ncu_classify.record.totals import ShapesDocument
+
+    recorded = {"command": "c", "tool_version": "v", "torch": "t", "device": "cpu"}
+    return ShapesDocument(
+        recorded=Recorded.model_validate({**recorded, "totals": totals}),
+        stages={"m": [{"op": "linear", "calls": 3}]},
+    )
 
 
 GPU_PROFILING = (

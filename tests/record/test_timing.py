@@ -8,10 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from helpers import import_or_skip
+from helpers import ROOT, import_or_skip
 
 torch = import_or_skip("torch")
 
+from ncu_classify.capture.recorded import UncoveredCall  # noqa: E402
 from ncu_classify.record.timing import MARK, InnermostMark, KernelClock, attribute  # noqa: E402
 from ncu_classify.record.totals import loose_work, measured, stage_totals  # noqa: E402
 
@@ -124,7 +125,7 @@ def test_kernel_time_per_target_and_what_falls_outside() -> None:
     assert times[("outside",)].ns == 1
     items = loose_work({("vae", "aten.x.y (a distinct call beyond the 2 a recording keeps)"): 4},
                        times)  # fmt: skip
-    names = [(i["stage"], i["name"], i["calls"], i.get("kernel_us")) for i in items]
+    names = [(i.stage, i.name, i.calls, i.kernel_us) for i in items]
     assert names == [
         ("vae", "aten.x.y (a distinct call beyond the 2 a recording keeps)", 4, 0.0),
         ("dit", "(kernels outside any ATen op)", 1, 0.02),
@@ -139,15 +140,20 @@ def test_stage_totals_are_the_sum_of_shapes_and_uncovered_work() -> None:
             {"calls": 3, "real_us": 10.5, "real_kernels": 2.0},
         ],
     }
-    uncovered = [{"stage": "dit", "calls": 2, "kernels": 4, "kernel_us": 7.25},
-                 {"stage": "vae", "calls": 1, "kernels": 1, "kernel_us": 1.0}]  # fmt: skip
+    uncovered = [
+        UncoveredCall(stage="dit", name="a", why="b", calls=2, kernels=4, kernel_us=7.25),
+        UncoveredCall(stage="vae", name="a", why="b", calls=1, kernels=1, kernel_us=1.0),
+    ]
     totals = stage_totals(stages, uncovered, {"dit": 3.5, "output": 1.25})
-    assert totals == {
+    assert {stage: t.model_dump() for stage, t in totals.items()} == {
         "dit": {"calls": 45, "kernels": 50, "kernel_us": 11967.826, "copy_us": 3.5},
         "vae": {"calls": 1, "kernels": 1, "kernel_us": 1.0, "copy_us": 0.0},
         "output": {"calls": 0, "kernels": 0, "kernel_us": 0.0, "copy_us": 1.25},
     }
-    assert stage_totals(stages, [], None) == {"dit": {"calls": 43}}  # by calls: no times
+    untimed = stage_totals(stages, [], None)  # by calls: no times
+    assert {stage: t.model_dump(exclude_none=True) for stage, t in untimed.items()} == {
+        "dit": {"calls": 43}
+    }
 
 
 def test_a_parameter_cast_inside_a_forward_is_inference_outside_it_building(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -175,5 +181,28 @@ def test_a_parameter_cast_inside_a_forward_is_inference_outside_it_building(tmp_
         for _ in range(2):
             norm(torch.ones(4, 8, dtype=torch.bfloat16))
     document = validated_document(recorder, "test")
-    casts = [(s["shape"], s["calls"]) for s in document["stages"]["net"] if s["op"] == "cast"]
+    casts = [(s["shape"], s["calls"]) for s in document.stages["net"] if s["op"] == "cast"]
     assert casts == [([4, 8], 2), ([8], 2)]
+
+
+def test_a_timed_recording_is_written_again_byte_for_byte_from_its_models() -> None:
+    """The Wan 14B recording of the H200 (kernel time, copies, setup time per stage), read into
+    the shapes-file models and written by `shapes_yaml`, is the committed file byte for byte
+    below its two comment lines (an older writer's wording)."""
+    import json
+    import lzma
+
+    from ruamel.yaml import YAML
+
+    from ncu_classify.capture.recorded import Recorded
+    from ncu_classify.record.document import shapes_yaml
+    from ncu_classify.record.totals import ShapesDocument
+
+    path = ROOT / "reports" / "record" / "wan_14b_480x832_h200_shapes.yaml.xz"
+    text = lzma.decompress(path.read_bytes()).decode("utf-8")
+    data = json.loads(json.dumps(YAML(typ="safe").load(text)))
+    recorded = Recorded.model_validate(data["recorded"])
+    assert recorded.totals is not None and recorded.totals.basis == "kernel_time"
+    assert recorded.totals.stages["dit"].kernel_us == 260226.511
+    written = shapes_yaml(ShapesDocument(recorded=recorded, stages=data["stages"]))
+    assert written.split("\n", 2)[2] == text.split("\n", 2)[2]
