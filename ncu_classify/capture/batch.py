@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..shapes.file import ShapeEntry
 from .manifest import BatchKind
-from .shapes import ShapeEntry
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from typing import Any
 
 from ..core.errors import ReportError
 from ..read.records import KernelRecord
+from ..replay.protocol import ShapeLine
 from .manifest import BatchRecord, ShapeRecord, Status
-from .protocol import ShapeLine
 
 
 def apply_status(

@@ -14,14 +14,21 @@ from pathlib import Path
 
 from ..core.errors import ShapesError, UsageError
 from ..read.names import is_report_name, report_stem
+from ..replay.protocol import InputDraws
+from ..shapes.file import ShapeEntry, ShapesFile, load_shapes
 from .batch import Batch
-from .drill import DrillRequest, capture_metrics, drill_entries, resolve_drill
-from .manifest import MANIFEST_NAME, Manifest, ShapeRecord, read_manifest
+from .drill import capture_metrics, drill_entries, resolve_drill
+from .manifest import (
+    MANIFEST_NAME,
+    DrillRequest,
+    Manifest,
+    ShapeRecord,
+    ShardMethod,
+    read_manifest,
+)
 from .ncu_cmd import ncu_argv
-from .protocol import InputDraws
 from .repeats import DURATION_METRIC, timed, with_times
-from .shapes import ShapeEntry, ShapesFile, load_shapes
-from .shards import ShardMethod, input_units, select_shard, unit_cost
+from .shards import input_units, select_shard, unit_cost
 
 # No GPU made has more memory (B300: 288 GB): the bound when the GPU is not known (dry run).
 LARGEST_GPU_BYTES = 300 * 2**30
@@ -123,34 +130,6 @@ def recorded_inputs(shapes_path: Path, entries: list[ShapeEntry]) -> list[ShapeE
     return out
 
 
-def shape_record(entry: ShapeEntry) -> ShapeRecord:
-    """Manifest record of a shape before it is replayed."""
-    params = entry.shape.model_dump(
-        by_alias=True,
-        exclude={
-            "op", "name", "note", "calls", "source", "inputs_file", "real_us", "real_kernels",
-            "real_calls",
-        },
-    )  # fmt: skip
-    if hasattr(entry.shape, "output"):
-        params["output"] = entry.shape.output()
-    return ShapeRecord(
-        group=entry.group,
-        stage=entry.stage,
-        op=entry.shape.aten_op(),
-        shape_parameters=params,
-        nominal_mac_flops=entry.shape.nominal_flops(),
-        nominal_bytes=entry.shape.nominal_bytes(),
-        note=entry.shape.note,
-        calls=entry.shape.calls,
-        source=entry.shape.source,
-        input_source="recorded" if entry.shape.inputs_file else "seeded",
-        real_us=entry.shape.real_us,
-        real_kernels=entry.shape.real_kernels,
-        real_calls=entry.shape.real_calls,
-    )
-
-
 @dataclass
 class Plan:
     """What a capture will run: the batches, their command lines, and the shapes kept."""
@@ -176,7 +155,7 @@ def batch_argv(batch: Batch, out: Path, options: CaptureOptions) -> list[str]:
     target = [
         options.python,
         "-m",
-        "ncu_classify.capture.replay",
+        "ncu_classify.replay",
         str(work / f"{batch.name}.batch.json"),
         str(work / f"{batch.name}.status.jsonl"),
     ]

@@ -27,7 +27,7 @@ from .drill import capture_metrics
 from .folder import capture_lock, writing
 from .host import Host, counters_refused, probe
 from .jobs import check_job_script
-from .manifest import HostInfo, Manifest, ShapeRecord, write_manifest
+from .manifest import HostInfo, Manifest, ShapeRecord, shape_record, write_manifest
 from .ncu import BatchRun, Stop, run_ncu_batch
 from .outcome import apply_status, count_kernels
 from .plan import (
@@ -36,7 +36,6 @@ from .plan import (
     batch_argv,
     check_capture,
     plan_capture,
-    shape_record,
     shapes_sha256,
 )
 from .shards import select_shard

@@ -9,7 +9,7 @@ calls; calls of ops the replay cannot run are counted by name, never dropped sil
 `inputs_dir`, the first inputs of each distinct shape are saved (within a byte budget) so that
 capture can replay the real tensors.
 
-This package and `capture.replay` are the only parts of the tool that import torch; the face is
+This package and `replay/` are the only parts of the tool that import torch; the face is
 lazy, so that `program` (which runs the user's script, no torch) loads without it.
 """
 

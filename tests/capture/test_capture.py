@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from conftest import CLI, ROOT
 
-from ncu_classify.capture.manifest import BatchRecord, read_manifest
-from ncu_classify.capture.plan import CaptureOptions, plan_batches, plan_capture, shape_record
-from ncu_classify.capture.protocol import ShapeLine
+from ncu_classify.capture.manifest import BatchRecord, read_manifest, shape_record
+from ncu_classify.capture.plan import CaptureOptions, plan_batches, plan_capture
 from ncu_classify.capture.run import apply_status, capture
-from ncu_classify.capture.shapes import load_shapes
 from ncu_classify.core.errors import EnvironmentProblem
+from ncu_classify.replay.protocol import ShapeLine
+from ncu_classify.shapes.file import load_shapes
 from ncu_classify.verdicts.classify import classify
 from ncu_classify.verdicts.rules import load_rules
 

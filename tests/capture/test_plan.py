@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
+from ncu_classify.capture.manifest import shape_record
 from ncu_classify.capture.ncu_cmd import ncu_argv
-from ncu_classify.capture.plan import CaptureOptions, plan_batches, plan_capture, shape_record
-from ncu_classify.capture.shapes import load_shapes
+from ncu_classify.capture.plan import CaptureOptions, plan_batches, plan_capture
 from ncu_classify.capture.shards import input_units, select_shard, shard_costs, unit_cost
 from ncu_classify.cli.entry import run
 from ncu_classify.core.errors import ShapesError, UsageError
 from ncu_classify.core.metrics import capture_metric_names
+from ncu_classify.shapes.file import load_shapes
 
 WORKLOAD = ROOT / "fixtures" / "shapes" / "workload_480x832_40heads.yaml"
 SMOKE_SHAPES = ROOT / "fixtures" / "shapes" / "smoke.yaml"

@@ -12,11 +12,11 @@ import pytest
 from conftest import ROOT
 from test_capture import _cli_capture, _left_running, _terminated, fake_env
 
-from ncu_classify.capture.manifest import BatchRecord, read_manifest
+from ncu_classify.capture.manifest import BatchRecord, read_manifest, shape_record
 from ncu_classify.capture.ncu import launch_plan
-from ncu_classify.capture.plan import CaptureOptions, plan_capture, shape_record
-from ncu_classify.capture.protocol import ShapeLine
+from ncu_classify.capture.plan import CaptureOptions, plan_capture
 from ncu_classify.capture.run import apply_status
+from ncu_classify.replay.protocol import ShapeLine
 from ncu_classify.verdicts.classify import classify
 from ncu_classify.verdicts.rules import load_rules
 

@@ -12,10 +12,10 @@ import jsonschema
 import pytest
 from conftest import LEGACY, ROOT
 
-from ncu_classify.capture.aten import AtenShape
 from ncu_classify.cards.headroom import card_headroom
 from ncu_classify.cards.model import Card
 from ncu_classify.cli.entry import run
+from ncu_classify.shapes.aten import AtenShape
 
 CARDS = ROOT / "reports" / "diff" / "cards"
 VAE_BF16 = CARDS / "vae_bf16_cl3d.json"

@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 from conftest import CLI, ROOT
 
-from ncu_classify.capture.protocol import BatchFile, read_batch, write_batch
-from ncu_classify.capture.shapes import load_shapes
 from ncu_classify.cards.files import card_file_text
 from ncu_classify.cli.entry import run
+from ncu_classify.replay.protocol import BatchFile, read_batch, write_batch
+from ncu_classify.shapes.file import load_shapes
 from ncu_classify.verdicts.classify import classify
 from ncu_classify.verdicts.rules import LoadedRules
 
@@ -326,7 +326,7 @@ def test_what_the_replay_cannot_build_fails_with_its_reason_on_cpu(tmp_path: Pat
     """An unknown overload fails as NotReplayable, with the reason (capture records it and
     exits 5); an fp8 tensor is drawn (the shapes file's dtypes are all drawn); a zero-size
     tensor replays."""
-    from ncu_classify.capture.replay_ops import NotReplayable, Storages, prepare
+    from ncu_classify.replay.aten import NotReplayable, Storages, prepare
 
     shapes = [
         aten(name="unknown", overload="aten.frobnicate.default"),

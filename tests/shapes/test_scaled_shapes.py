@@ -22,9 +22,9 @@ import pytest
 from conftest import import_or_skip
 from ruamel.yaml import YAML
 
-from ncu_classify.capture.aten import ITEMSIZE, AtenShape, TensorSpec
-from ncu_classify.capture.ops import OpShape
-from ncu_classify.capture.shapes import ShapeEntry, ShapesFile, load_shapes
+from ncu_classify.shapes.aten import ITEMSIZE, AtenShape, TensorSpec
+from ncu_classify.shapes.file import ShapeEntry, ShapesFile, load_shapes
+from ncu_classify.shapes.ops import OpShape
 
 ROOT = Path(__file__).resolve().parents[2]
 SCALED = ROOT / "fixtures" / "shapes" / "wan14b_scaled_1000.yaml.xz"
@@ -206,7 +206,7 @@ def _bytes(t: TensorSpec) -> int:
 
 @pytest.mark.needs("torch")
 def test_small_device_ops_of_the_smallest_settings_run_on_the_cpu(scaled: ShapesFile) -> None:
-    from ncu_classify.capture.replay_ops import Storages, finite, prepare
+    from ncu_classify.replay.aten import Storages, finite, prepare
 
     small = [
         e.shape
