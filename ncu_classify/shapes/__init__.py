@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..core.lazy import lazy_face
 
-__all__ = ["ShapeEntry", "ShapesFile", "group_id", "load_shapes"]
+__all__ = ["ShapeEntry", "ShapesFile", "group_id", "load_shapes", "read_shapes"]
 __getattr__ = lazy_face(
     __name__,
     {
@@ -19,5 +19,6 @@ __getattr__ = lazy_face(
         "ShapesFile": "file",
         "group_id": "file",
         "load_shapes": "file",
+        "read_shapes": "file",
     },
 )
