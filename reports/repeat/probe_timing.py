@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from ncu_classify.replay import BUILDERS, nvtx_range
+from ncu_classify.replay.target import BUILDERS, nvtx_range
 from ncu_classify.replay.inputs import _CACHE
 from ncu_classify.shapes.file import load_shapes
 
