@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from capture_speed import metric_spread, print_differences, run_tool, verdicts
 
 from ncu_classify.capture.manifest import read_manifest
-from ncu_classify.capture.shapes import load_shapes
+from ncu_classify.shapes.file import load_shapes
 
 
 def busy_seconds(folder: Path) -> dict[str, float]:

@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ncu_classify.capture.ncu_cmd import nvtx_include  # noqa: E402
-from ncu_classify.capture.protocol import BatchFile, write_batch  # noqa: E402
-from ncu_classify.capture.shapes import ShapeEntry, load_shapes  # noqa: E402
+from ncu_classify.replay.protocol import BatchFile, write_batch  # noqa: E402
+from ncu_classify.shapes.file import ShapeEntry, load_shapes  # noqa: E402
 from ncu_classify.verdicts.classify import classify  # noqa: E402
 from ncu_classify.verdicts.rules import load_rules  # noqa: E402
 
@@ -107,7 +107,7 @@ def run_naive(shapes: Path, out: Path, budget: float) -> tuple[float, int]:
             "--force-overwrite",
             sys.executable,
             "-m",
-            "ncu_classify.capture.replay",
+            "ncu_classify.replay",
             str(batch),
             str(out / f"shape{index:03d}.status.jsonl"),
         ]

@@ -189,20 +189,9 @@ def test_every_link_leads_to_a_file_and_heading_that_exist(page: Any) -> None:
             assert anchor in {_anchor(h) for h in headings}, f"{page.name}: {target}"
 
 
-BEFORE_THE_SPLIT = pytest.mark.xfail(
-    (ROOT / "ncu_classify" / "capture" / "replay.py").exists(),
-    reason="capture/ is being split into shapes/, replay/ and capture/ (issue 38 item 2), whose"
-    " faces name all their modules; this mark lapses once capture/replay.py has moved",
-    strict=True,
-)
-
-
 @pytest.mark.parametrize(
     "package",
-    [
-        pytest.param(p, marks=BEFORE_THE_SPLIT) if p.name == "capture" else p
-        for p in module_map.packages()
-    ],
+    module_map.packages(),
     ids=lambda p: p.name,
 )
 def test_every_package_face_names_every_module(package: Any) -> None:

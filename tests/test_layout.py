@@ -14,27 +14,35 @@ import pytest
 from helpers import ROOT
 
 PACKAGE = ROOT / "ncu_classify"
-STEPS = ("core", "read", "capture", "record", "cards", "verdicts", "compare", "present", "cli")
-# step -> the steps it may import (besides itself and the version module); the pipeline
-# order, plus the dependencies kept on purpose (capture checks its own reports; verdicts read
-# capture manifests; compare re-judges with --reclassify; present shows diffs).
+STEPS = (
+    "core", "read", "shapes", "replay", "capture", "record", "cards", "verdicts", "compare",
+    "present", "cli",
+)  # fmt: skip
+# stage -> the stages it may import (besides itself and the version module); the pipeline
+# order, plus the dependencies kept on purpose (the replay target reads the report's range
+# names; capture checks its own reports; verdicts read capture manifests; compare re-judges
+# with --reclassify; present shows diffs). shapes/ is the grammar record/, replay/, capture/
+# and verdicts/ share; capture/ runs replay/ (and imports its protocol alone: no torch).
 ALLOWED = {
     "core": set(),
     "read": {"core"},
-    "capture": {"core", "read"},
-    "record": {"core", "capture"},
+    "shapes": {"core"},
+    "replay": {"core", "read", "shapes"},
+    "capture": {"core", "read", "shapes", "replay"},
+    "record": {"core", "shapes"},
     "cards": {"core"},
-    "verdicts": {"core", "read", "capture", "cards"},
+    "verdicts": {"core", "read", "shapes", "capture", "cards"},
     "compare": {"core", "read", "cards", "verdicts"},
     "present": {"core", "cards", "compare"},
     "cli": set(STEPS) - {"cli"},
 }
 TOP = {"__init__": {"core", "present"}, "__main__": {"cli"}, "_version": set()}
 NCU_REPORT_HOME = "read.kernels"
+TORCH_STEPS = {"record", "replay"}  # torch is imported by record/ and replay/ alone
 TORCH_HOMES = {
-    "capture.inputs",
-    "capture.replay",
-    "capture.replay_ops",
+    "replay.inputs",
+    "replay.target",
+    "replay.aten",
     "record.recorder",
     "record.calls",
     "record.device_ops",
@@ -129,11 +137,19 @@ def test_only_replay_and_record_import_torch() -> None:
         m for m, found in ALL_IMPORTS.items() if any(n.split(".")[0] == "torch" for n in found)
     }
     assert importers == TORCH_HOMES
+    assert {_step(m) for m in importers} == TORCH_STEPS
+
+
+def test_capture_imports_the_replay_protocol_alone() -> None:
+    """capture/ hands ncu the replay target's command line and talks to it through files: it
+    imports the protocol (no torch), never the target."""
+    used = {d for m, deps in GRAPH.items() if _step(m) == "capture" for d in deps}
+    assert {d for d in used if _step(d) == "replay"} == {"replay.protocol"}
 
 
 def test_what_loads_torch_is_known() -> None:
     """(the modules no test may import at its top: tests/test_without_torch.py)"""
-    assert TORCH_HOMES | {"record.document", "record.totals"} == LOADS_TORCH
+    assert TORCH_HOMES | {"record.document", "record.totals", "replay.__main__"} == LOADS_TORCH
 
 
 def test_nothing_imports_the_cli() -> None:

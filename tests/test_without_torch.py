@@ -203,7 +203,7 @@ def test_the_reading_finds_an_unguarded_test(tmp_path: Path) -> None:
         "from helpers import import_or_skip\n"
         "from ncu_classify.record import Recorder\n"
         "def _helper():\n"
-        "    from ncu_classify.capture.replay_ops import prepare\n"
+        "    from ncu_classify.replay.aten import prepare\n"
         "@pytest.fixture\n"
         "def late():\n"
         "    import torch\n"

@@ -1,32 +1,35 @@
-"""shapes file -> capture folder (reports + manifest.json): which shapes run where with which
-ncu command line (plan, ncu_cmd), the host (host), one ncu process per batch (ncu), the
-batch/status protocol with the replay target (protocol, replay: torch), the manifest
-(manifest) and the run that ties them (run). Reads its own reports through read/.
+"""shapes file -> capture folder (reports + manifest.json): the orchestration of ncu processes
+that run the replay target (replay/) over the shapes of a shapes file (shapes/). Reads its own
+reports through read/.
+
+- manifest: the manifest and its value types (shape and batch records, host, drill request)
+- batch: the shapes one ncu process replays
+- drill: drill-down captures (the shapes chosen, the warp-state counters added)
+- shards: which shapes a shard captures (--shard K/N) and what a shape costs
+- repeats: the duration-only batches of --repeat N
+- ncu_cmd: the ncu command line of a batch
+- plan: the plan, made once: shapes kept, batches, command lines (--dry-run prints it)
+- host: the machine (nvidia-smi, ncu) and its refusals
+- jobs: Slurm jobs (the job script's shell, the parent of a process)
+- procs: process groups, signals and leftover targets
+- folder: the capture folder's lock and its OS errors
+- slim: reports rewritten without their SASS and source (--drop-sources)
+- outcome: status lines and reports folded into the shape records
+- ncu: one ncu process per batch, started, watched and stopped
+- run: capture itself (queues per GPU, the manifest rewritten after every batch)
 """
 
 from __future__ import annotations
 
 from ..core.lazy import lazy_face
 
-__all__ = [
-    "CaptureOptions",
-    "Manifest",
-    "ShapesFile",
-    "capture",
-    "check_capture",
-    "load_shapes",
-    "plan_capture",
-    "read_manifest",
-]
+__all__ = ["CaptureOptions", "Manifest", "capture", "plan_capture", "read_manifest"]
 __getattr__ = lazy_face(
     __name__,
     {
         "CaptureOptions": "plan",
         "Manifest": "manifest",
-        "ShapesFile": "shapes",
         "capture": "run",
-        "check_capture": "plan",
-        "load_shapes": "shapes",
         "plan_capture": "plan",
         "read_manifest": "manifest",
     },

@@ -9,26 +9,11 @@ another capture's cards.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from ..core.errors import UsageError
 from ..core.metrics import capture_metric_names
 from ..core.stalls import drill_metric_names
-from .shapes import ShapeEntry
-
-
-class DrillRequest(BaseModel):
-    """What a drill-down capture was asked to settle: the cards file and the shapes chosen."""
-
-    model_config = ConfigDict(extra="forbid")
-    cards_file: str = Field(description="the cards file whose verdicts are drilled down")
-    cards_sha256: str
-    selected: dict[str, str] = Field(
-        description="group id -> why it is drilled (unresolved, borderline, class X)"
-    )
-    not_in_shapes: list[str] = Field(
-        default_factory=list, description="chosen groups the shapes file does not hold"
-    )
+from ..shapes.file import ShapeEntry
+from .manifest import DrillRequest
 
 
 def capture_metrics(drill: DrillRequest | None) -> list[str]:

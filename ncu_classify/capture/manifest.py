@@ -14,11 +14,10 @@ from ..core.jsonpos import validation_at
 from ..core.textio import MIB, read_json
 from ..core.units import NonNegative
 from ..read.names import REPORT_SUFFIXES
-from .aten import aten_nominal_bytes
-from .drill import DrillRequest
-from .protocol import InputDraws, ReplayPhases
-from .recorded import RecordedTotals
-from .shards import ShardMethod
+from ..replay.protocol import InputDraws, ReplayPhases
+from ..shapes.aten import aten_nominal_bytes
+from ..shapes.file import ShapeEntry
+from ..shapes.recorded import RecordedTotals
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 1
@@ -39,6 +38,7 @@ def _report_name(name: str | None) -> str | None:
 EndedBy = Literal["finished", "interrupted", "timeout", "refused"]  # how an ncu process ended
 BatchKind = Literal["counters", "times"]  # the card metrics, or durations only (--repeat)
 Status = Literal["pending", "ok", "failed"]
+ShardMethod = Literal["hash", "cost_v1"]  # how --shard chose the shapes (capture.shards)
 ReportName = Annotated[str | None, AfterValidator(_report_name)]
 LogName = Annotated[str, AfterValidator(lambda name: _plain_name(name, (".ncu.log",)))]
 
@@ -142,6 +142,48 @@ class ManifestShape(BaseModel):
         return named
 
 
+def manifest_shape(entry: ShapeEntry) -> ManifestShape:
+    """Manifest record of a shape before it is replayed."""
+    params = entry.shape.model_dump(
+        by_alias=True,
+        exclude={
+            "op", "name", "note", "calls", "source", "inputs_file", "real_us", "real_kernels",
+            "real_calls",
+        },
+    )  # fmt: skip
+    if hasattr(entry.shape, "output"):
+        params["output"] = entry.shape.output()
+    return ManifestShape(
+        group=entry.group,
+        stage=entry.stage,
+        op=entry.shape.aten_op(),
+        shape_parameters=params,
+        nominal_mac_flops=entry.shape.nominal_flops(),
+        nominal_bytes=entry.shape.nominal_bytes(),
+        note=entry.shape.note,
+        calls=entry.shape.calls,
+        source=entry.shape.source,
+        input_source="recorded" if entry.shape.inputs_file else "seeded",
+        real_us=entry.shape.real_us,
+        real_kernels=entry.shape.real_kernels,
+        real_calls=entry.shape.real_calls,
+    )
+
+
+class DrillRequest(BaseModel):
+    """What a drill-down capture was asked to settle: the cards file and the shapes chosen."""
+
+    model_config = ConfigDict(extra="forbid")
+    cards_file: str = Field(description="the cards file whose verdicts are drilled down")
+    cards_sha256: str
+    selected: dict[str, str] = Field(
+        description="group id -> why it is drilled (unresolved, borderline, class X)"
+    )
+    not_in_shapes: list[str] = Field(
+        default_factory=list, description="chosen groups the shapes file does not hold"
+    )
+
+
 class ManifestBatch(BaseModel):
     """One ncu process: its command line and outcome."""
 
@@ -178,7 +220,7 @@ class Manifest(BaseModel):
     cudnn_benchmark: bool
     input_draws: InputDraws = Field(
         default="torch_cpu_randn",
-        description="the generator of seeded inputs (capture.inputs); older captures: torch's CPU",
+        description="the generator of seeded inputs (replay.inputs); older captures: torch's CPU",
     )
     shard: str = "1/1"
     shard_method: ShardMethod = Field(

@@ -28,12 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import EnvironmentProblem
+from ..replay.protocol import BatchFile, StatusTail, write_batch
 from .batch import Batch
 from .host import device_of
 from .manifest import EndedBy, ManifestBatch
 from .plan import CaptureOptions, Plan
 from .procs import kill_leftover, own_group, runs_under, signal_tree
-from .protocol import BatchFile, StatusTail, write_batch
 from .slim import drop_sources
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]

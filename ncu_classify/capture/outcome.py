@@ -8,8 +8,8 @@ from typing import Any
 
 from ..core.errors import ReportError
 from ..read.rows import KernelRow
+from ..replay.protocol import ShapeLine
 from .manifest import ManifestBatch, ManifestShape, Status
-from .protocol import ShapeLine
 
 
 def apply_status(

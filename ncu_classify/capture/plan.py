@@ -1,27 +1,33 @@
 """Capture planning: which shapes run, in which ncu process, with which command line.
 
-Pure functions over the shapes file and the options, so that `--dry-run` prints exactly what a
-capture would run and tests need no GPU. A shape whose tensors cannot fit the GPU is refused
-here, with the bytes it needs, before any process starts.
+One plan per capture, from one reading of the shapes file and of the folder: `--dry-run` prints
+the very plan a capture runs, and tests need no GPU. A shape whose tensors cannot fit the GPU is
+refused here, with the bytes it needs, before any process starts.
 """
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..core.errors import ShapesError, UsageError
 from ..read.names import is_report_name, report_stem
-from .batch import Batch
-from .drill import DrillRequest, capture_metrics, drill_entries, resolve_drill
-from .manifest import MANIFEST_NAME, Manifest, ManifestShape, read_manifest
+from ..replay.protocol import InputDraws
+from ..shapes.file import ShapeEntry, ShapesFile, read_shapes
+from .batch import Batch, gpu_batches, plan_batches
+from .drill import capture_metrics, drill_entries, resolve_drill
+from .manifest import (
+    MANIFEST_NAME,
+    DrillRequest,
+    Manifest,
+    ManifestShape,
+    ShardMethod,
+    read_manifest,
+)
 from .ncu_cmd import ncu_argv
-from .protocol import InputDraws
 from .repeats import DURATION_METRIC, timed, with_times
-from .shapes import ShapeEntry, ShapesFile, load_shapes
-from .shards import ShardMethod, input_units, select_shard, unit_cost
+from .shards import select_shard
 
 # No GPU made has more memory (B300: 288 GB): the bound when the GPU is not known (dry run).
 LARGEST_GPU_BYTES = 300 * 2**30
@@ -54,59 +60,6 @@ class CaptureOptions:
         return self.repeat > 1 and not self.repeat_counters
 
 
-def plan_batches(
-    entries: list[ShapeEntry],
-    max_batch: int = 0,
-    taken: frozenset[str] = frozenset(),
-    per_stage: bool = True,
-) -> list[Batch]:
-    """One batch per stage in file order (or one for all, named `all`), cut into chunks of
-    `max_batch` shapes; names avoid `taken` (reports already in the folder, on --resume)."""
-    by_stage: dict[str, list[ShapeEntry]] = {}
-    for entry in entries:
-        by_stage.setdefault(entry.stage if per_stage else "all", []).append(entry)
-    batches = []
-    for stage, members in by_stage.items():
-        size = max_batch or len(members)
-        chunks = [members[i : i + size] for i in range(0, len(members), size)]
-        for number, chunk in enumerate(chunks, 1):
-            name = stage if len(chunks) == 1 else f"{stage}-{number}"
-            attempt = 1
-            while name in taken:
-                attempt += 1
-                name = f"{stage}-{number}.r{attempt}" if len(chunks) > 1 else f"{stage}.r{attempt}"
-            batches.append(Batch(name, chunk))
-    return batches
-
-
-def gpu_batches(
-    entries: list[ShapeEntry],
-    gpus: tuple[int, ...],
-    max_batch: int = 0,
-    taken: frozenset[str] = frozenset(),
-) -> list[Batch]:
-    """One process per GPU, named after its device (`gpu0`, `gpu1`, ...): units of shapes that
-    draw the same inputs, dealt costliest first to the GPU with the least estimated work, in
-    file order within each GPU (a unit's shapes together, at its first one); cut by
-    `max_batch` if given."""
-    shares: list[list[list[tuple[int, ShapeEntry]]]] = [[] for _ in gpus]
-    loads = [0.0] * len(gpus)
-    costed = [(unit_cost(unit), unit) for unit in input_units(entries)]
-    for cost, unit in sorted(costed, key=lambda c: -c[0]):
-        lightest = loads.index(min(loads))
-        shares[lightest].append(unit)
-        loads[lightest] += cost
-    batches = []
-    for device, share in zip(gpus, shares, strict=True):
-        members = [entry for unit in sorted(share, key=lambda u: u[0][0]) for _, entry in unit]
-        for batch in plan_batches(members, max_batch, frozenset(), per_stage=False):
-            name = batch.name.replace("all", f"gpu{device}", 1)
-            while name in taken:
-                name += ".r"
-            batches.append(Batch(name, batch.entries, device))
-    return [b for b in batches if b.entries]
-
-
 def recorded_inputs(shapes_path: Path, entries: list[ShapeEntry]) -> list[ShapeEntry]:
     """Entries whose `inputs_file` (relative to the shapes file) is made absolute for the
     replay; a file that is not there is an error naming the shape."""
@@ -123,46 +76,42 @@ def recorded_inputs(shapes_path: Path, entries: list[ShapeEntry]) -> list[ShapeE
     return out
 
 
-def manifest_shape(entry: ShapeEntry) -> ManifestShape:
-    """Manifest record of a shape before it is replayed."""
-    params = entry.shape.model_dump(
-        by_alias=True,
-        exclude={
-            "op", "name", "note", "calls", "source", "inputs_file", "real_us", "real_kernels",
-            "real_calls",
-        },
-    )  # fmt: skip
-    if hasattr(entry.shape, "output"):
-        params["output"] = entry.shape.output()
-    return ManifestShape(
-        group=entry.group,
-        stage=entry.stage,
-        op=entry.shape.aten_op(),
-        shape_parameters=params,
-        nominal_mac_flops=entry.shape.nominal_flops(),
-        nominal_bytes=entry.shape.nominal_bytes(),
-        note=entry.shape.note,
-        calls=entry.shape.calls,
-        source=entry.shape.source,
-        input_source="recorded" if entry.shape.inputs_file else "seeded",
-        real_us=entry.shape.real_us,
-        real_kernels=entry.shape.real_kernels,
-        real_calls=entry.shape.real_calls,
-    )
+FolderMark = tuple[frozenset[str], tuple[int, int] | None]  # batch names taken, manifest stat
 
 
 @dataclass
 class Plan:
-    """What a capture will run: the batches, their command lines, and the shapes kept."""
+    """What a capture will run, made once from one reading of the shapes file and the folder:
+    the shapes of this shard, the batches and their command lines, the shapes kept (--resume),
+    and the options as they apply (the drill-down checked against the shapes, the capture's own
+    shard method). The dry run prints it; the capture runs it on the host (`on_host`)."""
 
+    shapes_path: Path
     shapes: ShapesFile
+    shapes_sha256: str  # of the bytes read, as the manifest records it
+    out: Path
+    options: CaptureOptions
+    entries: list[ShapeEntry]  # this shard's shapes (the drill-down's alone), in file order
     batches: list[Batch]
     argv: dict[str, list[str]]
     kept: list[ManifestShape]
     previous: Manifest | None
-    drill: DrillRequest | None = None  # the drill-down request, checked against the shapes
-    repeat: int = 1  # launches measured per shape (--repeat)
-    shard_method: ShardMethod = "cost_v1"  # how --shard picks this capture's shapes
+    seen: FolderMark  # what the folder held when planned
+
+    @property
+    def drill(self) -> DrillRequest | None:
+        """The drill-down request, checked against the shapes."""
+        return self.options.drill
+
+    @property
+    def repeat(self) -> int:
+        """Launches measured per shape (--repeat)."""
+        return self.options.repeat
+
+    @property
+    def shard_method(self) -> ShardMethod:
+        """How --shard picks this capture's shapes (a resumed capture keeps its own)."""
+        return self.options.shard_method
 
     @property
     def input_draws(self) -> InputDraws:
@@ -176,7 +125,7 @@ def batch_argv(batch: Batch, out: Path, options: CaptureOptions) -> list[str]:
     target = [
         options.python,
         "-m",
-        "ncu_classify.capture.replay",
+        "ncu_classify.replay",
         str(work / f"{batch.name}.batch.json"),
         str(work / f"{batch.name}.status.jsonl"),
     ]
@@ -189,53 +138,25 @@ def batch_argv(batch: Batch, out: Path, options: CaptureOptions) -> list[str]:
     )
 
 
-def check_capture(shapes_path: Path, out: Path, options: CaptureOptions) -> None:
-    """What is refused before the host is probed (no plan is made): a bad shapes file or
-    shard, a shape too large for any GPU, a folder that holds a capture without --resume."""
-    shapes = load_shapes(shapes_path)
-    drill = resolve_drill(options.drill, {e.group for e in shapes.entries()})
-    _refuse_unasked_resume(out, options)
-    method = resumed_method(out, options)
-    entries = drill_entries(select_shard(shapes.entries(), *options.shard, method), drill)
-    check_fits(shapes_path, recorded_inputs(shapes_path, entries), LARGEST_GPU_BYTES)
-
-
-def resumed_method(out: Path, options: CaptureOptions) -> ShardMethod:
-    """The shard method of the capture --resume continues (its manifest's), else the option's."""
-    path = out / MANIFEST_NAME
-    if options.resume and path.exists():
-        return read_manifest(path).shard_method
-    return options.shard_method
-
-
-def _refuse_unasked_resume(out: Path, options: CaptureOptions) -> None:
-    """A folder that already holds a capture is finished with --resume only."""
-    if (out / MANIFEST_NAME).exists() and not options.resume:
-        raise UsageError(
-            f"{out} already holds a capture: pass --resume to finish it,"
-            " or choose another output folder"
-        )
-
-
 def plan_capture(
     shapes_path: Path, out: Path, options: CaptureOptions, gpu_bytes: int | None = None
 ) -> Plan:
-    """Shapes of this shard, minus (on --resume) those already captured, as batches; every
-    shape must fit in `gpu_bytes` (the smallest GPU used; unknown: the largest GPU made)."""
-    shapes = load_shapes(shapes_path)
+    """The one plan of a capture, before the host is probed: the shapes file read once, the
+    shapes of this shard, minus (on --resume) those already captured, as batches. Refused
+    here: a bad shapes file or shard, a shape whose tensors exceed `gpu_bytes` (the smallest
+    GPU used; unknown: the largest GPU made), a folder that holds a capture without --resume."""
+    shapes, sha256 = read_shapes(shapes_path)
     drill = resolve_drill(options.drill, {e.group for e in shapes.entries()})
-    _refuse_unasked_resume(out, options)
-    options = replace(options, drill=drill, shard_method=resumed_method(out, options))
-    entries = select_shard(shapes.entries(), *options.shard, options.shard_method)
-    entries = drill_entries(entries, drill)
+    previous = _previous(out, options)
+    method = previous.shard_method if previous else options.shard_method
+    options = replace(options, drill=drill, shard_method=method)
+    entries = drill_entries(select_shard(shapes.entries(), *options.shard, method), drill)
     entries = recorded_inputs(shapes_path, entries)
     check_fits(shapes_path, entries, gpu_bytes or LARGEST_GPU_BYTES)
-    previous, kept, untimed = None, [], []
-    taken = _names_in(out)  # never write over a report or log already there
-    manifest_path = out / MANIFEST_NAME
-    if manifest_path.exists():
-        previous = read_manifest(manifest_path)
-        check_resumable(previous, shapes, shapes_sha256(shapes_path), options, out)
+    seen = folder_mark(out)
+    todo, kept, untimed, taken = entries, [], [], seen[0]  # never write over a report or log
+    if previous is not None:
+        check_resumable(previous, shapes, sha256, options, out)
         done = {
             r.group: r
             for r in previous.shapes
@@ -243,16 +164,68 @@ def plan_capture(
         }
         kept = [done[e.group] for e in entries if e.group in done]
         untimed = [e for e in entries if e.group in done and not timed(done[e.group], out)]
-        entries = [e for e in entries if e.group not in done]
+        todo = [e for e in entries if e.group not in done]
         taken |= frozenset(b.name for b in previous.batches)
+    batches = _batches(todo, untimed, taken, options)
+    argv = {b.name: batch_argv(b, out, options) for b in batches}
+    return Plan(
+        shapes_path, shapes, sha256, out, options, entries, batches, argv, kept, previous, seen
+    )
+
+
+def on_host(plan: Plan, ncu_path: str, gpu_bytes: int | None) -> Plan:
+    """The plan as it runs on the probed host, under the folder's lock: every shape fits the
+    smallest GPU used, the command lines name the ncu found, and the folder still holds what
+    the plan saw (no capture finished into it since)."""
+    if gpu_bytes:
+        check_fits(plan.shapes_path, plan.entries, gpu_bytes)
+    if folder_mark(plan.out) != plan.seen:
+        raise UsageError(
+            f"{plan.out}: another capture wrote into this folder while this one was planned;"
+            " start it again (with --resume to finish it)"
+        )
+    options = replace(plan.options, ncu=ncu_path)
+    argv = {b.name: batch_argv(b, plan.out, options) for b in plan.batches}
+    return replace(plan, options=options, argv=argv)
+
+
+def _previous(out: Path, options: CaptureOptions) -> Manifest | None:
+    """The capture --resume continues (its manifest), if any; a folder that already holds a
+    capture is finished with --resume only."""
+    path = out / MANIFEST_NAME
+    if not path.exists():
+        return None
+    if not options.resume:
+        raise UsageError(
+            f"{out} already holds a capture: pass --resume to finish it,"
+            " or choose another output folder"
+        )
+    return read_manifest(path)
+
+
+def _batches(
+    entries: list[ShapeEntry],
+    untimed: list[ShapeEntry],
+    taken: frozenset[str],
+    options: CaptureOptions,
+) -> list[Batch]:
+    """The batches of the shapes to capture (one per stage, or one per GPU), each followed by
+    its duration-only batch under --repeat; `untimed` (--resume) are timed in one more."""
     if not options.per_stage and len(options.gpus) > 1:
         batches = gpu_batches(entries, options.gpus, options.max_batch, taken)
     else:
         batches = plan_batches(entries, options.max_batch, taken, options.per_stage)
-    if options.timed_repeats:
-        batches = with_times(batches, untimed, taken)
-    argv = {b.name: batch_argv(b, out, options) for b in batches}
-    return Plan(shapes, batches, argv, kept, previous, drill, options.repeat, options.shard_method)
+    return with_times(batches, untimed, taken) if options.timed_repeats else batches
+
+
+def folder_mark(out: Path) -> FolderMark:
+    """What a plan depends on in `out`: the batch names its reports and logs take, and the
+    manifest's size and modification time (None without one)."""
+    try:
+        stat = (out / MANIFEST_NAME).stat()
+    except OSError:
+        return _names_in(out), None
+    return _names_in(out), (stat.st_size, stat.st_mtime_ns)
 
 
 def _names_in(out: Path) -> frozenset[str]:
@@ -267,11 +240,6 @@ def _names_in(out: Path) -> frozenset[str]:
         elif path.name.endswith(".ncu.log"):
             names.add(path.name.removesuffix(".ncu.log"))
     return frozenset(names)
-
-
-def shapes_sha256(path: Path) -> str:
-    """sha256 of the shapes file, as the manifest records it."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def check_resumable(

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..shapes.file import ShapeEntry
 from .batch import Batch
 from .manifest import ManifestShape
-from .shapes import ShapeEntry
 
 DURATION_METRIC = "gpu__time_duration.sum"  # a times batch's one metric: one pass per kernel
 

@@ -27,19 +27,10 @@ from .drill import capture_metrics
 from .folder import capture_lock, writing
 from .host import Host, counters_refused, probe
 from .jobs import check_job_script
-from .manifest import HostInfo, Manifest, ManifestShape, write_manifest
+from .manifest import HostInfo, Manifest, ManifestShape, manifest_shape, write_manifest
 from .ncu import BatchRun, Stop, run_ncu_batch
 from .outcome import apply_status, count_kernels
-from .plan import (
-    CaptureOptions,
-    Plan,
-    batch_argv,
-    check_capture,
-    manifest_shape,
-    plan_capture,
-    shapes_sha256,
-)
-from .shards import select_shard
+from .plan import CaptureOptions, Plan, batch_argv, on_host, plan_capture
 
 CaptureProgress = Callable[[int, int, str, str], None]  # done, total, group, status
 
@@ -56,23 +47,19 @@ def capture(
     KeyboardInterrupt (Ctrl-C, or SIGTERM under the CLI) winds down, writes the manifest and
     is raised again."""
     options = options or CaptureOptions()
-    check_capture(shapes_path, out, options)  # a bad file fails before the host is probed
+    with writing(out):  # the one plan: a bad file fails before the host is probed
+        plan = plan_capture(shapes_path, out, options)
     check_job_script()  # under a Slurm job script's shell, scancel would lose the shard
     host = probe(options.ncu, options.gpus)
-    options = replace(options, ncu=host.ncu_path)
     with writing(out), capture_lock(out):
-        return _capture(shapes_path, out, options, host, progress)
+        return _capture(
+            on_host(plan, host.ncu_path, host.memory_bytes(options.gpus)), host, progress
+        )
 
 
-def _capture(
-    shapes_path: Path,
-    out: Path,
-    options: CaptureOptions,
-    host: Host,
-    progress: CaptureProgress | None,
-) -> Manifest:
+def _capture(plan: Plan, host: Host, progress: CaptureProgress | None) -> Manifest:
     """capture() once the host is known and the folder is this process's alone."""
-    plan = plan_capture(shapes_path, out, options, host.memory_bytes(options.gpus))  # once
+    out, options = plan.out, plan.options
     records = {r.group: r for r in plan.kept}
     # shapes to capture start afresh; shapes only to time again keep their record (--resume)
     records.update(
@@ -83,10 +70,8 @@ def _capture(
             for e in b.entries
         }
     )
-    manifest = plan.previous or _new_manifest(shapes_path, plan, options)
-    entries = select_shard(plan.shapes.entries(), *options.shard, plan.shard_method)
-    order = [e.group for e in entries]
-    manifest.shapes = [records[g] for g in order if g in records]
+    manifest = plan.previous or _new_manifest(plan)
+    manifest.shapes = [records[e.group] for e in plan.entries if e.group in records]
     manifest.shard = f"{options.shard[0]}/{options.shard[1]}"
     manifest.host = _with(
         manifest.host,
@@ -112,12 +97,14 @@ def _capture(
     return manifest
 
 
-def _new_manifest(shapes_path: Path, plan: Plan, options: CaptureOptions) -> Manifest:
+def _new_manifest(plan: Plan) -> Manifest:
+    """The manifest of a new capture: the shapes file's settings, the options, no shape yet."""
+    options = plan.options
     return Manifest(
         tool_version=__version__,
         created_at=utc_now(),
-        shapes_file=unicode_safe(shapes_path.name),  # the same from any folder; UTF-8 alone
-        shapes_sha256=shapes_sha256(shapes_path),
+        shapes_file=unicode_safe(plan.shapes_path.name),  # the same from any folder; UTF-8 alone
+        shapes_sha256=plan.shapes_sha256,
         seed=plan.shapes.seed,
         warmup=plan.shapes.warmup,
         cudnn_benchmark=plan.shapes.cudnn_benchmark,

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import Literal
 
 from ..core.errors import UsageError
-from .ops import InputSpec
-from .shapes import ShapeEntry
+from ..shapes.file import ShapeEntry
+from ..shapes.ops import InputSpec
+from .manifest import ShardMethod
 
-ShardMethod = Literal["hash", "cost_v1"]
 SLACK = 1.1  # a shard may take a unit while its load stays within this much of the ideal
 Unit = list[tuple[int, ShapeEntry]]  # shapes (with their file positions) drawing the same inputs
 

@@ -23,7 +23,7 @@ from .terminal import (
 )
 
 if TYPE_CHECKING:
-    from ..capture.drill import DrillRequest
+    from ..capture.manifest import DrillRequest
 
 
 @app.command(
@@ -159,7 +159,7 @@ def drill_request(cards_path: Path, classes: list[str]) -> DrillRequest:
     """The drill-down request of a cards file: the shapes to capture again and why."""
     import hashlib
 
-    from ..capture.drill import DrillRequest
+    from ..capture.manifest import DrillRequest
     from ..cards.selection import drill_selection
     from .app import check_inputs, read_cards
 

@@ -25,8 +25,7 @@ from ..present.fit import Fitted, Line, plain_text
 if TYPE_CHECKING:
     from rich.progress import Progress
 
-    from ..capture.drill import DrillRequest
-    from ..capture.manifest import Manifest
+    from ..capture.manifest import DrillRequest, Manifest
     from ..capture.plan import Plan
     from ..cards.model import CardFile
     from ..present.summary import SummaryBy

@@ -73,6 +73,11 @@ def os_reason(path: Path, exc: OSError) -> str:
 
 def read_text(path: Path, error: type[InputFileError], max_bytes: int) -> str:
     """The UTF-8 text of `path` (a leading BOM dropped), or `error` saying why not in one line."""
+    return decode_text(path, read_bytes(path, error, max_bytes), error)
+
+
+def read_bytes(path: Path, error: type[InputFileError], max_bytes: int) -> bytes:
+    """The bytes of `path`, at most `max_bytes`, or `error` saying why not in one line."""
     try:
         with open_regular(path, error) as handle:
             data = handle.read(max_bytes + 1)
@@ -80,6 +85,12 @@ def read_text(path: Path, error: type[InputFileError], max_bytes: int) -> str:
         raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
     if len(data) > max_bytes:
         raise error(f"{path}: larger than {_size(max_bytes)}; not a file this tool reads")
+    return data
+
+
+def decode_text(path: Path, data: bytes, error: type[InputFileError]) -> str:
+    """`data` (read from `path`) as UTF-8 text, a leading BOM dropped; bytes that are not UTF-8
+    are `error` naming their line and column."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

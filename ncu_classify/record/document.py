@@ -8,8 +8,8 @@ import json
 import re
 from typing import Any
 
-from ..capture.recorded import RecordedTotals, UncoveredCall
 from ..core.text import counted
+from ..shapes.recorded import RecordedTotals, UncoveredCall
 from .recorder import Recorder
 from .totals import ShapesDocument
 
@@ -22,7 +22,7 @@ def validated_document(recorder: Recorder, command: str, inputs_prefix: str = ""
     alike). The per-stage totals are summed last, from what the file holds."""
     from pydantic import TypeAdapter, ValidationError
 
-    from ..capture.shapes import Shape, group_id
+    from ..shapes.file import Shape, group_id
     from .totals import stage_totals
 
     document = recorder.shapes_document(command, inputs_prefix)

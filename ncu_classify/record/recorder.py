@@ -269,7 +269,7 @@ class Recorder:
             ("shape", k): e.stage for k, e in self.recording.entries.items()
         }
         stage_of.update({("op", k): op.stage for k, op in self.device_ops.ops.items()})
-        from ..capture.recorded import Recorded, RecordedTotals
+        from ..shapes.recorded import Recorded, RecordedTotals
 
         totals = RecordedTotals(
             basis="kernel_time" if times is not None else "calls",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..capture.recorded import Recorded, StageTime, UncoveredCall
+from ..shapes.recorded import Recorded, StageTime, UncoveredCall
 from .timing import KernelClock, KernelTime
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ def document_ops(
     """The device ops as `aten` shapes per stage, and those a replay would not reproduce (their
     work depends on the values) as uncovered work. On a GPU an op that launched no kernel (a
     copy to or from the host, an empty tensor) is no kernel work and is left out."""
-    from ..capture.aten import AtenShape
+    from ..shapes.aten import AtenShape
 
     stages: dict[str, list[dict[str, Any]]] = {}
     uncovered: list[UncoveredCall] = []

@@ -8,7 +8,8 @@ drill         drill-down figures: stall shares, the settle rules
 repeats       repeated measurements onto cards, stable or not
 coverage      the cards set against the recorded program
 judge         the one place a verdict is decided; reclassify
-inputs        what classify reads: files and folders -> report sources
+inputs        what classify reads: files and folders -> report sets
+group_ids     group ids read back into manifest shapes (folders without a manifest)
 unmanifested  capture folders read without their manifest.json
 shards        is a split capture whole
 drill_merge   a drill-down capture folded into the cards it drills

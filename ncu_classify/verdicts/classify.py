@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from .._version import __version__
-from ..capture.group_ids import manifest_shape_of_id, parse_group_id
 from ..capture.manifest import ID_TELLS, ManifestShape
 from ..cards.files import KernelJson
 from ..cards.model import Card, CardFile, KernelCard
@@ -32,6 +31,7 @@ from ..read.preload import finish_loading, start_loading
 from ..read.rows import KernelRow
 from .coverage import program_coverage
 from .drill_merge import merge_drill_downs
+from .group_ids import manifest_shape_of_id, parse_group_id
 from .inputs import ReportSet, capture_environments, collect_inputs, input_files
 from .judge import build_card, kernel_card
 from .repeats import by_repeat, with_repeats

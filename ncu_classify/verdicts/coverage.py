@@ -8,10 +8,10 @@ Captures of one shapes file (the shards of a job array) are reckoned together.""
 from __future__ import annotations
 
 from ..capture.manifest import Manifest
-from ..capture.recorded import RecordedTotals
 from ..cards.coverage import StageCoverage, UncoveredWork
 from ..cards.fidelity import has_kernels
 from ..cards.model import Card
+from ..shapes.recorded import RecordedTotals
 
 # Work of a stage unaccounted for below this share is rounding, not missing shapes.
 REMAINDER_SHARE = 0.001

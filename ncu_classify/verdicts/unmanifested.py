@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Collection
 from pathlib import Path
 
-from ..capture.group_ids import parse_group_id
 from ..cards.coverage import WITHOUT_MANIFEST
 from ..cards.model import Card
 from ..core.text import counted
+from .group_ids import parse_group_id
 from .inputs import ReportSet
 
 # What a capture's cards lose with its manifest, in the order a reader of the cards misses it.

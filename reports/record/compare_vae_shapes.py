@@ -8,8 +8,8 @@ Run from the repository root: python reports/record/compare_vae_shapes.py
 
 from pathlib import Path
 
-from ncu_classify.capture.ops import Conv3dShape
-from ncu_classify.capture.shapes import load_shapes
+from ncu_classify.shapes.file import load_shapes
+from ncu_classify.shapes.ops import Conv3dShape
 
 ROOT = Path(__file__).resolve().parents[2]
 

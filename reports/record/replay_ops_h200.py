@@ -1,4 +1,4 @@
-"""Every op of the committed H200 recording rebuilt by capture/replay_ops and run once on the GPU
+"""Every op of the committed H200 recording rebuilt by replay/aten and run once on the GPU
 (run from the repository root on the GPU host: python3 reports/record/replay_ops_h200.py)."""
 
 import collections
@@ -8,8 +8,8 @@ import time
 
 import torch
 
-from ncu_classify.capture.replay_ops import NotReplayable, prepare
-from ncu_classify.capture.shapes import load_shapes
+from ncu_classify.replay.aten import NotReplayable, prepare
+from ncu_classify.shapes.file import load_shapes
 
 RECORDING = pathlib.Path("reports/record/wan_1.3b_480x832_h200_recorded_ops.yaml.xz")
 plain = pathlib.Path("/tmp/w480.yaml")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ncu_classify.capture.drill import capture_metrics
 from ncu_classify.capture.ncu_cmd import ncu_argv
-from ncu_classify.capture.shapes import load_shapes
+from ncu_classify.shapes.file import load_shapes
 
 SHAPES = Path(sys.argv[1])
 OUT = Path(os.environ["OUT"])

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import torch
 
-from ncu_classify.capture.inputs import _CACHE
-from ncu_classify.capture.replay import BUILDERS, nvtx_range
-from ncu_classify.capture.shapes import load_shapes
+from ncu_classify.replay.inputs import _CACHE
+from ncu_classify.replay.target import BUILDERS, nvtx_range
+from ncu_classify.shapes.file import load_shapes
 
 
 def events(op, flush, n, do_flush):

@@ -36,8 +36,8 @@ sys.path.insert(0, str(ROOT))
 
 from ncu_classify.capture.drill import capture_metrics  # noqa: E402
 from ncu_classify.capture.ncu_cmd import ncu_argv  # noqa: E402
-from ncu_classify.capture.protocol import BatchFile, write_batch  # noqa: E402
-from ncu_classify.capture.shapes import load_shapes  # noqa: E402
+from ncu_classify.replay.protocol import BatchFile, write_batch  # noqa: E402
+from ncu_classify.shapes.file import load_shapes  # noqa: E402
 
 C_PROGRAM = r"""
 #include <cstdlib>
@@ -143,7 +143,7 @@ def target_rows(work: Path, shapes_file: Path, limit: int, metrics: list[str]) -
             entries=entries,
         )
         write_batch(work / f"{mode}.batch.json", batch)
-        target = [sys.executable, "-m", "ncu_classify.capture.replay"]
+        target = [sys.executable, "-m", "ncu_classify.replay"]
         target += [str(work / f"{mode}.batch.json"), str(work / f"{mode}.status.jsonl")]
         argv = ncu_argv(
             ncu="ncu",

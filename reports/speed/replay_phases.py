@@ -20,8 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from ncu_classify.capture.protocol import BatchFile, write_batch  # noqa: E402
-from ncu_classify.capture.shapes import load_shapes  # noqa: E402
+from ncu_classify.replay.protocol import BatchFile, write_batch  # noqa: E402
+from ncu_classify.shapes.file import load_shapes  # noqa: E402
 
 
 def main() -> None:
@@ -43,7 +43,7 @@ def main() -> None:
         [
             sys.executable,
             "-m",
-            "ncu_classify.capture.replay",
+            "ncu_classify.replay",
             str(work / "batch.json"),
             str(work / "status.jsonl"),
         ],

@@ -6,6 +6,9 @@ Real captures: tests/gpu/test_gpu.py.
 
 from __future__ import annotations
 
+import builtins
+import hashlib
+import io
 import json
 import os
 import signal
@@ -16,12 +19,13 @@ from pathlib import Path
 import pytest
 from helpers import CLI, ROOT
 
-from ncu_classify.capture.manifest import ManifestBatch, read_manifest
-from ncu_classify.capture.plan import CaptureOptions, manifest_shape, plan_batches, plan_capture
-from ncu_classify.capture.protocol import ShapeLine
+from ncu_classify.capture.batch import plan_batches
+from ncu_classify.capture.manifest import ManifestBatch, manifest_shape, read_manifest
+from ncu_classify.capture.plan import CaptureOptions, plan_capture
 from ncu_classify.capture.run import apply_status, capture
-from ncu_classify.capture.shapes import load_shapes
 from ncu_classify.core.errors import EnvironmentProblem
+from ncu_classify.replay.protocol import ShapeLine
+from ncu_classify.shapes.file import load_shapes
 from ncu_classify.verdicts.classify import classify
 from ncu_classify.verdicts.rules import load_rules
 
@@ -387,3 +391,38 @@ def test_a_killed_capture_leaves_nothing_running(
     assert _left_running(out) == ""
     lines = (out / ".work" / "dit.status.jsonl").read_text().count('"kind": "shape"')
     assert lines < 3  # it stopped early instead of replaying the whole batch
+
+
+def _reads_of(path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every opening of `path` in this process from now on (os.open, io.open, open: the shapes
+    file's loader, a hash of its bytes, whatever reads it), as the function that opened it."""
+    opened: list[str] = []
+
+    def counting(real):  # type: ignore[no-untyped-def]
+        def opener(file, *args, **kwargs):  # type: ignore[no-untyped-def]
+            if isinstance(file, (str, os.PathLike)) and Path(file) == path:
+                opened.append(real.__name__)
+            return real(file, *args, **kwargs)
+
+        return opener
+
+    for module, name in ((os, "open"), (io, "open"), (builtins, "open")):
+        monkeypatch.setattr(module, name, counting(getattr(module, name)))
+    return opened
+
+
+def test_a_capture_reads_its_shapes_file_once(
+    fake_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One plan, from one reading of the shapes file, serves the checks made before the host is
+    probed and the run (it was read three times: parsed twice, hashed once), also on --resume."""
+    out = tmp_path / "raw"
+    monkeypatch.setenv("FAKE_NCU_MODE", "crash_after_1")
+    reads = _reads_of(fake_env, monkeypatch)
+    first = capture(fake_env, out)
+    assert (reads, _states(first)) == (["open"], [("ok", 1), ("failed", None), ("failed", None)])
+    monkeypatch.setenv("FAKE_NCU_MODE", "ok")
+    reads.clear()
+    second = capture(fake_env, out, CaptureOptions(resume=True))
+    assert (reads, _states(second)) == (["open"], [("ok", 1)] * 3)
+    assert second.shapes_sha256 == hashlib.sha256(fake_env.read_bytes()).hexdigest()

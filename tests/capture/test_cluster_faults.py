@@ -22,10 +22,10 @@ from helpers import CLI, ROOT, run_cli
 from ncu_classify.capture.manifest import read_manifest
 from ncu_classify.capture.plan import CaptureOptions
 from ncu_classify.capture.run import capture
-from ncu_classify.capture.shapes import load_shapes
 from ncu_classify.capture.shards import select_shard
 from ncu_classify.core.errors import EnvironmentProblem
 from ncu_classify.read.kernels import read_report
+from ncu_classify.shapes.file import load_shapes
 from ncu_classify.verdicts.classify import classify
 from ncu_classify.verdicts.rules import load_rules
 

@@ -10,13 +10,15 @@ from pathlib import Path
 import pytest
 from helpers import ROOT
 
+from ncu_classify.capture.batch import plan_batches
+from ncu_classify.capture.manifest import manifest_shape
 from ncu_classify.capture.ncu_cmd import ncu_argv
-from ncu_classify.capture.plan import CaptureOptions, manifest_shape, plan_batches, plan_capture
-from ncu_classify.capture.shapes import load_shapes
+from ncu_classify.capture.plan import CaptureOptions, on_host, plan_capture
 from ncu_classify.capture.shards import input_units, select_shard, shard_costs, unit_cost
 from ncu_classify.cli.entry import run
 from ncu_classify.core.errors import ShapesError, UsageError
 from ncu_classify.core.metrics import capture_metric_names
+from ncu_classify.shapes.file import load_shapes
 
 WORKLOAD = ROOT / "fixtures" / "shapes" / "workload_480x832_40heads.yaml"
 SMOKE_SHAPES = ROOT / "fixtures" / "shapes" / "smoke.yaml"
@@ -270,3 +272,23 @@ def test_existing_capture_is_a_usage_error(
     assert run(["capture", "--shapes", str(SMOKE_SHAPES), "-o", str(raw), "--dry-run"]) == 2
     assert "already holds a capture" in capsys.readouterr().err
     assert (raw / "manifest.json").read_text() == "{}"
+
+
+def test_the_plan_runs_on_the_host_as_it_was_made(tmp_path: Path) -> None:
+    """The plan made before the host is probed is the one that runs: on the host it takes the
+    ncu found and the GPU's memory, and a folder another capture wrote into since is refused
+    (its plan would write over that capture's reports)."""
+    out = tmp_path / "raw"
+    plan = plan_capture(WORKLOAD, out, CaptureOptions())
+    assert {argv[0] for argv in plan.argv.values()} == {"ncu"}
+    hosted = on_host(plan, "/opt/nvidia/ncu", 143771 * 2**20)
+    assert {argv[0] for argv in hosted.argv.values()} == {"/opt/nvidia/ncu"}
+    assert hosted.batches == plan.batches and hosted.options.ncu == "/opt/nvidia/ncu"
+    with pytest.raises(ShapesError, match=r"in1x96x6x482x210_w96x96x3x3x3.*need 0\.8 GB"):
+        on_host(plan, "ncu", 7 * 10**8)
+    out.mkdir()
+    (out / ".capture.lock").write_text("1\n")  # what the capture's own lock adds: no change
+    on_host(plan, "ncu", None)
+    (out / "dit.ncu.log").write_text("")
+    with pytest.raises(UsageError, match="another capture wrote into this folder"):
+        on_host(plan, "ncu", None)

@@ -12,11 +12,11 @@ import pytest
 from helpers import ROOT
 from test_capture import _cli_capture, _left_running, _terminated, fake_env
 
-from ncu_classify.capture.manifest import ManifestBatch, read_manifest
+from ncu_classify.capture.manifest import ManifestBatch, manifest_shape, read_manifest
 from ncu_classify.capture.ncu import launch_plan
-from ncu_classify.capture.plan import CaptureOptions, manifest_shape, plan_capture
-from ncu_classify.capture.protocol import ShapeLine
+from ncu_classify.capture.plan import CaptureOptions, plan_capture
 from ncu_classify.capture.run import apply_status
+from ncu_classify.replay.protocol import ShapeLine
 from ncu_classify.verdicts.classify import classify
 from ncu_classify.verdicts.rules import load_rules
 

@@ -12,10 +12,10 @@ import jsonschema
 import pytest
 from helpers import LEGACY, RECORD, ROOT, derived_path
 
-from ncu_classify.capture.aten import AtenShape
 from ncu_classify.cards.headroom import card_headroom
 from ncu_classify.cards.model import Card
 from ncu_classify.cli.entry import run
+from ncu_classify.shapes.aten import AtenShape
 
 pytestmark = pytest.mark.hardening  # the hostile-input regressions, run as a set: -m hardening
 

@@ -82,7 +82,7 @@ def main():
         print("NVIDIA (R) Nsight Compute Command Line Profiler\nVersion 2025.3.1.0 (build 0)")
         return 0
     groups, metrics, stem, target = parse(args)
-    if target[1:3] != ["-m", "ncu_classify.capture.replay"] or len(target) != 5:
+    if target[1:3] != ["-m", "ncu_classify.replay"] or len(target) != 5:
         fail(f"unexpected target {target}")
     batch_file, status_file = target[3], target[4]
     entries = json.loads(Path(batch_file).read_text())["entries"]

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from ncu_classify.capture.protocol import serve_batch
+from ncu_classify.replay.protocol import serve_batch
 
 MODE = os.environ.get("FAKE_NCU_MODE", "ok")
 done = [0]

@@ -31,8 +31,8 @@ def test_capture_then_classify_on_the_gpu(tmp_path: Path) -> None:
     assert [(s["status"], s["kernels"]) for s in manifest["shapes"]] == [("ok", 1), ("ok", 1)]
     assert all(p < 20 for s in manifest["shapes"] for p in s["replay_passes"])
     # Inputs are drawn on the GPU by the hashed generator: the recipe's sha256, as on a CPU.
-    from ncu_classify.capture.inputs import HashedDraws
-    from ncu_classify.capture.ops import LinearShape
+    from ncu_classify.replay.inputs import HashedDraws
+    from ncu_classify.shapes.ops import LinearShape
 
     linear = LinearShape.model_validate(
         {"op": "linear", "M": 4680, "N": 5120, "K": 5120, "dtype": "bf16", "bias": True}
@@ -63,7 +63,7 @@ def test_hashed_inputs_on_the_gpu_are_the_cpu_bytes() -> None:
 
     import torch
 
-    from ncu_classify.capture.inputs import HashedDraws
+    from ncu_classify.replay.inputs import HashedDraws
 
     specs = [([40_000_000], "fp32", 1.0), ([3, 1000, 777], "bf16", 0.125), ([5000], "fp16", 2.0)]
     digests = []
@@ -138,7 +138,7 @@ def test_every_device_op_is_timed_captured_and_covered(tmp_path: Path) -> None:
     argv = ["record", "-o", str(shapes), "--", "python", str(script)]
     proc = subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    from ncu_classify.capture.shapes import load_shapes
+    from ncu_classify.shapes.file import load_shapes
 
     loaded = load_shapes(shapes)
     assert loaded.recorded is not None and loaded.recorded.totals is not None

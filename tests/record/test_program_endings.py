@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from helpers import CLI, CliRun, run_cli
 
-from ncu_classify.capture.shapes import load_shapes
 from ncu_classify.cli.entry import run
+from ncu_classify.shapes.file import load_shapes
 
 pytestmark = pytest.mark.needs("torch")
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from helpers import ROOT, unstamped
 
-from ncu_classify.capture.shapes import load_shapes
 from ncu_classify.cli.entry import run
+from ncu_classify.shapes.file import load_shapes
 
 SCRIPT = ROOT / "fixtures" / "models" / "record_wan.py"
 FAKEBIN = ROOT / "tests" / "fakebin"
@@ -272,7 +272,7 @@ def test_recorded_h200_capture_reproduces_and_weighs_by_calls(
 def test_conv2d_shape_arithmetic() -> None:
     from pydantic import ValidationError
 
-    from ncu_classify.capture.ops import Conv2dShape
+    from ncu_classify.shapes.ops import Conv2dShape
 
     shape = Conv2dShape(
         op="conv2d", input=[4, 192, 64, 64], weight=[96, 192, 3, 3], padding=[1, 1], bias=True
@@ -505,7 +505,7 @@ def test_an_old_shapes_file_with_recorded_ops_still_loads(tmp_path: Path) -> Non
         ("main", "main:aten.mul.Tensor:4x4:fp32:2", "aten", 1, "(no module)"),
         ("post", "post:aten.masked_fill.Scalar:3x4:fp32", "aten", 2, None),
     ]
-    from ncu_classify.capture.aten import AtenShape
+    from ncu_classify.shapes.aten import AtenShape
 
     mul2, fill = loaded.entries()[2].shape, loaded.entries()[3].shape
     assert isinstance(mul2, AtenShape) and isinstance(fill, AtenShape)

@@ -21,11 +21,9 @@ from pathlib import Path
 import pytest
 from helpers import CLI, ROOT, run_cli
 
-from ncu_classify.capture.protocol import BatchFile, read_batch, write_batch
-from ncu_classify.capture.shapes import load_shapes
 from ncu_classify.cli.entry import run
-
-pytestmark = pytest.mark.hardening  # the hostile-input regressions, run as a set: -m hardening
+from ncu_classify.replay.protocol import BatchFile, read_batch, write_batch
+from ncu_classify.shapes.file import load_shapes
 
 FAKEBIN = ROOT / "tests" / "fakebin"
 RECORDING = ROOT / "fixtures" / "record_h200_wan14b"
@@ -317,7 +315,7 @@ def test_what_the_replay_cannot_build_fails_with_its_reason_on_cpu(tmp_path: Pat
     """An unknown overload fails as NotReplayable, with the reason (capture records it and
     exits 5); an fp8 tensor is drawn (the shapes file's dtypes are all drawn); a zero-size
     tensor replays."""
-    from ncu_classify.capture.replay_ops import NotReplayable, Storages, prepare
+    from ncu_classify.replay.aten import NotReplayable, Storages, prepare
 
     shapes = [
         aten(name="unknown", overload="aten.frobnicate.default"),
@@ -508,8 +506,8 @@ def test_record_summary_line_does_not_round_kernel_time_to_zero() -> None:
 
 def _document(totals: dict[str, object]):  # type: ignore[no-untyped-def]
     """A recorded document of one linear shape (3 calls) in stage m, with these totals."""
-    from ncu_classify.capture.recorded import Recorded
     from ncu_classify.record.totals import ShapesDocument
+    from ncu_classify.shapes.recorded import Recorded
 
     recorded = {"command": "c", "tool_version": "v", "torch": "t", "device": "cpu"}
     return ShapesDocument(

@@ -12,9 +12,9 @@ from helpers import ROOT, import_or_skip
 
 torch = import_or_skip("torch")
 
-from ncu_classify.capture.recorded import UncoveredCall  # noqa: E402
 from ncu_classify.record.timing import MARK, InnermostMark, KernelClock, attribute  # noqa: E402
 from ncu_classify.record.totals import loose_work, measured, stage_totals  # noqa: E402
+from ncu_classify.shapes.recorded import UncoveredCall  # noqa: E402
 
 CPU = torch._C._autograd.DeviceType.CPU
 CUDA = torch._C._autograd.DeviceType.CUDA
@@ -194,9 +194,9 @@ def test_a_timed_recording_is_written_again_byte_for_byte_from_its_models() -> N
 
     from ruamel.yaml import YAML
 
-    from ncu_classify.capture.recorded import Recorded
     from ncu_classify.record.document import shapes_yaml
     from ncu_classify.record.totals import ShapesDocument
+    from ncu_classify.shapes.recorded import Recorded
 
     path = ROOT / "reports" / "record" / "wan_14b_480x832_h200_shapes.yaml.xz"
     text = lzma.decompress(path.read_bytes()).decode("utf-8")

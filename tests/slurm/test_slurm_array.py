@@ -22,8 +22,8 @@ from cluster import Cluster, missing, slurm_cluster
 from helpers import ROOT, CliRun, run_cli
 
 from ncu_classify.capture.manifest import Manifest, read_manifest
-from ncu_classify.capture.shapes import load_shapes
 from ncu_classify.capture.shards import select_shard
+from ncu_classify.shapes.file import load_shapes
 
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(900)]
 SHAPES = ROOT / "fixtures" / "shapes" / "workload_480x832.yaml"

@@ -168,7 +168,7 @@ def test_capture_report_alone_keeps_group_stage_and_nominal_flops(
 
 
 def test_every_captured_group_id_reads_back_to_its_shape() -> None:
-    from ncu_classify.capture.group_ids import parse_group_id
+    from ncu_classify.verdicts.group_ids import parse_group_id
 
     seen = named = 0
     for manifest in sorted(ROOT.glob("fixtures/**/manifest.json")):

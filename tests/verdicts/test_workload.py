@@ -8,7 +8,7 @@ import json
 import pytest
 from helpers import ROOT, unstamped
 
-from ncu_classify.capture.shapes import load_shapes
+from ncu_classify.shapes.file import load_shapes
 from ncu_classify.verdicts.classify import classify
 from ncu_classify.verdicts.rules import LoadedRules
 

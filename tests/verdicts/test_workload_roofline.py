@@ -9,7 +9,7 @@ import json
 import pytest
 from helpers import LEGACY, ROOT
 
-from ncu_classify.capture.shapes import load_shapes
+from ncu_classify.shapes.file import load_shapes
 from ncu_classify.verdicts.classify import classify
 from ncu_classify.verdicts.rules import LoadedRules
 

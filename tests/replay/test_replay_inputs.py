@@ -14,8 +14,8 @@ from helpers import SMOKE, import_or_skip
 
 torch = import_or_skip("torch")
 
-from ncu_classify.capture.inputs import DTYPES, InputCache  # noqa: E402
-from ncu_classify.capture.protocol import BatchFile  # noqa: E402
+from ncu_classify.replay.inputs import DTYPES, InputCache  # noqa: E402
+from ncu_classify.replay.protocol import BatchFile  # noqa: E402
 
 
 def _plain(seed: int, specs: list[tuple[list[int], str, float]]) -> list:
@@ -49,7 +49,7 @@ def test_partial_reuse_fast_forwards_the_generator() -> None:
     got = [two([8, 8], "fp32"), two([6, 4], "fp32")]
     for a, b in zip(got, _plain(0, [([8, 8], "fp32", 1.0), ([6, 4], "fp32", 1.0)]), strict=True):
         assert torch.equal(a, b)
-    from ncu_classify.capture.inputs import tensor_sha256 as _hash
+    from ncu_classify.replay.inputs import tensor_sha256 as _hash
 
     assert two.finish(got) == _hash(_plain(0, [([8, 8], "fp32", 1.0), ([6, 4], "fp32", 1.0)]))
 
@@ -67,8 +67,8 @@ def test_same_hash_as_the_h200_capture() -> None:
 
 def test_builders_replay_small_shapes_on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     """The op builders and the replay loop, run on the CPU (CUDA calls stubbed out)."""
-    from ncu_classify.capture import replay
-    from ncu_classify.capture.shapes import ShapeEntry
+    from ncu_classify.replay import target as replay
+    from ncu_classify.shapes.file import ShapeEntry
 
     monkeypatch.setattr(torch.Tensor, "cuda", lambda self: self)
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
@@ -110,8 +110,8 @@ def test_repeats_are_launched_in_nested_ranges(monkeypatch: pytest.MonkeyPatch) 
     """--repeat: each measured launch sits in its own `repeat#N` range inside the shape's, an op
     that writes its arguments is reset outside both; a times batch draws on the device and
     hashes nothing (no CUDA here: the device draw is checked by its generator's device)."""
-    from ncu_classify.capture import replay
-    from ncu_classify.capture.shapes import ShapeEntry
+    from ncu_classify.replay import target as replay
+    from ncu_classify.shapes.file import ShapeEntry
 
     events: list[str] = []
     monkeypatch.setattr(torch.Tensor, "cuda", lambda self: self)
@@ -148,7 +148,7 @@ def test_out_of_memory_is_recorded_and_the_batch_goes_on(
     tmp_path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The replay loop under ncu: an OOM shape is a failed status line, the next shape runs."""
-    from ncu_classify.capture import replay
+    from ncu_classify.replay import target as replay
 
     monkeypatch.setattr(torch.Tensor, "cuda", lambda self: self)
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)

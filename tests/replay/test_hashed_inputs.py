@@ -1,4 +1,4 @@
-"""Seeded inputs drawn by the counter-based hash (capture.inputs, `hashed_normal_v1`): the same
+"""Seeded inputs drawn by the counter-based hash (replay.inputs, `hashed_normal_v1`): the same
 bytes from an independent pure-Python reading of the recipe, the statistics of a standard
 normal, prefix-stable, and a recipe sha256 that moves with every part of the recipe.
 
@@ -16,8 +16,8 @@ from helpers import import_or_skip
 
 torch = import_or_skip("torch")
 
-from ncu_classify.capture import inputs  # noqa: E402
-from ncu_classify.capture.inputs import HashedDraws, hashed_normal, stream_keys  # noqa: E402
+from ncu_classify.replay import inputs  # noqa: E402
+from ncu_classify.replay.inputs import HashedDraws, hashed_normal, stream_keys  # noqa: E402
 
 M32 = 0xFFFFFFFF
 

@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Protocol
 
 import torch
 
-from .ops import InputSpec
+from ..shapes.ops import InputSpec
 
 if TYPE_CHECKING:
+    from ..shapes.file import ShapeEntry
     from .protocol import BatchFile
-    from .shapes import ShapeEntry
 
 DTYPES = {
     "bf16": torch.bfloat16,

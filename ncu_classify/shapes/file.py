@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..core.errors import ShapesError
-from ..core.yamlio import validate_yaml
+from ..core.textio import decode_text, read_bytes
+from ..core.yamlio import MAX_YAML_BYTES, validate_yaml
 from .aten import AtenShape
 from .ops import (
     AttentionShape,
@@ -75,3 +77,11 @@ def group_id(stage: str, shape: OpShape) -> str:
 def load_shapes(path: Path) -> ShapesFile:
     """Read and validate a shapes file; errors name the file, YAML line and field."""
     return validate_yaml(path, ShapesFile, ShapesError)
+
+
+def read_shapes(path: Path) -> tuple[ShapesFile, str]:
+    """A shapes file read once: the validated file and the sha256 of its bytes (what a
+    capture's manifest records, so that --resume knows the file again)."""
+    data = read_bytes(path, ShapesError, MAX_YAML_BYTES)
+    shapes = validate_yaml(path, ShapesFile, ShapesError, decode_text(path, data, ShapesError))
+    return shapes, hashlib.sha256(data).hexdigest()

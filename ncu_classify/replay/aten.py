@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from .aten import AtenShape, TensorSpec
+from ..shapes.aten import AtenShape, TensorSpec
 
 DTYPES = {name: getattr(torch, name) for name in (
     "float32", "float16", "bfloat16", "float64", "int64", "int32", "int16", "int8", "uint8",

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from helpers import import_or_skip
 
-from ncu_classify.capture.aten import AtenShape
-from ncu_classify.capture.shapes import ShapeEntry, load_shapes
+from ncu_classify.shapes.aten import AtenShape
+from ncu_classify.shapes.file import ShapeEntry, load_shapes
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,7 @@ class _Watched:
 def watched(monkeypatch: pytest.MonkeyPatch) -> list[_Watched]:
     """Every op `prepare` resolves from now on, watched (in order)."""
     import_or_skip("torch")
-    from ncu_classify.capture import replay_ops
+    from ncu_classify.replay import aten as replay_ops
 
     resolve, seen = replay_ops.resolve, []
 
@@ -71,7 +71,7 @@ def test_every_recorded_op_replays_with_its_layout(
     and returns tensors laid out as the recorded outputs."""
     import torch
 
-    from ncu_classify.capture.replay_ops import Storages, prepare
+    from ncu_classify.replay.aten import Storages, prepare
 
     storages = Storages()
     checked, strided, offset, broadcast, resets = 0, 0, 0, 0, []
@@ -125,7 +125,7 @@ def test_every_recorded_op_replays_with_its_layout(
 
 @pytest.mark.needs("torch")
 def test_an_index_stays_in_range(watched: list[_Watched]) -> None:
-    from ncu_classify.capture.replay_ops import Storages, prepare
+    from ncu_classify.replay.aten import Storages, prepare
 
     table = {"tensor": {"shape": [5, 3], "dtype": "float32", "strides": [3, 1], "offset": 0}}
     index = {"tensor": {"shape": [64], "dtype": "int64", "strides": [1], "offset": 0}}
@@ -144,7 +144,7 @@ def test_an_index_stays_in_range(watched: list[_Watched]) -> None:
 def test_an_inplace_op_gives_the_same_result_after_each_reset() -> None:
     import torch
 
-    from ncu_classify.capture.replay_ops import Storages, prepare
+    from ncu_classify.replay.aten import Storages, prepare
 
     table = {"tensor": {"shape": [5, 3], "dtype": "float32", "strides": [3, 1], "offset": 0}}
     shape = AtenShape(op="aten", overload="aten.add_.Scalar", args=[table, 1.0], calls=1)
@@ -166,7 +166,7 @@ def test_an_inplace_op_gives_the_same_result_after_each_reset() -> None:
 
 @pytest.mark.needs("torch")
 def test_what_cannot_be_replayed_says_why() -> None:
-    from ncu_classify.capture.replay_ops import NotReplayable, Storages, prepare
+    from ncu_classify.replay.aten import NotReplayable, Storages, prepare
 
     unknown = AtenShape(op="aten", overload="aten.no_such_op.default", calls=1)
     with pytest.raises(NotReplayable, match=r"aten\.no_such_op\.default: no such op overload"):
@@ -198,7 +198,7 @@ def test_a_like_factory_moves_only_its_output() -> None:
 
     from helpers import ROOT
 
-    from ncu_classify.capture.aten import AtenShape
+    from ncu_classify.shapes.aten import AtenShape
 
     shapes = json.loads((ROOT / "fixtures" / "record_h200_wan14b" / "manifest.json").read_text())
     [recorded] = [s for s in shapes["shapes"] if s["group"].startswith("vae:aten.zeros_like")]

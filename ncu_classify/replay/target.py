@@ -1,20 +1,19 @@
 """Replay shapes on the GPU, each once inside its own NVTX range; run by capture under ncu.
 
-With inputs and replay_ops the only capture code that imports torch. For each shape it builds
-inputs from a fixed seed (capture.inputs: on the GPU, the same bytes on any machine), warms the
+Torch, as in inputs and aten (replay/ and record/ alone import it). For each shape it builds
+inputs from a fixed seed (replay.inputs: on the GPU, the same bytes on any machine), warms the
 op up outside any NVTX range (cuDNN/cuBLAS heuristics and autotuning land there and are not
 profiled), then runs it once inside the range named by the shape's group id.
 One JSON line per shape goes to the status file, flushed at once, so that a crash loses nothing
 already replayed.
 
-    python -m ncu_classify.capture.replay BATCH.json STATUS.jsonl
+    python -m ncu_classify.replay BATCH.json STATUS.jsonl
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -25,12 +24,12 @@ import torch
 import torch.nn.functional as F
 
 from ..read.names import REPEAT_RANGE
-from .aten import AtenShape
+from ..shapes.aten import AtenShape
+from ..shapes.file import ShapeEntry
+from ..shapes.ops import AttentionShape, CastShape, Conv2dShape, Conv3dShape, LinearShape
+from .aten import NotReplayable, Storages, prepare
 from .inputs import DTYPES, InputSource, Unsupported, start_draws
-from .ops import AttentionShape, CastShape, Conv2dShape, Conv3dShape, LinearShape
 from .protocol import BatchFile, read_batch, serve_batch
-from .replay_ops import NotReplayable, Storages, prepare
-from .shapes import ShapeEntry
 
 # Attention backends that are Python packages: the module that has `flash_attn_func`.
 # fa3_fwd is the `fa3-fwd` wheel: FlashAttention-3's forward kernels, built for Hopper.
@@ -250,7 +249,3 @@ def replay_batch(batch_path: Path, status_path: Path) -> int:
     """Replay a batch file under the shared protocol, with cuDNN benchmark mode as it asks."""
     torch.backends.cudnn.benchmark = read_batch(batch_path).cudnn_benchmark
     return serve_batch(batch_path, status_path, replay_one, environment, describe_failure)
-
-
-if __name__ == "__main__":
-    sys.exit(replay_batch(Path(sys.argv[1]), Path(sys.argv[2])))

@@ -4,7 +4,7 @@ Capture writes a batch file (the shapes one ncu process replays) and starts ncu 
 that reads it; the target appends one JSON line per event to a status file, flushed and synced
 at once, so that what finished is known even when the target dies: first an `env` line (its
 PID and what it runs on), then one `shape` line per shape. The same loop runs the real torch
-replay (replay.py), the stand-in target of the tests and the benches.
+replay (replay.target), the stand-in target of the tests and the benches.
 
 The target stops between two shapes when it receives SIGTERM (capture's graceful stop: ncu then
 writes the report of everything replayed so far) or when the capture process that started it is
@@ -25,9 +25,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .shapes import ShapeEntry
+from ..shapes.file import ShapeEntry
 
-# The generators of seeded inputs (capture.inputs says how each draws).
+# The generators of seeded inputs (replay.inputs says how each draws).
 InputDraws = Literal["hashed_normal_v1", "torch_cpu_randn"]
 
 

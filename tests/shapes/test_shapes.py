@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from helpers import ROOT
 
-from ncu_classify.capture.ops import Conv3dShape, LinearShape
-from ncu_classify.capture.shapes import load_shapes
 from ncu_classify.core.errors import ShapesError
+from ncu_classify.shapes.file import load_shapes
+from ncu_classify.shapes.ops import Conv3dShape, LinearShape
 
 
 def test_smoke_file_group_ids_are_stable() -> None:

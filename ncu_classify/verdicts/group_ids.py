@@ -2,9 +2,10 @@
 
 A capture report moved out of its folder, or any report whose NVTX ranges are group ids
 (`dit:linear:M4680_N5120_K5120:bf16:bias`), still names its shapes: the id is split into the
-fields of `ops.py`'s models, validated by those models, and accepted only when the shape
-gives the very same id back through `shapes.group_id`. So `ops.py` stays the one grammar
-(an id it would not write is not read), and the nominal FLOPs and bytes are the capture's own.
+fields of the `shapes.ops` models, validated by those models, and accepted only when the
+shape gives the very same id back through `shapes.file.group_id`. So `shapes.ops` stays the one
+grammar (an id it would not write is not read), and the nominal FLOPs and bytes are the
+capture's own (`capture.manifest.manifest_shape`).
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from typing import get_args
 
 from pydantic import ValidationError
 
-from .manifest import ManifestShape
-from .ops import AttentionBackend
-from .shapes import ShapeEntry, group_id
+from ..capture.manifest import ManifestShape, manifest_shape
+from ..shapes.file import ShapeEntry, group_id
+from ..shapes.ops import AttentionBackend
 
 _STAGE = re.compile(r"[A-Za-z0-9_]+")
 _KEYS = re.compile(r"k(\d+)(?:of(\d+))?")
@@ -43,8 +44,6 @@ def manifest_shape_of_id(entry: ShapeEntry) -> ManifestShape:
     """What capture's manifest would hold for the shape (op, parameters, nominal FLOPs and
     bytes), without what the id does not tell: the backend list behind a substituted
     attention name (`flash_attn_v3`)."""
-    from .plan import manifest_shape
-
     record = manifest_shape(entry)
     if entry.shape.op == "attention" and entry.shape.substitutes_for:
         record.shape_parameters.pop("backend", None)

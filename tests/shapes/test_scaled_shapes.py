@@ -22,9 +22,9 @@ import pytest
 from helpers import import_or_skip
 from ruamel.yaml import YAML
 
-from ncu_classify.capture.aten import ITEMSIZE, AtenShape, TensorSpec
-from ncu_classify.capture.ops import OpShape
-from ncu_classify.capture.shapes import ShapeEntry, ShapesFile, load_shapes
+from ncu_classify.shapes.aten import ITEMSIZE, AtenShape, TensorSpec
+from ncu_classify.shapes.file import ShapeEntry, ShapesFile, load_shapes
+from ncu_classify.shapes.ops import OpShape
 
 ROOT = Path(__file__).resolve().parents[2]
 SCALED = ROOT / "fixtures" / "shapes" / "wan14b_scaled_1000.yaml.xz"
@@ -50,7 +50,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> ShapesFile:
     return _load(RECORDED, tmp_path_factory.mktemp("recorded"))
 
 
-def _stage(shapes: ShapesFile, stage: str) -> list[ShapeEntry]:
+def _step(shapes: ShapesFile, stage: str) -> list[ShapeEntry]:
     return [e for e in shapes.entries() if e.stage == stage]
 
 
@@ -101,7 +101,7 @@ def _grown(
 
 
 def test_flops_grow_by_the_token_and_pixel_ratios(scaled: ShapesFile) -> None:
-    dit = (_stage(scaled, "dit_480x832x9"), _stage(scaled, "dit_704x1280x17"))
+    dit = (_step(scaled, "dit_480x832x9"), _step(scaled, "dit_704x1280x17"))
     tokens = Fraction(5 * 44 * 80, 3 * 30 * 52)  # L = F' x H/16 x W/16: 17600 / 4680
     flops, ratio = _grown(dit, "linear", "transformer.blocks.*.attn1.to_q")
     assert (flops, ratio) == (2 * 17600 * 5120 * 5120, tokens)
@@ -116,7 +116,7 @@ def test_flops_grow_by_the_token_and_pixel_ratios(scaled: ShapesFile) -> None:
     # the timestep does not depend on the video: written once, at 480x832x9
     assert not [e for e in dit[1] if e.shape.source == "transformer.condition_embedder.time_proj"]
 
-    vae = (_stage(scaled, "vae_480x832x9"), _stage(scaled, "vae_704x1280x9"))
+    vae = (_step(scaled, "vae_480x832x9"), _step(scaled, "vae_704x1280x9"))
     pixels = Fraction(704 * 1280, 480 * 832)
     one_frame = lambda shape: shape.input[2] == 3  # noqa: E731  (1 + 2 cached, per chunk)
     flops, ratio = _grown(vae, "conv3d", "vae.decoder.conv_out", one_frame)
@@ -126,7 +126,7 @@ def test_flops_grow_by_the_token_and_pixel_ratios(scaled: ShapesFile) -> None:
     assert (flops, ratio) == (2 * 4 * 96 * 704 * 1280 * 192 * 9, pixels)
     flops, ratio = _grown(vae, "attention", "vae.decoder.mid_block.attentions.*")
     assert (flops, ratio) == (4 * 88 * 160 * 88 * 160 * 384, pixels**2)
-    whole_latent = (vae[0], _stage(scaled, "vae_704x1280x17"))  # F' = 5 latent frames, not 3
+    whole_latent = (vae[0], _step(scaled, "vae_704x1280x17"))  # F' = 5 latent frames, not 3
     flops, ratio = _grown(whole_latent, "conv3d", "vae.post_quant_conv")
     assert (flops, ratio) == (2 * 16 * 5 * 88 * 160 * 16, pixels * Fraction(5, 3))
 
@@ -206,7 +206,7 @@ def _bytes(t: TensorSpec) -> int:
 
 @pytest.mark.needs("torch")
 def test_small_device_ops_of_the_smallest_settings_run_on_the_cpu(scaled: ShapesFile) -> None:
-    from ncu_classify.capture.replay_ops import Storages, finite, prepare
+    from ncu_classify.replay.aten import Storages, finite, prepare
 
     small = [
         e.shape
