@@ -27,7 +27,7 @@ from .terminal import err, error_line, warning_line
 
 if TYPE_CHECKING:
     from ..record.recorder import Recorder
-    from ..record.totals import ShapesDocument
+    from ..record.shapes_document import ShapesDocument
 
 STAGE = re.compile(r"^[A-Za-z0-9_]+$")
 

@@ -6,6 +6,7 @@ imports torch. The face is lazy, so that `program` (which runs the user's script
   device_ops  every other device op, as an `aten` shape
   timing      the program's kernel time per call (torch.profiler)
   totals      the recording's time ledger: per shape, uncovered, per stage
+  shapes_document  a recording as the shapes file will hold it (no torch)
   threads     the program's other threads (their ops counted, not seen)
   document    a recording as a shapes file, validated as capture will
   program     the user's program run as `python` runs it

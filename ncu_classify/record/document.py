@@ -11,7 +11,7 @@ from typing import Any
 from ..core.text import counted
 from ..shapes.recorded import RecordedTotals, UncoveredCall
 from .recorder import Recorder
-from .totals import ShapesDocument
+from .shapes_document import ShapesDocument
 
 
 def validated_document(recorder: Recorder, command: str, inputs_prefix: str = "") -> ShapesDocument:

@@ -24,10 +24,10 @@ from torch.overrides import TorchFunctionMode
 from .._version import __version__
 from .calls import CallKwargs, held_as, in_module_setup, name_of, sets_up_parameter, shape_of
 from .device_ops import DeviceOps
+from .shapes_document import ShapesDocument
 from .threads import WHY, OtherThreads
 from .timing import KernelClock
 from .totals import (
-    ShapesDocument,
     copy_time,
     document_ops,
     loose_work,

@@ -5,31 +5,15 @@ the two, so that coverage is reckoned against everything the program ran on the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..shapes.recorded import Recorded, StageTime, UncoveredCall
+from ..shapes.recorded import StageTime, UncoveredCall
 from .timing import KernelClock, KernelTime
 
 if TYPE_CHECKING:
     from .device_ops import DeviceOps
 
 OUTSIDE_STAGE = "(none)"  # kernels launched outside every call the recorder saw
-
-
-@dataclass
-class ShapesDocument:
-    """A recording as the shapes file will hold it: how it was recorded, with its time ledger
-    (`recorded.totals`: the shapes-file models), and each stage's shapes as the mappings the
-    recorder made, in the order their fields are written (validated by `validated_document`).
-    `copies` (memory copies and sets per stage, us; None untimed) waits for the stage totals."""
-
-    recorded: Recorded
-    stages: dict[str, list[dict[str, Any]]]
-    copies: dict[str, float] | None = None
-    seed: int = 0
-    warmup: int = 3
-    cudnn_benchmark: bool = False
 
 
 def measured(clock: KernelClock) -> dict[tuple[str, ...], KernelTime] | None:

@@ -6,6 +6,7 @@ real Slurm cluster: tests/slurm/test_slurm_array.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -135,7 +136,10 @@ def test_ncu_signalled_from_outside_is_an_interrupt(
     targets = [proc.pid] if everyone else []
     targets += ncu + (_pids(f"fake_target.py .*{out}") if everyone else [])
     for pid in targets:
-        os.kill(pid, signal.SIGTERM)
+        # a process may end before its turn: capture passes the signal on to ncu, ncu to its
+        # target (a job's kill signals them all at once, in no order)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert "Traceback" not in err

@@ -111,8 +111,8 @@ def test_windows_of_the_copy_without_sources_read_the_rows_of_one_reader(
     [three] = parallel.read_all([VAE], 3, per_kernel)
     assert not isinstance(one, str) and not isinstance(three, str)
     assert [(r.report, r.action_index) for r, _ in three] == [(str(VAE), a) for a in range(6)]
-    assert [(r.values, c.classification) for r, c in three] == [
-        (r.values, c.classification) for r, c in one
+    assert [(r.metrics, c.classification) for r, c in three] == [
+        (r.metrics, c.classification) for r, c in one
     ]
 
 

@@ -195,7 +195,7 @@ def test_a_timed_recording_is_written_again_byte_for_byte_from_its_models() -> N
     from ruamel.yaml import YAML
 
     from ncu_classify.record.document import shapes_yaml
-    from ncu_classify.record.totals import ShapesDocument
+    from ncu_classify.record.shapes_document import ShapesDocument
     from ncu_classify.shapes.recorded import Recorded
 
     path = ROOT / "reports" / "record" / "wan_14b_480x832_h200_shapes.yaml.xz"
