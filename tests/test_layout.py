@@ -259,3 +259,18 @@ def test_a_shape_hands_its_card_the_fields_the_card_has() -> None:
         card, record = Card.model_fields[name], ManifestShape.model_fields[name]
         # a card may not know what a record always does (legacy cards, foreign reports)
         assert card.annotation in (record.annotation, record.annotation | None), name
+
+
+def test_every_hardening_module_is_marked_as_one() -> None:
+    """`-m hardening` runs every module that tests/hardening/ once held (docs/development.md):
+    one moved into its step's folder without `pytestmark = pytest.mark.hardening` would drop
+    out of the set silently."""
+    modules = sorted((ROOT / "tests").rglob("test_*hardening*.py"))
+    modules += [ROOT / "tests" / "cli" / n for n in ("test_bad_input.py", "test_hostile.py")]
+    assert len(modules) >= 10
+    unmarked = [
+        str(m.relative_to(ROOT))
+        for m in modules
+        if "pytestmark = pytest.mark.hardening" not in m.read_text()
+    ]
+    assert unmarked == []
