@@ -274,3 +274,21 @@ def test_every_hardening_module_is_marked_as_one() -> None:
         if "pytestmark = pytest.mark.hardening" not in m.read_text()
     ]
     assert unmarked == []
+
+
+def test_scripts_name_only_modules_that_exist() -> None:
+    """The device scripts and probes kept beside their logs (`reports/`, `bench/`, `.ci/`)
+    look for the replay target by its module name: after a move (`capture.replay` became
+    `replay`) a leak check grepping the old name could no longer find anything left running."""
+    import re
+
+    scripts = [p for d in ("reports", "bench", ".ci", "tests") for p in (ROOT / d).rglob("*.sh")]
+    scripts.append(ROOT / ".ci" / "run")
+    assert len(scripts) >= 10
+    stale = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in scripts
+        for name in re.findall(r"ncu_classify(?:\.[a-z_]+)+", path.read_text())
+        if not any((ROOT / name.replace(".", "/")).with_suffix(s).exists() for s in (".py", ""))
+    ]
+    assert stale == []
