@@ -259,3 +259,36 @@ def test_a_shape_hands_its_card_the_fields_the_card_has() -> None:
         card, record = Card.model_fields[name], ManifestShape.model_fields[name]
         # a card may not know what a record always does (legacy cards, foreign reports)
         assert card.annotation in (record.annotation, record.annotation | None), name
+
+
+def test_every_hardening_module_is_marked_as_one() -> None:
+    """`-m hardening` runs every module that tests/hardening/ once held (docs/development.md):
+    one moved into its step's folder without `pytestmark = pytest.mark.hardening` would drop
+    out of the set silently."""
+    modules = sorted((ROOT / "tests").rglob("test_*hardening*.py"))
+    modules += [ROOT / "tests" / "cli" / n for n in ("test_bad_input.py", "test_hostile.py")]
+    assert len(modules) >= 10
+    unmarked = [
+        str(m.relative_to(ROOT))
+        for m in modules
+        if "pytestmark = pytest.mark.hardening" not in m.read_text()
+    ]
+    assert unmarked == []
+
+
+def test_scripts_name_only_modules_that_exist() -> None:
+    """The device scripts and probes kept beside their logs (`reports/`, `bench/`, `.ci/`)
+    look for the replay target by its module name: after a move (`capture.replay` became
+    `replay`) a leak check grepping the old name could no longer find anything left running."""
+    import re
+
+    scripts = [p for d in ("reports", "bench", ".ci", "tests") for p in (ROOT / d).rglob("*.sh")]
+    scripts.append(ROOT / ".ci" / "run")
+    assert len(scripts) >= 10
+    stale = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in scripts
+        for name in re.findall(r"ncu_classify(?:\.[a-z_]+)+", path.read_text())
+        if not any((ROOT / name.replace(".", "/")).with_suffix(s).exists() for s in (".py", ""))
+    ]
+    assert stale == []

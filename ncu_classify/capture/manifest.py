@@ -13,7 +13,7 @@ from ..core.facts import Facts
 from ..core.jsonpos import validation_at
 from ..core.textio import MIB, read_json
 from ..core.units import NonNegative
-from ..read.names import REPORT_SUFFIXES
+from ..read.names import COMPRESSIONS, REPORT_SUFFIXES
 from ..replay.protocol import InputDraws, ReplayPhases
 from ..shapes.aten import aten_nominal_bytes
 from ..shapes.file import ShapeEntry
@@ -269,3 +269,10 @@ def read_manifest(path: Path) -> Manifest:
         raise ManifestError(
             f"{validation_at(path, exc)}: manifest field {validation_line(exc)}"
         ) from None
+
+
+def report_kept(out: Path, name: str | None) -> bool:
+    """Whether the report a manifest names is in `out`, as ncu wrote it or compressed since
+    (`all.ncu-rep.xz` for `all.ncu-rep`, which classify reads in its place): --resume keeps
+    its shapes instead of capturing them again."""
+    return bool(name) and any((out / f"{name}{c}").exists() for c in COMPRESSIONS)

@@ -24,6 +24,7 @@ from .manifest import (
     ManifestShape,
     ShardMethod,
     read_manifest,
+    report_kept,
 )
 from .ncu_cmd import ncu_argv
 from .repeats import DURATION_METRIC, timed, with_times
@@ -158,9 +159,7 @@ def plan_capture(
     if previous is not None:
         check_resumable(previous, shapes, sha256, options, out)
         done = {
-            r.group: r
-            for r in previous.shapes
-            if r.status == "ok" and r.report and (out / r.report).exists()
+            r.group: r for r in previous.shapes if r.status == "ok" and report_kept(out, r.report)
         }
         kept = [done[e.group] for e in entries if e.group in done]
         untimed = [e for e in entries if e.group in done and not timed(done[e.group], out)]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..shapes.file import ShapeEntry
 from .batch import Batch
-from .manifest import ManifestShape
+from .manifest import ManifestShape, report_kept
 
 DURATION_METRIC = "gpu__time_duration.sum"  # a times batch's one metric: one pass per kernel
 
@@ -45,4 +45,4 @@ def _free(name: str, taken: set[str]) -> str:
 def timed(record: ManifestShape, out: Path) -> bool:
     """Whether a captured shape's duration repeats are there (ok, report present)."""
     report = record.times_report
-    return record.times_status == "ok" and bool(report) and (out / str(report)).exists()
+    return record.times_status == "ok" and report_kept(out, report)

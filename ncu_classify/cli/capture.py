@@ -37,7 +37,9 @@ if TYPE_CHECKING:
 )
 def capture_command(
     shapes: Annotated[Path, typer.Option("--shapes", help="shapes YAML file")],
-    output: Annotated[Path, typer.Option("-o", "--output", help="folder for reports + manifest")],
+    output_given: Annotated[
+        str, typer.Option("-o", "--output", metavar="<path>", help="folder for reports + manifest")
+    ],
     ncu: Annotated[str, typer.Option(help="ncu executable")] = "ncu",
     timeout: Annotated[
         float, typer.Option(help="seconds allowed per ncu process", callback=positive_float)
@@ -128,7 +130,7 @@ def capture_command(
         drop_sources=drop_sources,
     )
     with errors():
-        output_folder(output)
+        output = output_folder(output_given)
         if drill_down is not None:
             options = replace(options, drill=drill_request(drill_down, drill_class or []))
         if dry_run:  # checked against the GPU nvidia-smi lists, else the largest one made

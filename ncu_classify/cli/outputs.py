@@ -97,7 +97,12 @@ def output_file(given: str | Path, inputs: Iterable[Path] = (), option: str = "-
 
 def output_folder(given: str | Path) -> Path:
     """Check `-o given` for a command that writes a folder (capture): it must be a folder or
-    not exist yet."""
+    not exist yet. `-o ''` (which Path reads as the current folder) and `-o -` (standard
+    output for the commands that write a file) name no folder."""
+    if str(given) in ("", "-"):
+        raise UsageError(
+            f"-o {str(given)!r}: capture writes a folder, not a stream; give the folder's path"
+        )
     path = Path(given)
     try:
         os.fsencode(path).decode("utf-8")

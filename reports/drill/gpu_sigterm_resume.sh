@@ -12,7 +12,7 @@ import json; m=json.load(open("/tmp/dsig/manifest.json"))
 from collections import Counter
 print(Counter(s["status"] for s in m["shapes"]), [b["ended_by"] for b in m["batches"]], len(m["drill_down"]["selected"]))
 PY
-ps aux | grep -c "[n]cu_classify.capture.replay"
+ps aux | grep -cE "[n]cu_classify(\.capture)?\.replay"
 echo "== resume"
 python3 -m ncu_classify capture --shapes fixtures/shapes/workload_480x832.yaml -o /tmp/dsig --drill-down reports/drill/cards_480x832_roofline.json --one-process --resume 2>&1 | tail -3; echo "resume exit $?"
 python3 -m ncu_classify classify fixtures/workload_h200_480x832 /tmp/dsig --rules rules/roofline.yaml -o /tmp/m.json 2>&1 | grep -i "warn\|error\|wrote"

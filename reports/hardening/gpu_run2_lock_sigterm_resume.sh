@@ -6,7 +6,7 @@ echo "== SIGTERM after 25 s, --one-process --gpus 0,1, 480x832; a second capture
 $C capture --shapes fixtures/shapes/workload_480x832.yaml -o /tmp/t1 --one-process --gpus 0,1 > /tmp/t1.out 2> /tmp/t1.err &
 P=$!; sleep 12; $C capture --shapes fixtures/shapes/workload_480x832.yaml -o /tmp/t1 --one-process --gpus 0,1 --resume; echo "second capture rc=$?"
 sleep 13; T0=$(date +%s%N); kill -TERM $P; wait $P; echo "rc=$? after $(( ($(date +%s%N) - T0) / 1000000 )) ms"
-cat /tmp/t1.err; echo "left running:"; ps -eo pid,cmd | grep -E "ncu |ncu_classify.capture.replay" | grep -v grep
+cat /tmp/t1.err; echo "left running:"; ps -eo pid,cmd | grep -E "ncu |ncu_classify(\.capture)?\.replay" | grep -v grep
 python3 - <<'PY'
 import json,collections
 m=json.load(open('/tmp/t1/manifest.json'))

@@ -426,3 +426,24 @@ def test_a_capture_reads_its_shapes_file_once(
     second = capture(fake_env, out, CaptureOptions(resume=True))
     assert (reads, _states(second)) == (["open"], [("ok", 1)] * 3)
     assert second.shapes_sha256 == hashlib.sha256(fake_env.read_bytes()).hexdigest()
+
+
+def test_resume_keeps_shapes_whose_report_was_compressed_since(
+    fake_env: Path, tmp_path: Path
+) -> None:
+    """classify reads `all.ncu-rep.xz` where the manifest names `all.ncu-rep`; --resume
+    captured every shape of such a folder again, as if its report were gone."""
+    import lzma
+    import shutil
+
+    out = tmp_path / "raw"
+    capture(fake_env, out, CaptureOptions())
+    (report,) = out.glob("*.ncu-rep")
+    with report.open("rb") as src, lzma.open(f"{report}.xz", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    report.unlink()
+    plan = plan_capture(fake_env, out, CaptureOptions(resume=True))
+    assert (plan.batches, [r.group for r in plan.kept]) == ([], GROUPS)
+    (out / f"{report.name}.xz").unlink()
+    again = plan_capture(fake_env, out, CaptureOptions(resume=True))
+    assert (again.kept, [e.group for b in again.batches for e in b.entries]) == ([], GROUPS)

@@ -277,10 +277,14 @@ def test_a_missing_field_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[
     ],
 )
 def test_outputs_named_like_reports_or_folders(
-    output: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    output: str,
+    message: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     (tmp_path / "plain.txt").write_text("keep")
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)  # not os.chdir: the worker's later tests would run there
     for argv in (["schema"], ["summary", str(CARDS)]):
         assert run([*argv, "-o", output]) == 2
         assert message in _err(capsys)

@@ -145,3 +145,22 @@ def test_capture_output_must_be_a_folder(
         assert run(["capture", "--shapes", str(shapes), "-o", str(bad), "--dry-run"]) == 2
         assert f"-o {bad}: is a {kind}, not a folder" in capsys.readouterr().err
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+@pytest.mark.parametrize("given", ["", "-"])
+def test_capture_output_that_names_no_folder(
+    given: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`-o ''` was read as the current folder (a capture spilled into it) and `-o -` made a
+    folder named `-`: both are refused, before anything is written, with or without --dry-run."""
+    shapes = ROOT / "fixtures" / "shapes" / "smoke.yaml"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no ncu: a capture that went on would fail
+    for dry in (["--dry-run"], []):
+        assert run(["capture", "--shapes", str(shapes), "-o", given, *dry]) == 2
+        err = capsys.readouterr().err
+        assert f"-o {given!r}: capture writes a folder, not a stream" in err
+    assert list(tmp_path.iterdir()) == []

@@ -25,6 +25,8 @@ from ncu_classify.cli.entry import run
 from ncu_classify.replay.protocol import BatchFile, read_batch, write_batch
 from ncu_classify.shapes.file import load_shapes
 
+pytestmark = pytest.mark.hardening  # the hostile-input regressions, run as a set: -m hardening
+
 FAKEBIN = ROOT / "tests" / "fakebin"
 RECORDING = ROOT / "fixtures" / "record_h200_wan14b"
 WITHOUT_COVERAGE = ROOT / "fixtures" / "workload_h200_480x832" / "cards.json"
