@@ -107,11 +107,53 @@ def plain_file(path: Path, scratch: Path | None = None) -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="ncu-classify-", dir=scratch) as tmp:
         plain = Path(tmp) / path.name.removesuffix(path.suffix)
         try:
-            with module.open(path, "rb") as src, plain.open("wb") as dst:
+            with _opened(module, path) as src, plain.open("wb") as dst:
                 _inflate(src, dst, path, plain.name)
         except _UNREADABLE as exc:
             raise ReportError(f"{path}: cannot decompress: {exc}") from None
         yield plain
+
+
+def _opened(module: ModuleType, path: Path) -> Any:
+    """A reader of the decompressed bytes: xz through `XzStreams` (Python's own reader refuses
+    the stream padding that `xz` writes and accepts), the others through their module."""
+    return XzStreams(path) if module is lzma else module.open(path, "rb")
+
+
+class XzStreams:
+    """The decompressed bytes of an xz file of one or more streams, with or without stream
+    padding (null bytes, a multiple of four, after a stream), read in chunks."""
+
+    def __init__(self, path: Path) -> None:
+        self._raw = path.open("rb")
+        self._decoder: lzma.LZMADecompressor | None = lzma.LZMADecompressor(lzma.FORMAT_XZ)
+        self._pending = b""  # compressed bytes read but not yet decoded
+
+    def __enter__(self) -> XzStreams:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._raw.close()
+
+    def read(self, size: int) -> bytes:
+        """Up to `size` decompressed bytes; b"" at the end of the file."""
+        while self._decoder is not None:
+            if self._decoder.eof:  # a stream ended: padding, then the next stream or the end
+                self._pending = self._decoder.unused_data + self._pending
+                self._pending = self._pending.lstrip(b"\0") or self._raw.read(CHUNK).lstrip(b"\0")
+                while not self._pending and (more := self._raw.read(CHUNK)):
+                    self._pending = more.lstrip(b"\0")
+                self._decoder = lzma.LZMADecompressor(lzma.FORMAT_XZ) if self._pending else None
+                continue
+            if not self._pending and self._decoder.needs_input:
+                self._pending = self._raw.read(CHUNK)
+                if not self._pending:
+                    raise EOFError("compressed file ended before the end-of-stream marker")
+            data = self._decoder.decompress(self._pending, max_length=size)
+            self._pending = b""
+            if data:
+                return data
+        return b""
 
 
 def _inflate(src: Any, dst: Any, path: Path, inner: str) -> None:

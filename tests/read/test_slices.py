@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from helpers import ROOT, SMOKE
 
+from ncu_classify.core.errors import ReportError
 from ncu_classify.read import lean, parallel, slices
 from ncu_classify.read.framing import check_report
 from ncu_classify.read.inflate import inflated_size
@@ -191,3 +192,25 @@ def test_the_declared_size_of_xz_and_gzip_files(tmp_path: Path) -> None:
     zipped.write_bytes(gzip.compress(second))
     assert inflated_size(zipped) == len(second)
     assert inflated_size(tmp_path / "missing.ncu-rep.xz") is None
+
+
+def test_an_xz_report_with_stream_padding_reads_as_xz_writes_it(tmp_path: Path) -> None:
+    """`xz` accepts stream padding (null bytes after a stream) and more streams after it;
+    Python's own reader refused the padding ("ended before the end-of-stream marker")."""
+    from ncu_classify.read.inflate import plain_file
+
+    data = lzma.decompress((SMOKE / "dit.ncu-rep.xz").read_bytes())
+    half = len(data) // 2
+    padded = tmp_path / "dit.ncu-rep.xz"
+    padded.write_bytes(
+        lzma.compress(data[:half]) + b"\0" * 8 + lzma.compress(data[half:]) + b"\0" * 4
+    )
+    with plain_file(padded, tmp_path) as plain:
+        assert plain.read_bytes() == data
+    cut = tmp_path / "cut.ncu-rep.xz"
+    cut.write_bytes(padded.read_bytes()[: len(padded.read_bytes()) // 2])
+    with (
+        pytest.raises(ReportError, match=r"cut\.ncu-rep\.xz: cannot decompress"),
+        plain_file(cut, tmp_path),
+    ):
+        pass
