@@ -38,10 +38,13 @@ def unstamped(text: str) -> str:
     return _STAMP.sub(r'\1"<stamp>"', text)
 
 
-def copied_capture(tmp_path: Path, edit: Callable[[dict], None]) -> Path:
-    """A copy of the smoke capture folder whose manifest `edit` changed (in place)."""
-    capture = tmp_path / "raw"
-    shutil.copytree(SMOKE, capture)
+def copied_capture(
+    tmp_path: Path, edit: Callable[[dict], None], source: Path = SMOKE, name: str = "raw"
+) -> Path:
+    """A copy of a capture folder (the smoke capture unless `source`) as `tmp_path / name`,
+    whose manifest `edit` changed (in place)."""
+    capture = tmp_path / name
+    shutil.copytree(source, capture)
     manifest = json.loads((capture / "manifest.json").read_text())
     edit(manifest)
     (capture / "manifest.json").write_text(json.dumps(manifest))

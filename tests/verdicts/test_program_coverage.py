@@ -6,11 +6,10 @@ capture and a recording made without a GPU do to them."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
-from helpers import ROOT
+from helpers import ROOT, copied_capture
 
 from ncu_classify.cards.fidelity import fidelity, slow_or_fast
 from ncu_classify.cards.model import CardFile
@@ -26,12 +25,8 @@ def wan(rules: LoadedRules) -> CardFile:
 
 
 def _copy(tmp_path: Path, edit) -> Path:  # type: ignore[no-untyped-def]
-    folder = tmp_path / "cap"
-    shutil.copytree(WAN14B, folder)
-    manifest = json.loads((folder / "manifest.json").read_text())
-    edit(manifest)
-    (folder / "manifest.json").write_text(json.dumps(manifest))
-    return folder
+    """The Wan 14B capture copied as `cap`, its manifest edited by `edit`."""
+    return copied_capture(tmp_path, edit, WAN14B, "cap")
 
 
 def test_coverage_is_the_recorded_time_of_the_shapes_that_have_cards(wan: CardFile) -> None:
