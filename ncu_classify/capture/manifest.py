@@ -9,7 +9,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from ..core.atomic import write_text_atomic
 from ..core.errors import ManifestError, validation_line
-from ..core.facts import Facts
+from ..core.facts import Machine
 from ..core.jsonpos import validation_at
 from ..core.textio import MIB, read_json
 from ..core.units import NonNegative
@@ -43,23 +43,24 @@ ReportName = Annotated[str | None, AfterValidator(_report_name)]
 LogName = Annotated[str, AfterValidator(lambda name: _plain_name(name, (".ncu.log",)))]
 
 
-class HostInfo(Facts):
+class HostInfo(Machine):
     """The machine a capture ran on: nvidia-smi's GPUs, ncu, Python (from capture), and the
-    replay process's GPU and libraries (from its first status line)."""
+    replay process's GPU and libraries (from its first status line). The manifest publishes
+    the GPU's name as `gpu_name`."""
 
+    WRITE_ORDER = (
+        "gpus", "ncu", "ncu_path", "python", "compute_capability", "cuda_runtime",
+        "cuda_visible_devices", "cudnn", "gpu_name", "l2_bytes", "memory_bytes", "sm_count",
+        "torch", "clock_control", "pipeline_boost_state",
+    )  # fmt: skip
+
+    gpu: str | None = Field(default=None, alias="gpu_name")
     gpus: list[dict[str, str]] = Field(default_factory=list)  # nvidia-smi rows, as text
-    ncu: str | None = None
     ncu_path: str | None = None
-    python: str | None = None
     compute_capability: str | None = None
-    cuda_runtime: str | None = None
     cuda_visible_devices: str | None = None
-    cudnn: int | str | None = None
-    gpu_name: str | None = None
     l2_bytes: int | None = None
     memory_bytes: int | None = None
-    sm_count: int | None = None
-    torch: str | None = None
     clock_control: str | None = None  # ncu's --clock-control as capture passed it
     pipeline_boost_state: str | None = None  # ncu's --pipeline-boost-state default, if it has one
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..core.facts import Facts
+from ..core.facts import Facts, Machine
 
 Number = int | float  # an int stays an int when written back (1980000, not 1980000.0)
 
@@ -43,20 +43,14 @@ class Software(Facts):
     cudnn: int | str | None = None
 
 
-class CaptureInfo(Facts):
+class CaptureInfo(Machine):
     """One capture folder read by classify: when, which shapes file, which GPU and software."""
+
+    WRITE_ORDER = ("folder", "created_at", "shapes_file", *Machine.model_fields)
 
     folder: str | None = None
     created_at: str | None = None
     shapes_file: str | None = None
-    gpu: str | None = None
-    sm_count: int | None = None
-    driver: str | None = None
-    ncu: str | None = None
-    cuda_runtime: str | None = None
-    torch: str | None = None
-    cudnn: int | str | None = None
-    python: str | None = None
     capture_tool_version: str | None = None
 
     def software(self) -> Software:

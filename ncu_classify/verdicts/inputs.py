@@ -17,6 +17,7 @@ from pathlib import Path
 from ..capture.manifest import MANIFEST_NAME, Manifest, read_manifest
 from ..cards.headroom import is_reserved_stage
 from ..cards.machine import CaptureInfo
+from ..core.facts import Machine
 from ..core.ordering import natural_key
 from ..core.paths import short_names
 from ..core.text import unicode_safe
@@ -295,18 +296,12 @@ def capture_environment(report_set: ReportSet, folder: str) -> CaptureInfo:
     manifest = report_set.manifest
     assert manifest is not None
     host = manifest.host
-    gpus = host.gpus
+    driver = next((g.get("driver") for g in host.gpus if g.get("driver")), None)
+    machine = {name: None for name in Machine.model_fields} | {"driver": driver}
     return CaptureInfo(
         folder=unicode_safe(folder),
         created_at=manifest.created_at,
         shapes_file=manifest.shapes_file,
-        gpu=host.gpu_name,
-        sm_count=host.sm_count,
-        driver=next((g.get("driver") for g in gpus if g.get("driver")), None),
-        ncu=host.ncu,
-        cuda_runtime=host.cuda_runtime,
-        torch=host.torch,
-        cudnn=host.cudnn,
-        python=host.python,
+        **(machine | host.machine()),
         capture_tool_version=manifest.tool_version,
     )

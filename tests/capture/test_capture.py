@@ -98,7 +98,7 @@ def test_capture_writes_report_and_manifest(fake_env: Path, tmp_path: Path) -> N
     assert [(s.status, s.kernels, s.replay_passes) for s in manifest.shapes] == [("ok", 1, [9])] * 3
     assert (out / "dit.ncu-rep").exists() and not list((out / ".work").glob("*.ncu-rep"))
     assert manifest.host.ncu == "2025.3.1.0" and manifest.host.gpus[0]["memory_mib"] == ("143771")
-    assert manifest.host.gpu_name == "fake" and "pid" not in manifest.host.model_dump()
+    assert manifest.host.gpu == "fake" and "pid" not in manifest.host.model_dump()
     batch = manifest.batches[0]
     assert batch.argv[0].endswith("ncu") and (batch.exit_code, batch.ended_by) == (0, "finished")
     assert read_manifest(out / "manifest.json") == manifest

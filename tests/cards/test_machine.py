@@ -39,3 +39,27 @@ def test_an_as_given_of_another_kind_is_kept_too() -> None:
     info = GpuInfo.model_validate({"name": 3, "as_given": 5})
     assert info.model_dump() == {"as_given": {"as_given": 5, "name": 3}}
     assert GpuInfo().model_dump() == {} and not GpuInfo().holds()
+
+
+MANIFEST = ROOT / "fixtures" / "workload_h200_480x832" / "manifest.json"
+
+
+def test_one_machine_model_in_each_documents_own_spelling() -> None:
+    """The manifest's host and the cards' captures are one model (`Machine`): the GPU is `gpu`
+    in code, `gpu_name` in the manifest as published, `gpu` in the cards; both files are
+    written back with their keys in their own order, byte for byte."""
+    from ncu_classify.capture.manifest import HostInfo, read_manifest
+    from ncu_classify.cards.machine import CaptureInfo
+    from ncu_classify.core.facts import Machine
+
+    assert issubclass(HostInfo, Machine) and issubclass(CaptureInfo, Machine)
+    host = read_manifest(MANIFEST).host
+    assert (host.gpu, host.sm_count, host.cudnn) == ("NVIDIA H200", 132, 91900)
+    published = json.loads(MANIFEST.read_text())["host"]
+    assert json.dumps(json.loads(host.model_dump_json())) == json.dumps(published)
+    capture = load_card_file(CARDS).captures[0]
+    assert capture.machine() | {"driver": None} == host.machine() | {"driver": None}
+    # a fact of an odd kind under its published name is kept aside, as any fact is
+    odd = HostInfo.model_validate({"gpu_name": 5, "sm_count": 132})
+    assert odd.gpu is None
+    assert json.loads(odd.model_dump_json()) == {"sm_count": 132, "as_given": {"gpu_name": 5}}
