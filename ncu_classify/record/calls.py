@@ -11,6 +11,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from .shapes_document import CallShape
+
 # The keyword arguments of a call made by someone else (the user's program, torch's dispatch,
 # an exit function), as Python hands them on: any names, any values, no shape of ours.
 CallKwargs = dict[str, Any]
@@ -66,10 +68,10 @@ def in_module_setup() -> bool:
 
 def shape_of(
     func: Any, args: tuple[Any, ...], kwargs: CallKwargs, result: Any
-) -> tuple[dict[str, Any] | None, list[torch.Tensor]]:
+) -> tuple[CallShape | None, list[torch.Tensor]]:
     """The shapes-file mapping of a replayable call and its input tensors, else (None, [])."""
     for handler in (_linear, _matmul, _conv, _attention, _cast):
-        found: tuple[dict[str, Any] | None, list[torch.Tensor]] | None = handler(
+        found: tuple[CallShape | None, list[torch.Tensor]] | None = handler(
             func, args, kwargs, result
         )
         if found is not None:
@@ -95,8 +97,8 @@ def _linear(func: Any, args: tuple[Any, ...], kwargs: CallKwargs, result: Any) -
     return shape, [x.reshape(-1, k), weight, *([bias] if bias is not None else [])]
 
 
-def _linear_shape(m: int, n: int, k: int, dtype: torch.dtype, bias: bool) -> dict[str, Any]:
-    shape: dict[str, Any] = {"op": "linear", "M": m, "N": n, "K": k, "dtype": DTYPE_NAMES[dtype]}
+def _linear_shape(m: int, n: int, k: int, dtype: torch.dtype, bias: bool) -> CallShape:
+    shape: CallShape = {"op": "linear", "M": m, "N": n, "K": k, "dtype": DTYPE_NAMES[dtype]}
     shape["bias"] = bias
     if dtype == torch.float32:
         shape["allow_tf32"] = bool(torch.backends.cuda.matmul.allow_tf32)
@@ -164,7 +166,7 @@ def _conv(func: Any, args: tuple[Any, ...], kwargs: CallKwargs, result: Any) -> 
     if x.dtype not in DTYPE_NAMES:
         return None
     last = x.is_contiguous(memory_format=_LAYOUTS[layout]) and not x.is_contiguous()
-    shape: dict[str, Any] = {
+    shape: CallShape = {
         "op": op,
         "input": list(x.shape),
         "weight": list(weight.shape),
@@ -191,7 +193,7 @@ def _attention(func: Any, args: tuple[Any, ...], kwargs: CallKwargs, result: Any
         return None  # grouped-query, unbatched or another value width: left to device ops
     batch, heads, q_len, head_dim = q.shape
     keys = k.shape[2]
-    shape: dict[str, Any] = {
+    shape: CallShape = {
         "op": "attention",
         "backend": "sdpa",
         "batch": batch,

@@ -20,6 +20,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .calls import CallKwargs
+from .shapes_document import CallShape
 from .timing import KernelClock
 
 # Ops that allocate, alias or read metadata: no kernel of their own.
@@ -230,9 +231,9 @@ class DeviceOps:
         return {key: op for key, op in self.ops.items() if not op.on_host}
 
     @staticmethod
-    def shape_of(op: DeviceOp) -> dict[str, Any]:
+    def shape_of(op: DeviceOp) -> CallShape:
         """The op as a shapes-file mapping (an `aten` shape; its name is given later)."""
-        shape: dict[str, Any] = {"op": "aten", "overload": op.op, "args": op.args}
+        shape: CallShape = {"op": "aten", "overload": op.op, "args": op.args}
         if op.kwargs:
             shape["kwargs"] = op.kwargs
         if op.outputs:

@@ -9,67 +9,73 @@ import re
 from typing import Any
 
 from ..core.text import counted
-from ..shapes.recorded import RecordedTotals, UncoveredCall
+from ..shapes.aten import AtenShape
+from ..shapes.file import Shape
+from ..shapes.recorded import Recorded, RecordedTotals, UncoveredCall
 from .recorder import Recorder
-from .shapes_document import ShapesDocument
+from .shapes_document import CallShape, ShapesDocument
 
 
 def validated_document(recorder: Recorder, command: str, inputs_prefix: str = "") -> ShapesDocument:
-    """The shapes document with every shape validated as the shapes file will be: a shape the
-    replay cannot take (a dimension it refuses) moves to the uncovered work, with its time;
-    typed shapes that come out with one group id (a matmul and a linear of one size) merge,
-    adding their calls; device ops are named by their readable id (numbered where two read
-    alike). The per-stage totals are summed last, from what the file holds."""
+    """The shapes document, each call the recorder described built into its shapes-file model
+    as capture will validate it: a shape the replay cannot take (a dimension it refuses) moves
+    to the uncovered work, with its time; typed shapes that come out with one group id (a
+    matmul and a linear of one size) merge, adding their calls; device ops are named by their
+    readable id (numbered where two read alike). The per-stage totals are summed last, from
+    what the file holds."""
     from pydantic import TypeAdapter, ValidationError
 
-    from ..shapes.file import Shape, group_id
+    from ..shapes.file import group_id
     from .totals import stage_totals
 
-    document = recorder.shapes_document(command, inputs_prefix)
-    totals = _totals(document)
-    adapter: TypeAdapter[Any] = TypeAdapter(Shape)
-    stages: dict[str, dict[str, dict[str, Any]]] = {}
-    for stage, shapes in document.stages.items():
+    described = recorder.described_calls(command, inputs_prefix)
+    totals = _totals(described.recorded)
+    adapter: TypeAdapter[Shape] = TypeAdapter(Shape)
+    stages: dict[str, dict[str, Shape]] = {}
+    for stage, calls in described.stages.items():
         kept = stages.setdefault(stage, {})
-        for shape in shapes:
+        for call in calls:
             try:
-                parsed = adapter.validate_python(shape, strict=False)
+                shape = adapter.validate_python(call, strict=False)
             except ValidationError as exc:
-                totals.uncovered.append(_refused(stage, shape, exc.errors()[0]["msg"]))
+                totals.uncovered.append(_refused(stage, call, exc.errors()[0]["msg"]))
                 continue
-            if shape["op"] == "aten":
-                name = _numbered(parsed.readable(), kept, stage)
-                kept[f"{stage}:{name}"] = {"op": "aten", "name": name, **shape}
+            if isinstance(shape, AtenShape):
+                shape.name = _numbered(shape.readable(), kept, stage)
+                kept[f"{stage}:{shape.name}"] = shape
             else:
-                _merge(kept, group_id(stage, parsed), shape)
-    document.stages = {stage: list(kept.values()) for stage, kept in stages.items() if kept}
+                _merge(kept, group_id(stage, shape), shape)
+    document = ShapesDocument(
+        recorded=described.recorded,
+        stages={stage: list(kept.values()) for stage, kept in stages.items() if kept},
+    )
     totals.uncovered.sort(key=lambda u: (-(u.kernel_us or 0), -u.calls, u.name))
-    totals.stages = stage_totals(document.stages, totals.uncovered, document.copies)
+    totals.stages = stage_totals(document.stages, totals.uncovered, described.copies)
     return document
 
 
-def _totals(document: ShapesDocument) -> RecordedTotals:
+def _totals(recorded: Recorded) -> RecordedTotals:
     """The recording's time ledger (a recorder always writes one)."""
-    totals = document.recorded.totals
+    totals = recorded.totals
     assert totals is not None, "a recorder's document always holds its totals"
     return totals
 
 
-def _refused(stage: str, shape: dict[str, Any], problem: str) -> UncoveredCall:
-    """A shape the replay refuses, as uncovered work with the time it took."""
+def _refused(stage: str, call: CallShape, problem: str) -> UncoveredCall:
+    """A call the replay refuses, as uncovered work with the time it took."""
     item = UncoveredCall(
         stage=stage,
-        name=shape.get("overload") or shape["op"],
+        name=call.get("overload") or call["op"],
         why=f"refused by the replay: {problem}",
-        calls=shape["calls"],
+        calls=call["calls"],
     )
-    if "real_us" in shape:
-        item.kernels = round(shape["real_kernels"] * shape["calls"])
-        item.kernel_us = round(shape["real_us"] * shape["calls"], 3)
+    if "real_us" in call:
+        item.kernels = round(call["real_kernels"] * call["calls"])
+        item.kernel_us = round(call["real_us"] * call["calls"], 3)
     return item
 
 
-def _numbered(readable: str, kept: dict[str, Any], stage: str) -> str:
+def _numbered(readable: str, kept: dict[str, Shape], stage: str) -> str:
     """The readable id, with `:2`, `:3`... where an earlier op of the stage reads alike."""
     name, number = readable, 1
     while f"{stage}:{name}" in kept:
@@ -78,37 +84,39 @@ def _numbered(readable: str, kept: dict[str, Any], stage: str) -> str:
     return name
 
 
-def _merge(kept: dict[str, dict[str, Any]], gid: str, shape: dict[str, Any]) -> None:
+def _merge(kept: dict[str, Shape], gid: str, shape: Shape) -> None:
     """Keep a typed shape under its group id, or add its calls, sources and real kernel time
     (weighted by calls) to the one already there."""
     first = kept.get(gid)
     if first is None:
         kept[gid] = shape
         return
-    calls = first["calls"] + shape["calls"]
-    for field in ("real_us", "real_kernels"):
-        if field in first and field in shape:
-            weighted = first[field] * first["calls"] + shape[field] * shape["calls"]
-            first[field] = round(weighted / calls, 4)
-    first["calls"] = first["real_calls"] = calls
-    sources = first["source"].split(", ")
-    sources += [s for s in shape["source"].split(", ") if s not in sources]
-    first["source"] = ", ".join(sources)
+    calls = first.calls + shape.calls
+    if first.real_us is not None and shape.real_us is not None:
+        weighted = first.real_us * first.calls + shape.real_us * shape.calls
+        first.real_us = round(weighted / calls, 4)
+    if first.real_kernels is not None and shape.real_kernels is not None:
+        weighted = first.real_kernels * first.calls + shape.real_kernels * shape.calls
+        first.real_kernels = round(weighted / calls, 4)
+    first.calls = first.real_calls = calls
+    sources = (first.source or "").split(", ")
+    sources += [s for s in (shape.source or "").split(", ") if s not in sources]
+    first.source = ", ".join(sources)
 
 
 def shapes_yaml(document: ShapesDocument) -> str:
     """A recorded shapes document as YAML people can read and diff: one flow mapping per shape
     (JSON scalars are YAML scalars), per stage total and per line of uncovered work."""
     recorded = document.recorded
-    totals = _totals(document)
+    totals = _totals(recorded)
     dumps = _yaml_scalar
     shapes = _flat(document)
-    ops = [s for s in shapes if s["op"] == "aten"]
+    ops = [s for s in shapes if isinstance(s, AtenShape)]
     lines = [
         f"# Recorded by ncu-classify {recorded.tool_version}:"
         f" {counted(len(shapes), 'distinct shape')}"
         f" ({len(shapes) - len(ops)} typed, {counted(len(ops), 'device op')}),"
-        f" {counted(sum(s['calls'] for s in shapes), 'call')};"
+        f" {counted(sum(s.calls for s in shapes), 'call')};"
         f" {counted(len(totals.uncovered), 'kind')} of"
         " device work not covered (recorded.totals.uncovered).",
         "# Edit freely: a shape's `calls` weighs its time in the summaries (coverage keeps"
@@ -137,7 +145,7 @@ def shapes_yaml(document: ShapesDocument) -> str:
     for stage, members in document.stages.items():
         lines.append(f"  {dumps(stage)}:")  # quoted: a stage named `null` or `123` stays text
         lines += [
-            "    - {" + ", ".join(f"{k}: {dumps(v)}" for k, v in shape.items()) + "}"
+            "    - {" + ", ".join(f"{k}: {dumps(v)}" for k, v in shape.written().items()) + "}"
             for shape in members
         ]
     return "\n".join(lines) + "\n"
@@ -157,6 +165,6 @@ def _yaml_scalar(value: Any) -> str:
     return _YAML_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def _flat(document: ShapesDocument) -> list[dict[str, Any]]:
+def _flat(document: ShapesDocument) -> list[Shape]:
     """Every shape of the document, stage after stage."""
     return [shape for shapes in document.stages.values() for shape in shapes]

@@ -24,7 +24,7 @@ from torch.overrides import TorchFunctionMode
 from .._version import __version__
 from .calls import CallKwargs, held_as, in_module_setup, name_of, sets_up_parameter, shape_of
 from .device_ops import DeviceOps
-from .shapes_document import ShapesDocument
+from .shapes_document import CallShape, DescribedCalls
 from .threads import WHY, OtherThreads
 from .timing import KernelClock
 from .totals import (
@@ -42,7 +42,7 @@ class Entry:
     """One distinct shape of one stage: the shapes-file mapping and how often it ran."""
 
     stage: str
-    shape: dict[str, Any]
+    shape: CallShape
     calls: int = 0
     sources: list[str] = field(default_factory=list)
     inputs_file: str | None = None
@@ -213,7 +213,7 @@ class Recorder:
             return "typed", ("shape", self._add(shape, inputs))
         return "other", ("loose", self.where()[0])
 
-    def _add(self, shape: dict[str, Any], inputs: list[torch.Tensor]) -> str:
+    def _add(self, shape: CallShape, inputs: list[torch.Tensor]) -> str:
         stage, path = self.where()
         key = json.dumps([stage, shape], sort_keys=True)
         entry = self.recording.entries.get(key)
@@ -244,12 +244,12 @@ class Recorder:
 
     # --- the shapes file ---------------------------------------------------------------------
 
-    def shapes_document(self, command: str, inputs_prefix: str = "") -> ShapesDocument:
-        """The recording as a shapes document (validated by `validated_document`): typed
+    def described_calls(self, command: str, inputs_prefix: str = "") -> DescribedCalls:
+        """The recording as the calls it saw (validated by `validated_document`): typed
         shapes, then each stage's device ops as `aten` shapes, each with its real kernel time
         per call when the program ran on a GPU; the work no shape covers under `totals`."""
         times = measured(self.clock) if self.recording.device != "cpu" else None
-        stages: dict[str, list[dict[str, Any]]] = {}
+        stages: dict[str, list[CallShape]] = {}
         for key, entry in self.recording.entries.items():
             shape = {**entry.shape, "calls": entry.calls, "source": ", ".join(entry.sources)}
             shape["real_calls"] = entry.calls
@@ -285,7 +285,7 @@ class Recorder:
             totals=totals,
         )
         copies = copy_time(times, stage_of) if times is not None else None
-        return ShapesDocument(recorded=recorded, stages=stages, copies=copies)
+        return DescribedCalls(recorded=recorded, stages=stages, copies=copies)
 
 
 class _Mode(TorchFunctionMode):

@@ -6,19 +6,33 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..shapes.file import Shape
 from ..shapes.recorded import Recorded
+
+# A call as the recorder describes it, before validation: the shape's fields by their
+# published names, in the order a shapes file writes them (its JSON is the call's identity).
+CallShape = dict[str, Any]
+
+
+@dataclass
+class DescribedCalls:
+    """What a recorder saw, before validation: how it was recorded, with its time ledger, and
+    each stage's calls as the recorder described them. `copies` (memory copies and sets per
+    stage, us; None untimed) waits for the stage totals."""
+
+    recorded: Recorded
+    stages: dict[str, list[CallShape]]
+    copies: dict[str, float] | None = None
 
 
 @dataclass
 class ShapesDocument:
     """A recording as the shapes file will hold it: how it was recorded, with its time ledger
-    (`recorded.totals`: the shapes-file models), and each stage's shapes as the mappings the
-    recorder made, in the order their fields are written (validated by `validated_document`).
-    `copies` (memory copies and sets per stage, us; None untimed) waits for the stage totals."""
+    (`recorded.totals`), and each stage's shapes as the shapes-file models (`validated_document`
+    builds them from the described calls; `shapes_yaml` writes them)."""
 
     recorded: Recorded
-    stages: dict[str, list[dict[str, Any]]]
-    copies: dict[str, float] | None = None
+    stages: dict[str, list[Shape]]
     seed: int = 0
     warmup: int = 3
     cudnn_benchmark: bool = False

@@ -5,9 +5,11 @@ the two, so that coverage is reckoned against everything the program ran on the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..shapes.file import Shape
 from ..shapes.recorded import StageTime, UncoveredCall
+from .shapes_document import CallShape
 from .timing import KernelClock, KernelTime
 
 if TYPE_CHECKING:
@@ -60,13 +62,13 @@ def per_call(time: KernelTime | None, calls: int, timed: bool) -> dict[str, floa
 
 def document_ops(
     ops: DeviceOps, times: dict[tuple[str, ...], KernelTime] | None
-) -> tuple[dict[str, list[dict[str, Any]]], list[UncoveredCall]]:
+) -> tuple[dict[str, list[CallShape]], list[UncoveredCall]]:
     """The device ops as `aten` shapes per stage, and those a replay would not reproduce (their
     work depends on the values) as uncovered work. On a GPU an op that launched no kernel (a
     copy to or from the host, an empty tensor) is no kernel work and is left out."""
     from ..shapes.aten import AtenShape
 
-    stages: dict[str, list[dict[str, Any]]] = {}
+    stages: dict[str, list[CallShape]] = {}
     uncovered: list[UncoveredCall] = []
     for key, op in ops.device_work().items():
         time = times.get(("op", key)) if times is not None else None
@@ -134,7 +136,7 @@ def loose_work(
 
 
 def stage_totals(
-    stages: dict[str, list[dict[str, Any]]],
+    stages: dict[str, list[Shape]],
     uncovered: list[UncoveredCall],
     copies: dict[str, float] | None,
 ) -> dict[str, StageTime]:
@@ -151,8 +153,7 @@ def stage_totals(
 
     for stage, shapes in stages.items():
         for s in shapes:
-            calls = s["calls"]
-            add(stage, calls, (s.get("real_kernels") or 0) * calls, (s.get("real_us") or 0) * calls)
+            add(stage, s.calls, (s.real_kernels or 0) * s.calls, (s.real_us or 0) * s.calls)
     for item in uncovered:
         add(item.stage, item.calls, item.kernels or 0, item.kernel_us or 0)
     for stage in copies or {}:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -49,6 +49,22 @@ class OpShape(BaseModel):
     # The calls the recording saw (real_us is per one of them); `calls` may be edited to weigh
     # the summaries (50 denoising steps), coverage sets the recorded ones against the program.
     real_calls: PositiveInt | None = None
+
+    # The fields every shape shares, in the order a shapes file writes them after the op's own.
+    WRITE_TAIL: ClassVar[tuple[str, ...]] = (
+        "note", "calls", "source", "real_calls", "inputs_file", "real_us", "real_kernels",
+    )  # fmt: skip
+
+    def written(self) -> dict[str, Any]:
+        """The shape as a shapes file holds it: the fields it was given, by their published
+        names, `op` and `name` first, then the op's own fields, then `WRITE_TAIL`; so a
+        recording written from its models reads as the recorder describes a call."""
+        given = self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        names = {n: (f.alias or n) for n, f in type(self).model_fields.items()}
+        head = [names["op"], names["name"]]
+        tail = [names[n] for n in self.WRITE_TAIL]
+        own = [a for a in names.values() if a not in head and a not in tail]
+        return {key: given[key] for key in [*head, *own, *tail] if key in given}
 
     def key(self) -> str:
         """The op-specific part of the group id."""

@@ -202,6 +202,7 @@ def test_building_the_model_is_not_recorded() -> None:
 
     from ncu_classify.record import Recorder
     from ncu_classify.record.document import validated_document
+    from ncu_classify.shapes.aten import AtenShape
 
     with Recorder(stages=[("", "output")]) as recorder:
         model = torch.nn.Linear(16, 8)
@@ -211,10 +212,10 @@ def test_building_the_model_is_not_recorded() -> None:
         model(x).float()
     document = validated_document(recorder, "test")
     got = [
-        (stage, s["op"], s.get("shape") or [s.get("M"), s.get("N")], s["calls"])
+        (stage, s.op, w.get("shape") or [w.get("M"), w.get("N")], s.calls)
         for stage, shapes in document.stages.items()
         for s in shapes
-        if s["op"] != "aten"
+        if s.op != "aten" and (w := s.written())
     ]
     assert got == [
         ("output", "cast", [3, 16], 1),
@@ -223,10 +224,10 @@ def test_building_the_model_is_not_recorded() -> None:
     ]
     # no init (uniform_), no cast of the parameters or the buffer (_to_copy, copy_)
     ops = [
-        (stage, s["name"], s["args"], s["calls"])
+        (stage, s.name, s.args, s.calls)
         for stage, shapes in document.stages.items()
         for s in shapes
-        if s["op"] == "aten"
+        if isinstance(s, AtenShape)
     ]
     assert ops == [
         ("output", "aten.randn.default", [[4, 4]], 1),
@@ -345,7 +346,7 @@ def test_paths_follow_the_running_parents_and_parameters_in_ops_count() -> None:
     net = Net()
     with Recorder(stages=[("net.dec.*", "decoder"), ("net.enc.*", "encoder")]) as recorder:
         net(torch.randn(4, 8))
-    document = recorder.shapes_document("test")
+    document = recorder.described_calls("test")
     linear = {stage: s[0]["source"] for stage, s in document.stages.items()}
     assert linear["encoder"] == "net.enc.*" and linear["decoder"] == "net.dec.*"
     head = document.stages["net"][0]

@@ -509,12 +509,13 @@ def test_record_summary_line_does_not_round_kernel_time_to_zero() -> None:
 def _document(totals: dict[str, object]):  # type: ignore[no-untyped-def]
     """A recorded document of one linear shape (3 calls) in stage m, with these totals."""
     from ncu_classify.record.shapes_document import ShapesDocument
+    from ncu_classify.shapes.ops import LinearShape
     from ncu_classify.shapes.recorded import Recorded
 
     recorded = {"command": "c", "tool_version": "v", "torch": "t", "device": "cpu"}
     return ShapesDocument(
         recorded=Recorded.model_validate({**recorded, "totals": totals}),
-        stages={"m": [{"op": "linear", "calls": 3}]},
+        stages={"m": [LinearShape(op="linear", M=1, N=1, K=1, calls=3)]},
     )
 
 

@@ -134,12 +134,15 @@ def test_kernel_time_per_target_and_what_falls_outside() -> None:
 
 
 def test_stage_totals_are_the_sum_of_shapes_and_uncovered_work() -> None:
-    stages = {
-        "dit": [
-            {"calls": 40, "real_us": 298.2269, "real_kernels": 1.0},
-            {"calls": 3, "real_us": 10.5, "real_kernels": 2.0},
-        ],
-    }
+    from ncu_classify.shapes.ops import CastShape
+
+    def cast(calls: int, real_us: float, real_kernels: float) -> CastShape:
+        fields = {"op": "cast", "shape": [8], "from": "fp32", "to": "bf16"}
+        return CastShape.model_validate(
+            {**fields, "calls": calls, "real_us": real_us, "real_kernels": real_kernels}
+        )
+
+    stages = {"dit": [cast(40, 298.2269, 1.0), cast(3, 10.5, 2.0)]}
     uncovered = [
         UncoveredCall(stage="dit", name="a", why="b", calls=2, kernels=4, kernel_us=7.25),
         UncoveredCall(stage="vae", name="a", why="b", calls=1, kernels=1, kernel_us=1.0),
@@ -181,7 +184,7 @@ def test_a_parameter_cast_inside_a_forward_is_inference_outside_it_building(tmp_
         for _ in range(2):
             norm(torch.ones(4, 8, dtype=torch.bfloat16))
     document = validated_document(recorder, "test")
-    casts = [(s["shape"], s["calls"]) for s in document.stages["net"] if s["op"] == "cast"]
+    casts = [(s.shape, s.calls) for s in document.stages["net"] if s.op == "cast"]
     assert casts == [([4, 8], 2), ([8], 2)]
 
 
@@ -196,6 +199,7 @@ def test_a_timed_recording_is_written_again_byte_for_byte_from_its_models() -> N
 
     from ncu_classify.record.document import shapes_yaml
     from ncu_classify.record.shapes_document import ShapesDocument
+    from ncu_classify.shapes.file import ShapesFile
     from ncu_classify.shapes.recorded import Recorded
 
     path = ROOT / "reports" / "record" / "wan_14b_480x832_h200_shapes.yaml.xz"
@@ -204,5 +208,6 @@ def test_a_timed_recording_is_written_again_byte_for_byte_from_its_models() -> N
     recorded = Recorded.model_validate(data["recorded"])
     assert recorded.totals is not None and recorded.totals.basis == "kernel_time"
     assert recorded.totals.stages["dit"].kernel_us == 260226.511
-    written = shapes_yaml(ShapesDocument(recorded=recorded, stages=data["stages"]))
+    stages = ShapesFile.model_validate(data, strict=False).stages
+    written = shapes_yaml(ShapesDocument(recorded=recorded, stages=stages))
     assert written.split("\n", 2)[2] == text.split("\n", 2)[2]

@@ -108,3 +108,32 @@ def test_attention_and_cast_costs() -> None:
     cast = entries[-1].shape
     assert cast.nominal_flops() == 0
     assert cast.nominal_bytes() == 3 * 13 * 480 * 832 * (4 + 2)
+
+
+COMMITTED_SHAPES = sorted(
+    [*(ROOT / "fixtures").rglob("*.yaml"), *(ROOT / "reports" / "record").glob("*shapes.yaml.xz")]
+)
+
+
+@pytest.mark.parametrize("path", COMMITTED_SHAPES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_committed_shape_is_written_as_it_was_read(path: Path) -> None:
+    """A shape written from its model (`written`) holds exactly the keys it was given, in the
+    order op, name, the op's own fields, the shared ones; and reads back as the same model."""
+    import lzma
+
+    from pydantic import TypeAdapter
+    from ruamel.yaml import YAML
+
+    from ncu_classify.shapes.file import Shape, ShapesFile
+
+    data = path.read_bytes()
+    text = (lzma.decompress(data) if path.suffix == ".xz" else data).decode("utf-8")
+    raw = json.loads(json.dumps(YAML(typ="safe").load(text)))
+    shapes = ShapesFile.model_validate(raw, strict=False)
+    adapter: TypeAdapter[Shape] = TypeAdapter(Shape)
+    for stage, members in shapes.stages.items():
+        for given, shape in zip(raw["stages"][stage], members, strict=True):
+            written = shape.written()
+            assert set(written) == set(given), (stage, given)
+            assert list(written)[:1] == ["op"]
+            assert adapter.validate_python(written, strict=False) == shape
