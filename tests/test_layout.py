@@ -15,8 +15,8 @@ from helpers import ROOT
 
 PACKAGE = ROOT / "ncu_classify"
 STEPS = (
-    "core", "read", "shapes", "replay", "capture", "record", "cards", "verdicts", "compare",
-    "present", "cli",
+    "core", "read", "shapes", "replay", "capture", "record", "cards", "verdicts", "tries",
+    "compare", "present", "cli",
 )  # fmt: skip
 # stage -> the stages it may import (besides itself and the version module); the pipeline
 # order, plus the dependencies kept on purpose (the replay target reads the report's range
@@ -32,6 +32,7 @@ ALLOWED = {
     "record": {"core", "shapes"},
     "cards": {"core"},
     "verdicts": {"core", "read", "shapes", "capture", "cards"},
+    "tries": {"core", "shapes", "replay", "capture", "cards", "verdicts"},
     "compare": {"core", "read", "cards", "verdicts"},
     "present": {"core", "cards", "compare"},
     "cli": set(STEPS) - {"cli"},
@@ -42,6 +43,7 @@ TORCH_STEPS = {"record", "replay"}  # torch is imported by record/ and replay/ a
 TORCH_HOMES = {
     "replay.inputs",
     "replay.target",
+    "replay.outputs",
     "replay.aten",
     "record.recorder",
     "record.calls",

@@ -148,7 +148,10 @@ def launch_plan(batch: Batch, options: CaptureOptions) -> dict[str, Any]:
     with --repeat-counters), a times batch the other N - 1 times on inputs drawn on the GPU."""
     if batch.kind == "times":
         return {"launches": options.repeat - 1, "first_repeat": 2, "device_inputs": True}
-    return {"launches": options.repeat if options.repeat_counters else 1}
+    launches = options.repeat if options.repeat_counters else 1
+    if options.keep_outputs is None:
+        return {"launches": launches}
+    return {"launches": launches, "outputs_dir": str(options.keep_outputs.resolve())}
 
 
 def _start(

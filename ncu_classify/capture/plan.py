@@ -54,6 +54,8 @@ class CaptureOptions:
     repeat: int = 1  # launches measured per shape (--repeat)
     repeat_counters: bool = False  # each with the card metrics; else durations alone after one
     drop_sources: bool = False  # reports rewritten without their SASS and source (capture.slim)
+    # A folder where the counters batch writes a sample of each shape's output (`try`'s numerics)
+    keep_outputs: Path | None = None
 
     @property
     def timed_repeats(self) -> bool:

@@ -10,6 +10,7 @@ one command line and returns its exit code (tests call it).
   present     `summary`, `next`, `report`, `schema` and `metrics`
   compare     `diff` (the work is in compare/)
   record      `record` (the work is in record/)
+  tries       `try` (the work is in tries/)
   options     command-line values typer cannot check (exit 2)
   outputs     where a command writes, checked first, written without destroying
   terminal    what people see: tables, progress bars, escaped text

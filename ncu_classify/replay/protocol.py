@@ -44,6 +44,8 @@ class BatchFile(BaseModel):
     first_repeat: int = 1  # the repeat number of the first of them
     device_inputs: bool = False  # torch_cpu_randn only: the repeats draw on the GPU, no hashes
     input_draws: InputDraws = "hashed_normal_v1"
+    # Where to write a sample of each shape's output (replay.outputs), for `try`'s numerics
+    outputs_dir: str | None = None
 
     def repeat_numbers(self) -> list[int] | None:
         """The repeat number of each launch, None for a single launch of the first repeat (no
@@ -217,3 +219,13 @@ def _write(status: Any, line: BaseModel) -> None:
     status.write(json.dumps(line.model_dump(), sort_keys=True) + "\n")
     status.flush()
     os.fsync(status.fileno())
+
+
+def sample_stem(group: str) -> str:
+    """The file stem of a shape's output sample (replay.outputs) for its group id: readable
+    characters and a short hash, so that two ids never share a file."""
+    import hashlib
+    import re
+
+    readable = re.sub(r"[^A-Za-z0-9_.+-]", "_", group)[:80]
+    return f"{readable}.{hashlib.sha256(group.encode()).hexdigest()[:8]}"

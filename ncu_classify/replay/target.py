@@ -29,6 +29,7 @@ from ..shapes.file import ShapeEntry
 from ..shapes.ops import AttentionShape, CastShape, Conv2dShape, Conv3dShape, LinearShape
 from .aten import NotReplayable, Storages, prepare
 from .inputs import DTYPES, InputSource, Unsupported, start_draws
+from .outputs import write_sample
 from .protocol import BatchFile, read_batch, serve_batch
 
 # Attention backends that are Python packages: the module that has `flash_attn_func`.
@@ -179,13 +180,18 @@ def replay_one(entry: ShapeEntry, batch: BatchFile) -> dict[str, Any]:
         cpu, op = BUILDERS[type(entry.shape)](entry.shape, draws)
         sha = draws.finish(cpu)
         del cpu
+    if entry.shape.compile:  # compiled in the first warm-up, outside every range
+        op = torch.compile(op)
     torch.cuda.synchronize()
     built = time.perf_counter()
     for _ in range(batch.warmup):
         if reset:
             reset()
-        op()
+        result = op()
     torch.cuda.synchronize()
+    if batch.outputs_dir:
+        write_sample(Path(batch.outputs_dir), entry.group, result)
+    del result
     warm = time.perf_counter()
     numbers = batch.repeat_numbers()
     launches: list[int | None] = list(numbers) if numbers else [None]

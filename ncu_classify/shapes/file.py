@@ -71,7 +71,9 @@ class ShapeEntry(BaseModel):
 
 def group_id(stage: str, shape: OpShape) -> str:
     """Stable id `stage:op:params:tags`, or `stage:name` when the file names the shape."""
-    return f"{stage}:{shape.name}" if shape.name else f"{stage}:{shape.key()}"
+    if shape.name:
+        return f"{stage}:{shape.name}"
+    return f"{stage}:{shape.key()}" + (":compiled" if shape.compile else "")
 
 
 def load_shapes(path: Path) -> ShapesFile:

@@ -49,10 +49,13 @@ class OpShape(BaseModel):
     # The calls the recording saw (real_us is per one of them); `calls` may be edited to weigh
     # the summaries (50 denoising steps), coverage sets the recorded ones against the program.
     real_calls: PositiveInt | None = None
+    # Replayed as `torch.compile` (Inductor, default options) of the op alone: `try`'s move.
+    compile: bool = False
 
     # The fields every shape shares, in the order a shapes file writes them after the op's own.
     WRITE_TAIL: ClassVar[tuple[str, ...]] = (
-        "note", "calls", "source", "real_calls", "inputs_file", "real_us", "real_kernels",
+        "compile", "note", "calls", "source", "real_calls", "inputs_file", "real_us",
+        "real_kernels",
     )  # fmt: skip
 
     def written(self) -> dict[str, Any]:

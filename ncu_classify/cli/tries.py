@@ -1,0 +1,120 @@
+"""`ncu-classify try`: the top moves of a cards file measured, each original beside its
+alternatives in one capture (the work is in `tries`; this layer checks the options, shows the
+progress and prints each move's figures)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from .app import CardsArgument, RulesOption, app, errors, examples
+from .options import positive_int, repeat_count
+from .terminal import capture_progress, out
+
+if TYPE_CHECKING:
+    from ..tries.results import TryResults
+
+
+@app.command(
+    "try",
+    epilog=examples(
+        "ncu-classify try cards.json --shapes shapes.yaml -o tries/ --stage vae --top 10",
+        "ncu-classify try cards.json --shapes shapes.yaml -o tries/ --repeat 5",
+        "ncu-classify try cards.json --shapes shapes.yaml -o tries/ --plan-only",
+    ),
+)
+def try_command(
+    cards_file: CardsArgument,
+    shapes: Annotated[
+        Path, typer.Option("--shapes", help="the shapes file the cards were captured from")
+    ],
+    output_given: Annotated[
+        str,
+        typer.Option(
+            "-o", "--output", metavar="<path>", help="folder for the plan, capture and results"
+        ),
+    ],
+    top: Annotated[
+        int, typer.Option(help="moves measured (ranked as `next` ranks)", callback=positive_int)
+    ] = 10,
+    stage: Annotated[
+        list[str] | None, typer.Option("--stage", help="only this stage (repeatable)")
+    ] = None,
+    repeat: Annotated[
+        int,
+        typer.Option(
+            help="launches timed per alternative (2-100) for Student-t intervals",
+            callback=repeat_count,
+        ),
+    ] = 5,
+    ncu: Annotated[str, typer.Option(help="ncu executable")] = "ncu",
+    rules: RulesOption = None,
+    plan_only: Annotated[
+        bool, typer.Option(help="write plan.json and shapes.yaml, capture nothing")
+    ] = False,
+) -> None:
+    """Measure the next moves: for each of the top cards, the op as recorded and every
+    alternative its facts allow (layout, dtype, attention backend, tile padding, Inductor),
+    captured in one run with repeats; per alternative its kernels, time per call, saving per
+    inference with its interval and its numerics against the original; the winner per move."""
+    from ..capture.plan import CaptureOptions
+    from ..core.errors import UsageError
+    from ..tries.run import plan_folder, run_tries
+    from ..verdicts.rules import load_rules
+    from .app import check_inputs
+    from .outputs import output_folder
+
+    with errors():
+        if repeat < 2 and not plan_only:
+            raise UsageError("--repeat must be 2 or more: the savings need intervals")
+        target = output_folder(output_given)
+        check_inputs([cards_file, shapes, *([rules] if rules else [])])
+        loaded = load_rules(rules)
+        plan = plan_folder(cards_file, shapes, target, top, stage or [])
+    out.print(f"planned {len(plan.moves)} moves, {sum(len(m.tries) for m in plan.moves)} shapes:"
+              f" {target / 'plan.json'}, {target / 'shapes.yaml'}")  # fmt: skip
+    if plan_only:
+        return
+    options = CaptureOptions(ncu=ncu, repeat=repeat, per_stage=False, drop_sources=True)
+    with errors(), capture_progress() as progress:
+        results = run_tries(plan, target, options, loaded, progress=progress)
+    print_results(results)
+
+
+def print_results(results: TryResults) -> None:
+    """Per move: each alternative's time per call, saving per inference and numerics."""
+    for move in results.moves:
+        out.print(f"{move.rank:>3}  {move.group}  x{move.calls}", markup=False)
+        for alt in [move.original, *move.alternatives]:
+            out.print("     " + _alt_line(alt, alt is move.original, move.winner), markup=False)
+    for stage, saving in results.stage_savings_us.items():
+        out.print(f"{stage}: the winners save {saving / 1000:,.3f} ms per inference", markup=False)
+
+
+def _alt_line(alt: object, original: bool, winner: str | None) -> str:
+    """One alternative in a line."""
+    from ..tries.results import TriedAlternative
+
+    assert isinstance(alt, TriedAlternative)
+    mark = "*" if alt.label == winner else " "
+    if alt.time is None:
+        return f"{mark} {alt.label:<26} {alt.status}"
+    time = f"{alt.time.mean_us:,.1f} us/call"
+    if alt.time.ci95_low_us is not None and alt.time.ci95_high_us is not None:
+        time += f" (+-{(alt.time.ci95_high_us - alt.time.ci95_low_us) / 2:,.1f})"
+    parts = [f"{mark} {alt.label:<26} {time}"]
+    if not original and alt.saving_us is not None:
+        low_high = alt.saving_ci95_us
+        ci = f" [{low_high[0]:,.1f}, {low_high[1]:,.1f}]" if low_high else ""
+        parts.append(f"saves {alt.saving_us:,.1f} us/inference{ci}")
+    if alt.numerics is not None:
+        n = alt.numerics
+        parts.append(
+            f"rel err {n.max_rel_error:.2g} ({'ok' if n.within else 'BEYOND'} {n.tolerance_of})"
+            if n.compared and n.max_rel_error is not None
+            else f"numerics: {n.why_not}"
+        )
+    parts.append(f"{len(alt.kernels)} kernels; {alt.primary or 'unclassified'}")
+    return "; ".join(parts)

@@ -1,0 +1,18 @@
+"""Cards + shapes file -> measured next moves (`ncu-classify try`).
+
+catalog   the alternatives a card's facts allow (layout, dtype, backend, padding, Inductor)
+plan      the top moves matched to their shapes; the tries shapes file and plan.json
+numerics  an alternative's output sample against the original's, with a named tolerance
+results   the tries capture's cards against the plan: times, savings, intervals, winners
+run       plan -> capture -> classify -> tries.json, in one folder
+"""
+
+from __future__ import annotations
+
+from ..core.lazy import lazy_face
+
+__all__ = ["TryResults", "plan_folder", "run_tries"]
+__getattr__ = lazy_face(
+    __name__,
+    {"TryResults": "results", "plan_folder": "run", "run_tries": "run"},
+)

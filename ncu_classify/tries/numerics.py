@@ -1,0 +1,86 @@
+"""How far an alternative's output is from the original's: the output samples the replay wrote
+(replay.outputs: the same logical positions of each output) set against each other, with the
+tolerance of the lowest precision either ran in. Read with numpy, without torch."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+# Normwise tolerances (max |alt - orig| over max |orig|), by the lowest precision involved:
+# torch.testing's relative tolerances for bf16 and fp16, TF32's 10-bit mantissa, and fp32's
+# reassociation (another kernel sums in another order).
+TOLERANCE = {"bf16": 1.6e-2, "fp16": 1e-3, "tf32": 1e-3, "fp32": 1e-5}
+PRECISION_ORDER = ("bf16", "fp16", "tf32", "fp32")
+
+
+class Numerics(BaseModel):
+    """An alternative's output against the original's, over the sampled elements."""
+
+    model_config = ConfigDict(extra="forbid")
+    compared: bool
+    why_not: str | None = Field(default=None, description="why the outputs were not compared")
+    elements: int | None = Field(default=None, description="elements compared (a sample)")
+    max_abs_error: float | None = None
+    max_rel_error: float | None = Field(
+        default=None, description="max |alt - orig| over max |orig| (normwise)"
+    )
+    tolerance: float | None = None
+    tolerance_of: str | None = Field(default=None, description="the precision it is named for")
+    within: bool | None = Field(default=None, description="max_rel_error <= tolerance")
+
+
+def lowest_precision(*precisions: str) -> str:
+    """The least precise of the precisions named (bf16 < fp16 < tf32 < fp32)."""
+    known = [p for p in precisions if p in PRECISION_ORDER] or ["fp32"]
+    return min(known, key=PRECISION_ORDER.index)
+
+
+def compare_outputs(folder: Path, original: str, alternative: str, precision: str) -> Numerics:
+    """The alternative's sample against the original's (by their stems in `folder`)."""
+    facts = [_facts(folder, stem) for stem in (original, alternative)]
+    if facts[0] is None or facts[1] is None:
+        missing = "the original's" if facts[0] is None else "the alternative's"
+        return Numerics(compared=False, why_not=f"{missing} output was not written")
+    if facts[0]["shape"] != facts[1]["shape"]:
+        return Numerics(
+            compared=False,
+            why_not=f"output shapes differ ({facts[0]['shape']} vs {facts[1]['shape']}):"
+            " the same arithmetic on padded rows",
+        )
+    ref, alt = (np.fromfile(folder / f"{stem}.f32", dtype="<f4").astype(np.float64)
+                for stem in (original, alternative))  # fmt: skip
+    if ref.shape != alt.shape:
+        return Numerics(compared=False, why_not="the samples differ in length")
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(alt - ref)
+    if not np.all(np.isfinite(diff)):
+        bad = int(np.count_nonzero(~np.isfinite(diff)))
+        return Numerics(
+            compared=True, elements=int(ref.size), within=False, tolerance_of=precision,
+            tolerance=TOLERANCE[precision], why_not=f"{bad} elements are not finite in one output",
+        )  # fmt: skip
+    scale = float(np.max(np.abs(ref))) if ref.size else 0.0
+    worst = float(np.max(diff)) if diff.size else 0.0
+    relative = worst / scale if scale else (0.0 if worst == 0.0 else float("inf"))
+    return Numerics(
+        compared=True,
+        elements=int(ref.size),
+        max_abs_error=float(f"{worst:.6g}"),
+        max_rel_error=float(f"{relative:.6g}"),
+        tolerance=TOLERANCE[precision],
+        tolerance_of=precision,
+        within=relative <= TOLERANCE[precision],
+    )
+
+
+def _facts(folder: Path, stem: str) -> dict[str, object] | None:
+    """The sidecar of a sample (shape, dtype, elements), None when it was not written."""
+    path = folder / f"{stem}.json"
+    if not path.is_file() or not (folder / f"{stem}.f32").is_file():
+        return None
+    facts: dict[str, object] = json.loads(path.read_text(encoding="utf-8"))
+    return facts

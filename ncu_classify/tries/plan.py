@@ -1,0 +1,140 @@
+"""Which moves `try` measures and how: the top cards by what their speed of light would
+recover per inference, each matched to its shape in the shapes file, with the alternatives the
+catalog allows; written as a shapes file (the original, as recorded, beside each alternative,
+so that capture times them in one run on one GPU) and the plan that ties them back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..cards.headroom import card_headroom
+from ..cards.model import Card, CardFile
+from ..shapes.file import ShapeEntry, ShapesFile
+from .catalog import MoveKind, alternatives
+
+TRY_PLAN_VERSION = "1.0"
+
+
+class PlannedTry(BaseModel):
+    """One alternative of a move, by the name its shape carries in the tries shapes file."""
+
+    model_config = ConfigDict(extra="forbid")
+    group: str = Field(description="its group id in the tries capture: stage:mNN.label")
+    label: str
+    kind: MoveKind
+    why: str
+
+
+class PlannedMove(BaseModel):
+    """One card to improve, and the alternatives measured for it."""
+
+    model_config = ConfigDict(extra="forbid")
+    rank: int
+    stage: str
+    group: str = Field(description="the card's group id in the cards file")
+    op: str
+    calls: int
+    measured_us: float = Field(description="per call, as the cards file measured it")
+    recoverable_at_sol_us: float | None = Field(description="per inference")
+    tries: list[PlannedTry]
+
+
+class TryPlan(BaseModel):
+    """What `try` measures: the moves, and the cards it could not match to a shape."""
+
+    model_config = ConfigDict(extra="forbid")
+    schema_version: str = TRY_PLAN_VERSION
+    cards_file: str
+    shapes_file: str
+    moves: list[PlannedMove]
+    not_found: list[str] = Field(
+        default_factory=list, description="top cards whose group id the shapes file lacks"
+    )
+
+
+def plan_tries(
+    cards: CardFile, shapes: ShapesFile, labels: tuple[str, str], top: int, stages: list[str]
+) -> tuple[TryPlan, str]:
+    """The plan and the tries shapes file's text for the `top` moves (per stage when stages
+    are named, else over all), ranked as `next` ranks them."""
+    entries = {entry.group: entry for entry in shapes.entries()}
+    ranked = _ranked(cards, stages)
+    moves: list[PlannedMove] = []
+    not_found: list[str] = []
+    lines = [
+        f"# Written by ncu-classify try from {json.dumps(labels[0])} and {json.dumps(labels[1])}",
+        f"seed: {shapes.seed}",
+        f"warmup: {shapes.warmup}",
+        f"cudnn_benchmark: {json.dumps(shapes.cudnn_benchmark)}",
+        "stages:",
+    ]
+    by_stage: dict[str, list[str]] = {}
+    for card, recoverable in ranked:
+        if len(moves) == top:
+            break
+        entry = entries.get(card.group)
+        if entry is None:
+            not_found.append(card.group)
+            continue
+        move = _planned(len(moves) + 1, card, entry, recoverable, by_stage)
+        moves.append(move)
+    for stage, shaped in by_stage.items():
+        lines.append(f"  {json.dumps(stage)}:")
+        lines += [f"    - {text}" for text in shaped]
+    plan = TryPlan(cards_file=labels[0], shapes_file=labels[1], moves=moves, not_found=not_found)
+    return plan, "\n".join(lines) + "\n"
+
+
+def _ranked(cards: CardFile, stages: list[str]) -> list[tuple[Card, float | None]]:
+    """Timed cards (of the stages named) by recoverable time at SOL per inference, then at
+    their kernel roofs, then by group id."""
+    rows: list[tuple[float, float, str, Card, float | None]] = []
+    for card in cards.cards:
+        room = card_headroom(card)
+        if room is None or (stages and card.stage not in stages):
+            continue
+        sol = None if room.sol_headroom_us is None else room.sol_headroom_us * card.calls
+        roof = (room.kernel_headroom_us or 0.0) * card.calls
+        rows.append((-(sol or 0.0), -roof, card.group, card, sol))
+    rows.sort(key=lambda r: r[:3])
+    return [(r[3], r[4]) for r in rows]
+
+
+def _planned(
+    rank: int, card: Card, entry: ShapeEntry, recoverable: float | None,
+    by_stage: dict[str, list[str]],
+) -> PlannedMove:  # fmt: skip
+    """One move: its alternatives named `mNN.label` and appended to their stage's shapes."""
+    tries = []
+    for alt in alternatives(card, entry.shape):
+        name = f"m{rank:02d}.{alt.label}"
+        shape = alt.shape.model_copy(update={"name": name, "calls": card.calls})
+        by_stage.setdefault(entry.stage, []).append(json.dumps(shape.written()))
+        tries.append(
+            PlannedTry(group=f"{entry.stage}:{name}", label=alt.label, kind=alt.kind, why=alt.why)
+        )
+    room = card_headroom(card)
+    return PlannedMove(
+        rank=rank,
+        stage=card.stage,
+        group=card.group,
+        op=card.op,
+        calls=card.calls,
+        measured_us=room.measured_us if room else 0.0,
+        recoverable_at_sol_us=None if recoverable is None else round(recoverable, 3),
+        tries=tries,
+    )
+
+
+def write_plan(folder: Path, plan: TryPlan, shapes_text: str) -> tuple[Path, Path]:
+    """`plan.json` and `shapes.yaml` in the tries folder, each written whole or not at all."""
+    from ..core.atomic import write_text_atomic
+
+    folder.mkdir(parents=True, exist_ok=True)
+    plan_path, shapes_path = folder / "plan.json", folder / "shapes.yaml"
+    write_text_atomic(plan_path, plan.model_dump_json(indent=2) + "\n")
+    write_text_atomic(shapes_path, shapes_text)
+    return plan_path, shapes_path

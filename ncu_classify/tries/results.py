@@ -1,0 +1,202 @@
+"""What each alternative really saves: the tries capture's cards set against the plan. Per
+move, the original as recorded and each alternative with the kernels it ran, its time per call
+with a Student-t interval over the repeats, the saving per inference (Welch's interval of the
+difference), its numerics against the original, and the winner: the largest saving whose
+interval stays above zero and whose output is within tolerance."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..capture.manifest import Manifest
+from ..cards.model import Card, CardFile
+from ..core.stats import Spread, t95
+from ..replay.protocol import sample_stem
+from ..shapes.file import ShapesFile
+from .catalog import MoveKind
+from .numerics import Numerics, compare_outputs, lowest_precision
+from .plan import PlannedMove, PlannedTry, TryPlan
+
+TRIES_VERSION = "1.0"
+
+
+class TimePerCall(BaseModel):
+    """Summed kernel time of one call (us): the mean over the launches measured."""
+
+    model_config = ConfigDict(extra="forbid")
+    mean_us: float
+    ci95_low_us: float | None
+    ci95_high_us: float | None
+    n: int
+
+
+class TriedAlternative(BaseModel):
+    """One alternative as measured, or why it was not."""
+
+    model_config = ConfigDict(extra="forbid")
+    label: str
+    kind: MoveKind
+    why: str
+    group: str
+    status: str = Field(description="ok, or failed: the reason (no backend, compile, OOM)")
+    kernels: list[str] = Field(default_factory=list, description="the kernels it ran, in order")
+    primary: str | None = Field(default=None, description="what bounds its dominant kernel")
+    time: TimePerCall | None = None
+    saving_us: float | None = Field(default=None, description="per inference: (orig - alt) x calls")
+    saving_ci95_us: tuple[float, float] | None = Field(
+        default=None, description="Welch's 95 % interval of the saving per inference"
+    )
+    numerics: Numerics | None = None
+
+
+class TriedMove(BaseModel):
+    """A move: its card, the original timed again, every alternative, and the winner."""
+
+    model_config = ConfigDict(extra="forbid")
+    rank: int
+    stage: str
+    group: str
+    op: str
+    calls: int
+    recoverable_at_sol_us: float | None = Field(description="per inference, from the cards")
+    original: TriedAlternative
+    alternatives: list[TriedAlternative]
+    winner: str | None = Field(description="the label of the best alternative, None: none helps")
+    measured_saving_us: float | None = Field(description="the winner's saving per inference")
+
+
+class TryResults(BaseModel):
+    """`tries.json`: every move measured, and each stage's total of its winners."""
+
+    model_config = ConfigDict(extra="forbid")
+    schema_version: str = TRIES_VERSION
+    cards_file: str
+    shapes_file: str
+    gpu: str | None
+    repeats: int
+    moves: list[TriedMove]
+    stage_savings_us: dict[str, float] = Field(description="per stage: the winners' savings")
+    not_found: list[str]
+
+
+def tried_results(
+    plan: TryPlan, cards: CardFile, manifest: Manifest, shapes: ShapesFile, outputs: Path
+) -> TryResults:
+    """The plan's moves measured: each try's card (or its failure) and numerics."""
+    by_group = {card.group: card for card in cards.cards}
+    failures = {s.group: s.error or s.status for s in manifest.shapes if s.status != "ok"}
+    precision = {e.group: _precision(e.shape) for e in shapes.entries()}
+    moves = []
+    for move in plan.moves:
+        measured = [_tried(t, by_group.get(t.group), failures.get(t.group)) for t in move.tries]
+        original, rest = measured[0], measured[1:]
+        for alt in rest:
+            _against(alt, original, move.calls)
+            if alt.status == "ok" and original.status == "ok":
+                floor = lowest_precision(precision[original.group], precision[alt.group])
+                alt.numerics = compare_outputs(
+                    outputs, sample_stem(original.group), sample_stem(alt.group), floor
+                )
+        moves.append(_with_winner(move, original, rest))
+    savings: dict[str, float] = {}
+    for m in moves:
+        savings[m.stage] = round(savings.get(m.stage, 0.0) + (m.measured_saving_us or 0.0), 3)
+    return TryResults(
+        cards_file=plan.cards_file,
+        shapes_file=plan.shapes_file,
+        gpu=cards.cards[0].gpu.name if cards.cards else None,
+        repeats=max((m.original.time.n for m in moves if m.original.time), default=0),
+        moves=moves,
+        stage_savings_us=savings,
+        not_found=plan.not_found,
+    )
+
+
+def _precision(shape: object) -> str:
+    """The precision a shape computes in: its dtype, TF32 for fp32 with TF32 allowed."""
+    dtype = str(getattr(shape, "dtype", "fp32"))
+    return "tf32" if dtype == "fp32" and getattr(shape, "allow_tf32", False) else dtype
+
+
+def _tried(planned: PlannedTry, card: Card | None, failure: str | None) -> TriedAlternative:
+    """One try from its card; failed with the manifest's reason when it has none."""
+    base = TriedAlternative(
+        label=planned.label, kind=planned.kind, why=planned.why, group=planned.group, status="ok"
+    )
+    if card is None or failure is not None:
+        base.status = f"failed: {failure or 'no card: the capture holds no kernel for it'}"
+        return base
+    base.kernels = [k.kernel for k in card.kernels]
+    base.primary = card.primary
+    base.time = _time(card)
+    if base.time is None:
+        base.status = "failed: no kernel duration measured"
+    return base
+
+
+def _time(card: Card) -> TimePerCall | None:
+    """The card's summed kernel time per call: the repeats' spread, else its one launch."""
+    spread: Spread | None = card.measurement.summed_kernel_us if card.measurement else None
+    if spread is not None:
+        return TimePerCall(
+            mean_us=spread.mean, ci95_low_us=spread.ci95_low, ci95_high_us=spread.ci95_high,
+            n=spread.n,
+        )  # fmt: skip
+    if card.summed_kernel_us is None:
+        return None
+    return TimePerCall(mean_us=card.summed_kernel_us, ci95_low_us=None, ci95_high_us=None, n=1)
+
+
+def _against(alt: TriedAlternative, original: TriedAlternative, calls: int) -> None:
+    """The saving per inference and Welch's 95 % interval of it (when both have repeats)."""
+    if alt.time is None or original.time is None:
+        return
+    alt.saving_us = round((original.time.mean_us - alt.time.mean_us) * calls, 3)
+    halves = [_half(t) for t in (original.time, alt.time)]
+    if None in halves:
+        return
+    (h1, n1), (h2, n2) = halves  # type: ignore[misc]
+    se1, se2 = h1 / t95(n1 - 1), h2 / t95(n2 - 1)  # standard errors of the two means
+    se = math.sqrt(se1**2 + se2**2)
+    if se == 0.0:
+        alt.saving_ci95_us = (alt.saving_us, alt.saving_us)
+        return
+    df = se**4 / (se1**4 / (n1 - 1) + se2**4 / (n2 - 1)) if se1 or se2 else n1 + n2 - 2
+    half = t95(max(1, int(df))) * se * calls
+    alt.saving_ci95_us = (round(alt.saving_us - half, 3), round(alt.saving_us + half, 3))
+
+
+def _half(time: TimePerCall) -> tuple[float, int] | None:
+    """(half-width of the mean's interval, n), None without repeats."""
+    if time.ci95_low_us is None or time.ci95_high_us is None or time.n < 2:
+        return None
+    return (time.ci95_high_us - time.ci95_low_us) / 2, time.n
+
+
+def _with_winner(
+    move: PlannedMove, original: TriedAlternative, rest: list[TriedAlternative]
+) -> TriedMove:
+    """The move with its winner: the largest saving, its interval above zero where there is
+    one, its output within tolerance where it was compared."""
+    fit = [
+        a for a in rest
+        if a.saving_us is not None and a.saving_us > 0
+        and (a.saving_ci95_us is None or a.saving_ci95_us[0] > 0)
+        and (a.numerics is None or not a.numerics.compared or a.numerics.within)
+    ]  # fmt: skip
+    best = max(fit, key=lambda a: (a.saving_us or 0.0, a.label), default=None)
+    return TriedMove(
+        rank=move.rank,
+        stage=move.stage,
+        group=move.group,
+        op=move.op,
+        calls=move.calls,
+        recoverable_at_sol_us=move.recoverable_at_sol_us,
+        original=original,
+        alternatives=rest,
+        winner=best.label if best else None,
+        measured_saving_us=best.saving_us if best else None,
+    )
