@@ -13,7 +13,7 @@ import torch
 
 from .protocol import sample_stem
 
-SAMPLE = 1 << 20  # elements kept of a larger output: 4 MiB of float32
+SAMPLE = 1 << 18  # elements kept of a larger output: 1 MiB of float32
 SAMPLE_SEED = 20261204
 
 

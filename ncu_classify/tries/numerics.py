@@ -1,13 +1,16 @@
 """How far an alternative's output is from the original's: the output samples the replay wrote
 (replay.outputs: the same logical positions of each output) set against each other, with the
-tolerance of the lowest precision either ran in. Read with numpy, without torch."""
+tolerance of the lowest precision either ran in. Read with the standard library: neither
+torch nor numpy may share a process with NVIDIA's report reader on the GPU host (it crashes)."""
 
 from __future__ import annotations
 
 import json
+import math
+import sys
+from array import array
 from pathlib import Path
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 # Normwise tolerances (max |alt - orig| over max |orig|), by the lowest precision involved:
@@ -51,30 +54,37 @@ def compare_outputs(folder: Path, original: str, alternative: str, precision: st
             why_not=f"output shapes differ ({facts[0]['shape']} vs {facts[1]['shape']}):"
             " the same arithmetic on padded rows",
         )
-    ref, alt = (np.fromfile(folder / f"{stem}.f32", dtype="<f4").astype(np.float64)
-                for stem in (original, alternative))  # fmt: skip
-    if ref.shape != alt.shape:
+    ref, alt = (_floats(folder / f"{stem}.f32") for stem in (original, alternative))
+    if len(ref) != len(alt):
         return Numerics(compared=False, why_not="the samples differ in length")
-    with np.errstate(invalid="ignore"):
-        diff = np.abs(alt - ref)
-    if not np.all(np.isfinite(diff)):
-        bad = int(np.count_nonzero(~np.isfinite(diff)))
+    diff = [abs(a - r) for a, r in zip(alt, ref, strict=True)]
+    bad = sum(1 for d in diff if not math.isfinite(d))
+    if bad:
         return Numerics(
-            compared=True, elements=int(ref.size), within=False, tolerance_of=precision,
+            compared=True, elements=len(ref), within=False, tolerance_of=precision,
             tolerance=TOLERANCE[precision], why_not=f"{bad} elements are not finite in one output",
         )  # fmt: skip
-    scale = float(np.max(np.abs(ref))) if ref.size else 0.0
-    worst = float(np.max(diff)) if diff.size else 0.0
-    relative = worst / scale if scale else (0.0 if worst == 0.0 else float("inf"))
+    scale = max((abs(r) for r in ref), default=0.0)
+    worst = max(diff, default=0.0)
+    relative = worst / scale if scale else (0.0 if worst == 0.0 else math.inf)
     return Numerics(
         compared=True,
-        elements=int(ref.size),
+        elements=len(ref),
         max_abs_error=float(f"{worst:.6g}"),
         max_rel_error=float(f"{relative:.6g}"),
         tolerance=TOLERANCE[precision],
         tolerance_of=precision,
         within=relative <= TOLERANCE[precision],
     )
+
+
+def _floats(path: Path) -> array[float]:
+    """A sample file: little-endian float32 values."""
+    values = array("f")
+    values.frombytes(path.read_bytes())
+    if sys.byteorder == "big":
+        values.byteswap()
+    return values
 
 
 def _facts(folder: Path, stem: str) -> dict[str, object] | None:

@@ -21,8 +21,8 @@ for stage in $stages; do
     -o "$OUT/tries_$stage" --stage "$stage" --top "$top" --repeat "$repeat" > "$OUT/try_$stage.txt" 2>&1
   echo "try $stage rc $? in $(( $(date +%s) - start )) s"
   tail -60 "$OUT/try_$stage.txt"
-  rm -f "$OUT/tries_$stage"/outputs/*.f32
-  tail -5 "$OUT/tries_$stage"/raw/*.ncu.log
-  (cd "$OUT/tries_$stage" && tar cJf raw.tar.xz raw && rm -rf raw)
+  rm -f "$OUT/tries_$stage"/outputs/*.f32  # random floats: 1 MiB each, they do not compress
+  for log in "$OUT/tries_$stage"/raw/*.ncu.log; do tail -n 3 "$log"; done
+  (cd "$OUT" && tar cJf "tries_$stage.tar.xz" "tries_$stage" && rm -rf "tries_$stage")
 done
-ls -la "$OUT"/tries_*
+ls -la "$OUT"  # few files come back: one tarball per stage
