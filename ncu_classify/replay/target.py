@@ -181,7 +181,7 @@ def replay_one(entry: ShapeEntry, batch: BatchFile) -> dict[str, Any]:
         sha = draws.finish(cpu)
         del cpu
     if entry.shape.compile:  # compiled in the first warm-up, outside every range
-        op = torch.compile(op)
+        op = torch.compile(op, mode=entry.shape.compile)
     torch.cuda.synchronize()
     built = time.perf_counter()
     for _ in range(batch.warmup):

@@ -73,7 +73,8 @@ def group_id(stage: str, shape: OpShape) -> str:
     """Stable id `stage:op:params:tags`, or `stage:name` when the file names the shape."""
     if shape.name:
         return f"{stage}:{shape.name}"
-    return f"{stage}:{shape.key()}" + (":compiled" if shape.compile else "")
+    compiled = {None: "", "default": ":compiled"}.get(shape.compile, f":compiled-{shape.compile}")
+    return f"{stage}:{shape.key()}{compiled}"
 
 
 def load_shapes(path: Path) -> ShapesFile:

@@ -25,7 +25,10 @@ Dims5 = Annotated[list[PositiveInt], Field(min_length=5, max_length=5)]
 Dims4 = Annotated[list[PositiveInt], Field(min_length=4, max_length=4)]
 Dims2 = Annotated[list[PositiveInt], Field(min_length=2, max_length=2)]
 NonNegDims2 = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)]
-InputSpec = tuple[tuple[int, ...], str, float]  # dims, dtype, scale of one drawn input
+InputSpec = tuple[tuple[int, ...], str, float]
+CompileMode = Literal[
+    "default", "max-autotune-no-cudagraphs"
+]  # dims, dtype, scale of one drawn input
 
 
 class OpShape(BaseModel):
@@ -49,8 +52,9 @@ class OpShape(BaseModel):
     # The calls the recording saw (real_us is per one of them); `calls` may be edited to weigh
     # the summaries (50 denoising steps), coverage sets the recorded ones against the program.
     real_calls: PositiveInt | None = None
-    # Replayed as `torch.compile` (Inductor, default options) of the op alone: `try`'s move.
-    compile: bool = False
+    # Replayed as `torch.compile` of the op alone, in this Inductor mode (`try`'s move);
+    # max-autotune without CUDA graphs benchmarks Triton GEMM templates against the library.
+    compile: CompileMode | None = None
 
     # The fields every shape shares, in the order a shapes file writes them after the op's own.
     WRITE_TAIL: ClassVar[tuple[str, ...]] = (

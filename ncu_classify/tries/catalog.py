@@ -14,7 +14,7 @@ from ..cards.model import Card
 from ..cards.rollup import dominant
 from ..shapes.aten import AtenShape
 from ..shapes.file import Shape
-from ..shapes.ops import AttentionShape, Conv2dShape, Conv3dShape, LinearShape
+from ..shapes.ops import AttentionShape, CastShape, Conv2dShape, Conv3dShape, LinearShape
 
 MoveKind = Literal["baseline", "layout", "dtype", "attention_backend", "tile_padding", "compile"]
 TRANSPOSES = ("nchwToNhwc", "nhwcToNchw")
@@ -48,11 +48,36 @@ def alternatives(card: Card, shape: Shape) -> list[Alternative]:
         ideas += _conv_moves(card, shape)
     elif isinstance(shape, LinearShape):
         ideas += _dtype_moves(card, shape) + _padding_moves(card, shape)
+        ideas.append(_autotune(card, shape))
     elif isinstance(shape, AttentionShape):
         ideas += _attention_moves(card, shape) + _dtype_moves(card, shape)
-    elif isinstance(shape, AtenShape) and not any(h in shape.overload for h in HEAVY_ATEN):
+    elif isinstance(shape, CastShape) or (
+        isinstance(shape, AtenShape) and not any(h in shape.overload for h in HEAVY_ATEN)
+    ):
         ideas.append(_compile_move(card, shape))
     return ideas
+
+
+def _autotune(card: Card, shape: LinearShape) -> Alternative:
+    """Inductor's max-autotune for a GEMM: Triton templates benchmarked against the library's
+    kernel for this very shape (no CUDA graphs: the same launches as the program's)."""
+    top = dominant(card.kernels)
+    now = f"its kernel is {top.kernel.split('(')[0][:60]}" if top is not None else "its kernel"
+    why = f"{now}: max-autotune benchmarks Triton GEMM templates against it for this shape"
+    mode = "max-autotune-no-cudagraphs"
+    return _variant(shape, "max_autotune", "compile", why, compile=mode)
+
+
+def nothing_to_try(card: Card, shape: Shape) -> str:
+    """Why the catalog proposes nothing for a card, in its terms."""
+    top = dominant(card.kernels)
+    family = top.roofline.family if top is not None and top.roofline else None
+    facts = [f"{shape.op}", *([f"dtype {d}"] if (d := getattr(shape, "dtype", None)) else [])]
+    facts += [f"layout {m}"] if (m := getattr(shape, "memory_format", None)) else []
+    facts += [f"its kernel runs {family}"] if family else []
+    if isinstance(shape, AtenShape):
+        return f"{', '.join(facts)}: a GEMM, conv or attention device op; record it typed to try it"
+    return f"{', '.join(facts)}: no alternative in the catalog applies"
 
 
 def _variant(shape: Shape, label: str, kind: MoveKind, why: str, **change: Any) -> Alternative:
@@ -105,7 +130,8 @@ def _dtype_moves(card: Card, shape: Shape) -> list[Alternative]:
         why = f"fp32 without TF32 runs on the FP32 pipe{family}: TF32 uses the tensor pipe"
         moves.append(_variant(shape, "tf32", "dtype", why, allow_tf32=True))
     why = f"fp32{family}: bf16 halves the bytes and doubles the tensor peak over TF32"
-    moves.append(_variant(shape, "bf16", "dtype", why, dtype="bf16", allow_tf32=False))
+    tf32 = {"allow_tf32": False} if "allow_tf32" in type(shape).model_fields else {}
+    moves.append(_variant(shape, "bf16", "dtype", why, dtype="bf16", **tf32))
     return moves
 
 
@@ -145,7 +171,7 @@ def _attention_moves(card: Card, shape: AttentionShape) -> list[Alternative]:
     return moves
 
 
-def _compile_move(card: Card, shape: AtenShape) -> Alternative:
+def _compile_move(card: Card, shape: AtenShape | CastShape) -> Alternative:
     """Inductor's kernel for the op alone: a generated kernel with its own grid (a reduction
     split over more CTAs, a layout-aware loop), measured rather than assumed."""
     top = dominant(card.kernels)
@@ -155,4 +181,4 @@ def _compile_move(card: Card, shape: AtenShape) -> Alternative:
         why = f"its kernel runs {grid:.0f} CTAs on {sms} SMs: Inductor may split the work wider"
     else:
         why = "Inductor generates its own kernel for the op (torch.compile of the op alone)"
-    return _variant(shape, "compiled", "compile", why, compile=True)
+    return _variant(shape, "compiled", "compile", why, compile="default")

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..cards.headroom import card_headroom
 from ..cards.model import Card, CardFile
 from ..shapes.file import ShapeEntry, ShapesFile
-from .catalog import MoveKind, alternatives
+from .catalog import Alternative, MoveKind, alternatives, nothing_to_try
 
 TRY_PLAN_VERSION = "1.0"
 
@@ -53,6 +53,17 @@ class TryPlan(BaseModel):
     not_found: list[str] = Field(
         default_factory=list, description="top cards whose group id the shapes file lacks"
     )
+    no_alternative: list[NoAlternative] = Field(
+        default_factory=list, description="top cards the catalog has nothing to try for"
+    )
+
+
+class NoAlternative(BaseModel):
+    """A top card passed over: nothing in the catalog applies, and why."""
+
+    model_config = ConfigDict(extra="forbid")
+    group: str
+    why: str
 
 
 def plan_tries(
@@ -64,6 +75,7 @@ def plan_tries(
     ranked = _ranked(cards, stages)
     moves: list[PlannedMove] = []
     not_found: list[str] = []
+    passed: list[NoAlternative] = []
     lines = [
         f"# Written by ncu-classify try from {json.dumps(labels[0])} and {json.dumps(labels[1])}",
         f"seed: {shapes.seed}",
@@ -79,12 +91,18 @@ def plan_tries(
         if entry is None:
             not_found.append(card.group)
             continue
-        move = _planned(len(moves) + 1, card, entry, recoverable, by_stage)
-        moves.append(move)
+        found = alternatives(card, entry.shape)
+        if len(found) == 1:  # the original alone
+            passed.append(NoAlternative(group=card.group, why=nothing_to_try(card, entry.shape)))
+            continue
+        moves.append(_planned(len(moves) + 1, card, entry, found, recoverable, by_stage))
     for stage, shaped in by_stage.items():
         lines.append(f"  {json.dumps(stage)}:")
         lines += [f"    - {text}" for text in shaped]
-    plan = TryPlan(cards_file=labels[0], shapes_file=labels[1], moves=moves, not_found=not_found)
+    plan = TryPlan(
+        cards_file=labels[0], shapes_file=labels[1], moves=moves, not_found=not_found,
+        no_alternative=passed,
+    )  # fmt: skip
     return plan, "\n".join(lines) + "\n"
 
 
@@ -104,12 +122,12 @@ def _ranked(cards: CardFile, stages: list[str]) -> list[tuple[Card, float | None
 
 
 def _planned(
-    rank: int, card: Card, entry: ShapeEntry, recoverable: float | None,
-    by_stage: dict[str, list[str]],
+    rank: int, card: Card, entry: ShapeEntry, found: list[Alternative],
+    recoverable: float | None, by_stage: dict[str, list[str]],
 ) -> PlannedMove:  # fmt: skip
     """One move: its alternatives named `mNN.label` and appended to their stage's shapes."""
     tries = []
-    for alt in alternatives(card, entry.shape):
+    for alt in found:
         name = f"m{rank:02d}.{alt.label}"
         shape = alt.shape.model_copy(update={"name": name, "calls": card.calls})
         by_stage.setdefault(entry.stage, []).append(json.dumps(shape.written()))

@@ -15,7 +15,8 @@ from ..capture.manifest import Manifest
 from ..cards.model import Card, CardFile
 from ..core.stats import Spread, t95
 from ..replay.protocol import sample_stem
-from ..shapes.file import ShapesFile
+from ..shapes.aten import SHORT_DTYPE, AtenShape
+from ..shapes.file import Shape, ShapesFile
 from .catalog import MoveKind
 from .numerics import Numerics, compare_outputs, lowest_precision
 from .plan import PlannedMove, PlannedTry, TryPlan
@@ -115,8 +116,12 @@ def tried_results(
     )
 
 
-def _precision(shape: object) -> str:
-    """The precision a shape computes in: its dtype, TF32 for fp32 with TF32 allowed."""
+def _precision(shape: Shape) -> str:
+    """The precision a shape computes in: its dtype (a device op's: its least precise floating
+    tensor), TF32 for fp32 with TF32 allowed."""
+    if isinstance(shape, AtenShape):
+        floats = [SHORT_DTYPE[t.dtype] for t in shape.tensors() if t.dtype in SHORT_DTYPE]
+        return lowest_precision(*floats)
     dtype = str(getattr(shape, "dtype", "fp32"))
     return "tf32" if dtype == "fp32" and getattr(shape, "allow_tf32", False) else dtype
 

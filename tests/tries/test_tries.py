@@ -1,0 +1,151 @@
+"""`try` on real data: the plan for the Wan 14B recording's cards (fixtures/record_h200_wan14b
+and its recorded shapes file), and the results of the tries capture the H200 ran from that plan
+(fixtures/tries_h200: reports, manifest, output facts, the host's tries.json)."""
+
+from __future__ import annotations
+
+import lzma
+
+import pytest
+from helpers import ROOT
+
+from ncu_classify.cards.model import CardFile
+from ncu_classify.shapes.file import ShapesFile, load_shapes
+from ncu_classify.tries.plan import TryPlan, plan_tries
+from ncu_classify.tries.results import TryResults, tried_results
+
+TRIES = ROOT / "fixtures" / "tries_h200"
+RECORDED = ROOT / "reports" / "record" / "wan_14b_480x832_h200_shapes.yaml.xz"
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> ShapesFile:
+    """The Wan 14B recording's shapes file (DiT step bf16, VAE decode fp32 NCDHW)."""
+    path = tmp_path_factory.mktemp("recorded") / "shapes.yaml"
+    path.write_bytes(lzma.decompress(RECORDED.read_bytes()))
+    return load_shapes(path)
+
+
+@pytest.mark.parametrize("stage", ["vae", "dit"])
+def test_the_plan_is_the_one_the_h200_ran(wan: CardFile, recorded: ShapesFile, stage: str) -> None:
+    """Same cards, same shapes file: the same moves, alternatives, whys and shapes, byte for
+    byte (the committed plan and shapes file came from the H200 run)."""
+    labels = ("/tmp/wan14b_cards.json", "/tmp/wan14b_shapes.yaml")
+    plan, text = plan_tries(wan, recorded, labels, 10, [stage])
+    committed = TryPlan.model_validate_json((TRIES / stage / "plan.json").read_text())
+    assert plan == committed
+    assert text == (TRIES / stage / "shapes.yaml").read_text()
+
+
+def test_the_vae_moves_are_layout_dtype_and_inductor(wan: CardFile, recorded: ShapesFile) -> None:
+    """The fp32 NCDHW decode: every conv gets channels-last (its kernels transpose), bf16 and
+    both; the pads get Inductor; the attention of the DiT never gets the backend it runs."""
+    plan, _ = plan_tries(wan, recorded, ("c", "s"), 10, ["vae"])
+    labels = [[t.label for t in m.tries] for m in plan.moves]
+    conv3d = ["as_recorded", "channels_last_3d", "bf16", "bf16_channels_last_3d"]
+    assert labels[0] == conv3d and labels[4] == [
+        "as_recorded", "channels_last", "bf16", "bf16_channels_last",
+    ]  # fmt: skip
+    assert labels[7] == ["as_recorded", "compiled"]
+    first = plan.moves[0].tries[1].why
+    assert first == (
+        "its kernels include 3 NCHW<->NHWC transposes (890.4 us per call) around cuDNN's NHWC"
+        " kernel"
+    )
+    dit, _ = plan_tries(wan, recorded, ("c", "s"), 1, ["dit"])
+    attention = [t.label for t in dit.moves[0].tries]
+    assert "sdpa_cudnn" not in attention  # its kernel is cuDNN's flash kernel
+    assert attention == [
+        "as_recorded", "sdpa_flash", "sdpa_efficient", "fa3_fwd", "flash_attn_interface",
+    ]  # fmt: skip
+
+
+def test_no_move_proposes_what_the_kernel_already_is(wan: CardFile, recorded: ShapesFile) -> None:
+    """Over every timed card of the recording: no layout move for a channels-last conv, no
+    dtype move off fp32, no attention backend its kernel's name already shows."""
+    plan, _ = plan_tries(wan, recorded, ("c", "s"), 10_000, [])
+    cards = {c.group: c for c in wan.cards}
+    entries = {e.group: e.shape for e in recorded.entries()}
+    assert len(plan.moves) > 200
+    for move in plan.moves:
+        shape, names = entries[move.group], " ".join(k.kernel for k in cards[move.group].kernels)
+        for t in move.tries:
+            if t.kind == "layout":
+                assert shape.memory_format  # type: ignore[union-attr] == "contiguous"
+            if t.kind == "dtype":
+                assert shape.dtype  # type: ignore[union-attr] == "fp32"
+            if t.label == "sdpa_cudnn":
+                assert "cudnn" not in names
+
+
+@pytest.fixture(scope="module")
+def measured(rules) -> dict[str, TryResults]:  # type: ignore[no-untyped-def]
+    """The tries captures of the H200 classified here and set against their plans."""
+    from ncu_classify.capture.manifest import read_manifest
+    from ncu_classify.verdicts.classify import classify
+
+    found = {}
+    for stage in ("vae", "dit"):
+        folder = TRIES / stage
+        plan = TryPlan.model_validate_json((folder / "plan.json").read_text())
+        cards = classify([folder / "raw"], rules, jobs=1)
+        manifest = read_manifest(folder / "raw" / "manifest.json")
+        shapes = load_shapes(folder / "shapes.yaml")
+        found[stage] = tried_results(plan, cards, manifest, shapes, folder / "outputs")
+    return found
+
+
+@pytest.mark.parametrize("stage", ["vae", "dit"])
+def test_results_are_the_hosts_from_the_reports(
+    measured: dict[str, TryResults], stage: str
+) -> None:
+    """Times, intervals, savings, kernels, classes and winners computed here from the reports
+    equal those the H200 wrote (its numerics read the output samples, not committed)."""
+    host = TryResults.model_validate_json((TRIES / stage / "tries.json").read_text())
+    here = measured[stage]
+    for mine, theirs in zip(here.moves, host.moves, strict=True):
+        assert (mine.winner, mine.measured_saving_us) == (theirs.winner, theirs.measured_saving_us)
+        ours = [mine.original, *mine.alternatives]
+        for a, b in zip(ours, [theirs.original, *theirs.alternatives], strict=True):
+            assert (a.time, a.saving_us) == (b.time, b.saving_us)
+            assert a.saving_ci95_us == b.saving_ci95_us
+            assert (a.kernels, a.primary, a.status) == (b.kernels, b.primary, b.status)
+    assert here.stage_savings_us == host.stage_savings_us
+
+
+def test_the_measured_vae_ladder(measured: dict[str, TryResults]) -> None:
+    """The largest conv of the decode (x12): 6,875.87 us as recorded, bf16 + channels_last_3d
+    3,082.29 us with 2 kernels instead of 5: (6,875.87 - 3,082.29) x 12 = 45,522.96 us per
+    inference; Welch: standard errors 41.24 / t(4) and 4.98 / t(4), 4 degrees of freedom,
+    half-width 2.776 x 14.964 x 12 = 498.5 us."""
+    move = measured["vae"].moves[0]
+    assert move.original.time is not None and move.original.time.mean_us == 6875.87
+    assert (move.original.time.ci95_low_us, move.original.time.ci95_high_us) == (6834.63, 6917.11)
+    best = next(a for a in move.alternatives if a.label == move.winner)
+    assert move.winner == "bf16_channels_last_3d" and len(best.kernels) == 2
+    assert best.saving_us == 45522.96 and best.saving_ci95_us == (45024.485, 46021.435)
+    assert measured["vae"].stage_savings_us == {"vae": 115204.392}
+
+
+def test_a_backend_that_is_not_installed_is_listed_with_its_reason(
+    measured: dict[str, TryResults],
+) -> None:
+    """FlashAttention-3 is not on the H200 host: listed as failed, never a winner; the
+    slower SDPA backends are measured as slower (no backend beats cuDNN's for this shape)."""
+    move = measured["dit"].moves[0]
+    status = {a.label: a.status for a in move.alternatives}
+    assert status["fa3_fwd"].startswith("failed: unsupported: fa3_fwd: backend fa3_fwd_interface")
+    assert move.winner is None
+    assert all((a.saving_us or 0) < 0 for a in move.alternatives if a.status == "ok")
+
+
+def test_the_host_compared_every_output_within_its_tolerance() -> None:
+    """On the H200 every measured alternative's output was compared with the original's: bf16
+    convs at about 5e-3 of the largest value (bf16 tolerance 1.6e-2), channels-last exact."""
+    host = TryResults.model_validate_json((TRIES / "vae" / "tries.json").read_text())
+    alternatives = [a for m in host.moves for a in m.alternatives]
+    assert all(a.numerics is not None and a.numerics.compared for a in alternatives)
+    bf16 = [a.numerics.max_rel_error for a in alternatives if a.label == "bf16" and a.numerics]
+    assert bf16 and all(0.003 < (e or 0) < 0.006 for e in bf16)
+    layout = [a for a in alternatives if a.label == "channels_last_3d"]
+    assert all(a.numerics and a.numerics.max_rel_error == 0.0 for a in layout)
