@@ -44,7 +44,7 @@ class Advice(BaseModel):
 
 def short(kernel: str | None) -> str:
     """A kernel name without its return type and template arguments."""
-    name = re.sub(r"^void\s+", "", kernel or "?")
+    name = re.sub(r"^void\s+", "", kernel or "?").replace("<unnamed>::", "")
     return re.split(r"[<(]", name, maxsplit=1)[0] or name
 
 
@@ -208,7 +208,7 @@ def at_roof(f: KernelFacts) -> Advice | None:
     roof = f" {f.roof}" if f.roof else ""
     return Advice(
         kind="at_roof",
-        text=f"no kernel move: a wgmma kernel at {f.pct_of_roof:.0f} % of its{roof} roof;"
+        text=f"no kernel move: it is wgmma already, at {f.pct_of_roof:.0f} % of its{roof} roof;"
         " what is left is fewer FLOPs or bytes (the shape, the calls)",
         why=[_is(f), f"pct_of_roof {f.pct_of_roof:.1f}"]
         + ([] if useful is None else [f"useful_over_executed {useful:.3f}"]),

@@ -65,15 +65,16 @@ class KernelFacts(BaseModel):
 def instructions_of(name: str, family: str | None) -> Instructions | None:
     """The instruction family a kernel runs: from the roofline family where there is one,
     else from its name (sm90/wgmma/gmma/nvjet names are Hopper's wgmma, sm80 and the
-    FlashAttention-2 kernel mma.sync, ffma the FP32 pipe)."""
+    FlashAttention-2 kernel mma.sync, ffma the FP32 pipe; the fp32 family only for a GEMM or
+    conv kernel)."""
     if family:
         if family.startswith("hgmma"):
             return "wgmma"
         if family.startswith("hmma"):
             return "mma.sync"
-        if family == "fp32" and not any(t in name for t in ("elementwise", "reduce", "norm")):
-            return "fp32 pipe"
     low = name.lower()
+    if family == "fp32" and re.search(r"ffma|gemm|fprop|conv", low):
+        return "fp32 pipe"  # a GEMM or conv on CUDA cores (an elementwise kernel's FLOPs are not)
     if re.search(r"wgmma|gmma|nvjet_sm90|sm90_xmma|flashattnfwdsm90|enable_sm90", low):
         return "wgmma"
     if "ffma" in low:
