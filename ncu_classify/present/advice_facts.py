@@ -107,10 +107,16 @@ def dtype_of(card: Card) -> str | None:
     params = card.shape_parameters
     if isinstance(params.get("dtype"), str):
         return str(params["dtype"])
-    for arg in params.get("args") or []:
-        tensor = arg.get("tensor") if isinstance(arg, dict) else None
-        if isinstance(tensor, dict) and isinstance(tensor.get("dtype"), str):
-            return DTYPES.get(tensor["dtype"], tensor["dtype"])
+    return _first_dtype(params.get("args") or [])
+
+
+def _first_dtype(args: object) -> str | None:
+    """The dtype of the first tensor among recorded arguments (a list of tensors too: cat)."""
+    if isinstance(args, list):
+        return next((d for d in map(_first_dtype, args) if d is not None), None)
+    tensor = args.get("tensor") if isinstance(args, dict) else None
+    if isinstance(tensor, dict) and isinstance(tensor.get("dtype"), str):
+        return DTYPES.get(tensor["dtype"], tensor["dtype"])
     return None
 
 

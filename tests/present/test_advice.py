@@ -22,6 +22,8 @@ from ncu_classify.present.advice import Advice, advise, trim, try_next
 from ncu_classify.present.advice_facts import backend_of, card_facts, instructions_of
 from ncu_classify.present.next_moves import next_moves
 from ncu_classify.present.next_text import next_csv
+from ncu_classify.verdicts.classify import classify
+from ncu_classify.verdicts.rules import load_rules
 
 DIFF = ROOT / "reports" / "diff" / "cards"
 WAN = ROOT / "reports" / "record" / "cards_wan14b_every_op_480x832.json"  # derived_path
@@ -45,6 +47,13 @@ def committed_card_files() -> list[Path]:
     return found
 
 
+@pytest.fixture(scope="module")
+def drilled_wan() -> CardFile:
+    """The Wan 14B recording with its drill-down (settled classes: cuDNN attention's too)."""
+    folders = [ROOT / "fixtures" / f for f in ("record_h200_wan14b", "drill_h200_wan14b")]
+    return classify(folders, load_rules(ROOT / "rules" / "roofline.yaml"), jobs=2)
+
+
 def _cards(derived_cards: Path) -> list[tuple[str, Card]]:
     """(file, card) of every committed cards file and every derived one (the session's, not a
     copy regenerate.sh left under reports/)."""
@@ -60,10 +69,12 @@ def _dtype(card: Card) -> str | None:
     return next((w for w in words if w in ("bf16", "fp16", "fp32")), None)
 
 
-def test_no_advice_proposes_what_the_kernel_already_is(derived_cards: Path) -> None:
+def test_no_advice_proposes_what_the_kernel_already_is(
+    derived_cards: Path, drilled_wan: CardFile
+) -> None:
     seen = {"wgmma": 0, "cudnn": 0, "fa3": 0, "channels_last": 0, "16-bit": 0, "idle SMs": 0}
-    cards = _cards(derived_cards)
-    assert len(committed_card_files()) >= 20 and len(cards) >= 800
+    cards = _cards(derived_cards) + [("wan14b drilled", c) for c in drilled_wan.cards]
+    assert len(committed_card_files()) >= 20 and len(cards) >= 1000
     for name, card in cards:
         ideas = advise(card)
         where = f"{name}: {card.group}"
@@ -181,6 +192,17 @@ def test_a_tf32_attention_is_told_bf16_not_the_fp32_pipe(derived_cards: Path) ->
         ("dtype", "bf16 instead of TF32 (wgmma bf16 peak is 2x TF32's)"),
         ("tile_padding", "useful FLOPs are 33 % of those executed: a tile that pads less"),
     ]
+
+
+def test_a_settled_cudnn_attention_keeps_its_own_counter_experiment(drilled_wan: CardFile) -> None:
+    [card] = [
+        c for c in drilled_wan.cards if c.group == "dit:sdpa:cross_b1_h40_d128_q4680_k512:bf16"
+    ]
+    assert card.settled is not None and card.settled.primary == "synchronisation"
+    [idea] = advise(card)
+    assert idea.kind == "counter_experiment" and idea.text.startswith("A deeper asynchronous")
+    assert idea.why[0] == "class synchronisation (settled)"
+    assert "(cudnn, wgmma, hgmma_bf16)" in idea.why[1]
 
 
 def test_flash_attention_2_is_told_the_wgmma_backends() -> None:
