@@ -113,7 +113,13 @@ def mma_sync(f: KernelFacts) -> Advice | None:
     """A wgmma kernel (or attention backend) for a 16-bit mma.sync kernel."""
     if f.instructions != "mma.sync" or f.dtype == "fp32" or not f.matmul:
         return None
-    why = [_is(f), "mma.sync peak 360,448 FLOP/cycle, wgmma 540,672 (H200, bf16)"]
+    mma, wgmma = f.peaks
+    peaks = (
+        f"peaks per cycle: mma.sync {mma:,.0f} FLOP, wgmma {wgmma:,.0f}"
+        if mma and wgmma
+        else "Hopper's mma.sync peak is 2/3 of its wgmma peak"
+    )
+    why = [_is(f), peaks]
     if not f.attention:
         return Advice(kind="gemm_kernel", text=f"a wgmma kernel: {MMA_SYNC}", why=why)
     others = [

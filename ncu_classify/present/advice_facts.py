@@ -54,6 +54,7 @@ class KernelFacts(BaseModel):
     l2_pct: float | None
     issue_pct: float | None
     pct_of_roof: float | None
+    peaks: tuple[float | None, float | None]  # mma.sync and wgmma FLOP/cycle of its dtype
     roof: str | None  # the binding roof: compute, dram, l2, l1
     useful_over_executed: float | None
     tile_note: str | None
@@ -152,6 +153,7 @@ def card_facts(card: Card) -> KernelFacts:
     fewer = grid is not None and bool(sm_count) and grid <= IDLE_SHARE * (sm_count or 0)
     count, spent = _transposes(card)
     conv = next((c for c in ("conv3d", "conv2d") if c in card.op), None)
+    kind = dtype_of(card) if dtype_of(card) in ("bf16", "fp16") else "bf16"
     return KernelFacts(
         kernel=name or None,
         instructions=instructions_of(name, family) if name else None,
@@ -173,6 +175,7 @@ def card_facts(card: Card) -> KernelFacts:
         l2_pct=_metric(top, "l2_pct"),
         issue_pct=_metric(top, "issue_pct"),
         pct_of_roof=top.roofline.pct_of_roof if top is not None and top.roofline else None,
+        peaks=(_metric(top, f"peak_hmma_{kind}"), _metric(top, f"peak_hgmma_{kind}")),
         roof=top.roofline.binding if top is not None and top.roofline else None,
         useful_over_executed=card.roofline.useful_over_executed if card.roofline else None,
         tile_note=_tile_note(top),

@@ -214,6 +214,7 @@ def test_flash_attention_2_is_told_the_wgmma_backends() -> None:
     assert idea.why[0].startswith(
         "kernel pytorch_flash::flash_fwd_kernel (flash_attention_2, mma.sync"
     )
+    assert idea.why[1] == "peaks per cycle: mma.sync 360,448 FLOP, wgmma 540,672"  # its own
 
 
 # --- the gating on synthetic edits of real cards -------------------------------------------
