@@ -370,3 +370,14 @@ def test_next_json_and_csv_carry_the_advice(tmp_path: Path) -> None:
         "dtype",
         "attention_backend",
     }
+
+
+def test_the_page_says_why_on_the_try_cell() -> None:
+    from ncu_classify.present.page import page_html
+
+    page = page_html([("w480", load_card_file(DIFF / "w480_gpu0.json"))], "t")
+    assert (
+        '<td title="layout: 3 nchwToNhwc/nhwcToNchw kernels on the card: 224.2 us per call,'
+        " memory_format contiguous; dtype: dtype fp32, it runs TF32 (hgmma_tf32): kernel"
+        " sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize256x32x32"
+    ) in page
