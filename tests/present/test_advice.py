@@ -205,6 +205,27 @@ def test_a_settled_cudnn_attention_keeps_its_own_counter_experiment(drilled_wan:
     assert "(cudnn, wgmma, hgmma_bf16)" in idea.why[1]
 
 
+def test_flash_attention_3_settled_on_dependency_latency_is_not_told_itself(
+    derived_cards: Path,
+) -> None:
+    """Before: '..., or a kernel for this architecture (for mma.sync attention on Hopper: a
+    wgmma kernel, FlashAttention-3 or cuDNN)' to FlashAttention-3's own wgmma kernel."""
+    drilled = derived_path(
+        ROOT / "reports" / "drill" / "cards_704x1280_drilled.json", derived_cards
+    )
+    card = _card(drilled, "attention:flash_attn_v3:cross_b1_h10_d128_q10560_k512:bf16")
+    assert advise(card) == [
+        Advice(
+            kind="counter_experiment",
+            text="More independent work per warp or more warps (occupancy)",
+            why=[
+                "class dependency_latency (settled)",
+                "kernel cutlass::device_kernel (flash_attention_3, wgmma, hgmma_bf16)",
+            ],
+        )
+    ]
+
+
 def test_flash_attention_2_is_told_the_wgmma_backends() -> None:
     card = _card(
         DIFF / "w480_gpu0.json", "attention:flash_attn_v2:self_b1_h10_d128_q4680_k4680of29640:bf16"
