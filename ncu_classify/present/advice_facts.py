@@ -24,6 +24,7 @@ ELEMENTWISE = ("elementwise", "Elementwise", "CatArray", "reduce_kernel", "upsam
 REDUCTIONS = ("reduce_kernel", "Moments", "layer_norm", "group_norm", "batch_norm", "norm_kernel")
 ATTENTION_OPS = ("sdpa", "attn", "attention", "flash")
 MEMORY_CLASSES = ("dram_bandwidth_bound", "l2_bandwidth_bound")
+COMPUTE_CLASSES = ("compute_bound", "tensor_pipe_bound", "fp32_pipe_bound", "issue_bound")
 BOUND_PCT = 60.0  # the rules' threshold for a unit at its roof (rules/roofline.yaml)
 LAUNCH_SIZED_US = 5.0  # a kernel this short is mostly launch and ramp, not bytes or FLOPs
 IDLE_SHARE = 0.75  # a grid of at most this share of the SMs leaves a quarter of them idle
@@ -192,12 +193,13 @@ def _tile_note(top: KernelCard | None) -> str | None:
 
 
 def memory_bound(facts: KernelFacts) -> bool:
-    """The kernel moves its bytes at a memory roof: its class says so, or DRAM or L2 throughput
-    is at the rules' threshold."""
-    pcts = (facts.dram_pct, facts.l2_pct)
-    return bool(set(facts.classes) & set(MEMORY_CLASSES)) or any(
-        p is not None and p >= BOUND_PCT for p in pcts
-    )
+    """The kernel moves its bytes at a memory roof: its class says so; else, unless its class
+    or its binding roof is compute, DRAM or L2 throughput is at the rules' threshold."""
+    if set(facts.classes) & set(MEMORY_CLASSES):
+        return True
+    if set(facts.classes) & set(COMPUTE_CLASSES) or facts.roof == "compute":
+        return False
+    return any(p is not None and p >= BOUND_PCT for p in (facts.dram_pct, facts.l2_pct))
 
 
 def launch_sized(facts: KernelFacts) -> bool:

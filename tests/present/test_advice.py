@@ -402,3 +402,16 @@ def test_the_page_says_why_on_the_try_cell() -> None:
         " memory_format contiguous; dtype: dtype fp32, it runs TF32 (hgmma_tf32): kernel"
         " sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize256x32x32"
     ) in page
+
+
+def test_a_compute_bound_conv_with_busy_l2_is_told_its_padding(derived_cards: Path) -> None:
+    """Its class (compute_bound) and binding roof (compute) outrank L2 at 65 %: the padding
+    costs tensor-pipe time, so the tile idea stays; a memory class alone drops it."""
+    group = "vae:conv3d:in1x192x6x242x418_w192x192x3x3x3_s1x1x1_p0x0x0:fp32:tf32:bias"
+    card = _card(derived_path(WAN, derived_cards), group)
+    facts = card_facts(card)
+    assert facts.l2_pct is not None and facts.l2_pct > 60 and facts.roof == "compute"
+    assert [a.kind for a in advise(card)] == ["layout", "dtype", "tile_padding"]
+    assert advise(card)[2].text == "useful FLOPs are 75 % of those executed: a tile that pads less"
+    l2_bound = card.model_copy(update={"primary": "l2_bandwidth_bound"})
+    assert [a.kind for a in advise(l2_bound)] == ["layout", "dtype"]
