@@ -10,6 +10,8 @@ diff_cut       which shapes a terminal diff lists
 diff_rollup    the per-stage-and-class roll-up of a diff
 diff_headroom  the headroom part of a diff
 next_moves     headroom ranked: where the time is, the next moves
+advice         what to try for a card, typed: kind, sentence, why; never what the kernel is
+advice_facts   what a card says its dominant kernel already is (family, backend, grid, ...)
 next_table     `next` on a terminal
 next_text      `next` as Markdown and CSV
 page_view      what a page shows, computed once for HTML and Markdown

@@ -16,12 +16,12 @@ from ..cards.headroom import CardHeadroom, StageTotals, card_headroom, stage_tot
 from ..cards.model import Card, CardFile
 from ..cards.rollup import dominant
 from ..core.ordering import stage_order
+from .advice import Advice, advise
+from .advice import try_next as try_next  # the one-line advice, published here since 1.0
 from .coverage import unknown_why
 
-NEXT_SCHEMA_VERSION = "1.1"
+NEXT_SCHEMA_VERSION = "1.2"
 OVERALL = "(all stages)"  # the overall row's label: no stage name has parentheses around it
-TRANSPOSES = ("nchwToNhwc", "nhwcToNchw")
-ELEMENTWISE = ("elementwise", "Elementwise", "CatArray", "reduce_kernel", "upsample")
 
 
 class Move(BaseModel):
@@ -36,7 +36,14 @@ class Move(BaseModel):
     primary: str | None = Field(description="the card's first verdict")
     settled: str | None = Field(description="the class a drill-down settled it on")
     hot_unit: str | None = Field(description="the dominant kernel's busiest SM unit, % of peak")
-    try_next: str = Field(description="what to try, from the card's own facts")
+    try_next: str = Field(
+        description="what to try, from the card's own facts: the advice's sentences"
+    )
+    advice: list[Advice] = Field(
+        default_factory=list,
+        description="what to try, one idea each: its kind, its sentence and why (the card's"
+        " facts that justify it); never what the kernel already is",
+    )
     measured_us: float = Field(description="per inference")
     kernel_roof_us: float | None = Field(
         description="per inference: every kernel at its roof (measured - the recoverable)"
@@ -76,51 +83,6 @@ class NextMoves(BaseModel):
     moves: list[Move]
 
 
-def try_next(card: Card) -> str:
-    """What to try for a card, most specific first: layout, dtype, kernel family, tiles, fusion;
-    else the settled or first verdict's counter-experiment."""
-    params, names = card.shape_parameters, [k.kernel for k in card.kernels]
-    top = dominant(card.kernels)
-    ideas = []
-    transposes = [k for k in card.kernels if any(t in k.kernel for t in TRANSPOSES)]
-    if transposes and params.get("memory_format") not in ("channels_last_3d", "channels_last"):
-        times = [k.metrics.get("dur_us") for k in transposes]
-        spent = (
-            "their time unknown"
-            if any(t is None for t in times)
-            else f"{sum(t or 0.0 for t in times):.1f} us per call"
-        )
-        layout = "channels_last" if "conv2d" in card.op else "channels_last_3d"
-        ideas.append(f"{layout}: drops {len(transposes)} layout transposes ({spent})")
-    dtype = params.get("dtype")
-    if dtype == "fp32" and params.get("allow_tf32"):
-        ideas.append("bf16 instead of TF32 (wgmma bf16 peak is 2x TF32's)")
-    elif dtype == "fp32":
-        ideas.append("TF32 or bf16: in fp32 it runs on the FP32 pipe, not the tensor pipe")
-    family = top.roofline.family if top is not None and top.roofline else None
-    if family and family.startswith("hmma") and dtype != "fp32":
-        wgmma = (
-            "FlashAttention-3 or cuDNN SDPA"
-            if "attn" in card.op or "sdpa" in card.op
-            else "a wgmma kernel"
-        )
-        ideas.append(f"{wgmma}: this mma.sync kernel tops out at 2/3 of the wgmma peak")
-    useful = card.roofline.useful_over_executed if card.roofline else None
-    if useful is not None and useful < 0.9:
-        ideas.append(
-            f"useful FLOPs are {100 * useful:.0f} % of those executed: a tile that pads less"
-        )
-    note = top.verdict_note if top is not None else None
-    if note and "output tiles" in note:
-        ideas.append(f"another tile size or stream-K ({note.split(': ', 1)[-1]})")
-    if not card.nominal_mac_flops and any(e in n for n in names for e in ELEMENTWISE):
-        ideas.append("fuse it with its producer or consumer (torch.compile): the bytes move once")
-    if ideas:
-        return "; ".join(ideas)
-    experiment = card.settled.counter_experiment if card.settled else card.counter_experiment
-    return " ".join((experiment or "no counter-experiment on the card").split())
-
-
 def per_inference(measured: float, recoverable: float | None) -> tuple[float | None, float | None]:
     """(floor, recoverable) of a per-inference figure: measured = floor + recoverable to the
     nanosecond; (None, None) when unknown."""
@@ -140,6 +102,7 @@ def _move(card: Card, room: CardHeadroom) -> Move:
         measured, None if room.sol_headroom_us is None else room.sol_headroom_us * card.calls
     )
     units = top.hot_units.get("sm") if top is not None else None
+    ideas = advise(card)
     return Move(
         rank=0,
         stage=card.stage,
@@ -149,7 +112,8 @@ def _move(card: Card, room: CardHeadroom) -> Move:
         primary=card.primary,
         settled=card.settled.primary if card.settled else None,
         hot_unit=f"{units[0].label} {units[0].pct:.1f} %" if units else None,
-        try_next=try_next(card),
+        try_next="; ".join(a.text for a in ideas),
+        advice=ideas,
         measured_us=measured,
         kernel_roof_us=roof,
         recoverable_at_kernel_roof_us=roof_gain,

@@ -27,7 +27,7 @@ MOVE_COLUMNS = [
     "recoverable_at_kernel_roof_us_per_inference", "at_sol_us_per_inference",
     "recoverable_at_sol_us_per_inference", "sol_pct", "measured_us_per_call",
     "kernel_roof_us_per_call", "sol_us_per_call", "at_sol_us_per_call", "sol_bound", "sol_unknown",
-    "overhead_us_per_call", "extra_kernels_us_per_call", "try_next", "flags",
+    "overhead_us_per_call", "extra_kernels_us_per_call", "try_next", "try_kinds", "flags",
 ]  # fmt: skip
 INTRO = (
     "Microseconds per inference. At kernel roofs: every kernel at its own binding roof (the"
@@ -173,7 +173,8 @@ def next_markdown(advice: NextMoves, top: int = 5, *, coverage: bool = True) -> 
 
 
 def next_csv(advice: NextMoves) -> str:
-    """One row per move, ranked, with the per-call figures beside the per-inference ones."""
+    """One row per move, ranked, with the per-call figures beside the per-inference ones, and
+    the kinds of its advice (`try_kinds`, in `try_next`'s order)."""
     rows = []
     for m in advice.moves:
         h = m.headroom
@@ -183,7 +184,7 @@ def next_csv(advice: NextMoves) -> str:
                 m.measured_us, m.kernel_roof_us, m.recoverable_at_kernel_roof_us, m.at_sol_us,
                 m.recoverable_at_sol_us, m.sol_pct, h.measured_us, h.kernel_roof_us, h.sol_us,
                 h.at_sol_us, h.sol_bound, h.sol_unknown, h.overhead_us, h.extra_kernels_us,
-                m.try_next, "; ".join(h.flags),
+                m.try_next, "; ".join(a.kind for a in m.advice), "; ".join(h.flags),
             ]
         )  # fmt: skip
     return csv_text(MOVE_COLUMNS, rows)
