@@ -56,6 +56,7 @@ class CaptureOptions:
     drop_sources: bool = False  # reports rewritten without their SASS and source (capture.slim)
     # A folder where the counters batch writes a sample of each shape's output (`try`'s numerics)
     keep_outputs: Path | None = None
+    durations_only: bool = False  # every batch asks ncu for the duration alone (`try --program`)
 
     @property
     def timed_repeats(self) -> bool:
@@ -135,7 +136,11 @@ def batch_argv(batch: Batch, out: Path, options: CaptureOptions) -> list[str]:
     return ncu_argv(
         ncu=options.ncu,
         report_stem=work / f"{batch.name}.partial",
-        metrics=[DURATION_METRIC] if batch.kind == "times" else capture_metrics(options.drill),
+        metrics=(
+            [DURATION_METRIC]
+            if batch.kind == "times" or options.durations_only
+            else capture_metrics(options.drill)
+        ),
         groups=[e.group for e in batch.entries],
         target=target,
     )

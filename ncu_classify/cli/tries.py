@@ -14,6 +14,8 @@ from .options import positive_int, repeat_count
 from .terminal import capture_progress, out
 
 if TYPE_CHECKING:
+    from ..tries.plan import TryPlan
+    from ..tries.program import ProgramMove
     from ..tries.results import TryResults
 
 
@@ -51,6 +53,13 @@ def try_command(
     ] = 5,
     ncu: Annotated[str, typer.Option(help="ncu executable")] = "ncu",
     rules: RulesOption = None,
+    program: Annotated[
+        str | None,
+        typer.Option(
+            help="a program-wide move instead: bf16, channels_last or bf16_channels_last, every"
+            " shape of the --stage changed together and timed against the shapes as recorded",
+        ),
+    ] = None,
     plan_only: Annotated[
         bool, typer.Option(help="write plan.json and shapes.yaml, capture nothing")
     ] = False,
@@ -72,9 +81,13 @@ def try_command(
         target = output_folder(output_given)
         check_inputs([cards_file, shapes, *([rules] if rules else [])])
         loaded = load_rules(rules)
-        plan = plan_folder(cards_file, shapes, target, top, stage or [])
-    out.print(f"planned {len(plan.moves)} moves, {sum(len(m.tries) for m in plan.moves)} shapes:"
-              f" {target / 'plan.json'}, {target / 'shapes.yaml'}")  # fmt: skip
+        move = _program_move(program)
+        plan = plan_folder(cards_file, shapes, target, top, stage or [], move)
+    count = sum(len(m.tries) for m in plan.moves) + _program_shapes(plan)
+    what = (
+        f"a program-wide move ({plan.program.move})" if plan.program else f"{len(plan.moves)} moves"
+    )
+    out.print(f"planned {what}, {count} shapes: {target / 'plan.json'}, {target / 'shapes.yaml'}")
     if plan_only:
         return
     options = CaptureOptions(ncu=ncu, repeat=repeat, per_stage=False, drop_sources=True)
@@ -83,8 +96,42 @@ def try_command(
     print_results(results)
 
 
+def _program_move(given: str | None) -> ProgramMove | None:
+    """--program's value, checked (one line, exit 2, for another)."""
+    from typing import get_args
+
+    from ..core.errors import UsageError
+    from ..tries.program import ProgramMove
+
+    if given is None:
+        return None
+    if given not in get_args(ProgramMove):
+        raise UsageError(f"--program {given!r}: one of {', '.join(get_args(ProgramMove))}")
+    return given  # type: ignore[return-value]
+
+
+def _program_shapes(plan: TryPlan) -> int:
+    """Shapes a program-wide plan captures (each changed shape twice, a removed one once)."""
+    if plan.program is None:
+        return 0
+    return sum(2 if p.changed else 1 for p in plan.program.pairs)
+
+
 def print_results(results: TryResults) -> None:
     """Per move: each alternative's time per call, saving per inference and numerics."""
+    if results.program is not None:
+        for s in results.program.stages:
+            ci = (
+                f" [{s.saving_ci95_us[0]:,.1f}, {s.saving_ci95_us[1]:,.1f}]"
+                if s.saving_ci95_us
+                else ""
+            )
+            out.print(
+                f"{s.stage}: {results.program.move} over {s.shapes} shapes: {s.as_recorded_us:,.1f}"
+                f" -> {s.changed_us:,.1f} us per inference, saves {s.saving_us:,.1f}{ci}"
+                f"; {len(s.failed)} failed, {len(s.removed)} removed",
+                markup=False,
+            )
     for move in results.moves:
         out.print(f"{move.rank:>3}  {move.group}  x{move.calls}", markup=False)
         for alt in [move.original, *move.alternatives]:

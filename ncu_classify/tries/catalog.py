@@ -48,7 +48,6 @@ def alternatives(card: Card, shape: Shape) -> list[Alternative]:
         ideas += _conv_moves(card, shape)
     elif isinstance(shape, LinearShape):
         ideas += _dtype_moves(card, shape) + _padding_moves(card, shape)
-        ideas.append(_autotune(card, shape))
     elif isinstance(shape, AttentionShape):
         ideas += _attention_moves(card, shape) + _dtype_moves(card, shape)
     elif isinstance(shape, CastShape) or (
@@ -56,16 +55,6 @@ def alternatives(card: Card, shape: Shape) -> list[Alternative]:
     ):
         ideas.append(_compile_move(card, shape))
     return ideas
-
-
-def _autotune(card: Card, shape: LinearShape) -> Alternative:
-    """Inductor's max-autotune for a GEMM: Triton templates benchmarked against the library's
-    kernel for this very shape (no CUDA graphs: the same launches as the program's)."""
-    top = dominant(card.kernels)
-    now = f"its kernel is {top.kernel.split('(')[0][:60]}" if top is not None else "its kernel"
-    why = f"{now}: max-autotune benchmarks Triton GEMM templates against it for this shape"
-    mode = "max-autotune-no-cudagraphs"
-    return _variant(shape, "max_autotune", "compile", why, compile=mode)
 
 
 def nothing_to_try(card: Card, shape: Shape) -> str:

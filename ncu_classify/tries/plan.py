@@ -14,6 +14,7 @@ from ..cards.headroom import card_headroom
 from ..cards.model import Card, CardFile
 from ..shapes.file import ShapeEntry, ShapesFile
 from .catalog import Alternative, MoveKind, alternatives, nothing_to_try
+from .program import ProgramMove, ProgramPlan, plan_program
 
 TRY_PLAN_VERSION = "1.0"
 
@@ -56,6 +57,9 @@ class TryPlan(BaseModel):
     no_alternative: list[NoAlternative] = Field(
         default_factory=list, description="top cards the catalog has nothing to try for"
     )
+    program: ProgramPlan | None = Field(
+        default=None, description="a program-wide move: every shape of the stages changed"
+    )
 
 
 class NoAlternative(BaseModel):
@@ -76,13 +80,7 @@ def plan_tries(
     moves: list[PlannedMove] = []
     not_found: list[str] = []
     passed: list[NoAlternative] = []
-    lines = [
-        f"# Written by ncu-classify try from {json.dumps(labels[0])} and {json.dumps(labels[1])}",
-        f"seed: {shapes.seed}",
-        f"warmup: {shapes.warmup}",
-        f"cudnn_benchmark: {json.dumps(shapes.cudnn_benchmark)}",
-        "stages:",
-    ]
+    lines = _head(labels, shapes)
     by_stage: dict[str, list[str]] = {}
     for card, recoverable in ranked:
         if len(moves) == top:
@@ -104,6 +102,27 @@ def plan_tries(
         no_alternative=passed,
     )  # fmt: skip
     return plan, "\n".join(lines) + "\n"
+
+
+def plan_program_move(
+    shapes: ShapesFile, labels: tuple[str, str], stages: list[str], move: ProgramMove
+) -> tuple[TryPlan, str]:
+    """The plan and tries shapes file of a program-wide move over `stages`."""
+    program, stage_lines = plan_program(shapes, stages, move)
+    head = _head(labels, shapes)
+    plan = TryPlan(cards_file=labels[0], shapes_file=labels[1], moves=[], program=program)
+    return plan, "\n".join([*head, *stage_lines]) + "\n"
+
+
+def _head(labels: tuple[str, str], shapes: ShapesFile) -> list[str]:
+    """The tries shapes file's first lines: where it came from, the replay settings."""
+    return [
+        f"# Written by ncu-classify try from {json.dumps(labels[0])} and {json.dumps(labels[1])}",
+        f"seed: {shapes.seed}",
+        f"warmup: {shapes.warmup}",
+        f"cudnn_benchmark: {json.dumps(shapes.cudnn_benchmark)}",
+        "stages:",
+    ]
 
 
 def _ranked(cards: CardFile, stages: list[str]) -> list[tuple[Card, float | None]]:

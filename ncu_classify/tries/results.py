@@ -20,6 +20,7 @@ from ..shapes.file import Shape, ShapesFile
 from .catalog import MoveKind
 from .numerics import Numerics, compare_outputs, lowest_precision
 from .plan import PlannedMove, PlannedTry, TryPlan
+from .program_results import ProgramResult, program_result
 
 TRIES_VERSION = "1.0"
 
@@ -81,6 +82,9 @@ class TryResults(BaseModel):
     moves: list[TriedMove]
     stage_savings_us: dict[str, float] = Field(description="per stage: the winners' savings")
     not_found: list[str]
+    program: ProgramResult | None = Field(
+        default=None, description="a program-wide move: what it saves per stage"
+    )
 
 
 def tried_results(
@@ -105,11 +109,13 @@ def tried_results(
     savings: dict[str, float] = {}
     for m in moves:
         savings[m.stage] = round(savings.get(m.stage, 0.0) + (m.measured_saving_us or 0.0), 3)
+    program = program_result(plan.program, by_group) if plan.program else None
     return TryResults(
+        program=program,
         cards_file=plan.cards_file,
         shapes_file=plan.shapes_file,
         gpu=cards.cards[0].gpu.name if cards.cards else None,
-        repeats=max((m.original.time.n for m in moves if m.original.time), default=0),
+        repeats=max((c.measurement.repeats for c in cards.cards if c.measurement), default=1),
         moves=moves,
         stage_savings_us=savings,
         not_found=plan.not_found,

@@ -14,21 +14,26 @@ from ..capture.plan import CaptureOptions
 from ..cards.files import load_card_file, write_card_file
 from ..core.atomic import write_text_atomic
 from ..core.errors import UsageError
-from ..shapes.file import load_shapes
+from ..shapes.file import ShapesFile, load_shapes
 from ..verdicts.rules import LoadedRules
-from .plan import TryPlan, plan_tries, write_plan
+from .plan import TryPlan, plan_program_move, plan_tries, write_plan
+from .program import ProgramMove
 from .results import TryResults, tried_results
 
 Progress = Callable[[int, int, str, str], None]
 
 
 def plan_folder(
-    cards_path: Path, shapes_path: Path, out: Path, top: int, stages: list[str]
-) -> TryPlan:
+    cards_path: Path, shapes_path: Path, out: Path, top: int, stages: list[str],
+    program: ProgramMove | None = None,
+) -> TryPlan:  # fmt: skip
     """Write the plan and the tries shapes file into `out`; refused when no move matches."""
     cards = load_card_file(cards_path)
     shapes = load_shapes(shapes_path)
-    plan, text = plan_tries(cards, shapes, (str(cards_path), str(shapes_path)), top, stages)
+    labels = (str(cards_path), str(shapes_path))
+    if program is not None:
+        return _program_folder(shapes, labels, out, stages, program)
+    plan, text = plan_tries(cards, shapes, labels, top, stages)
     if not plan.moves:
         where = f" of stage {', '.join(stages)}" if stages else ""
         why = (
@@ -37,6 +42,23 @@ def plan_folder(
             else f"no timed card{where}"
         )
         raise UsageError(f"{cards_path}: nothing to try: {why}")
+    write_plan(out, plan, text)
+    return plan
+
+
+def _program_folder(
+    shapes: ShapesFile, labels: tuple[str, str], out: Path, stages: list[str], move: ProgramMove
+) -> TryPlan:
+    """The plan of a program-wide move; refused without a stage or when it changes nothing."""
+    if not stages:
+        raise UsageError("--program needs --stage: the stages whose every shape it changes")
+    known = {e.stage for e in shapes.entries()}
+    for stage in stages:
+        if stage not in known:
+            raise UsageError(f"--stage {stage}: {labels[1]} has no such stage")
+    plan, text = plan_program_move(shapes, labels, stages, move)
+    if plan.program is None or not plan.program.pairs:
+        raise UsageError(f"--program {move}: it changes no shape of {', '.join(stages)}")
     write_plan(out, plan, text)
     return plan
 
@@ -54,8 +76,12 @@ def run_tries(
     from ..verdicts.classify import classify
 
     raw = out / "raw"
+    program = plan.program is not None  # durations alone: every shape of a stage, twice
     options = replace(
-        options, keep_outputs=out / "outputs", resume=(raw / "manifest.json").is_file()
+        options,
+        keep_outputs=None if program else out / "outputs",
+        durations_only=program,
+        resume=(raw / "manifest.json").is_file(),
     )
     manifest = capture(out / "shapes.yaml", raw, options, progress=progress)
     cards = classify([raw], rules)
