@@ -34,7 +34,7 @@ ALLOWED = {
     "verdicts": {"core", "read", "shapes", "capture", "cards"},
     "tries": {"core", "shapes", "replay", "capture", "cards", "verdicts"},
     "compare": {"core", "read", "cards", "verdicts"},
-    "present": {"core", "cards", "compare"},
+    "present": {"core", "cards", "compare", "tries"},
     "cli": set(STEPS) - {"cli"},
 }
 TOP = {"__init__": {"core", "present"}, "__main__": {"cli"}, "_version": set()}

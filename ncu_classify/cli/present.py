@@ -4,6 +4,7 @@ shape, the published JSON Schemas, and the metric catalog (the work is in `prese
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -19,6 +20,7 @@ from .terminal import metrics_table, out, print_summary, summary_table_text, war
 
 if TYPE_CHECKING:
     from ..present.summary import SummaryBy
+    from ..tries.results import TryResults
     from .outputs import Output
 
 
@@ -109,6 +111,7 @@ def schema_command(
         "ncu-classify next cards.json --stage vae --top 10",
         "ncu-classify next cards.json -o next.json",
         "ncu-classify next cards.json -o next.md",
+        "ncu-classify next cards.json --tries tries_vae/tries.json --tries tries_dit/tries.json",
     ),
 )
 def next_command(
@@ -126,6 +129,13 @@ def next_command(
     ] = 5,
     stage: Annotated[
         list[str] | None, typer.Option("--stage", help="only this stage (repeatable)")
+    ] = None,
+    tries: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--tries",
+            help="a `try` result (tries.json): its moves ranked and shown as measured (repeatable)",
+        ),
     ] = None,
 ) -> None:
     """How much time is left on the table: per stage, the kernel time at every kernel's own
@@ -147,7 +157,9 @@ def next_command(
         for name in stage or []:
             if name not in known:
                 raise UsageError(f"--stage {name!r}: {cards_file} has no such stage")
-        advice = next_moves(cards, short_names([cards_file])[0], stage or [])
+        advice = next_moves(
+            cards, short_names([cards_file])[0], stage or [], read_tries(tries or [])
+        )
         for line in flag_lines(advice):
             warning_line(line)
         if target is None and fmt == "table" and on_terminal(out):
@@ -179,6 +191,14 @@ def metrics_command(
         out.print(csv_text(["key", "unit", "ncu_names", "description"], rows), end="")
         return
     out.print(metrics_table(rows))
+
+
+def read_tries(paths: list[Path]) -> list[tuple[str, TryResults]]:
+    """The `try` results `next --tries` reads, each under its short name."""
+    from ..tries.results import load_results
+
+    check_inputs(paths)
+    return list(zip(short_names(paths), map(load_results, paths), strict=True))
 
 
 def _write(text: str, target: Output | None) -> None:

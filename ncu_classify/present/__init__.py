@@ -14,6 +14,7 @@ advice         what to try for a card, typed: kind, sentence, why; never what th
 advice_facts   what a card says its dominant kernel already is (family, backend, grid, ...)
 next_table     `next` on a terminal
 next_text      `next` as Markdown and CSV
+next_measured  what `try` measured, as `next --tries` shows it: alternatives, winners, totals
 page_view      what a page shows, computed once for HTML and Markdown
 page_chart     the roofline chart as SVG geometry
 page           `ncu-classify report`: the HTML page or the Markdown summary

@@ -7,7 +7,8 @@ names, microseconds per inference (a card's figure x its calls) unless a name sa
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,8 +20,12 @@ from ..core.ordering import stage_order
 from .advice import Advice, advise
 from .advice import try_next as try_next  # the one-line advice, published here since 1.0
 from .coverage import unknown_why
+from .next_measured import MeasuredMove, RankedBy, StageMeasured, measured_move, stage_measured
 
-NEXT_SCHEMA_VERSION = "1.2"
+if TYPE_CHECKING:
+    from ..tries.results import TryResults
+
+NEXT_SCHEMA_VERSION = "1.3"
 OVERALL = "(all stages)"  # the overall row's label: no stage name has parentheses around it
 
 
@@ -59,6 +64,14 @@ class Move(BaseModel):
     )
     sol_pct: float | None = Field(description="speed of light / measured, %")
     headroom: CardHeadroom = Field(description="the figures per call")
+    ranked_by: RankedBy = Field(
+        default="headroom",
+        description="measured: ranked by what `try` measured it saves; headroom: by its"
+        " recoverable time at SOL (not tried)",
+    )
+    measured: MeasuredMove | None = Field(
+        default=None, description="what `try` measured for it (next --tries); None: not tried"
+    )
 
 
 # the docstring is the published schema's description: its wording waits for a schema bump
@@ -81,6 +94,10 @@ class NextMoves(BaseModel):
         " read without its manifest.json); null when it is known",
     )
     moves: list[Move]
+    tries_files: list[str] = Field(default_factory=list, description="the `try` results read")
+    measured: list[StageMeasured] = Field(
+        default_factory=list, description="per stage: what the measured moves save"
+    )
 
 
 def per_inference(measured: float, recoverable: float | None) -> tuple[float | None, float | None]:
@@ -124,21 +141,31 @@ def _move(card: Card, room: CardHeadroom) -> Move:
     )
 
 
-def next_moves(cards: CardFile, label: str, stages: Iterable[str] = ()) -> NextMoves:
-    """Headroom per stage and overall, and every timed card as a move, ranked by what the
-    speed of light would recover per inference (then by the kernel roof's)."""
+def next_moves(
+    cards: CardFile, label: str, stages: Iterable[str] = (),
+    tries: Sequence[tuple[str, TryResults]] = (),
+) -> NextMoves:  # fmt: skip
+    """Headroom per stage and overall, and every timed card as a move, ranked by what `try`
+    measured it saves where it was tried, else by what the speed of light would recover per
+    inference (then by the kernel roof's)."""
     wanted = set(stages)
     kept = [card for card in cards.cards if not wanted or card.stage in wanted]
     moves = [_move(card, room) for card in kept if (room := card_headroom(card)) is not None]
-    moves.sort(
-        key=lambda m: (
-            -(m.recoverable_at_sol_us or 0.0),
-            -(m.recoverable_at_kernel_roof_us or 0.0),
-            m.group,
-        )
-    )
+    tried = {m.group: (name, m) for name, result in tries for m in result.moves}
+    for move in moves:
+        if move.group in tried:
+            name, found = tried[move.group]
+            move.measured, move.ranked_by = measured_move(found, name), "measured"
+    moves.sort(key=_rank_key)
     per_stage = stage_totals(kept)
+    measured = [
+        stage_measured(stage, [m.measured for m in moves if m.stage == stage and m.measured],
+                       [r for _, r in tries])
+        for stage in stage_order([m.stage for m in moves if m.measured])
+    ]  # fmt: skip
     return NextMoves(
+        tries_files=[name for name, _ in tries],
+        measured=measured,
         cards_file=label,
         coverage=[c for c in cards.coverage if not wanted or c.stage in wanted],
         coverage_unknown=None if cards.coverage else unknown_why(cards),
@@ -146,6 +173,15 @@ def next_moves(cards: CardFile, label: str, stages: Iterable[str] = ()) -> NextM
         overall=stage_totals(kept, lambda _: OVERALL).get(OVERALL) or _NOTHING,
         moves=[m.model_copy(update={"rank": n}) for n, m in enumerate(moves, 1)],
     )
+
+
+def _rank_key(m: Move) -> tuple[float, float, str]:
+    """The measured saving where there is one, else the recoverable time at SOL."""
+    if m.measured is not None:
+        first = m.measured.saving_us or 0.0
+    else:
+        first = m.recoverable_at_sol_us or 0.0
+    return -first, -(m.recoverable_at_kernel_roof_us or 0.0), m.group
 
 
 _NOTHING = StageTotals(

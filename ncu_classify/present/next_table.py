@@ -44,7 +44,9 @@ def next_renderable(advice: NextMoves, top: int = 5) -> RenderableType:
             c = move_cells(m)
             klass = f"{c[2]}; {c[3]}" if c[3] != "-" else c[2]
             # the shape, its class and hot unit, and what to try share one folding column
-            rows.append([c[0], "\n".join(map(one_line, (c[1], klass, f"try: {c[8]}"))), *c[4:8]])
+            what, *measured = c[8].split(" | ", 1)  # the measured part reads "measured: ..."
+            lines = (c[1], klass, f"try: {what}", *measured)
+            rows.append([c[0], "\n".join(map(one_line, lines)), *c[4:8]])
         parts.append(Text(""))
         parts.append(
             Stacked(

@@ -9,6 +9,8 @@ from __future__ import annotations
 from ..cards.headroom import StageTotals
 from ..core.text import figure, md_code, md_text
 from .coverage import UNKNOWN, stage_line
+from .next_measured import measured_text
+from .next_measured import stage_line as measured_line
 from .next_moves import Move, NextMoves
 from .tables import csv_text
 
@@ -28,6 +30,8 @@ MOVE_COLUMNS = [
     "recoverable_at_sol_us_per_inference", "sol_pct", "measured_us_per_call",
     "kernel_roof_us_per_call", "sol_us_per_call", "at_sol_us_per_call", "sol_bound", "sol_unknown",
     "overhead_us_per_call", "extra_kernels_us_per_call", "try_next", "try_kinds", "flags",
+    "ranked_by", "measured_winner", "measured_saving_us_per_inference",
+    "measured_saving_ci95_low", "measured_saving_ci95_high", "measured_alternatives",
 ]  # fmt: skip
 INTRO = (
     "Microseconds per inference. At kernel roofs: every kernel at its own binding roof (the"
@@ -93,6 +97,8 @@ def stage_notes(advice: NextMoves) -> list[str]:
                 f" {figure(s.below_sol_us)} us below their SOL (fewer DRAM bytes than the"
                 " compulsory ones: data in L2): counted at the SOL at kernel roofs"
             )
+    totals = {s.stage: s.measured_us for s in advice.stages}
+    lines += [measured_line(m, totals.get(m.stage) or 0.0) for m in advice.measured]
     return lines
 
 
@@ -125,7 +131,7 @@ def move_cells(m: Move) -> list[str]:
             for value in (m.recoverable_at_kernel_roof_us, m.recoverable_at_sol_us)
         ),
         "unknown" if m.sol_pct is None else figure(m.sol_pct, "{:.1f} %"),
-        m.try_next,
+        m.try_next + (f" | {measured_text(m.measured)}" if m.measured else ""),
     ]
 
 
@@ -172,6 +178,19 @@ def next_markdown(advice: NextMoves, top: int = 5, *, coverage: bool = True) -> 
     return "\n".join(lines) + "\n"
 
 
+def _measured_cells(m: Move) -> list[object]:
+    """ranked_by and what `try` measured (empty where the move was not tried)."""
+    found = m.measured
+    if found is None:
+        return [m.ranked_by, None, None, None, None, None]
+    low_high = found.saving_ci95_us or (None, None)
+    tried = "; ".join(
+        f"{a.label}={a.saving_us}" if a.saving_us is not None else f"{a.label}={a.status}"
+        for a in found.alternatives
+    )
+    return [m.ranked_by, found.winner, found.saving_us, *low_high, tried]
+
+
 def next_csv(advice: NextMoves) -> str:
     """One row per move, ranked, with the per-call figures beside the per-inference ones, and
     the kinds of its advice (`try_kinds`, in `try_next`'s order)."""
@@ -185,6 +204,7 @@ def next_csv(advice: NextMoves) -> str:
                 m.recoverable_at_sol_us, m.sol_pct, h.measured_us, h.kernel_roof_us, h.sol_us,
                 h.at_sol_us, h.sol_bound, h.sol_unknown, h.overhead_us, h.extra_kernels_us,
                 m.try_next, "; ".join(a.kind for a in m.advice), "; ".join(h.flags),
+                *_measured_cells(m),
             ]
         )  # fmt: skip
     return csv_text(MOVE_COLUMNS, rows)

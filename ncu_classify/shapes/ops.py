@@ -25,10 +25,11 @@ Dims5 = Annotated[list[PositiveInt], Field(min_length=5, max_length=5)]
 Dims4 = Annotated[list[PositiveInt], Field(min_length=4, max_length=4)]
 Dims2 = Annotated[list[PositiveInt], Field(min_length=2, max_length=2)]
 NonNegDims2 = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)]
+# dims, dtype, scale of one drawn input
 InputSpec = tuple[tuple[int, ...], str, float]
-CompileMode = Literal[
-    "default", "max-autotune-no-cudagraphs"
-]  # dims, dtype, scale of one drawn input
+CompileMode = Literal["default", "max-autotune-no-cudagraphs"]
+# A shape as a shapes file writes it: its fields by their published names, JSON values.
+ShapeFields = dict[str, Any]
 
 
 class OpShape(BaseModel):
@@ -56,13 +57,12 @@ class OpShape(BaseModel):
     # max-autotune without CUDA graphs benchmarks Triton GEMM templates against the library.
     compile: CompileMode | None = None
 
-    # The fields every shape shares, in the order a shapes file writes them after the op's own.
-    WRITE_TAIL: ClassVar[tuple[str, ...]] = (
+    WRITE_TAIL: ClassVar[tuple[str, ...]] = (  # the shared fields, written after the op's own
         "compile", "note", "calls", "source", "real_calls", "inputs_file", "real_us",
         "real_kernels",
     )  # fmt: skip
 
-    def written(self) -> dict[str, Any]:
+    def written(self) -> ShapeFields:
         """The shape as a shapes file holds it: the fields it was given, by their published
         names, `op` and `name` first, then the op's own fields, then `WRITE_TAIL`; so a
         recording written from its models reads as the recorder describes a call."""

@@ -3,7 +3,9 @@
 catalog   the alternatives a card's facts allow (layout, dtype, backend, padding, Inductor)
 plan      the top moves matched to their shapes; the tries shapes file and plan.json
 numerics  an alternative's output sample against the original's, with a named tolerance
+program   a program-wide move: every shape of a stage changed together (bf16, channels-last)
 results   the tries capture's cards against the plan: times, savings, intervals, winners
+program_results  a program-wide move's saving per stage, with its interval
 run       plan -> capture -> classify -> tries.json, in one folder
 """
 

@@ -13,7 +13,14 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from ..shapes.aten import AtenShape
 from ..shapes.file import Shape, ShapeEntry, ShapesFile
-from ..shapes.ops import AttentionShape, CastShape, Conv2dShape, Conv3dShape, LinearShape
+from ..shapes.ops import (
+    AttentionShape,
+    CastShape,
+    Conv2dShape,
+    Conv3dShape,
+    LinearShape,
+    ShapeFields,
+)
 
 ProgramMove = Literal["bf16", "channels_last", "bf16_channels_last"]
 RECORDED_ONLY = ("real_us", "real_kernels", "real_calls", "inputs_file", "name")
@@ -65,11 +72,11 @@ def changed_shape(shape: Shape, move: ProgramMove) -> Shape | None:
     return shape if changed.written() == _without_recorded(shape) else changed
 
 
-def _without_recorded(shape: Shape) -> dict[str, Any]:
+def _without_recorded(shape: Shape) -> ShapeFields:
     return {k: v for k, v in shape.written().items() if k not in RECORDED_ONLY}
 
 
-def _aten_changed(fields: dict[str, Any], bf16: bool, layout: bool) -> dict[str, Any]:
+def _aten_changed(fields: ShapeFields, bf16: bool, layout: bool) -> ShapeFields:
     """A device op's arguments with float32 tensors (and dtype arguments) as bfloat16, and
     dense 4-D and 5-D tensors in channels-last strides."""
     for key in ("args", "kwargs", "outputs"):
@@ -93,7 +100,7 @@ def _walk(value: Any, bf16: bool, layout: bool) -> Any:
     return value
 
 
-def _tensor(spec: dict[str, Any], bf16: bool, layout: bool) -> dict[str, Any]:
+def _tensor(spec: ShapeFields, bf16: bool, layout: bool) -> ShapeFields:
     """One tensor spec: bfloat16 for float32, channels-last strides for a dense 4-D or 5-D."""
     if bf16 and spec["dtype"] == "float32":
         spec["dtype"] = "bfloat16"

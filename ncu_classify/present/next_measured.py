@@ -1,0 +1,153 @@
+"""`next` with what `try` measured: each move that was tried carries its alternatives (kernels,
+time per call with its interval, saving per inference with its interval, numerics, status) and
+its winner; moves are ranked by the measured saving where there is one, by headroom otherwise
+(each row says which); a line per stage gives the winners' total, and a program-wide move its
+saving, beside the stage's measured time."""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..tries.results import TriedAlternative, TriedMove, TryResults
+
+RankedBy = Literal["measured", "headroom"]
+
+
+class MeasuredAlternative(BaseModel):
+    """One alternative as `try` measured it."""
+
+    model_config = ConfigDict(extra="forbid")
+    label: str
+    kind: str
+    status: str
+    kernels: int = Field(description="kernels it ran per call")
+    us_per_call: float | None
+    us_per_call_ci95: tuple[float, float] | None
+    saving_us: float | None = Field(description="per inference")
+    saving_ci95_us: tuple[float, float] | None
+    within_tolerance: bool | None = Field(
+        description="numerics against the original; None: not compared"
+    )
+
+
+class MeasuredMove(BaseModel):
+    """A move `try` measured: the original timed again, every alternative, the winner."""
+
+    model_config = ConfigDict(extra="forbid")
+    tries_file: str
+    original_us_per_call: float | None
+    alternatives: list[MeasuredAlternative]
+    winner: str | None = Field(description="None: no alternative saves time within tolerance")
+    saving_us: float | None = Field(description="the winner's saving per inference")
+    saving_ci95_us: tuple[float, float] | None
+
+
+class StageMeasured(BaseModel):
+    """Per stage: what the measured moves save together, and any program-wide move."""
+
+    model_config = ConfigDict(extra="forbid")
+    stage: str
+    moves_measured: int
+    winners: int
+    saving_us: float = Field(description="the winners' savings summed, per inference")
+    saving_ci95_us: tuple[float, float] | None = Field(
+        description="half-widths added in quadrature (the moves measured independently)"
+    )
+    program_move: str | None = None
+    program_saving_us: float | None = None
+    program_saving_ci95_us: tuple[float, float] | None = None
+
+
+def measured_move(move: TriedMove, label: str) -> MeasuredMove:
+    """A tried move as `next` shows it."""
+    best = next((a for a in move.alternatives if a.label == move.winner), None)
+    return MeasuredMove(
+        tries_file=label,
+        original_us_per_call=move.original.time.mean_us if move.original.time else None,
+        alternatives=[_alternative(a) for a in move.alternatives],
+        winner=move.winner,
+        saving_us=move.measured_saving_us,
+        saving_ci95_us=best.saving_ci95_us if best else None,
+    )
+
+
+def _alternative(alt: TriedAlternative) -> MeasuredAlternative:
+    time = alt.time
+    interval = None
+    if time is not None and time.ci95_low_us is not None and time.ci95_high_us is not None:
+        interval = (time.ci95_low_us, time.ci95_high_us)
+    numerics = alt.numerics
+    return MeasuredAlternative(
+        label=alt.label,
+        kind=alt.kind,
+        status=alt.status,
+        kernels=len(alt.kernels),
+        us_per_call=time.mean_us if time else None,
+        us_per_call_ci95=interval,
+        saving_us=alt.saving_us,
+        saving_ci95_us=alt.saving_ci95_us,
+        within_tolerance=numerics.within if numerics and numerics.compared else None,
+    )
+
+
+def stage_measured(
+    stage: str, moves: list[MeasuredMove], results: list[TryResults]
+) -> StageMeasured:
+    """The winners' total for a stage (and its program-wide move, when one was measured)."""
+    won = [m for m in moves if m.saving_us is not None]
+    total = round(sum(m.saving_us or 0.0 for m in won), 3)
+    halves = [(m.saving_ci95_us[1] - m.saving_ci95_us[0]) / 2 for m in won if m.saving_ci95_us]
+    interval = None
+    if won and len(halves) == len(won):
+        half = math.sqrt(sum(h * h for h in halves))
+        interval = (round(total - half, 3), round(total + half, 3))
+    found = StageMeasured(
+        stage=stage, moves_measured=len(moves), winners=len(won), saving_us=total,
+        saving_ci95_us=interval,
+    )  # fmt: skip
+    for result in results:
+        for s in result.program.stages if result.program else []:
+            if s.stage == stage:
+                found.program_move = result.program.move if result.program else None
+                found.program_saving_us = s.saving_us
+                found.program_saving_ci95_us = s.saving_ci95_us
+    return found
+
+
+def measured_text(m: MeasuredMove) -> str:
+    """One line: the winner and its saving, then every other alternative's."""
+    parts = []
+    if m.winner is not None and m.saving_us is not None:
+        parts.append(f"measured: {m.winner} saves {m.saving_us:,.1f} us{_ci(m.saving_ci95_us)}")
+    else:
+        parts.append("measured: no alternative saves time")
+    for a in m.alternatives:
+        if a.label == m.winner:
+            continue
+        if a.saving_us is None:
+            parts.append(f"{a.label} {a.status}")
+        else:
+            flag = "" if a.within_tolerance is not False else " (beyond tolerance)"
+            parts.append(f"{a.label} {a.saving_us:,.1f}{flag}")
+    return "; ".join(parts)
+
+
+def _ci(interval: tuple[float, float] | None) -> str:
+    return f" [{interval[0]:,.1f}, {interval[1]:,.1f}]" if interval else ""
+
+
+def stage_line(s: StageMeasured, measured_us: float) -> str:
+    """`vae: measured: 9 of 10 moves win 115,204.4 us [...] of 306,613.7 us per inference`."""
+    line = (
+        f"{s.stage}: measured: {s.winners} of {s.moves_measured} moves tried win"
+        f" {s.saving_us:,.1f} us{_ci(s.saving_ci95_us)} of {measured_us:,.1f} us per inference"
+    )
+    if s.program_move and s.program_saving_us is not None:
+        line += (
+            f"; program-wide {s.program_move}: {s.program_saving_us:,.1f} us"
+            f"{_ci(s.program_saving_ci95_us)}"
+        )
+    return line

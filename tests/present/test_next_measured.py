@@ -1,0 +1,89 @@
+"""`next --tries`: the Wan 14B recording's cards with what `try` measured on the H200
+(fixtures/tries_h200: the VAE's top 10 moves and the program-wide bf16 + channels-last move)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+from helpers import ROOT
+
+from ncu_classify.cards.model import CardFile
+from ncu_classify.cli.entry import run
+from ncu_classify.core.text import md_text
+from ncu_classify.present.next_moves import NextMoves, next_moves
+from ncu_classify.present.next_text import next_csv, next_markdown, stage_notes
+from ncu_classify.tries.results import load_results
+
+TRIES = ROOT / "fixtures" / "tries_h200"
+
+
+@pytest.fixture(scope="module")
+def measured(wan: CardFile) -> NextMoves:
+    tries = [(name, load_results(TRIES / name / "tries.json")) for name in ("vae", "program_vae")]
+    return next_moves(wan, "wan.json", ["vae"], tries)
+
+
+def test_tried_moves_rank_by_what_they_saved(measured: NextMoves) -> None:
+    """9 VAE moves won: ranked by their measured saving, each row saying so; the rest by
+    headroom. The first conv's winner saves 45,522.96 us per inference."""
+    tried = [m for m in measured.moves if m.measured is not None]
+    assert len(tried) == 10 and all(m.ranked_by == "measured" for m in tried)
+    assert all(m.ranked_by == "headroom" for m in measured.moves if m.measured is None)
+    first = measured.moves[0]
+    assert first.group.startswith("vae:conv3d:in1x96x6x482x834_w96x96")
+    assert first.measured is not None and first.measured.winner == "bf16_channels_last_3d"
+    assert first.measured.saving_us == 45522.96
+    savings = [m.measured.saving_us or 0.0 for m in measured.moves[:9] if m.measured]
+    assert savings == sorted(savings, reverse=True)
+
+
+def test_the_stage_line_gives_the_winners_total_and_the_program_wide_move(
+    measured: NextMoves,
+) -> None:
+    (stage,) = measured.measured
+    assert (stage.moves_measured, stage.winners, stage.saving_us) == (10, 9, 115204.392)
+    assert stage.program_move == "bf16_channels_last" and stage.program_saving_us == 143053.658
+    line = (
+        "vae: measured: 9 of 10 moves tried win 115,204.4 us [114,607.7, 115,801.1] of"
+        " 306,613.7 us per inference; program-wide bf16_channels_last: 143,053.7 us"
+        " [141,627.0, 144,480.3]"
+    )
+    assert line in stage_notes(measured)
+    text = next_markdown(measured, 3)
+    assert f"- {md_text(line)}" in text
+    cell = "measured: bf16_channels_last_3d saves 45,523.0 us [45,024.5, 46,021.4]"
+    assert md_text(cell) in text
+
+
+def test_csv_and_json_carry_the_measured_figures(measured: NextMoves) -> None:
+    rows = list(csv.DictReader(io.StringIO(next_csv(measured))))
+    assert (
+        rows[0]["ranked_by"] == "measured" and rows[0]["measured_winner"] == "bf16_channels_last_3d"
+    )
+    assert float(rows[0]["measured_saving_ci95_low"]) == 45024.485
+    assert "bf16=37262.04" in rows[0]["measured_alternatives"]
+    untried = [r for r in rows if r["ranked_by"] == "headroom"]
+    assert untried and all(r["measured_winner"] == "" for r in untried)
+    again = NextMoves.model_validate_json(measured.model_dump_json())
+    assert again == measured
+
+
+def test_next_tries_on_the_command_line(
+    wan_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "next.json"
+    code = run(["next", str(wan_file), "--tries", str(TRIES / "vae" / "tries.json"),
+                "-o", str(out)])  # fmt: skip
+    assert code == 0
+    data = json.loads(out.read_text())
+    assert data["schema_version"] == "1.3" and data["tries_files"] == ["tries.json"]
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"schema_version": "1.0", "moves": 3}')
+    code = run(["next", str(wan_file), "--tries", str(broken)])
+    err = capsys.readouterr().err
+    assert code == 3 and len(err.splitlines()) == 1
+    assert f"{broken}:1:" in err and "not a `try` result" in err
