@@ -258,3 +258,37 @@ def test_repeat_measures_every_shape_n_times_on_the_gpu(tmp_path: Path) -> None:
         # the repeats time the same work: within 15 % of the counters launch
         first = card["summed_kernel_us"]
         assert abs(measured["summed_kernel_us"]["mean"] / first - 1) < 0.15, card["group"]
+
+
+def test_try_measures_alternatives_beside_the_original(tmp_path: Path) -> None:
+    """`try` on the smoke cards: the cuDNN cross-attention beside flash and efficient (both
+    measured, their outputs within bf16's tolerance; FlashAttention-3 listed as failed where
+    it is not installed), and the output cast beside Inductor's kernel (exact)."""
+    from ncu_classify.tries.results import load_results
+
+    root = Path(__file__).resolve().parents[2]
+    cards, shapes = root / "reports" / "smoke_h200_cards.json", root / "fixtures/shapes/smoke.yaml"
+    found = {}
+    for stage in ("attention", "output"):
+        out = tmp_path / stage
+        proc = subprocess.run(
+            [*CLI, "try", str(cards), "--shapes", str(shapes), "-o", str(out), "--stage", stage,
+             "--top", "1", "--repeat", "3"],
+            capture_output=True, text=True, timeout=900,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        found[stage] = load_results(out / "tries.json").moves[0]
+    attention = found["attention"]
+    assert attention.original.status == "ok" and attention.original.kernels
+    measured = {a.label: a for a in attention.alternatives if a.status == "ok"}
+    assert {"sdpa_flash", "sdpa_efficient"} <= set(measured)
+    for alt in measured.values():
+        assert alt.time is not None and alt.time.n == 3 and alt.saving_ci95_us is not None
+        assert alt.numerics is not None and alt.numerics.compared and alt.numerics.within
+        assert alt.numerics.tolerance_of == "bf16"
+    failed = [a for a in attention.alternatives if a.status != "ok"]
+    assert all(a.status.startswith("failed: unsupported") for a in failed)
+    cast = found["output"]
+    (compiled,) = cast.alternatives
+    assert compiled.label == "compiled" and compiled.numerics is not None
+    assert compiled.numerics.compared and compiled.numerics.max_abs_error == 0.0
