@@ -17,6 +17,7 @@ from ..core.stats import Spread, t95
 from ..replay.protocol import sample_stem
 from ..shapes.aten import SHORT_DTYPE, AtenShape
 from ..shapes.file import Shape, ShapesFile
+from ..shapes.ops import CastShape
 from .catalog import MoveKind
 from .numerics import Numerics, compare_outputs, lowest_precision
 from .plan import PlannedMove, PlannedTry, TryPlan
@@ -128,6 +129,8 @@ def _precision(shape: Shape) -> str:
     if isinstance(shape, AtenShape):
         floats = [SHORT_DTYPE[t.dtype] for t in shape.tensors() if t.dtype in SHORT_DTYPE]
         return lowest_precision(*floats)
+    if isinstance(shape, CastShape):
+        return lowest_precision(shape.from_, shape.to)
     dtype = str(getattr(shape, "dtype", "fp32"))
     return "tf32" if dtype == "fp32" and getattr(shape, "allow_tf32", False) else dtype
 

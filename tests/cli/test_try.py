@@ -36,7 +36,7 @@ def test_plan_only_writes_the_plan_the_h200_ran(
     code = run(["try", str(wan_file), "--shapes", str(shapes), "-o", str(out), "--stage", "dit",
                 "--plan-only"])  # fmt: skip
     assert code == 0
-    assert capsys.readouterr().out.startswith("planned 10 moves, 20 shapes: ")
+    assert capsys.readouterr().out.startswith("planned 10 moves, 23 shapes: ")
     assert (out / "shapes.yaml").read_text() == (TRIES / "dit" / "shapes.yaml").read_text().replace(
         '"/tmp/wan14b_cards.json" and "/tmp/wan14b_shapes.yaml"',
         f"{json.dumps(str(wan_file))} and {json.dumps(str(shapes))}",
