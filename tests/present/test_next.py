@@ -83,7 +83,7 @@ def test_the_json_follows_its_published_schema(tmp_path: Path, derived_cards: Pa
     doc = json.loads(out.read_text())
     jsonschema.validate(doc, json.loads(NEXT_SCHEMA_FILE.read_text()))
     assert NEXT_SCHEMA_FILE.read_text() == next_schema_text()
-    assert doc["schema_version"] == "1.2" and len(doc["moves"]) == 253
+    assert doc["schema_version"] == "1.3" and len(doc["moves"]) == 253
     assert [s["stage"] for s in doc["stages"]] == ["dit", "vae", "output"] or doc["stages"]
     again = tmp_path / "again.json"
     assert run(["next", str(wan), "-o", str(again)]) == 0

@@ -60,22 +60,48 @@ def test_the_vae_moves_are_layout_dtype_and_inductor(wan: CardFile, recorded: Sh
     ]  # fmt: skip
 
 
-def test_no_move_proposes_what_the_kernel_already_is(wan: CardFile, recorded: ShapesFile) -> None:
-    """Over every timed card of the recording: no layout move for a channels-last conv, no
-    dtype move off fp32, no attention backend its kernel's name already shows."""
-    plan, _ = plan_tries(wan, recorded, ("c", "s"), 10_000, [])
-    cards = {c.group: c for c in wan.cards}
-    entries = {e.group: e.shape for e in recorded.entries()}
-    assert len(plan.moves) > 200
+def _never_what_it_is(cards: CardFile, shapes: ShapesFile) -> int:
+    """Plan every timed card; no layout move for a channels-last conv, no dtype move off fp32,
+    no attention backend its kernel's name already shows, no Inductor for a GEMM, conv or
+    attention; the moves planned."""
+    plan, _ = plan_tries(cards, shapes, ("c", "s"), 10_000, [])
+    by_group = {c.group: c for c in cards.cards}
+    entries = {e.group: e.shape for e in shapes.entries()}
     for move in plan.moves:
-        shape, names = entries[move.group], " ".join(k.kernel for k in cards[move.group].kernels)
+        shape, names = entries[move.group], " ".join(k.kernel for k in by_group[move.group].kernels)
         for t in move.tries:
             if t.kind == "layout":
-                assert shape.memory_format  # type: ignore[union-attr] == "contiguous"
+                assert shape.memory_format == "contiguous"  # type: ignore[union-attr]
             if t.kind == "dtype":
-                assert shape.dtype  # type: ignore[union-attr] == "fp32"
-            if t.label == "sdpa_cudnn":
-                assert "cudnn" not in names
+                assert shape.dtype == "fp32"  # type: ignore[union-attr]
+            if t.kind == "attention_backend":
+                tells = {"sdpa_cudnn": "cudnn", "sdpa_flash": "flash_fwd", "sdpa_efficient": "fmha"}
+                assert tells.get(t.label, "-") not in names, (move.group, t.label)
+            if t.kind == "compile":
+                assert shape.op in ("aten", "cast") and not any(
+                    h in getattr(shape, "overload", "") for h in ("conv", "mm", "attention")
+                )
+    return len(plan.moves)
+
+
+def test_no_move_proposes_what_the_kernel_already_is(wan: CardFile, recorded: ShapesFile) -> None:
+    """Over every timed card of the Wan 14B recording (253)."""
+    assert _never_what_it_is(wan, recorded) > 200
+
+
+COMMITTED = [
+    (f"fixtures/workload_h200_{w}/cards.json", f"fixtures/shapes/workload_{w.split('_')[0]}.yaml")
+    for w in ("480x832", "480x832_40heads", "704x1280", "704x1280_40heads")
+] + [("reports/smoke_h200_cards.json", "fixtures/shapes/smoke.yaml")]
+
+
+@pytest.mark.parametrize(("cards", "shapes"), COMMITTED, ids=[c for c, _ in COMMITTED])
+def test_no_committed_card_is_proposed_what_it_is(cards: str, shapes: str) -> None:
+    """The same over every committed cards file with its shapes file (workloads, smoke)."""
+    from ncu_classify.cards.files import load_card_file
+
+    planned = _never_what_it_is(load_card_file(ROOT / cards), load_shapes(ROOT / shapes))
+    assert planned >= 3
 
 
 @pytest.fixture(scope="module")
