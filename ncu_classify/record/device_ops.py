@@ -9,6 +9,7 @@ the reason, since a replay on other values would do other work."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -158,6 +159,7 @@ class DeviceOps:
         self._pending: list[list[Seen]] = []
         self._mode = _Dispatch(self)
         self.stopped = False  # the recording ended (maybe from another thread): keep nothing
+        self.flow: Any = None  # the dataflow (`dataflow.Dataflow`), when chains are recorded
 
     def __enter__(self) -> DeviceOps:
         self._mode.__enter__()
@@ -168,8 +170,15 @@ class DeviceOps:
 
     def open_call(self) -> None:
         self._pending.append([])
+        if self.flow is not None:
+            self.flow.open()
 
-    def close_call(self, keep: bool) -> None:
+    def close_call(self, keep: bool, heavy: str | None = None, setup: bool = False) -> None:
+        """The torch call around the pending ops ended: keep them (`keep`), or leave them to
+        the typed shape or the model building that stands for them; the dataflow folds a
+        typed heavy call's ops (`heavy`: its shape's key) into one."""
+        if self.flow is not None:
+            self.flow.close(heavy, setup)
         for seen in self._pending.pop():
             if keep:
                 self._add(seen)
@@ -196,6 +205,28 @@ class DeviceOps:
             self._pending[-1].append(seen)
         else:
             self._add(seen)
+
+    def sources(self, args: tuple[Any, ...], kwargs: CallKwargs) -> list[Any] | None:
+        """Where the op's tensors come from, before it runs (None without a dataflow)."""
+        if self.flow is None:
+            return None
+        try:
+            return list(self.flow.sources(args, kwargs))
+        except Exception:  # recording must never break the user's model
+            return None
+
+    def follow(self, func: Any, args: tuple[Any, ...], kwargs: CallKwargs, result: Any,
+               sources: list[Any] | None, mark: int, work: bool) -> None:  # fmt: skip
+        """One op into the dataflow; one it cannot follow makes tensors of no known origin."""
+        if self.flow is None or not touches_tensors(args, kwargs, result):
+            return
+        try:
+            if sources is None:
+                raise ValueError("no sources")
+            self.flow.op(func, args, kwargs, result, sources, mark, work)
+        except Exception:  # recording must never break the user's model: said in the chain
+            with contextlib.suppress(Exception):
+                self.flow.failed(result, op_name(func))
 
     def failed_call(self, name: str, mark: int) -> None:
         """A call the recorder could not describe: counted, and its kernels left uncovered."""
@@ -256,8 +287,13 @@ class _Dispatch(TorchDispatchMode):
         kwargs: CallKwargs | None = None,
     ) -> Any:
         kwargs = kwargs or {}
-        if self.ops.stopped or not does_work(func):
+        if self.ops.stopped:
             return func(*args, **kwargs)
+        sources = self.ops.sources(args, kwargs)
+        if not does_work(func):
+            result = func(*args, **kwargs)
+            self.ops.follow(func, args, kwargs, result, sources, -1, False)
+            return result
         mark = self.ops.clock.begin()
         try:
             result = func(*args, **kwargs)
@@ -268,4 +304,5 @@ class _Dispatch(TorchDispatchMode):
                 self.ops.saw(func, args, kwargs, result, mark)
         except Exception as exc:  # recording must never break the user's model: counted
             self.ops.failed_call(f"(record failed: {func}: {type(exc).__name__})", mark)
+        self.ops.follow(func, args, kwargs, result, sources, mark, True)
         return result

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..core.text import counted
 from ..shapes.recorded import RecordedTotals, UncoveredCall
+from .chain_section import chain_section, chains_yaml
 from .recorder import Recorder
 from .shapes_document import ShapesDocument
 
@@ -45,6 +46,7 @@ def validated_document(recorder: Recorder, command: str, inputs_prefix: str = ""
     document.stages = {stage: list(kept.values()) for stage, kept in stages.items() if kept}
     totals.uncovered.sort(key=lambda u: (-(u.kernel_us or 0), -u.calls, u.name))
     totals.stages = stage_totals(document.stages, totals.uncovered, document.copies)
+    document.chains = chain_section(recorder, document)
     return document
 
 
@@ -140,6 +142,7 @@ def shapes_yaml(document: ShapesDocument) -> str:
             "    - {" + ", ".join(f"{k}: {dumps(v)}" for k, v in shape.items()) + "}"
             for shape in members
         ]
+    lines += chains_yaml(document.chains, dumps)
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,267 @@
+"""The dataflow of a recording: which recorded call made each tensor that a call takes, so that
+the chains of device ops between two heavy ops (a GEMM, a conv, attention) can be rebuilt and
+replayed as one function (`chains` writes them into the shapes file).
+
+Every op the dispatch mode sees on the recording thread becomes a node, views included (a
+chain replays them, so that its tensors have the recorded layouts): its arguments as data, and
+for each tensor argument its source, looked up before the op runs. A source is found by the
+tensor object (a weak reference, valid while its version counter is unchanged), else by its
+storage (the op that last wrote it, kept by a weak reference to the storage: a freed storage
+whose memory came back is not mistaken for the old one; the tensor is then rebuilt from that
+op's output by `as_strided`), else it is a parameter or buffer, an argument of a top module
+call, made while building the model, made in another thread, or of unknown origin. The device
+ops of a typed heavy call (linear, conv, attention) fold into one heavy node. Between two heavy
+nodes (or a change of stage) the nodes form a segment; the nodes of a segment that a tensor
+links form a chain when two or more of them do work. Identical chains merge, with their calls."""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.multiprocessing.reductions import StorageWeakRef
+
+from .calls import CallKwargs
+from .chains import PARAMETER, PROGRAM, THREAD, UNKNOWN, ChainRecord, Chains, add_new, identity
+from .device_ops import described, op_name, tensors_in, why_not_replayed
+
+# Device ops that are heavy themselves (batched products, convolutions, attention kernels): a
+# chain stops at them as at a typed linear, conv or attention.
+HEAVY = frozenset(
+    {"mm", "bmm", "addmm", "baddbmm", "addbmm", "_scaled_mm", "convolution", "_convolution",
+     "cudnn_convolution", "convolution_overrideable", "slow_conv3d_forward", "_slow_conv2d_forward",
+     "mkldnn_convolution", "_scaled_dot_product_flash_attention",
+     "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
+     "_scaled_dot_product_flash_attention_for_cpu", "_flash_attention_forward",
+     "_efficient_attention_forward"}
+)  # fmt: skip
+MAX_SEGMENT = 512  # ops between two heavy ops: a longer run is cut (the file stays readable)
+
+
+@dataclass(eq=False)
+class Node:
+    """One op the recording thread ran (or a heavy call folded into one), in program order."""
+
+    stage: str
+    path: str
+    op: str
+    args: list[Any]
+    kwargs: CallKwargs
+    sources: list[Source]  # one per tensor argument, in order (positional, then keyword)
+    outputs: list[Any]  # tensor specs
+    mark: int = -1
+    work: bool = False  # may launch a kernel (not a view, not empty)
+    host: bool = False  # every tensor on the CPU
+    heavy: tuple[str, str] | None = None  # ("shape", entry key) or ("op", aten identity)
+    why_not: str | None = None  # a replay would not do the program's work
+    chain: ChainRecord | None = None
+    index: int = -1  # its op number in its chain
+    into: Node | None = None  # the heavy call it was folded into
+    setup: bool = False  # it built the model: what it made is model state
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where one tensor argument comes from: output `out` of a node, or an origin by name;
+    `rebuilt`: found by storage, so its view is rebuilt from the output by `as_strided`."""
+
+    node: Node | str
+    out: int = 0
+    rebuilt: bool = False
+    ident: int = 0  # the tensor's id, for an origin by name (one input per tensor)
+
+
+class Dataflow:
+    """The dataflow tracker the dispatch mode feeds (see the module docstring). `where` gives
+    (stage, module path), `modules` the modules running (their buffers are model state)."""
+
+    def __init__(
+        self, where: Callable[[], tuple[str, str]], modules: Callable[[], list[Any]]
+    ) -> None:
+        self.where, self.modules = where, modules
+        self.objects: dict[int, tuple[Any, int, Node | str, int]] = {}
+        self.storages: dict[tuple[str, int], tuple[StorageWeakRef, Node | str, int]] = {}
+        self.on_device = False  # a tensor off the CPU was seen: host ops are no device work
+        self.stream: list[Node] = []
+        self.frames: list[int] = []
+        self.checked = 0  # nodes of the stream already settled
+        self.chains = Chains()
+
+    # --- sources -----------------------------------------------------------------------------
+
+    def sources(self, args: tuple[Any, ...], kwargs: CallKwargs) -> list[Source]:
+        """The source of every tensor argument, before the op runs (an in-place op's own)."""
+        return [self._source(t) for t in tensors_in([list(args), list(kwargs.values())])]
+
+    def _source(self, tensor: torch.Tensor) -> Source:
+        known = self.objects.get(id(tensor))
+        if known is not None and known[0]() is tensor and known[1] == tensor._version:
+            return Source(known[2], known[3])
+        key = _storage_key(tensor)
+        written = self.storages.get(key) if key is not None else None
+        if written is not None and not _expired(written[0]):
+            return Source(written[1], written[2], rebuilt=True)
+        return Source(self._origin(tensor), ident=id(tensor))
+
+    def _origin(self, tensor: torch.Tensor) -> str:
+        if isinstance(tensor, torch.nn.Parameter):
+            return PARAMETER
+        for module in self.modules():
+            if any(b is tensor for b in module._buffers.values()):
+                return PARAMETER
+        return UNKNOWN
+
+    def made(self, result: Any, producer: Node | str) -> None:
+        """Say that `producer` made (or wrote) the tensors of `result`."""
+        for out, tensor in enumerate(tensors_in(result)):
+            self._made(tensor, producer, out, view=False)
+
+    def _made(self, tensor: torch.Tensor, producer: Node | str, out: int, view: bool) -> None:
+        self.objects[id(tensor)] = (weakref.ref(tensor), tensor._version, producer, out)
+        key = _storage_key(tensor)
+        if key is not None and not view:
+            self.storages[key] = (_weak(tensor), producer, out)
+        if len(self.objects) > 4 * len(self.storages) + 10_000:
+            self._forget()
+
+    def _forget(self) -> None:
+        """Drop the entries of tensors that are gone (a long program keeps making new ones)."""
+        for key, entry in list(self.objects.items()):
+            if entry[0]() is None:
+                self.objects.pop(key, None)
+        for skey, written in list(self.storages.items()):
+            if _expired(written[0]):
+                self.storages.pop(skey, None)
+
+    def program_inputs(self, args: Any) -> None:
+        """The tensors a top module is called with: the program's inputs, unless made here."""
+        for tensor in tensors_in(list(args)):
+            if self._source(tensor).node == UNKNOWN:
+                self.made(tensor, PROGRAM)
+
+    # --- nodes -------------------------------------------------------------------------------
+
+    def op(self, func: Any, args: tuple[Any, ...], kwargs: CallKwargs, result: Any,
+           sources: list[Source], mark: int, work: bool) -> None:  # fmt: skip
+        """One op the dispatch mode ran (a view when not `work`)."""
+        tensors = tensors_in([list(args), list(kwargs.values()), result])
+        kinds = {t.device.type for t in tensors}
+        self.on_device = self.on_device or bool(kinds - {"cpu"})
+        name = op_name(func)
+        stage, path = self.where()
+        node = Node(
+            stage,
+            path,
+            name,
+            described(list(args), len(kinds) > 1),
+            {k: described(v, len(kinds) > 1) for k, v in kwargs.items()},
+            sources,
+            [described(t)["tensor"] for t in tensors_in(result)],
+            mark,
+            work and any(t.numel() for t in tensors),
+            kinds == {"cpu"},
+        )
+        node.why_not = why_not_replayed(name, node.args)
+        if name.split(".")[1] in HEAVY:
+            node.heavy = ("op", identity(stage, name, node.args, node.kwargs))
+        for out, tensor in enumerate(tensors_in(result)):
+            self._made(tensor, node, out, view=not work)
+        self._append(node)
+
+    def failed(self, result: Any, name: str) -> None:
+        """An op the recorder could not describe: what it made is of no recorded origin."""
+        self.made(result, f"made by an op the recorder could not describe ({name})")
+
+    def foreign(self, result: Any) -> None:
+        """Tensors another thread made."""
+        self.made(result, THREAD)
+
+    def open(self) -> None:
+        self.frames.append(len(self.stream))
+
+    def close(self, heavy: str | None, setup: bool) -> None:
+        """A torch call ended: a typed heavy call folds its ops into one heavy node, model
+        building makes its tensors model state; at the outermost call, segments settle."""
+        start = self.frames.pop()
+        inner = self.stream[start:]
+        if heavy is not None or setup:
+            del self.stream[start:]
+            into = None
+            if heavy is not None:
+                stage, path = self.where()
+                outside = [s for n in inner for s in n.sources if not _within(s, inner)]
+                into = Node(stage, path, "", [], {}, outside, [], heavy=("shape", heavy))
+                self._append(into)
+            for node in inner:
+                node.into, node.setup = into, into is None
+        if not self.frames:
+            self._settle()
+
+    def _append(self, node: Node) -> None:
+        self.stream.append(node)
+        if not self.frames:
+            self._settle()
+
+    def _settle(self) -> None:
+        """Close every segment that a heavy node, a change of stage or its length ended."""
+        number = self.checked
+        while number < len(self.stream):
+            node = self.stream[number]
+            if node.heavy is not None or node.stage != self.stream[0].stage:
+                self._segment(self.stream[:number])
+                if node.heavy is not None:
+                    self._heavy(node)
+                    number += 1
+                del self.stream[:number]
+                number = 0
+            elif number >= MAX_SEGMENT:
+                self._segment(self.stream[:number])
+                del self.stream[:number]
+                number = 0
+            else:
+                number += 1
+        self.checked = len(self.stream)
+
+    def finish(self) -> None:
+        """The recording ended: the last segment closes."""
+        self._segment(self.stream)
+        self.stream, self.checked = [], 0
+
+    def _heavy(self, node: Node) -> None:
+        """A heavy node consumes what it reads: its producers' chains end before it."""
+        for source in node.sources:
+            producer = source.node
+            if isinstance(producer, Node) and producer.chain is not None:
+                producer.chain.leaving.add((producer.index, source.out))
+                add_new(producer.chain.before, node.heavy)
+
+    def _segment(self, nodes: list[Node]) -> None:
+        """A segment's nodes into chains; host ops are no device work in a GPU program."""
+        on_device = self.on_device
+        self.chains.segment([n for n in nodes if not (n.host and on_device) and n.heavy is None])
+
+
+def _weak(tensor: torch.Tensor) -> StorageWeakRef:
+    """A weak reference to the tensor's storage (it does not keep the memory)."""
+    return StorageWeakRef(tensor.untyped_storage())  # type: ignore[no-untyped-call]
+
+
+def _expired(reference: StorageWeakRef) -> bool:
+    """Whether the storage is gone (its memory may now hold another tensor)."""
+    return bool(reference.expired())  # type: ignore[no-untyped-call]
+
+
+def _storage_key(tensor: torch.Tensor) -> tuple[str, int] | None:
+    """(device, address) of a tensor's storage; None for one without memory (meta, empty)."""
+    try:
+        pointer = tensor.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):
+        return None
+    return (str(tensor.device), pointer) if pointer else None
+
+
+def _within(source: Source, nodes: list[Node]) -> bool:
+    return any(source.node is n for n in nodes)
