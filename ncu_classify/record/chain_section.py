@@ -156,11 +156,14 @@ def chains_yaml(chains: dict[str, list[Chain]], dumps: Callable[[Any], str]) -> 
             data = chain.model_dump(by_alias=True, exclude_none=True)
             if not chain.untied:
                 del data["untied"]
+            for op in data["ops"]:
+                if not op["kwargs"]:
+                    del op["kwargs"]
             for number, key in enumerate(k for k in Chain.model_fields if k in data):
                 lead = "      " if number else "    - "
                 alias = "from" if key == "origins" else key
                 value = data[key]
-                if key in ("inputs", "ops"):
+                if key in ("inputs", "ops") and value:
                     lines.append(f"{lead}{alias}:")
                     lines += [f"        - {_flow(entry, dumps)}" for entry in value]
                 else:

@@ -1,0 +1,235 @@
+"""Chains (issue 39): record keeps the dataflow, so the device ops between two heavy ops are
+rebuilt as one chain (ops in order, each tensor an input or an earlier op's output), identical
+chains merge with their calls, the chains are written into the shapes file and read back, and
+a chain replays eagerly and compiled (Inductor, on the CPU) as the model computed it. What the
+recorder could not tie together is listed with why."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+from helpers import import_or_skip
+
+torch = import_or_skip("torch")
+
+import torch.nn.functional as F  # noqa: E402
+
+from ncu_classify.record.document import shapes_yaml, validated_document  # noqa: E402
+from ncu_classify.record.recorder import Recorder  # noqa: E402
+from ncu_classify.shapes.chains import Chain  # noqa: E402
+from ncu_classify.shapes.file import load_shapes  # noqa: E402
+
+CONV_IN = "net:conv3d:in1x4x3x6x6_w8x4x1x1x1_s1x1x1_p0x0x0:fp32:tf32:bias"
+CONV = "net:conv3d:in1x8x5x8x8_w8x8x3x3x3_s1x1x1_p0x0x0:fp32:tf32:bias"
+SPEC = {"shape": [1, 8, 3, 6, 6], "dtype": "float32", "strides": [864, 108, 36, 6, 1], "offset": 0}
+PARAM = {"shape": [8], "dtype": "float32", "strides": [1], "offset": 0}
+
+
+class Block(torch.nn.Module):
+    """A VAE-like residual block: group norm -> SiLU -> pad -> conv3d, plus the input."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = torch.nn.GroupNorm(4, 8)
+        self.conv = torch.nn.Conv3d(8, 8, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = F.silu(self.norm(x))
+        return x + self.conv(F.pad(h, (1, 1, 1, 1, 1, 1)))
+
+
+class Net(torch.nn.Module):
+    """conv_in, then three blocks: block n's residual add runs before block n+1's norm."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv_in = torch.nn.Conv3d(4, 8, 1)
+        self.blocks = torch.nn.ModuleList(Block() for _ in range(3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.conv_in(x)
+        for block in self.blocks:
+            h = block(h)
+        return h
+
+
+def _record(model: torch.nn.Module, *inputs: torch.Tensor, chains: bool = True) -> str:
+    torch.manual_seed(0)
+    recorder = Recorder(roots={"net": model}, chains=chains)
+    with recorder, torch.no_grad():
+        model(*inputs)
+    return shapes_yaml(validated_document(recorder, "test"))
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    torch.manual_seed(0)
+    text = _record(Net().eval(), torch.randn(1, 4, 3, 6, 6))
+    path = tmp_path_factory.mktemp("chains") / "net.yaml"
+    path.write_text(text)
+    return text, path
+
+
+def test_the_chain_between_two_convs_with_its_dataflow(recorded: tuple[str, Path]) -> None:
+    """Between a block's conv and the next block's conv: the residual add, the group norm,
+    SiLU and the pad, each reading the op before; twice (blocks 0->1 and 1->2), merged."""
+    chains = load_shapes(recorded[1]).chains["net"]
+    assert [(c.name, c.calls) for c in chains] == [
+        ("net:chain:native_group_norm+silu+constant_pad_nd:1x8x3x6x6:fp32", 1),
+        ("net:chain:add+native_group_norm+silu+constant_pad_nd:1x8x3x6x6:fp32", 2),
+    ]
+    chain = chains[1]
+    assert [op.overload for op in chain.ops] == [
+        "aten.add.Tensor",
+        "aten.native_group_norm.default",
+        "aten.silu.default",
+        "aten.constant_pad_nd.default",
+    ]
+    assert [op.args for op in chain.ops] == [
+        [{"input": 0}, {"input": 1}],
+        [{"ref": [0, 0]}, {"input": 2}, {"input": 3}, 1, 8, 108, 4, 1e-05],
+        [{"ref": [1, 0]}],
+        [{"ref": [2, 0]}, [1, 1, 1, 1, 1, 1], 0.0],
+    ]
+    assert [i.tensor.model_dump(exclude_none=True) for i in chain.inputs] == [SPEC, SPEC] + [
+        PARAM
+    ] * 2
+    # the residual: conv_in's output for block 0, the previous chain's add for block 1
+    assert [i.origins for i in chain.inputs] == [
+        [CONV_IN, f"{chain.name} op 0"],
+        [CONV],
+        ["parameter"],
+        ["parameter"],
+    ]
+    assert (chain.after, chain.before, chain.source) == ([CONV_IN, CONV], [CONV], "net.blocks")
+    # the add leaves (the next residual) and so does the pad (the conv reads it)
+    assert [o.ref for o in chain.outputs] == [[0, 0], [3, 0]]
+    assert chain.ops[2].shape == "net:aten.silu.default:1x8x3x6x6:fp32"
+    assert chain.untied == [] and chain.real_us is None
+
+
+def test_the_chains_are_read_back_and_written_again_byte_for_byte(
+    recorded: tuple[str, Path],
+) -> None:
+    from ruamel.yaml import YAML
+
+    from ncu_classify.record.shapes_document import ShapesDocument
+    from ncu_classify.shapes.recorded import Recorded
+
+    text, path = recorded
+    data = json.loads(json.dumps(YAML(typ="safe").load(text)))
+    chains = {s: [Chain.model_validate(c) for c in items] for s, items in data["chains"].items()}
+    assert chains == load_shapes(path).chains
+    recorded_block = Recorded.model_validate(data["recorded"])
+    again = ShapesDocument(recorded=recorded_block, stages=data["stages"], chains=chains)
+    assert shapes_yaml(again) == text
+
+
+def test_without_chains_the_file_is_the_same_but_the_section() -> None:
+    """Recording with the dataflow changes nothing in the file but the added section."""
+    torch.manual_seed(0)
+    net = Net().eval()
+    x = torch.randn(1, 4, 3, 6, 6)
+    with_chains, without = _record(net, x), _record(net, x, chains=False)
+    assert "\nchains:\n" not in without
+    assert with_chains.split("chains:\n", 1)[0] == without
+
+
+@pytest.mark.parametrize("mode", ["eager", "compile"])
+def test_a_chain_replays_as_the_model_computes_it(recorded: tuple[str, Path], mode: str) -> None:
+    """The merged chain as one function on the CPU, on seeded inputs: its outputs are the
+    block's own computation on them (eager: to the bit; compiled by Inductor: fp32 rounding)."""
+    from ncu_classify.replay.chain import chain_runner
+
+    chain = load_shapes(recorded[1]).chains["net"][1]
+    run, inputs = chain_runner(chain, mode, "cpu")  # type: ignore[arg-type]
+    outputs = run()
+    conv_out, residual, weight, bias = inputs
+    added = conv_out + residual
+    expected = F.pad(F.silu(F.group_norm(added, 4, weight, bias)), (1, 1, 1, 1, 1, 1))
+    assert [list(o.shape) for o in outputs] == [[1, 8, 3, 6, 6], [1, 8, 5, 8, 8]]
+    tolerance = {"atol": 0.0, "rtol": 0.0} if mode == "eager" else {"atol": 1e-5, "rtol": 1e-5}
+    torch.testing.assert_close(outputs[0], added, **tolerance)
+    torch.testing.assert_close(outputs[1], expected, **tolerance)
+    assert float(outputs[1].abs().sum()) > 100  # not zeros: the drawn inputs are normal
+
+
+class Scaled(torch.nn.Module):
+    """conv -> (x * TABLE + 1) -> SiLU -> conv, TABLE coming from where record cannot see."""
+
+    def __init__(self, table: object) -> None:
+        super().__init__()
+        self.a = torch.nn.Conv2d(2, 2, 1)
+        self.b = torch.nn.Conv2d(2, 2, 1)
+        self.table = table
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        table = self.table() if callable(self.table) else self.table
+        return self.b(F.silu(self.a(x) * table + 1))
+
+
+def _from_a_thread() -> torch.Tensor:
+    made: list[torch.Tensor] = []
+    worker = threading.Thread(target=lambda: made.append(torch.ones(1, 2, 4, 4) * 3))
+    worker.start()
+    worker.join()
+    return made[0]
+
+
+@pytest.mark.parametrize(
+    ("table", "origin", "why"),
+    [
+        (torch.full((1, 2, 4, 4), 2.0), "unknown", "of unknown origin: no recorded op made it"),
+        (_from_a_thread, "another thread", "made in another thread (record sees only"),
+    ],
+    ids=["made-before-the-recording", "made-in-another-thread"],
+)
+def test_a_chain_with_an_input_of_unknown_origin_is_listed_with_why(
+    tmp_path: Path, table: object, origin: str, why: str
+) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(_record(Scaled(table), torch.randn(1, 2, 4, 4)))
+    (chain,) = load_shapes(path).chains["net"]
+    assert [op.overload for op in chain.ops] == [
+        "aten.mul.Tensor",
+        "aten.add.Tensor",
+        "aten.silu.default",
+    ]
+    assert len(chain.untied) == 1 and chain.untied[0].startswith(f"input 1: {why}")
+    assert chain.inputs[1].origins == [origin]
+
+
+def test_a_data_dependent_op_unties_its_chain_and_is_not_replayed(tmp_path: Path) -> None:
+    from ncu_classify.replay.aten import NotReplayable
+    from ncu_classify.replay.chain import chain_runner
+
+    class Masked(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h = F.silu(self.a(x))
+            return self.b(torch.nonzero(h > 0).float()[:, :1].expand(-1, 4).contiguous())
+
+    path = tmp_path / "s.yaml"
+    path.write_text(_record(Masked(), torch.randn(3, 4)))
+    (chain,) = load_shapes(path).chains["net"]
+    assert any("nonzero" in why and "depends on the values" in why for why in chain.untied)
+    with pytest.raises(NotReplayable, match="depends on the values"):
+        chain_runner(chain, "eager", "cpu")
+
+
+def test_a_chain_link_to_a_later_op_is_refused_with_its_place() -> None:
+    from pydantic import ValidationError
+
+    op = {"overload": "aten.silu.default", "args": [{"ref": [1, 0]}], "outputs": [PARAM]}
+    bad = {"name": "s:chain:x", "calls": 1, "inputs": [], "ops": [op, op]}
+    with pytest.raises(ValidationError, match=r"ops.0: ref \[1, 0\] names no earlier op"):
+        Chain.model_validate(bad)
+    tensor = {**op, "args": [{"tensor": PARAM}]}
+    with pytest.raises(ValidationError, match="a chain's tensor is an input"):
+        Chain.model_validate({**bad, "ops": [tensor]})
