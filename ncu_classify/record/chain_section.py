@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 SHORT = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "float64": "fp64"}
 NAMED_OPS = 4  # ops named in a chain's id; more are counted
+_ADAPTER: list[Any] = [None]  # the shapes' validator, built once
 
 
 def chain_section(recorder: Recorder, document: ShapesDocument) -> dict[str, list[Chain]]:
@@ -66,7 +67,7 @@ def _shape_names(recorder: Recorder, document: ShapesDocument) -> dict[tuple[str
     from ..shapes.file import Shape, group_id
     from .chains import identity
 
-    adapter: TypeAdapter[Any] = TypeAdapter(Shape)
+    adapter = _ADAPTER[0] = _ADAPTER[0] or TypeAdapter(Shape)
     names: dict[tuple[str, str], str] = {}
     for key, entry in recorder.recording.entries.items():
         try:

@@ -130,7 +130,7 @@ class Chains:
             if node.why_not:
                 add_new(untied, f"op {len(ops) - 1} ({node.op}): {node.why_not}")
         stage = group[0].stage
-        key = json.dumps([stage, ops, specs], sort_keys=True)
+        key = repr((stage, ops, specs))  # (the same call describes alike: repr is enough)
         record = self.records.get(key)
         if record is None:
             if len(self.records) >= MAX_CHAINS:

@@ -26,7 +26,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 
 from .calls import CallKwargs
 from .chains import PARAMETER, PROGRAM, THREAD, UNKNOWN, ChainRecord, Chains, add_new, identity
-from .device_ops import described, op_name, tensors_in, why_not_replayed
+from .device_ops import Seen, described, op_name, tensors_in, why_not_replayed
 
 # Device ops that are heavy themselves (batched products, convolutions, attention kernels): a
 # chain stops at them as at a typed linear, conv or attention.
@@ -88,6 +88,7 @@ class Dataflow:
         self.stream: list[Node] = []
         self.frames: list[int] = []
         self.checked = 0  # nodes of the stream already settled
+        self.here: tuple[str, str] | None = None  # (stage, path) of the torch call running
         self.chains = Chains()
 
     # --- sources -----------------------------------------------------------------------------
@@ -145,30 +146,37 @@ class Dataflow:
     # --- nodes -------------------------------------------------------------------------------
 
     def op(self, func: Any, args: tuple[Any, ...], kwargs: CallKwargs, result: Any,
-           sources: list[Source], mark: int, work: bool) -> None:  # fmt: skip
-        """One op the dispatch mode ran (a view when not `work`)."""
-        tensors = tensors_in([list(args), list(kwargs.values()), result])
-        kinds = {t.device.type for t in tensors}
-        self.on_device = self.on_device or bool(kinds - {"cpu"})
-        name = op_name(func)
-        stage, path = self.where()
-        node = Node(
-            stage,
-            path,
-            name,
-            described(list(args), len(kinds) > 1),
-            {k: described(v, len(kinds) > 1) for k, v in kwargs.items()},
-            sources,
-            [described(t)["tensor"] for t in tensors_in(result)],
-            mark,
-            work and any(t.numel() for t in tensors),
-            kinds == {"cpu"},
-        )
-        node.why_not = why_not_replayed(name, node.args)
-        if name.split(".")[1] in HEAVY:
-            node.heavy = ("op", identity(stage, name, node.args, node.kwargs))
-        for out, tensor in enumerate(tensors_in(result)):
-            self._made(tensor, node, out, view=not work)
+           sources: list[Source], mark: int, seen: Seen | None) -> None:  # fmt: skip
+        """One op the dispatch mode ran: `seen`, the device ops' description of it, when it
+        did work; a view (or an op on empty tensors) otherwise."""
+        made = tensors_in(result)
+        if not made and not sources:
+            return  # (no tensor in or out: a library's probe, no device work)
+        here = self.here if self.frames else None
+        if here is None:  # (one torch call runs in one module: its ops share where they are)
+            here = self.here = self.where()
+        if seen is not None:
+            node = Node(*here, seen.op, seen.args, seen.kwargs, sources, seen.outputs)
+            node.host, node.mark, node.work = seen.on_host, mark, True
+            self.on_device = self.on_device or not seen.on_host
+            node.why_not = why_not_replayed(seen.op, seen.args)
+        else:
+            mixed = (
+                len({t.device.type for t in made} | {t.device.type for t in _inputs(args, kwargs)})
+                > 1
+            )
+            node = Node(
+                *here,
+                op_name(func),
+                described(list(args), mixed),
+                {k: described(v, mixed) for k, v in kwargs.items()},
+                sources,
+                [described(t)["tensor"] for t in made],
+            )
+        if node.op.split(".")[1] in HEAVY:
+            node.heavy = ("op", identity(node.stage, node.op, node.args, node.kwargs))
+        for out, tensor in enumerate(made):
+            self._made(tensor, node, out, view=not node.work)
         self._append(node)
 
     def failed(self, result: Any, name: str) -> None:
@@ -180,7 +188,9 @@ class Dataflow:
         self.made(result, THREAD)
 
     def open(self) -> None:
+        """A torch call starts: what it dispatches may fold into it when it ends."""
         self.frames.append(len(self.stream))
+        self.here = None
 
     def close(self, heavy: str | None, setup: bool) -> None:
         """A torch call ended: a typed heavy call folds its ops into one heavy node, model
@@ -261,6 +271,10 @@ def _storage_key(tensor: torch.Tensor) -> tuple[str, int] | None:
     except (RuntimeError, NotImplementedError):
         return None
     return (str(tensor.device), pointer) if pointer else None
+
+
+def _inputs(args: tuple[Any, ...], kwargs: CallKwargs) -> list[torch.Tensor]:
+    return tensors_in([list(args), list(kwargs.values())])
 
 
 def _within(source: Source, nodes: list[Node]) -> bool:

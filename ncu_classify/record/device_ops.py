@@ -186,11 +186,12 @@ class DeviceOps:
                 self.clock.aim(seen.mark, None)
 
     def saw(self, func: Any, args: tuple[Any, ...], kwargs: CallKwargs, result: Any,
-            mark: int) -> None:  # fmt: skip
-        """One dispatched op that may do work: held for the torch call around it, if any."""
+            mark: int) -> Seen | None:  # fmt: skip
+        """One dispatched op that may do work: held for the torch call around it, if any
+        (and returned, for the dataflow)."""
         tensors = tensors_in([list(args), list(kwargs.values()), result])
         if all(t.numel() == 0 for t in tensors):
-            return  # empty tensors: no work (its mark says nothing: its parent's target)
+            return None  # empty tensors: no work (its mark says nothing: its parent's target)
         kinds = {t.device.type for t in tensors}
         mixed = len(kinds) > 1
         seen = Seen(
@@ -205,6 +206,7 @@ class DeviceOps:
             self._pending[-1].append(seen)
         else:
             self._add(seen)
+        return seen
 
     def sources(self, args: tuple[Any, ...], kwargs: CallKwargs) -> list[Any] | None:
         """Where the op's tensors come from, before it runs (None without a dataflow)."""
@@ -216,14 +218,14 @@ class DeviceOps:
             return None
 
     def follow(self, func: Any, args: tuple[Any, ...], kwargs: CallKwargs, result: Any,
-               sources: list[Any] | None, mark: int, work: bool) -> None:  # fmt: skip
+               sources: list[Any] | None, mark: int, seen: Seen | None) -> None:  # fmt: skip
         """One op into the dataflow; one it cannot follow makes tensors of no known origin."""
-        if self.flow is None or not touches_tensors(args, kwargs, result):
+        if self.flow is None:
             return
         try:
             if sources is None:
                 raise ValueError("no sources")
-            self.flow.op(func, args, kwargs, result, sources, mark, work)
+            self.flow.op(func, args, kwargs, result, sources, mark, seen)
         except Exception:  # recording must never break the user's model: said in the chain
             with contextlib.suppress(Exception):
                 self.flow.failed(result, op_name(func))
@@ -292,17 +294,18 @@ class _Dispatch(TorchDispatchMode):
         sources = self.ops.sources(args, kwargs)
         if not does_work(func):
             result = func(*args, **kwargs)
-            self.ops.follow(func, args, kwargs, result, sources, -1, False)
+            self.ops.follow(func, args, kwargs, result, sources, -1, None)
             return result
         mark = self.ops.clock.begin()
         try:
             result = func(*args, **kwargs)
         finally:
             self.ops.clock.end(mark)
+        seen = None
         try:
             if touches_tensors(args, kwargs, result):
-                self.ops.saw(func, args, kwargs, result, mark)
+                seen = self.ops.saw(func, args, kwargs, result, mark)
         except Exception as exc:  # recording must never break the user's model: counted
             self.ops.failed_call(f"(record failed: {func}: {type(exc).__name__})", mark)
-        self.ops.follow(func, args, kwargs, result, sources, mark, True)
+        self.ops.follow(func, args, kwargs, result, sources, mark, seen)
         return result
