@@ -41,7 +41,7 @@ HEAVY = frozenset(
 MAX_SEGMENT = 512  # ops between two heavy ops: a longer run is cut (the file stays readable)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Node:
     """One op the recording thread ran (or a heavy call folded into one), in program order."""
 
@@ -63,7 +63,7 @@ class Node:
     setup: bool = False  # it built the model: what it made is model state
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Source:
     """Where one tensor argument comes from: output `out` of a node, or an origin by name;
     `rebuilt`: found by storage, so its view is rebuilt from the output by `as_strided`."""
@@ -83,7 +83,7 @@ class Dataflow:
     ) -> None:
         self.where, self.modules = where, modules
         self.objects: dict[int, tuple[Any, int, Node | str, int]] = {}
-        self.storages: dict[tuple[str, int], tuple[StorageWeakRef, Node | str, int]] = {}
+        self.storages: dict[tuple[torch.device, int], tuple[StorageWeakRef, Node | str, int]] = {}
         self.on_device = False  # a tensor off the CPU was seen: host ops are no device work
         self.stream: list[Node] = []
         self.frames: list[int] = []
@@ -100,12 +100,17 @@ class Dataflow:
     def _source(self, tensor: torch.Tensor) -> Source:
         known = self.objects.get(id(tensor))
         if known is not None and known[0]() is tensor and known[1] == tensor._version:
-            return Source(known[2], known[3])
+            by_name = isinstance(known[2], str)  # (one input per tensor of an origin by name)
+            return Source(known[2], known[3], ident=id(tensor) if by_name else 0)
         key = _storage_key(tensor)
         written = self.storages.get(key) if key is not None else None
         if written is not None and not _expired(written[0]):
-            return Source(written[1], written[2], rebuilt=True)
-        return Source(self._origin(tensor), ident=id(tensor))
+            by_name = isinstance(written[1], str)
+            return Source(written[1], written[2], True, id(tensor) if by_name else 0)
+        origin = self._origin(tensor)
+        if origin == PARAMETER:  # (known by its object from now on: looked up once)
+            self.objects[id(tensor)] = (weakref.ref(tensor), tensor._version, origin, 0)
+        return Source(origin, ident=id(tensor))
 
     def _origin(self, tensor: torch.Tensor) -> str:
         if isinstance(tensor, torch.nn.Parameter):
@@ -121,10 +126,16 @@ class Dataflow:
             self._made(tensor, producer, out, view=False)
 
     def _made(self, tensor: torch.Tensor, producer: Node | str, out: int, view: bool) -> None:
+        """`producer` made the tensor (a view: the object alone; else also its storage)."""
         self.objects[id(tensor)] = (weakref.ref(tensor), tensor._version, producer, out)
-        key = _storage_key(tensor)
-        if key is not None and not view:
-            self.storages[key] = (_weak(tensor), producer, out)
+        if not view:
+            try:
+                storage = tensor.untyped_storage()
+            except (RuntimeError, NotImplementedError):
+                return
+            if storage.data_ptr():
+                key = (tensor.device, storage.data_ptr())
+                self.storages[key] = (_weak(storage), producer, out)
         if len(self.objects) > 4 * len(self.storages) + 10_000:
             self._forget()
 
@@ -254,9 +265,9 @@ class Dataflow:
         self.chains.segment([n for n in nodes if not (n.host and on_device) and n.heavy is None])
 
 
-def _weak(tensor: torch.Tensor) -> StorageWeakRef:
-    """A weak reference to the tensor's storage (it does not keep the memory)."""
-    return StorageWeakRef(tensor.untyped_storage())  # type: ignore[no-untyped-call]
+def _weak(storage: Any) -> StorageWeakRef:
+    """A weak reference to a storage (it does not keep the memory)."""
+    return StorageWeakRef(storage)  # type: ignore[no-untyped-call]
 
 
 def _expired(reference: StorageWeakRef) -> bool:
@@ -264,13 +275,13 @@ def _expired(reference: StorageWeakRef) -> bool:
     return bool(reference.expired())  # type: ignore[no-untyped-call]
 
 
-def _storage_key(tensor: torch.Tensor) -> tuple[str, int] | None:
+def _storage_key(tensor: torch.Tensor) -> tuple[torch.device, int] | None:
     """(device, address) of a tensor's storage; None for one without memory (meta, empty)."""
     try:
         pointer = tensor.untyped_storage().data_ptr()
     except (RuntimeError, NotImplementedError):
         return None
-    return (str(tensor.device), pointer) if pointer else None
+    return (tensor.device, pointer) if pointer else None
 
 
 def _inputs(args: tuple[Any, ...], kwargs: CallKwargs) -> list[torch.Tensor]:

@@ -233,3 +233,27 @@ def test_a_chain_link_to_a_later_op_is_refused_with_its_place() -> None:
     tensor = {**op, "args": [{"tensor": PARAM}]}
     with pytest.raises(ValidationError, match="a chain's tensor is an input"):
         Chain.model_validate({**bad, "ops": [tensor]})
+
+
+def test_two_parameters_of_one_layout_are_two_inputs(tmp_path: Path) -> None:
+    """Inputs by name (parameters here) are told apart by tensor, not by layout."""
+
+    class Affine(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)
+            self.scale = torch.nn.Parameter(torch.full((4,), 2.0))
+            self.shift = torch.nn.Parameter(torch.full((4,), 3.0))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.b((self.a(x) * self.scale + self.shift) * self.scale)
+
+    path = tmp_path / "s.yaml"
+    path.write_text(_record(Affine(), torch.randn(3, 4)))
+    (chain,) = load_shapes(path).chains["net"]
+    assert [op.args for op in chain.ops] == [
+        [{"input": 0}, {"input": 1}],
+        [{"ref": [0, 0]}, {"input": 2}],
+        [{"ref": [1, 0]}, {"input": 1}],
+    ]
+    assert [i.origins for i in chain.inputs] == [[chain.after[0]], ["parameter"], ["parameter"]]
