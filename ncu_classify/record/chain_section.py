@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ..shapes.chains import Chain
-from .chains import ChainRecord
+from .chains import ChainRecord, identity
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -65,7 +65,6 @@ def _shape_names(recorder: Recorder, document: ShapesDocument) -> dict[tuple[str
     from pydantic import TypeAdapter, ValidationError
 
     from ..shapes.file import Shape, group_id
-    from .chains import identity
 
     adapter = _ADAPTER[0] = _ADAPTER[0] or TypeAdapter(Shape)
     names: dict[tuple[str, str], str] = {}
@@ -114,17 +113,17 @@ def _chain(
         if origin[0] == "named":
             return str(origin[1])
         if origin[0] == "heavy":
-            return names.get(origin[1], str(origin[1][0]))
+            return _heavy(origin[1], names)
         if origin[0] == "chain":
             return f"{chain_names[id(origin[1])]} op {origin[2]}"
-        return names.get(("op", origin[1]), str(origin[2]))
+        return names.get(("op", identity(*origin[1:])), str(origin[2]))
 
     item = {
         "name": chain_names[id(record)],
         "calls": record.calls,
         "source": ", ".join(record.sources),
-        "after": [names.get(h, h[0]) for h in record.after],
-        "before": [names.get(h, h[0]) for h in record.before],
+        "after": [_heavy(h, names) for h in record.after],
+        "before": [_heavy(h, names) for h in record.before],
     }
     if per_mark is not None:
         times = [per_mark[m] for m in record.marks if m in per_mark]
@@ -143,6 +142,11 @@ def _chain(
     item["ops"] = ops
     item["outputs"] = [{"ref": list(ref)} for ref in sorted(record.leaving)]
     return item
+
+
+def _heavy(heavy: tuple[str, str], names: dict[tuple[str, str], str]) -> str:
+    """A heavy op's group id; a heavy call no shape stands for by its name (`linear`)."""
+    return names.get(heavy, heavy[1] if heavy[0] == "call" else heavy[0])
 
 
 def chains_yaml(chains: dict[str, list[Chain]], dumps: Callable[[Any], str]) -> list[str]:

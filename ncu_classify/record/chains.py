@@ -109,7 +109,7 @@ class Chains:
                     ref["as_strided"] = {k: spec[k] for k in ("shape", "strides", "offset")}
                 return ref
             who = producer if isinstance(producer, str) else id(producer)
-            key = (who, source.out, source.ident, json.dumps(spec, sort_keys=True))
+            key = (who, source.out, source.ident, repr(spec))
             if key not in inputs:
                 inputs[key] = len(specs)
                 specs.append(spec)
@@ -161,7 +161,7 @@ def resolved(producer: Node | str) -> Node | str:
 
 def origin_of(source: Source) -> tuple[Any, ...]:
     """An input's origin, named when the document is written: ("named", origin), ("heavy",
-    heavy key), ("chain", record, op number) or ("op", identity, overload)."""
+    heavy key), ("chain", record, op number) or ("op", stage, overload, args, kwargs)."""
     producer = resolved(source.node)
     if isinstance(producer, str):
         return ("named", producer)
@@ -169,8 +169,7 @@ def origin_of(source: Source) -> tuple[Any, ...]:
         return ("heavy", producer.heavy)
     if producer.chain is not None:
         return ("chain", producer.chain, producer.index)
-    return ("op", identity(producer.stage, producer.op, producer.args, producer.kwargs),
-            producer.op)  # fmt: skip
+    return ("op", producer.stage, producer.op, producer.args, producer.kwargs)
 
 
 def relinked(value: Any, feed: Iterator[Source], linked: Callable[..., Any]) -> Any:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from .calls import CallKwargs
@@ -37,6 +38,15 @@ HEAVY = frozenset(
      "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
      "_scaled_dot_product_flash_attention_for_cpu", "_flash_attention_forward",
      "_efficient_attention_forward"}
+)  # fmt: skip
+# Torch calls that are heavy (a GEMM, a conv, attention) whatever the recorder types them as:
+# their device ops are not described one by one, only what they read and make (`open`).
+HEAVY_CALLS = frozenset(
+    {F.linear, F.conv1d, F.conv2d, F.conv3d, F.conv_transpose1d, F.conv_transpose2d,
+     F.conv_transpose3d, F.scaled_dot_product_attention, torch.matmul, torch.mm, torch.bmm,
+     torch.addmm, torch.baddbmm, torch.Tensor.matmul, torch.Tensor.mm, torch.Tensor.bmm,
+     torch.Tensor.__matmul__, torch.Tensor.__rmatmul__, torch.Tensor.addmm,
+     torch.Tensor.baddbmm}
 )  # fmt: skip
 MAX_SEGMENT = 512  # ops between two heavy ops: a longer run is cut (the file stays readable)
 
@@ -89,13 +99,14 @@ class Dataflow:
         self.frames: list[int] = []
         self.checked = 0  # nodes of the stream already settled
         self.here: tuple[str, str] | None = None  # (stage, path) of the torch call running
+        self.light: tuple[int, Node, str] | None = None  # the heavy call running: depth, node
         self.chains = Chains()
 
     # --- sources -----------------------------------------------------------------------------
 
     def sources(self, args: tuple[Any, ...], kwargs: CallKwargs) -> list[Source]:
         """The source of every tensor argument, before the op runs (an in-place op's own)."""
-        return [self._source(t) for t in tensors_in([list(args), list(kwargs.values())])]
+        return [self._source(t) for t in _inputs(args, kwargs)]
 
     def _source(self, tensor: torch.Tensor) -> Source:
         known = self.objects.get(id(tensor))
@@ -163,6 +174,12 @@ class Dataflow:
         made = tensors_in(result)
         if not made and not sources:
             return  # (no tensor in or out: a library's probe, no device work)
+        if self.light is not None:  # inside a heavy call: what it reads and makes, no more
+            heavy = self.light[1]
+            heavy.sources += [s for s in sources if s.node is not heavy]
+            for out, tensor in enumerate(made):
+                self._made(tensor, heavy, out, view=seen is None)
+            return
         here = self.here if self.frames else None
         if here is None:  # (one torch call runs in one module: its ops share where they are)
             here = self.here = self.where()
@@ -198,14 +215,30 @@ class Dataflow:
         """Tensors another thread made."""
         self.made(result, THREAD)
 
-    def open(self) -> None:
-        """A torch call starts: what it dispatches may fold into it when it ends."""
+    def open(self, func: Any = None) -> None:
+        """A torch call starts: what it dispatches may fold into it when it ends; a heavy
+        call's ops fold into it from the start (`light`)."""
         self.frames.append(len(self.stream))
         self.here = None
+        if self.light is None and func in HEAVY_CALLS:
+            name = getattr(func, "__name__", "heavy call")
+            self.light = (len(self.frames), Node("", "", "", [], {}, [], []), name)
 
     def close(self, heavy: str | None, setup: bool) -> None:
         """A torch call ended: a typed heavy call folds its ops into one heavy node, model
         building makes its tensors model state; at the outermost call, segments settle."""
+        if self.light is not None and self.light[0] == len(self.frames):
+            _, node, name = self.light
+            self.light = None
+            node.stage, node.path = self.where()
+            node.setup = setup
+            node.heavy = ("shape", heavy) if heavy is not None else ("call", name)
+            self.frames.pop()
+            if not setup:
+                self._append(node)
+            if not self.frames:
+                self._settle()
+            return
         start = self.frames.pop()
         inner = self.stream[start:]
         if heavy is not None or setup:
@@ -285,7 +318,14 @@ def _storage_key(tensor: torch.Tensor) -> tuple[torch.device, int] | None:
 
 
 def _inputs(args: tuple[Any, ...], kwargs: CallKwargs) -> list[torch.Tensor]:
-    return tensors_in([list(args), list(kwargs.values())])
+    """The tensor arguments, in order (`tensors_in`, quicker for the flat common case)."""
+    found: list[torch.Tensor] = []
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, torch.Tensor):
+            found.append(value)
+        elif isinstance(value, (list, tuple)):
+            found += tensors_in(value)
+    return found
 
 
 def _within(source: Source, nodes: list[Node]) -> bool:

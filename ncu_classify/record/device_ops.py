@@ -168,10 +168,11 @@ class DeviceOps:
     def __exit__(self, *exc: object) -> None:
         self._mode.__exit__(*exc)
 
-    def open_call(self) -> None:
+    def open_call(self, func: Any = None) -> None:
+        """A torch call (`func`) starts: what it dispatches waits for its verdict."""
         self._pending.append([])
         if self.flow is not None:
-            self.flow.open()
+            self.flow.open(func)
 
     def close_call(self, keep: bool, heavy: str | None = None, setup: bool = False) -> None:
         """The torch call around the pending ops ended: keep them (`keep`), or leave them to
