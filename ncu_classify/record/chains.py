@@ -25,7 +25,7 @@ TIED = (PARAMETER, PROGRAM, SETUP)
 UNTIED = {
     THREAD: "made in another thread (record sees only the thread that runs the program)",
     UNKNOWN: "of unknown origin: no recorded op made it, and it is no parameter, buffer or"
-    " positional argument of a top module (made before the recording, or out of its sight)",
+    " argument of a top module call (made before the recording, or out of its sight)",
 }
 MAX_CHAINS = 2000  # distinct chains kept; the calls of further ones are counted and said
 MAX_ORIGINS = 8  # distinct origins kept per input

@@ -16,6 +16,7 @@ links form a chain when two or more of them do work. Identical chains merge, wit
 
 from __future__ import annotations
 
+import sys
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -160,8 +161,9 @@ class Dataflow:
                 self.storages.pop(skey, None)
 
     def program_inputs(self, args: Any) -> None:
-        """The tensors a top module is called with: the program's inputs, unless made here."""
-        for tensor in tensors_in(list(args)):
+        """The tensors a top module is called with (`args`, and the keyword arguments its
+        module call holds): the program's inputs, unless made here."""
+        for tensor in tensors_in([list(args), _keywords()]):
             if self._source(tensor).node == UNKNOWN:
                 self.made(tensor, PROGRAM)
 
@@ -315,6 +317,23 @@ def _storage_key(tensor: torch.Tensor) -> tuple[torch.device, int] | None:
     except (RuntimeError, NotImplementedError):
         return None
     return (tensor.device, pointer) if pointer else None
+
+
+def _keywords() -> list[Any]:
+    """The keyword arguments of the module call running the forward pre-hook (torch's
+    `_call_impl` holds them; a global pre-hook is handed the positional ones alone)."""
+    frame = sys._getframe(1)
+    try:
+        for _ in range(6):
+            if frame is None:
+                return []
+            found = frame.f_locals.get("kwargs")
+            if frame.f_code.co_name in ("inner", "_call_impl") and isinstance(found, dict):
+                return list(found.values())
+            frame = frame.f_back  # type: ignore[assignment]
+        return []
+    finally:
+        del frame
 
 
 def _inputs(args: tuple[Any, ...], kwargs: CallKwargs) -> list[torch.Tensor]:

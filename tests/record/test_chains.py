@@ -257,3 +257,57 @@ def test_two_parameters_of_one_layout_are_two_inputs(tmp_path: Path) -> None:
         [{"ref": [1, 0]}, {"input": 1}],
     ]
     assert [i.origins for i in chain.inputs] == [[chain.after[0]], ["parameter"], ["parameter"]]
+
+
+def test_a_program_input_given_by_keyword_is_tied(tmp_path: Path) -> None:
+    """A tensor made before the recording and handed to the top module, by position or by
+    keyword, is a program input: the chain that reads it is tied."""
+
+    class Keyword(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor, *, gate: torch.Tensor) -> torch.Tensor:
+            return self.b(F.silu(self.a(x) * gate + 1))
+
+    model, path = Keyword(), tmp_path / "s.yaml"
+    x, gate = torch.randn(3, 4), torch.randn(3, 4)  # (made before the recording)
+    recorder = Recorder(roots={"net": model})
+    with recorder, torch.no_grad():
+        model(x, gate=gate)
+    path.write_text(shapes_yaml(validated_document(recorder, "test")))
+    (chain,) = load_shapes(path).chains["net"]
+    assert chain.untied == [] and chain.inputs[1].origins == ["program input"]
+
+
+def test_a_view_read_after_an_in_place_write_is_rebuilt_from_the_writer(tmp_path: Path) -> None:
+    """A view made before an in-place write reads what the write made: found by its storage,
+    rebuilt from the writer's output by `as_strided`; the replay computes what the model did."""
+    from ncu_classify.replay.chain import chain_runner
+
+    class InPlace(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(4, 8), torch.nn.Linear(8, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h = F.silu(self.a(x))
+            view = h.view(3, 2, 4)
+            h.mul_(2.0)
+            return self.b((view + 1).view(3, 8))
+
+    path = tmp_path / "s.yaml"
+    path.write_text(_record(InPlace(), torch.randn(3, 4)))
+    (chain,) = load_shapes(path).chains["net"]
+    assert [(op.overload, op.args[0]) for op in chain.ops] == [
+        ("aten.silu.default", {"input": 0}),
+        ("aten.view.default", {"ref": [0, 0]}),
+        ("aten.mul_.Tensor", {"ref": [0, 0]}),
+        ("aten.add.Tensor", {"ref": [2, 0], "as_strided": {
+            "shape": [3, 2, 4], "strides": [8, 4, 1], "offset": 0}}),
+        ("aten.view.default", {"ref": [3, 0]}),
+    ]  # fmt: skip
+    run, inputs = chain_runner(chain, "eager", "cpu")
+    expected = (F.silu(inputs[0]) * 2.0 + 1).view(3, 8)
+    torch.testing.assert_close(run()[-1], expected, atol=0.0, rtol=0.0)
