@@ -9,10 +9,9 @@ tensor object (a weak reference, valid while its version counter is unchanged), 
 storage (the op that last wrote it, kept by a weak reference to the storage: a freed storage
 whose memory came back is not mistaken for the old one; the tensor is then rebuilt from that
 op's output by `as_strided`), else it is a parameter or buffer, an argument of a top module
-call, made while building the model, made in another thread, or of unknown origin. The device
-ops of a typed heavy call (linear, conv, attention) fold into one heavy node. Between two heavy
-nodes (or a change of stage) the nodes form a segment; the nodes of a segment that a tensor
-links form a chain when two or more of them do work. Identical chains merge, with their calls."""
+call, made while building the model, made in another thread, or of unknown origin. A heavy
+call (linear, conv, attention, matmul) is one node. The nodes between two heavy ones (or a
+change of stage) form a segment, which `chains` cuts into chains."""
 
 from __future__ import annotations
 
