@@ -175,9 +175,8 @@ class Dataflow:
         made = tensors_in(result)
         if not made and not sources:
             return  # (no tensor in or out: a library's probe, no device work)
-        if self.light is not None:  # inside a heavy call: what it reads and makes, no more
+        if self.light is not None:  # inside a heavy call: what it makes, no more
             heavy = self.light[1]
-            heavy.sources += [s for s in sources if s.node is not heavy]
             for out, tensor in enumerate(made):
                 self._made(tensor, heavy, out, view=seen is None)
             return
@@ -216,14 +215,15 @@ class Dataflow:
         """Tensors another thread made."""
         self.made(result, THREAD)
 
-    def open(self, func: Any = None) -> None:
+    def open(self, func: Any = None, args: tuple[Any, ...] = (), kwargs: Any = None) -> None:
         """A torch call starts: what it dispatches may fold into it when it ends; a heavy
-        call's ops fold into it from the start (`light`)."""
+        call's ops fold into it from the start (`light`): it reads its arguments."""
         self.frames.append(len(self.stream))
         self.here = None
         if self.light is None and func in HEAVY_CALLS:
             name = getattr(func, "__name__", "heavy call")
-            self.light = (len(self.frames), Node("", "", "", [], {}, [], []), name)
+            node = Node("", "", "", [], {}, self.sources(args, kwargs or {}), [])
+            self.light = (len(self.frames), node, name)
 
     def close(self, heavy: str | None, setup: bool) -> None:
         """A torch call ended: a typed heavy call folds its ops into one heavy node, model

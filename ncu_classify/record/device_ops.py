@@ -168,11 +168,15 @@ class DeviceOps:
     def __exit__(self, *exc: object) -> None:
         self._mode.__exit__(*exc)
 
-    def open_call(self, func: Any = None) -> None:
+    def open_call(self, func: Any = None, args: tuple[Any, ...] = (),
+                  kwargs: CallKwargs | None = None) -> None:  # fmt: skip
         """A torch call (`func`) starts: what it dispatches waits for its verdict."""
         self._pending.append([])
         if self.flow is not None:
-            self.flow.open(func)
+            try:
+                self.flow.open(func, args, kwargs)
+            except Exception:  # recording must never break the user's model
+                self.flow.open()
 
     def close_call(self, keep: bool, heavy: str | None = None, setup: bool = False) -> None:
         """The torch call around the pending ops ended: keep them (`keep`), or leave them to
@@ -213,6 +217,8 @@ class DeviceOps:
         """Where the op's tensors come from, before it runs (None without a dataflow)."""
         if self.flow is None:
             return None
+        if self.flow.light is not None:
+            return []  # (inside a heavy call: it reads its arguments, not its ops')
         try:
             return list(self.flow.sources(args, kwargs))
         except Exception:  # recording must never break the user's model

@@ -322,7 +322,7 @@ class _Mode(TorchFunctionMode):
         if ops.stopped:  # (os._exit in another thread: the recording is being written)
             return func(*args, **kwargs)
         mark = clock.begin()
-        ops.open_call(func)  # what this call dispatches waits for its verdict
+        ops.open_call(func, args, kwargs)  # what it dispatches waits for its verdict
         verdict: str = "setup"
         target: tuple[str, ...] = ("setup",)
         try:
