@@ -46,13 +46,17 @@ def chain_section(recorder: Recorder, document: ShapesDocument) -> dict[str, lis
         chain_names[id(record)] = name
     stages: dict[str, list[Chain]] = {}
     for record in flow.chains.records.values():
-        item = _chain(record, chain_names, names, per_mark)
         try:
-            chain = Chain.model_validate(item, strict=False)
+            chain = Chain.model_validate(_chain(record, chain_names, names, per_mark), strict=False)
         except ValidationError as exc:
             why = f"refused by the shapes file's model: {exc.errors()[0]['msg']}"
-            chain = Chain(name=item["name"], calls=record.calls, untied=[why])
+            chain = Chain(name=chain_names[id(record)], calls=record.calls, untied=[why])
         stages.setdefault(record.stage, []).append(chain)
+    if flow.stopped is not None:
+        stage, problem = flow.stopped
+        why = f"the dataflow stopped here ({problem}): later chains are not kept"
+        stopped = Chain(name=f"{stage}:chain:dataflow-stopped", calls=1, untied=[why])
+        stages.setdefault(stage, []).append(stopped)
     for stage, calls in flow.chains.beyond.items():
         why = "beyond the recording's cap of distinct chains: not kept"
         beyond = Chain(name=f"{stage}:chain:beyond-cap", calls=calls, untied=[why])

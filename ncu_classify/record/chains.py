@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -192,3 +193,20 @@ def common_source(paths: list[str]) -> str:
             break
         common.append(level[0])
     return re.sub(r"\.\d+(?=\.|$)", ".*", ".".join(common)) or "(no module)"
+
+
+def module_call_keywords() -> list[Any]:
+    """The keyword arguments of the module call running the forward pre-hook (torch's
+    `_call_impl` holds them; a global pre-hook is handed the positional ones alone)."""
+    frame = sys._getframe(2)
+    try:
+        for _ in range(6):
+            if frame is None:
+                return []
+            found = frame.f_locals.get("kwargs")
+            if frame.f_code.co_name in ("inner", "_call_impl") and isinstance(found, dict):
+                return list(found.values())
+            frame = frame.f_back  # type: ignore[assignment]
+        return []
+    finally:
+        del frame

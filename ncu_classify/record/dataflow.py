@@ -15,7 +15,6 @@ change of stage) form a segment, which `chains` cuts into chains."""
 
 from __future__ import annotations
 
-import sys
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,7 +25,17 @@ import torch.nn.functional as F
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from .calls import CallKwargs
-from .chains import PARAMETER, PROGRAM, THREAD, UNKNOWN, ChainRecord, Chains, add_new, identity
+from .chains import (
+    PARAMETER,
+    PROGRAM,
+    THREAD,
+    UNKNOWN,
+    ChainRecord,
+    Chains,
+    add_new,
+    identity,
+    module_call_keywords,
+)
 from .device_ops import Seen, described, op_name, tensors_in, why_not_replayed
 
 # Device ops that are heavy themselves (batched products, convolutions, attention kernels): a
@@ -99,6 +108,7 @@ class Dataflow:
         self.frames: list[int] = []
         self.checked = 0  # nodes of the stream already settled
         self.here: tuple[str, str] | None = None  # (stage, path) of the torch call running
+        self.stopped: tuple[str, str] | None = None  # (stage, why) it stopped following
         self.light: tuple[int, Node, str] | None = None  # the heavy call running: depth, node
         self.chains = Chains()
 
@@ -162,7 +172,7 @@ class Dataflow:
     def program_inputs(self, args: Any) -> None:
         """The tensors a top module is called with (`args`, and the keyword arguments its
         module call holds): the program's inputs, unless made here."""
-        for tensor in tensors_in([list(args), _keywords()]):
+        for tensor in tensors_in([list(args), module_call_keywords()]):
             if self._source(tensor).node == UNKNOWN:
                 self.made(tensor, PROGRAM)
 
@@ -218,12 +228,12 @@ class Dataflow:
     def open(self, func: Any = None, args: tuple[Any, ...] = (), kwargs: Any = None) -> None:
         """A torch call starts: what it dispatches may fold into it when it ends; a heavy
         call's ops fold into it from the start (`light`): it reads its arguments."""
-        self.frames.append(len(self.stream))
-        self.here = None
         if self.light is None and func in HEAVY_CALLS:
             name = getattr(func, "__name__", "heavy call")
             node = Node("", "", "", [], {}, self.sources(args, kwargs or {}), [])
-            self.light = (len(self.frames), node, name)
+            self.light = (len(self.frames) + 1, node, name)
+        self.frames.append(len(self.stream))
+        self.here = None
 
     def close(self, heavy: str | None, setup: bool) -> None:
         """A torch call ended: a typed heavy call folds its ops into one heavy node, model
@@ -280,9 +290,15 @@ class Dataflow:
                 number += 1
         self.checked = len(self.stream)
 
+    def stop(self, why: str) -> None:
+        """The dataflow could not follow the program (a failure of its own): it stops here,
+        and its chains say so."""
+        self.stopped = (self.where()[0], why)
+
     def finish(self) -> None:
         """The recording ended: the last segment closes."""
-        self._segment(self.stream)
+        if self.stopped is None:
+            self._segment(self.stream)
         self.stream, self.checked = [], 0
 
     def _heavy(self, node: Node) -> None:
@@ -316,23 +332,6 @@ def _storage_key(tensor: torch.Tensor) -> tuple[torch.device, int] | None:
     except (RuntimeError, NotImplementedError):
         return None
     return (tensor.device, pointer) if pointer else None
-
-
-def _keywords() -> list[Any]:
-    """The keyword arguments of the module call running the forward pre-hook (torch's
-    `_call_impl` holds them; a global pre-hook is handed the positional ones alone)."""
-    frame = sys._getframe(1)
-    try:
-        for _ in range(6):
-            if frame is None:
-                return []
-            found = frame.f_locals.get("kwargs")
-            if frame.f_code.co_name in ("inner", "_call_impl") and isinstance(found, dict):
-                return list(found.values())
-            frame = frame.f_back  # type: ignore[assignment]
-        return []
-    finally:
-        del frame
 
 
 def _inputs(args: tuple[Any, ...], kwargs: CallKwargs) -> list[torch.Tensor]:

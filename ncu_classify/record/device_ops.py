@@ -173,22 +173,28 @@ class DeviceOps:
         """A torch call (`func`) starts: what it dispatches waits for its verdict."""
         self._pending.append([])
         if self.flow is not None:
-            try:
-                self.flow.open(func, args, kwargs)
-            except Exception:  # recording must never break the user's model
-                self.flow.open()
+            self._flow_call("open", func, args, kwargs)
 
     def close_call(self, keep: bool, heavy: str | None = None, setup: bool = False) -> None:
         """The torch call around the pending ops ended: keep them (`keep`), or leave them to
         the typed shape or the model building that stands for them; the dataflow folds a
         typed heavy call's ops (`heavy`: its shape's key) into one."""
         if self.flow is not None:
-            self.flow.close(heavy, setup)
+            self._flow_call("close", heavy, setup)
         for seen in self._pending.pop():
             if keep:
                 self._add(seen)
             else:  # the typed shape or the model building around it stands for its kernels
                 self.clock.aim(seen.mark, None)
+
+    def _flow_call(self, name: str, *args: Any) -> None:
+        """Hand the dataflow a torch call's start or end; should it fail, it stops (its
+        chains say so) and the recording goes on without it."""
+        try:
+            getattr(self.flow, name)(*args)
+        except Exception as exc:  # recording must never break the user's model
+            self.flow.stop(f"{name}: {type(exc).__name__}: {exc}"[:200])
+            self.flow = None
 
     def saw(self, func: Any, args: tuple[Any, ...], kwargs: CallKwargs, result: Any,
             mark: int) -> Seen | None:  # fmt: skip

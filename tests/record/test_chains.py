@@ -311,3 +311,40 @@ def test_a_view_read_after_an_in_place_write_is_rebuilt_from_the_writer(tmp_path
     run, inputs = chain_runner(chain, "eager", "cpu")
     expected = (F.silu(inputs[0]) * 2.0 + 1).view(3, 8)
     torch.testing.assert_close(run()[-1], expected, atol=0.0, rtol=0.0)
+
+
+def test_a_dataflow_that_fails_stops_says_so_and_the_recording_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure of the dataflow's own never breaks the program or the shapes: the chains
+    found before it are kept, and one entry says where and why it stopped."""
+    from ncu_classify.record.dataflow import Dataflow
+
+    closing = Dataflow.close
+    calls = [0]
+
+    def close(self: Dataflow, heavy: str | None, setup: bool) -> None:
+        calls[0] += heavy is not None
+        if calls[0] == 3:  # block 1's conv: the chain before block 0's conv was closed
+            raise RuntimeError("a bug of the dataflow")
+        closing(self, heavy, setup)
+
+    monkeypatch.setattr(Dataflow, "close", close)
+    torch.manual_seed(0)
+    net, x = Net().eval(), torch.randn(1, 4, 3, 6, 6)
+    path = tmp_path / "s.yaml"
+    text = _record(net, x)
+    path.write_text(text)
+    chains = load_shapes(path).chains["net"]
+    assert [c.name for c in chains[:-1]] == [
+        "net:chain:native_group_norm+silu+constant_pad_nd:1x8x3x6x6:fp32"
+    ]
+    assert [(c.name, c.calls, c.untied) for c in chains[-1:]] == [
+        (
+            "net:chain:dataflow-stopped",
+            1,
+            ["the dataflow stopped here (close: RuntimeError: a bug of the dataflow): later"
+             " chains are not kept"],
+        )
+    ]  # fmt: skip
+    assert text.split("chains:\n", 1)[0] == _record(net, x, chains=False)
