@@ -119,6 +119,8 @@ class Dataflow:
         return [self._source(t) for t in _inputs(args, kwargs)]
 
     def _source(self, tensor: torch.Tensor) -> Source:
+        if type(tensor) is torch.nn.Parameter:  # (also when model building made its data)
+            return Source(PARAMETER, ident=id(tensor))
         known = self.objects.get(id(tensor))
         if known is not None and known[0]() is tensor and known[1] == tensor._version:
             by_name = isinstance(known[2], str)  # (one input per tensor of an origin by name)
@@ -291,8 +293,7 @@ class Dataflow:
         self.checked = len(self.stream)
 
     def stop(self, why: str) -> None:
-        """The dataflow could not follow the program (a failure of its own): it stops here,
-        and its chains say so."""
+        """It could not follow the program (a failure of its own): it stops, as said."""
         self.stopped = (self.where()[0], why)
 
     def finish(self) -> None:

@@ -350,3 +350,34 @@ def test_a_dataflow_that_fails_stops_says_so_and_the_recording_goes_on(
         )
     ]  # fmt: skip
     assert text.split("chains:\n", 1)[0] == _record(net, x, chains=False)
+
+
+def test_the_wan_vae_chains_of_residual_add_norm_silu_pad(wan_recording: Path) -> None:
+    """diffusers' Wan VAE (the small recording of tests/record): between two causal convs of
+    its up blocks, the residual add, the RMS norm, SiLU, the frame cache's slice and clone and
+    the causal pad, in one chain, three times (one per frame's block boundary); every chain of
+    the recording tied together; the chain replays compiled as it does eagerly."""
+    from ncu_classify.replay.chain import chain_runner
+
+    conv = "vae:conv3d:in1x384x3x10x10_w384x384x3x3x3_s1x1x1_p0x0x0:fp32:tf32:bias"
+    chains = load_shapes(wan_recording).chains
+    assert [c.name for s in chains.values() for c in s if c.untied] == []
+    (chain,) = [
+        c for c in chains["vae"]
+        if c.name == "vae:chain:add+linalg_vector_norm+clamp_min+7more:1x384x1x8x8:fp32"
+    ]  # fmt: skip
+    assert [op.overload.split(".")[1] for op in chain.ops] == [
+        "add", "linalg_vector_norm", "clamp_min", "expand", "div", "mul", "mul", "add", "silu",
+        "slice", "clone", "constant_pad_nd",
+    ]  # fmt: skip
+    assert (chain.calls, chain.after, chain.before) == (3, [conv], [conv])
+    assert chain.source == "vae.decoder, vae.decoder.up_blocks.*.resnets"
+    before = "vae:chain:add+linalg_vector_norm+clamp_min+7more:1x384x8x8:fp32 op 2"
+    assert [i.origins for i in chain.inputs] == [  # the residual: the previous chain's add
+        [conv], [before, f"{chain.name} op 0"], ["parameter"]
+    ]  # fmt: skip
+    eager = chain_runner(chain, "eager", "cpu").run()
+    compiled = chain_runner(chain, "compile", "cpu").run()
+    assert [list(t.shape) for t in eager] == [list(t.shape) for t in compiled]
+    for expected, got in zip(eager, compiled, strict=True):
+        torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
