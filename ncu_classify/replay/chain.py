@@ -58,6 +58,8 @@ def chain_runner(
 ) -> PreparedChain:
     """The chain as one function on `device` ("cuda", "cpu"), eager or compiled, with its
     inputs drawn from `seed` (the same bytes as an `aten` shape's draws of those layouts)."""
+    if mode not in ("eager", "compile"):
+        raise ValueError(f"mode {mode!r}: eager or compile")
     if not chain.ops:
         raise NotReplayable(f"{chain.name}: no ops ({'; '.join(chain.untied)})")
     dependent = [why for why in chain.untied if DATA_DEPENDENT_WHY in why or "mask" in why]
