@@ -28,6 +28,16 @@ UNTIED = {
     UNKNOWN: "of unknown origin: no recorded op made it, and it is no parameter, buffer or"
     " argument of a top module call (made before the recording, or out of its sight)",
 }
+# Device ops that are heavy themselves (batched products, convolutions, attention kernels): a
+# chain stops at them as at a typed linear, conv or attention.
+HEAVY = frozenset(
+    {"mm", "bmm", "addmm", "baddbmm", "addbmm", "_scaled_mm", "convolution", "_convolution",
+     "cudnn_convolution", "convolution_overrideable", "slow_conv3d_forward", "_slow_conv2d_forward",
+     "mkldnn_convolution", "_scaled_dot_product_flash_attention",
+     "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
+     "_scaled_dot_product_flash_attention_for_cpu", "_flash_attention_forward",
+     "_efficient_attention_forward"}
+)  # fmt: skip
 MAX_CHAINS = 2000  # distinct chains kept; the calls of further ones are counted and said
 MAX_ORIGINS = 8  # distinct origins kept per input
 

@@ -26,6 +26,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 
 from .calls import CallKwargs
 from .chains import (
+    HEAVY,
     PARAMETER,
     PROGRAM,
     THREAD,
@@ -38,16 +39,6 @@ from .chains import (
 )
 from .device_ops import Seen, described, op_name, tensors_in, why_not_replayed
 
-# Device ops that are heavy themselves (batched products, convolutions, attention kernels): a
-# chain stops at them as at a typed linear, conv or attention.
-HEAVY = frozenset(
-    {"mm", "bmm", "addmm", "baddbmm", "addbmm", "_scaled_mm", "convolution", "_convolution",
-     "cudnn_convolution", "convolution_overrideable", "slow_conv3d_forward", "_slow_conv2d_forward",
-     "mkldnn_convolution", "_scaled_dot_product_flash_attention",
-     "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
-     "_scaled_dot_product_flash_attention_for_cpu", "_flash_attention_forward",
-     "_efficient_attention_forward"}
-)  # fmt: skip
 # Torch calls that are heavy (a GEMM, a conv, attention) whatever the recorder types them as:
 # their device ops are not described one by one, only what they read and make (`open`).
 HEAVY_CALLS = frozenset(
@@ -57,6 +48,7 @@ HEAVY_CALLS = frozenset(
      torch.Tensor.__matmul__, torch.Tensor.__rmatmul__, torch.Tensor.addmm,
      torch.Tensor.baddbmm}
 )  # fmt: skip
+FORGET_AFTER = 1000  # entries of tensors gone kept at most (twice the live ones, plus this)
 MAX_SEGMENT = 512  # ops between two heavy ops: a longer run is cut (the file stays readable)
 
 
@@ -111,6 +103,7 @@ class Dataflow:
         self.stopped: tuple[str, str] | None = None  # (stage, why) it stopped following
         self.light: tuple[int, Node, str] | None = None  # the heavy call running: depth, node
         self.chains = Chains()
+        self.kept = FORGET_AFTER  # entries beyond which those of tensors gone are dropped
 
     # --- sources -----------------------------------------------------------------------------
 
@@ -159,7 +152,7 @@ class Dataflow:
             if storage.data_ptr():
                 key = (tensor.device, storage.data_ptr())
                 self.storages[key] = (_weak(storage), producer, out)
-        if len(self.objects) > 4 * len(self.storages) + 10_000:
+        if len(self.objects) + len(self.storages) > self.kept:
             self._forget()
 
     def _forget(self) -> None:
@@ -170,6 +163,7 @@ class Dataflow:
         for skey, written in list(self.storages.items()):
             if _expired(written[0]):
                 self.storages.pop(skey, None)
+        self.kept = 2 * (len(self.objects) + len(self.storages)) + FORGET_AFTER  # (amortized)
 
     def program_inputs(self, args: Any) -> None:
         """The tensors a top module is called with (`args`, and the keyword arguments its
@@ -244,7 +238,7 @@ class Dataflow:
             _, node, name = self.light
             self.light = None
             node.stage, node.path = self.where()
-            node.setup = setup
+            node.setup, node.sources = setup, [] if setup else node.sources
             node.heavy = ("shape", heavy) if heavy is not None else ("call", name)
             self.frames.pop()
             if not setup:
@@ -263,7 +257,7 @@ class Dataflow:
                 into = Node(stage, path, "", [], {}, outside, [], heavy=("shape", heavy))
                 self._append(into)
             for node in inner:
-                node.into, node.setup = into, into is None
+                node.into, node.setup, node.sources = into, into is None, []
         if not self.frames:
             self._settle()
 
@@ -281,6 +275,7 @@ class Dataflow:
                 self._segment(self.stream[:number])
                 if node.heavy is not None:
                     self._heavy(node)
+                    node.sources = []
                     number += 1
                 del self.stream[:number]
                 number = 0
@@ -314,6 +309,10 @@ class Dataflow:
         """A segment's nodes into chains; host ops are no device work in a GPU program."""
         on_device = self.on_device
         self.chains.segment([n for n in nodes if not (n.host and on_device) and n.heavy is None])
+        for node in nodes:  # (done with: a live tensor's node must not hold the history)
+            node.sources = []
+            if node.chain is not None:  # (named by its chain from now on)
+                node.args, node.kwargs, node.outputs = [], {}, []
 
 
 def _weak(storage: Any) -> StorageWeakRef:
