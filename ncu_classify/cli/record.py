@@ -67,6 +67,13 @@ def record_command(
             " (coverage by time); without it coverage is by call count",
         ),
     ] = True,
+    chains: Annotated[
+        bool,
+        typer.Option(
+            "--chains/--no-chains",
+            help="keep the dataflow and write the chains of device ops between heavy ops",
+        ),
+    ] = True,
 ) -> None:
     """Run `-- python SCRIPT [ARGS]` (or `-- python -m MODULE [ARGS]`, `-- python -c CODE`)
     here and record every op it runs on the device as a shapes file for `capture`:
@@ -95,7 +102,7 @@ def record_command(
         from ..record import Recorder
 
         budget = int(inputs_budget_mb * 1e6)
-        recorder = Recorder(patterns, None, inputs_dir, budget, measure=kernel_time)
+        recorder = Recorder(patterns, None, inputs_dir, budget, kernel_time, chains)
         inputs = [p for p in (source,) if p]
         run = _Run(recorder, command, output, inputs, inputs_dir, set(sys.modules))
         with _start_folder() as back:  # the program may chdir: record's paths are as typed

@@ -4,6 +4,9 @@ imports torch. The face is lazy, so that `program` (which runs the user's script
   recorder    the torch function mode, the dispatch mode and the module hooks
   calls       one typed call (linear, matmul, conv, SDPA, cast) -> a shape
   device_ops  every other device op, as an `aten` shape
+  dataflow    which recorded call made each tensor (for the chains)
+  chains      the chains of device ops between two heavy ops, from the dataflow (no torch)
+  chain_section  the chains as the shapes file's `chains:` section (no torch)
   timing      the program's kernel time per call (torch.profiler)
   totals      the recording's time ledger: per shape, uncovered, per stage
   shapes_document  a recording as the shapes file will hold it (no torch)

@@ -9,6 +9,7 @@ the reason, since a replay on other values would do other work."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -159,6 +160,7 @@ class DeviceOps:
         self._pending: list[list[Seen]] = []
         self._mode = _Dispatch(self)
         self.stopped = False  # the recording ended (maybe from another thread): keep nothing
+        self.flow: Any = None  # the dataflow (`dataflow.Dataflow`), when chains are recorded
 
     def __enter__(self) -> DeviceOps:
         self._mode.__enter__()
@@ -167,22 +169,41 @@ class DeviceOps:
     def __exit__(self, *exc: object) -> None:
         self._mode.__exit__(*exc)
 
-    def open_call(self) -> None:
+    def open_call(self, func: Any = None, args: tuple[Any, ...] = (),
+                  kwargs: CallKwargs | None = None) -> None:  # fmt: skip
+        """A torch call (`func`) starts: what it dispatches waits for its verdict."""
         self._pending.append([])
+        if self.flow is not None:
+            self._flow_call("open", func, args, kwargs)
 
-    def close_call(self, keep: bool) -> None:
+    def close_call(self, keep: bool, heavy: str | None = None, setup: bool = False) -> None:
+        """The torch call around the pending ops ended: keep them (`keep`), or leave them to
+        the typed shape or the model building that stands for them; the dataflow folds a
+        typed heavy call's ops (`heavy`: its shape's key) into one."""
+        if self.flow is not None:
+            self._flow_call("close", heavy, setup)
         for seen in self._pending.pop():
             if keep:
                 self._add(seen)
             else:  # the typed shape or the model building around it stands for its kernels
                 self.clock.aim(seen.mark, None)
 
+    def _flow_call(self, name: str, *args: Any) -> None:
+        """Hand the dataflow a torch call's start or end; should it fail, it stops (its
+        chains say so) and the recording goes on without it."""
+        try:
+            getattr(self.flow, name)(*args)
+        except Exception as exc:  # recording must never break the user's model
+            self.flow.stop(f"{name}: {type(exc).__name__}: {exc}"[:200])
+            self.flow = None
+
     def saw(self, func: Any, args: tuple[Any, ...], kwargs: CallKwargs, result: Any,
-            mark: int) -> None:  # fmt: skip
-        """One dispatched op that may do work: held for the torch call around it, if any."""
+            mark: int) -> Seen | None:  # fmt: skip
+        """One dispatched op that may do work: held for the torch call around it, if any
+        (and returned, for the dataflow)."""
         tensors = tensors_in([list(args), list(kwargs.values()), result])
         if all(t.numel() == 0 for t in tensors):
-            return  # empty tensors: no work (its mark says nothing: its parent's target)
+            return None  # empty tensors: no work (its mark says nothing: its parent's target)
         kinds = {t.device.type for t in tensors}
         mixed = len(kinds) > 1
         seen = Seen(
@@ -197,6 +218,31 @@ class DeviceOps:
             self._pending[-1].append(seen)
         else:
             self._add(seen)
+        return seen
+
+    def sources(self, args: tuple[Any, ...], kwargs: CallKwargs) -> list[Any] | None:
+        """Where the op's tensors come from, before it runs (None without a dataflow)."""
+        if self.flow is None:
+            return None
+        if self.flow.light is not None:
+            return []  # (inside a heavy call: it reads its arguments, not its ops')
+        try:
+            return list(self.flow.sources(args, kwargs))
+        except Exception:  # recording must never break the user's model
+            return None
+
+    def follow(self, func: Any, args: tuple[Any, ...], kwargs: CallKwargs, result: Any,
+               sources: list[Any] | None, mark: int, seen: Seen | None) -> None:  # fmt: skip
+        """One op into the dataflow; one it cannot follow makes tensors of no known origin."""
+        if self.flow is None:
+            return
+        try:
+            if sources is None:
+                raise ValueError("no sources")
+            self.flow.op(func, args, kwargs, result, sources, mark, seen)
+        except Exception:  # recording must never break the user's model: said in the chain
+            with contextlib.suppress(Exception):
+                self.flow.failed(result, op_name(func))
 
     def failed_call(self, name: str, mark: int) -> None:
         """A call the recorder could not describe: counted, and its kernels left uncovered."""
@@ -257,16 +303,23 @@ class _Dispatch(TorchDispatchMode):
         kwargs: CallKwargs | None = None,
     ) -> Any:
         kwargs = kwargs or {}
-        if self.ops.stopped or not does_work(func):
+        if self.ops.stopped:
             return func(*args, **kwargs)
+        sources = self.ops.sources(args, kwargs)
+        if not does_work(func):
+            result = func(*args, **kwargs)
+            self.ops.follow(func, args, kwargs, result, sources, -1, None)
+            return result
         mark = self.ops.clock.begin()
         try:
             result = func(*args, **kwargs)
         finally:
             self.ops.clock.end(mark)
+        seen = None
         try:
             if touches_tensors(args, kwargs, result):
-                self.ops.saw(func, args, kwargs, result, mark)
+                seen = self.ops.saw(func, args, kwargs, result, mark)
         except Exception as exc:  # recording must never break the user's model: counted
             self.ops.failed_call(f"(record failed: {func}: {type(exc).__name__})", mark)
+        self.ops.follow(func, args, kwargs, result, sources, mark, seen)
         return result

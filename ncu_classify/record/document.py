@@ -12,6 +12,7 @@ from ..core.text import counted
 from ..shapes.aten import AtenShape
 from ..shapes.file import Shape
 from ..shapes.recorded import Recorded, RecordedTotals, UncoveredCall
+from .chain_section import chain_section, chains_yaml
 from .recorder import Recorder
 from .shapes_document import CallShape, ShapesDocument
 
@@ -51,6 +52,7 @@ def validated_document(recorder: Recorder, command: str, inputs_prefix: str = ""
     )
     totals.uncovered.sort(key=lambda u: (-(u.kernel_us or 0), -u.calls, u.name))
     totals.stages = stage_totals(document.stages, totals.uncovered, described.copies)
+    document.chains = chain_section(recorder, document)
     return document
 
 
@@ -148,6 +150,7 @@ def shapes_yaml(document: ShapesDocument) -> str:
             "    - {" + ", ".join(f"{k}: {dumps(v)}" for k, v in shape.written().items()) + "}"
             for shape in members
         ]
+    lines += chains_yaml(document.chains, dumps)
     return "\n".join(lines) + "\n"
 
 

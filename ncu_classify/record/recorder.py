@@ -23,6 +23,7 @@ from torch.overrides import TorchFunctionMode
 
 from .._version import __version__
 from .calls import CallKwargs, held_as, in_module_setup, name_of, sets_up_parameter, shape_of
+from .dataflow import Dataflow
 from .device_ops import DeviceOps
 from .shapes_document import CallShape, DescribedCalls
 from .threads import WHY, OtherThreads
@@ -63,8 +64,8 @@ class Recorder:
     `rec.shapes_document(command)`. `roots` names top modules (`{"vae": vae}`); otherwise a
     top module is named after the variable or attribute that holds it in the caller. Calls
     made in other threads are not seen (torch modes are per thread): their device ops are
-    counted (`threads`) and listed as uncovered work. `used`: the stage patterns that named a
-    call's stage (by index)."""
+    counted (`threads`) and listed as uncovered work. `chains=False`: no dataflow, no chains.
+    `used`: the stage patterns that named a call's stage (by index)."""
 
     def __init__(
         self,
@@ -73,6 +74,7 @@ class Recorder:
         inputs_dir: Path | None = None,
         inputs_budget_bytes: int = 0,
         measure: bool = True,
+        chains: bool = True,
     ) -> None:
         self.stage_patterns = list(stages)
         # weak keys: a module that is freed cannot lend its name to one born at its address
@@ -89,6 +91,8 @@ class Recorder:
         self.clock = KernelClock(measure and torch.cuda.is_available())
         self.device_ops = DeviceOps(self.where, self.clock)
         self.threads = OtherThreads(self.where)
+        self.flow = Dataflow(self.where, lambda: self._stack) if chains else None
+        self.device_ops.flow = self.threads.flow = self.flow
         self.used: set[int] = set()
         self._thread: threading.Thread | None = None  # the one that entered: modes are its
 
@@ -122,6 +126,8 @@ class Recorder:
             handle.remove()
         self._handles = []
         self.clock.__exit__()
+        if self.flow is not None:
+            self.flow.finish()
 
     # --- where a call comes from ---------------------------------------------------------------
 
@@ -137,6 +143,8 @@ class Recorder:
             name = self._name(module)
             for below, child in module.named_modules():
                 self.names.setdefault(child, f"{name}.{below}" if below else name)
+        if self.flow is not None and not self._stack:
+            self.flow.program_inputs(args)
         self._stack.append(module)
 
     def _leave(self, module: torch.nn.Module, args: Any, output: Any) -> None:
@@ -212,6 +220,11 @@ class Recorder:
         if shape is not None:
             return "typed", ("shape", self._add(shape, inputs))
         return "other", ("loose", self.where()[0])
+
+    def heavy(self, verdict: str, target: tuple[str, ...]) -> str | None:
+        """The key of a typed heavy call (linear, conv, attention: not a cast), else None."""
+        typed = verdict == "typed" and self.recording.entries[target[1]].shape["op"] != "cast"
+        return target[1] if typed else None
 
     def _add(self, shape: CallShape, inputs: list[torch.Tensor]) -> str:
         stage, path = self.where()
@@ -309,7 +322,7 @@ class _Mode(TorchFunctionMode):
         if ops.stopped:  # (os._exit in another thread: the recording is being written)
             return func(*args, **kwargs)
         mark = clock.begin()
-        ops.open_call()  # what this call dispatches waits for its verdict
+        ops.open_call(func, args, kwargs)  # what it dispatches waits for its verdict
         verdict: str = "setup"
         target: tuple[str, ...] = ("setup",)
         try:
@@ -323,7 +336,7 @@ class _Mode(TorchFunctionMode):
                 verdict, target = "other", ("loose", recorder.where()[0])
         finally:
             clock.end(mark, target)
-            ops.close_call(keep=verdict == "other")
+            ops.close_call(verdict == "other", recorder.heavy(verdict, target), verdict == "setup")
         return result
 
 

@@ -3,9 +3,10 @@ record command's summary line and its tests read it on a machine without torch."
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from ..shapes.chains import Chain
 from ..shapes.file import Shape
 from ..shapes.recorded import Recorded
 
@@ -36,3 +37,5 @@ class ShapesDocument:
     seed: int = 0
     warmup: int = 3
     cudnn_benchmark: bool = False
+    # the chains of device ops per stage (`record.chain_section`), written after the stages
+    chains: dict[str, list[Chain]] = field(default_factory=dict)

@@ -29,6 +29,7 @@ class OtherThreads:
         self.active = False
         self._lock = threading.Lock()
         self._previous: Any = None
+        self.flow: Any = None  # the recording's dataflow: what these threads make is theirs
 
     def __enter__(self) -> OtherThreads:
         self.active = True
@@ -108,4 +109,6 @@ class _Counting(TorchDispatchMode):
         result = func(*args, **kwargs)
         if self.threads.active and does_work(func) and touches_tensors(args, kwargs, result):
             self.threads.count(func)
+            if self.threads.flow is not None:
+                self.threads.flow.foreign(result)
         return result

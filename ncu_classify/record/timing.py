@@ -63,6 +63,7 @@ class KernelClock:
     events: list[Any] = field(default_factory=list)
     broken: str | None = None  # why the measurement was lost (the program's own profiler)
     _guards: list[tuple[Any, str, Any]] = field(default_factory=list)
+    _times: tuple[dict[int, KernelTime], KernelTime] | None = None  # attributed once
 
     def __enter__(self) -> KernelClock:
         if self.enabled:
@@ -136,8 +137,11 @@ class KernelClock:
         return None
 
     def kernel_times(self) -> tuple[dict[int, KernelTime], KernelTime]:
-        """Kernel time per innermost mark, and the kernels launched outside any mark."""
-        return attribute(self.events)
+        """Kernel time per innermost mark, and the kernels launched outside any mark (the
+        shapes and the chains both read them: attributed once)."""
+        if self._times is None:
+            self._times = attribute(self.events)
+        return self._times
 
 
 def attribute(events: Iterable[Any]) -> tuple[dict[int, KernelTime], KernelTime]:

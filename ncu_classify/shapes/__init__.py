@@ -4,6 +4,7 @@ capture/ and replay/ read it, verdicts/ reads group ids back with it).
 - ops: the op shapes (linear, conv2d/3d, attention, cast), their group ids and nominal work
 - aten: recorded device ops (`aten` shapes): tensor layouts, arguments, nominal bytes
 - recorded: what a recording adds (`recorded:`: per-stage totals, older op lists)
+- chains: the chains of device ops a recording found (`chains:`), each an op list with links
 - file: the whole file (settings, stages, entries with group ids) and its loader
 """
 

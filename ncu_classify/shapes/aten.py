@@ -37,6 +37,8 @@ ITEMSIZE = {
 SHORT_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "float64": "fp64"}
 Extent = Annotated[int, Field(ge=0, lt=2**40)]
 OVERLOAD = r"^[A-Za-z0-9_]+\.[A-Za-z0-9_]+\.[A-Za-z0-9_]+$"
+# An op's keyword arguments as recorded: any op's, so open (each value checked as an argument).
+Keywords = dict[str, Any]
 
 
 class TensorSpec(BaseModel):
@@ -148,7 +150,7 @@ class AtenShape(OpShape):
     op: Literal["aten"]
     overload: str = Field(pattern=OVERLOAD)
     args: list[Any] = Field(default_factory=list)
-    kwargs: dict[str, Any] = Field(default_factory=dict)
+    kwargs: Keywords = Field(default_factory=dict)
     outputs: list[TensorSpec] = Field(default_factory=list)
     _tensors: list[TensorSpec] = PrivateAttr(default_factory=list)
 
@@ -162,7 +164,7 @@ class AtenShape(OpShape):
 
     @field_validator("kwargs", mode="after")
     @classmethod
-    def _kwargs_known(cls, kwargs: dict[str, Any]) -> dict[str, Any]:
+    def _kwargs_known(cls, kwargs: Keywords) -> Keywords:
         try:
             return {key: checked_argument(value, (key,)) for key, value in kwargs.items()}
         except ArgumentError as exc:

@@ -13,6 +13,7 @@ from ..core.errors import ShapesError
 from ..core.textio import decode_text, read_bytes
 from ..core.yamlio import MAX_YAML_BYTES, validate_yaml
 from .aten import AtenShape
+from .chains import Chain
 from .ops import (
     AttentionShape,
     CastShape,
@@ -40,6 +41,9 @@ class ShapesFile(BaseModel):
     stages: Annotated[
         dict[StageName, Annotated[list[Shape], Field(min_length=1)]], Field(min_length=1)
     ]
+    # the chains of device ops a recording found, per stage (`shapes.chains`): not replayed
+    # by capture (its shapes stand for their ops), replayed as one function by `replay.chain`
+    chains: dict[StageName, list[Chain]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _unique_ids(self) -> ShapesFile:

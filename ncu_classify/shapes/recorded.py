@@ -12,7 +12,7 @@ from pydantic_core import PydanticCustomError
 
 from ..core.errors import error_loc
 from ..core.units import NonNegative
-from .aten import AtenShape
+from .aten import AtenShape, Keywords
 from .ops import PositiveInt
 
 StageName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_]+$")]
@@ -68,7 +68,7 @@ class RecordedOp(BaseModel):
     stage: StageName
     op: str
     args: list[Any]
-    kwargs: dict[str, Any] = Field(default_factory=dict)
+    kwargs: Keywords = Field(default_factory=dict)
     calls: PositiveInt
     source: str = ""
 

@@ -1,0 +1,178 @@
+"""Replay of a recorded chain (`shapes.chains`) as one Python function: its inputs drawn as an
+`aten` shape's are (views of seeded storages with the recorded layouts, integers inside the
+first floating-point input's smallest size; `replay.aten`), its ops called through `torch.ops`
+one after the other, each tensor argument an input or an earlier op's output (rebuilt by
+`as_strided` where the recording saw another view of it), its outputs returned. Run eagerly,
+or compiled as one function by `torch.compile` (Inductor, default options): the measured
+fusion saving of a chain is the difference. Works on a GPU and on the CPU (Inductor compiles
+for both). A chain the replay would not reproduce (an op whose work depends on the values, no
+ops) raises NotReplayable; inputs an op writes are private copies, restored by `reset`."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+
+from ..shapes.chains import Chain, links
+from .aten import (
+    DTYPES,
+    NotReplayable,
+    Storages,
+    argument_names,
+    index_bound,
+    resolve,
+    written_arguments,
+)
+
+Mode = Literal["eager", "compile"]
+DATA_DEPENDENT_WHY = "depends on the values"  # the recorder's words for such an op
+
+
+@dataclass
+class PreparedChain:
+    """A chain ready to run: `run()` runs it once and returns its outputs (the chain's outputs
+    in order); `inputs` are the tensors it takes; `reset` (when an op writes an input) restores
+    them; `function` is the uncompiled body (`function(*inputs)`); `input_sha256` names the
+    inputs. Unpacks as `(run, inputs)`."""
+
+    run: Callable[[], list[torch.Tensor]]
+    inputs: list[torch.Tensor]
+    reset: Callable[[], None] | None
+    function: Callable[..., list[torch.Tensor]]
+    input_sha256: str
+
+    def __iter__(self) -> Any:
+        return iter((self.run, self.inputs))
+
+
+def chain_runner(
+    chain: Chain,
+    mode: Mode,
+    device: str,
+    seed: int = 0,
+    storages: Storages | None = None,
+) -> PreparedChain:
+    """The chain as one function on `device` ("cuda", "cpu"), eager or compiled, with its
+    inputs drawn from `seed` (the same bytes as an `aten` shape's draws of those layouts)."""
+    if mode not in ("eager", "compile"):
+        raise ValueError(f"mode {mode!r}: eager or compile")
+    if not chain.ops:
+        raise NotReplayable(f"{chain.name}: no ops ({'; '.join(chain.untied)})")
+    dependent = [why for why in chain.untied if DATA_DEPENDENT_WHY in why or "mask" in why]
+    if dependent:
+        raise NotReplayable(f"{chain.name}: {dependent[0]}")
+    storages = storages or Storages()
+    plan = [(resolve(op.overload), op) for op in chain.ops]
+    inputs, written, digest = _drawn(chain, plan, seed, device, storages)
+    function = _body(plan, [(o.ref[0], o.ref[1]) for o in chain.outputs], device)
+    # one graph or an error: a graph break would time pieces of the chain, not the chain
+    compiled = torch.compile(function, fullgraph=True) if mode == "compile" else function
+    originals = [t.clone() for t in inputs] if written else []
+
+    def reset() -> None:
+        for number in written:
+            inputs[number].copy_(originals[number])
+
+    return PreparedChain(
+        run=lambda: compiled(*inputs),
+        inputs=inputs,
+        reset=reset if written else None,
+        function=function,
+        input_sha256=digest,
+    )
+
+
+def _drawn(
+    chain: Chain, plan: list[tuple[Any, Any]], seed: int, device: str, storages: Storages
+) -> tuple[list[torch.Tensor], list[int], str]:
+    """The chain's inputs (views of drawn storages), the numbers of those an op writes (private
+    copies), and the sha256 naming them."""
+    written: list[int] = []
+    for op, shape in plan:
+        names = set(written_arguments(op))
+        if not names:
+            continue
+        named = zip(argument_names(op, len(shape.args)), shape.args, strict=True)
+        values = [v for n, v in named if n in names]
+        values += [v for k, v in shape.kwargs.items() if k in names]
+        for link in links(values):
+            if "input" in link and link["input"] not in written:
+                written.append(link["input"])
+    specs = [item.tensor for item in chain.inputs]
+    bound = index_bound(specs)
+    digest = hashlib.sha256()
+    inputs = []
+    for number, spec in enumerate(specs):
+        if spec.dtype not in DTYPES:
+            raise NotReplayable(f"{chain.name}: dtype {spec.dtype} is not one the replay draws")
+        where = "cpu" if spec.device == "cpu" else device
+        integral = not spec.dtype.startswith(("float", "bfloat", "complex"))
+        key = (seed, number, spec.span(), spec.dtype, bound if integral else 0)
+        storage, sha = storages.get(key, where)
+        if number in written:
+            storage = storage.clone()
+        digest.update(f"{sha} {spec.shape} {spec.strides} {spec.offset};".encode())
+        inputs.append(torch.as_strided(storage, spec.shape, spec.strides, spec.offset))
+    return inputs, sorted(written), digest.hexdigest()
+
+
+def _body(
+    plan: list[tuple[Any, Any]], outputs: list[tuple[int, int]], device: str
+) -> Callable[..., list[torch.Tensor]]:
+    """The chain as a function of its inputs: every op in order, its outputs returned."""
+    steps = [(op, _plain(shape.args), _plain(shape.kwargs)) for op, shape in plan]
+
+    def function(*inputs: torch.Tensor) -> list[torch.Tensor]:
+        values: list[list[torch.Tensor]] = []
+
+        def value(arg: Any) -> Any:
+            if isinstance(arg, dict) and "input" in arg:
+                return inputs[arg["input"]]
+            if isinstance(arg, dict) and "ref" in arg:
+                tensor = values[arg["ref"][0]][arg["ref"][1]]
+                view = arg.get("as_strided")
+                if view is None:
+                    return tensor
+                return torch.as_strided(tensor, view["shape"], view["strides"], view["offset"])
+            if isinstance(arg, dict) and "float" in arg:
+                return float(arg["float"])
+            if isinstance(arg, list):
+                return [value(a) for a in arg]
+            if isinstance(arg, str) and isinstance(
+                getattr(torch, arg, None), (torch.dtype, torch.memory_format, torch.layout)
+            ):
+                return getattr(torch, arg)
+            return arg
+
+        for op, args, kwargs in steps:
+            built = {k: value(v) for k, v in kwargs.items()}
+            if "device" in built and built["device"] is None:
+                built["device"] = device  # a factory: on the replay's device
+            result = op(*[value(a) for a in args], **built)
+            values.append(_tensors(result))
+        return [values[op][out] for op, out in outputs]
+
+    return function
+
+
+def _plain(value: Any) -> Any:
+    """An argument as plain lists and dicts (a YAML reader's own mappings are not what
+    torch.compile traces through)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _tensors(result: Any) -> list[torch.Tensor]:
+    """The tensors an op returned, in order (as the recorder listed its outputs)."""
+    if isinstance(result, torch.Tensor):
+        return [result]
+    if isinstance(result, (list, tuple)):
+        return [t for r in result for t in _tensors(r)]
+    return []
