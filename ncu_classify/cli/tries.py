@@ -14,7 +14,7 @@ from .options import positive_int, repeat_count
 from .terminal import capture_progress, out
 
 if TYPE_CHECKING:
-    from ..tries.plan import TryPlan
+    from ..tries.plan_models import TryPlan
     from ..tries.program import ProgramMove
     from ..tries.results import TryResults
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         "ncu-classify try cards.json --shapes shapes.yaml -o tries/ --stage vae --top 10",
         "ncu-classify try cards.json --shapes shapes.yaml -o tries/ --repeat 5",
         "ncu-classify try cards.json --shapes shapes.yaml -o tries/ --plan-only",
+        "ncu-classify try cards.json --shapes shapes.yaml -o tries/ --stage vae --chains 10",
     ),
 )
 def try_command(
@@ -53,6 +54,14 @@ def try_command(
     ] = 5,
     ncu: Annotated[str, typer.Option(help="ncu executable")] = "ncu",
     rules: RulesOption = None,
+    chains: Annotated[
+        int,
+        typer.Option(
+            help="also this many of the recording's largest chains of device ops (its"
+            " `chains:` section), each eagerly and fused by torch.compile",
+            min=0,
+        ),
+    ] = 5,
     program: Annotated[
         str | None,
         typer.Option(
@@ -82,7 +91,7 @@ def try_command(
         check_inputs([cards_file, shapes, *([rules] if rules else [])])
         loaded = load_rules(rules)
         move = _program_move(program)
-        plan = plan_folder(cards_file, shapes, target, top, stage or [], move)
+        plan = plan_folder(cards_file, shapes, target, top, stage or [], move, chains)
     count = sum(len(m.tries) for m in plan.moves) + _program_shapes(plan)
     what = (
         f"a program-wide move ({plan.program.move})" if plan.program else f"{len(plan.moves)} moves"

@@ -25,9 +25,11 @@ import torch.nn.functional as F
 
 from ..read.names import REPEAT_RANGE
 from ..shapes.aten import AtenShape
+from ..shapes.chain_shape import ChainShape
 from ..shapes.file import ShapeEntry
 from ..shapes.ops import AttentionShape, CastShape, Conv2dShape, Conv3dShape, LinearShape
 from .aten import NotReplayable, Storages, prepare
+from .chain import Mode, chain_runner
 from .inputs import DTYPES, InputSource, Unsupported, start_draws
 from .outputs import write_sample
 from .protocol import BatchFile, read_batch, serve_batch
@@ -170,18 +172,23 @@ def replay_one(entry: ShapeEntry, batch: BatchFile) -> dict[str, Any]:
     started = time.perf_counter()
     reset: Callable[[], None] | None = None
     sha: str | None
+    compiled = entry.shape.compile
     if isinstance(entry.shape, AtenShape):
         if entry.shape.inputs_file:
             raise Unsupported("recorded inputs are not kept for device ops (aten shapes)")
         prepared = prepare(entry.shape, batch.seed, "cuda", _STORAGES)
         op, reset, sha = prepared.run, prepared.reset, prepared.input_sha256
+    elif isinstance(entry.shape, ChainShape):  # compiled whole by its runner, or an error
+        mode: Mode = "compile" if compiled else "eager"
+        chain = chain_runner(entry.shape.chain, mode, "cuda", batch.seed, _STORAGES)
+        op, reset, sha, compiled = chain.run, chain.reset, chain.input_sha256, None
     else:
         draws = start_draws(entry, batch, DRAW_DEVICE)
         cpu, op = BUILDERS[type(entry.shape)](entry.shape, draws)
         sha = draws.finish(cpu)
         del cpu
-    if entry.shape.compile:  # compiled in the first warm-up, outside every range
-        op = torch.compile(op, mode=entry.shape.compile)
+    if compiled:  # compiled in the first warm-up, outside every range
+        op = torch.compile(op, mode=compiled)
     torch.cuda.synchronize()
     built = time.perf_counter()
     for _ in range(batch.warmup):

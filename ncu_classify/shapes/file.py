@@ -13,6 +13,7 @@ from ..core.errors import ShapesError
 from ..core.textio import decode_text, read_bytes
 from ..core.yamlio import MAX_YAML_BYTES, validate_yaml
 from .aten import AtenShape
+from .chain_shape import ChainShape
 from .chains import Chain
 from .ops import (
     AttentionShape,
@@ -25,7 +26,7 @@ from .ops import (
 from .recorded import Recorded, StageName
 
 Shape = Annotated[
-    LinearShape | Conv3dShape | Conv2dShape | AttentionShape | CastShape | AtenShape,
+    LinearShape | Conv3dShape | Conv2dShape | AttentionShape | CastShape | AtenShape | ChainShape,
     Field(discriminator="op"),
 ]
 

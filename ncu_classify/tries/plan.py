@@ -8,73 +8,22 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from ..cards.headroom import card_headroom
 from ..cards.model import Card, CardFile
 from ..shapes.file import ShapeEntry, ShapesFile
-from .catalog import Alternative, MoveKind, alternatives, nothing_to_try
-from .program import ProgramMove, ProgramPlan, plan_program
-
-TRY_PLAN_VERSION = "1.0"
-
-
-class PlannedTry(BaseModel):
-    """One alternative of a move, by the name its shape carries in the tries shapes file."""
-
-    model_config = ConfigDict(extra="forbid")
-    group: str = Field(description="its group id in the tries capture: stage:mNN.label")
-    label: str
-    kind: MoveKind
-    why: str
-
-
-class PlannedMove(BaseModel):
-    """One card to improve, and the alternatives measured for it."""
-
-    model_config = ConfigDict(extra="forbid")
-    rank: int
-    stage: str
-    group: str = Field(description="the card's group id in the cards file")
-    op: str
-    calls: int
-    measured_us: float = Field(description="per call, as the cards file measured it")
-    recoverable_at_sol_us: float | None = Field(description="per inference")
-    tries: list[PlannedTry]
-
-
-class TryPlan(BaseModel):
-    """What `try` measures: the moves, and the cards it could not match to a shape."""
-
-    model_config = ConfigDict(extra="forbid")
-    schema_version: str = TRY_PLAN_VERSION
-    cards_file: str
-    shapes_file: str
-    moves: list[PlannedMove]
-    not_found: list[str] = Field(
-        default_factory=list, description="top cards whose group id the shapes file lacks"
-    )
-    no_alternative: list[NoAlternative] = Field(
-        default_factory=list, description="top cards the catalog has nothing to try for"
-    )
-    program: ProgramPlan | None = Field(
-        default=None, description="a program-wide move: every shape of the stages changed"
-    )
-
-
-class NoAlternative(BaseModel):
-    """A top card passed over: nothing in the catalog applies, and why."""
-
-    model_config = ConfigDict(extra="forbid")
-    group: str
-    why: str
+from .catalog import Alternative, alternatives, nothing_to_try
+from .chain_moves import chain_moves
+from .plan_models import NoAlternative, PlannedMove, PlannedTry, TryPlan
+from .program import ProgramMove, plan_program
 
 
 def plan_tries(
-    cards: CardFile, shapes: ShapesFile, labels: tuple[str, str], top: int, stages: list[str]
-) -> tuple[TryPlan, str]:
+    cards: CardFile, shapes: ShapesFile, labels: tuple[str, str], top: int, stages: list[str],
+    chains: int = 0,
+) -> tuple[TryPlan, str]:  # fmt: skip
     """The plan and the tries shapes file's text for the `top` moves (per stage when stages
-    are named, else over all), ranked as `next` ranks them."""
+    are named, else over all), ranked as `next` ranks them, then the `chains` largest chains
+    of the recording (fusion moves)."""
     entries = {entry.group: entry for entry in shapes.entries()}
     ranked = _ranked(cards, stages)
     moves: list[PlannedMove] = []
@@ -94,6 +43,7 @@ def plan_tries(
             passed.append(NoAlternative(group=card.group, why=nothing_to_try(card, entry.shape)))
             continue
         moves.append(_planned(len(moves) + 1, card, entry, found, recoverable, by_stage))
+    moves += chain_moves(shapes, stages, chains, len(moves) + 1, by_stage)
     for stage, shaped in by_stage.items():
         lines.append(f"  {json.dumps(stage)}:")
         lines += [f"    - {text}" for text in shaped]

@@ -20,7 +20,7 @@ from ..shapes.file import Shape, ShapesFile
 from ..shapes.ops import CastShape
 from .catalog import MoveKind
 from .numerics import Numerics, compare_outputs, lowest_precision
-from .plan import PlannedMove, PlannedTry, TryPlan
+from .plan_models import PlannedMove, PlannedTry, TryPlan
 from .program_results import ProgramResult, program_result
 
 TRIES_VERSION = "1.0"

@@ -16,7 +16,8 @@ from ..core.atomic import write_text_atomic
 from ..core.errors import UsageError
 from ..shapes.file import ShapesFile, load_shapes
 from ..verdicts.rules import LoadedRules
-from .plan import TryPlan, plan_program_move, plan_tries, write_plan
+from .plan import plan_program_move, plan_tries, write_plan
+from .plan_models import TryPlan
 from .program import ProgramMove
 from .results import TryResults, tried_results
 
@@ -25,7 +26,7 @@ Progress = Callable[[int, int, str, str], None]
 
 def plan_folder(
     cards_path: Path, shapes_path: Path, out: Path, top: int, stages: list[str],
-    program: ProgramMove | None = None,
+    program: ProgramMove | None = None, chains: int = 0,
 ) -> TryPlan:  # fmt: skip
     """Write the plan and the tries shapes file into `out`; refused when no move matches."""
     cards = load_card_file(cards_path)
@@ -33,7 +34,7 @@ def plan_folder(
     labels = (str(cards_path), str(shapes_path))
     if program is not None:
         return _program_folder(shapes, labels, out, stages, program)
-    plan, text = plan_tries(cards, shapes, labels, top, stages)
+    plan, text = plan_tries(cards, shapes, labels, top, stages, chains)
     if not plan.moves:
         where = f" of stage {', '.join(stages)}" if stages else ""
         why = (

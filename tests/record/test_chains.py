@@ -420,3 +420,30 @@ def test_the_dataflow_keeps_no_history() -> None:
     # more stay below (kept, they grow by about 10 nodes a step)
     assert counts[1] < 1000 + 3 * counts[0], counts
     assert [r.calls for r in flow.chains.records.values()] == [300, 600]
+
+
+def test_try_plans_the_largest_chains_eagerly_and_fused(recorded: tuple[str, Path]) -> None:
+    """`try --chains`: each tied chain as two shapes capture replays (`cNN.as_recorded` eager,
+    `cNN.compiled` under Inductor), which read back as chain shapes with the chain whole."""
+    from ncu_classify.cards.model import CardFile
+    from ncu_classify.shapes.chain_shape import ChainShape
+    from ncu_classify.tries.plan import plan_tries
+
+    shapes = load_shapes(recorded[1])
+    empty = CardFile.model_construct(cards=[])  # no card: the chains alone
+    plan, text = plan_tries(empty, shapes, ("c", "s"), 10, [], chains=5)
+    assert [(m.rank, m.op, m.calls, m.group) for m in plan.moves] == [
+        (1, "chain", 2, "net:chain:add+native_group_norm+silu+constant_pad_nd:1x8x3x6x6:fp32"),
+        (2, "chain", 1, "net:chain:native_group_norm+silu+constant_pad_nd:1x8x3x6x6:fp32"),
+    ]  # untimed (CPU): the most called first
+    assert [t.label for t in plan.moves[0].tries] == ["as_recorded", "compiled"]
+    tries = Path(recorded[1]).with_name("tries.yaml")
+    tries.write_text(text)
+    entries = load_shapes(tries).entries()
+    assert [e.group for e in entries] == [
+        "net:c01.as_recorded", "net:c01.compiled", "net:c02.as_recorded", "net:c02.compiled",
+    ]  # fmt: skip
+    first = entries[0].shape
+    assert isinstance(first, ChainShape) and first.compile is None
+    assert first.chain == shapes.chains["net"][1] and entries[1].shape.compile == "default"
+    assert first.nominal_flops() == 0 and first.nominal_bytes() > 0

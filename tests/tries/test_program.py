@@ -12,7 +12,8 @@ from helpers import ROOT
 from ncu_classify.shapes.aten import AtenShape
 from ncu_classify.shapes.file import ShapesFile, load_shapes
 from ncu_classify.shapes.ops import CastShape, Conv3dShape
-from ncu_classify.tries.plan import TryPlan, plan_program_move
+from ncu_classify.tries.plan import plan_program_move
+from ncu_classify.tries.plan_models import TryPlan
 from ncu_classify.tries.program import changed_shape
 from ncu_classify.tries.results import TryResults
 

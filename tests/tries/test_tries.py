@@ -11,7 +11,8 @@ from helpers import ROOT
 
 from ncu_classify.cards.model import CardFile
 from ncu_classify.shapes.file import ShapesFile, load_shapes
-from ncu_classify.tries.plan import TryPlan, plan_tries
+from ncu_classify.tries.plan import plan_tries
+from ncu_classify.tries.plan_models import TryPlan
 from ncu_classify.tries.results import TryResults, tried_results
 
 TRIES = ROOT / "fixtures" / "tries_h200"

@@ -1,0 +1,51 @@
+"""A chain of device ops as a shape capture replays (`try`'s fusion move): the chain a recording
+found (`shapes.chains`), run as one function, eagerly (as the program runs it: one kernel per
+op) or under `torch.compile` (Inductor fuses it), inside one NVTX range, so that its card sums
+every kernel the chain launched. Its nominal work is the fused chain's compulsory traffic:
+every input read once, every output that leaves written once."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Literal
+
+from .aten import ITEMSIZE, TensorSpec
+from .chains import Chain
+from .ops import InputSpec, OpShape
+
+
+class ChainShape(OpShape):
+    """`chain`: one recorded chain; `compile: default` runs it fused."""
+
+    op: Literal["chain"]
+    chain: Chain
+
+    def key(self) -> str:
+        digest = hashlib.sha256(self.chain.model_dump_json().encode()).hexdigest()[:12]
+        return f"chain:{len(self.chain.ops)}ops:{digest}"
+
+    def aten_op(self) -> str:
+        return "chain"
+
+    def nominal_flops(self) -> int:
+        return 0
+
+    def _leaving(self) -> list[TensorSpec]:
+        """The outputs that leave the chain, as their ops recorded them."""
+        return [self.chain.ops[op].outputs[out] for op, out in (o.ref for o in self.chain.outputs)]
+
+    def nominal_bytes(self) -> int:
+        read = sum(i.tensor.distinct_bytes() for i in self.chain.inputs)
+        return read + sum(t.distinct_bytes() for t in self._leaving())
+
+    def inputs(self) -> list[InputSpec]:
+        return [((i.tensor.span(),), i.tensor.dtype, 1.0) for i in self.chain.inputs]
+
+    def output_bytes(self) -> int:
+        outputs = [t for op in self.chain.ops for t in op.outputs]
+        return sum(t.span() * ITEMSIZE[t.dtype] for t in outputs)
+
+    def device_bytes(self) -> int:
+        """Every input drawn, twice (an op that writes one works on a copy), every output."""
+        drawn = sum(i.tensor.span() * ITEMSIZE[i.tensor.dtype] for i in self.chain.inputs)
+        return 2 * drawn + self.output_bytes()
