@@ -191,8 +191,8 @@ def test_every_captured_group_id_reads_back_to_its_shape() -> None:
             seen += 1
     # the Wan 14B recording: 43 typed, 210 aten; the drill-downs: 12 + 13 of the workload,
     # 13 typed and 48 aten of the Wan 14B recording; the tries captures name all theirs (36 VAE
-    # and 23 DiT shapes per op, 366 of the program-wide move)
-    assert (seen, named) == (307 + 43 + 12 + 13 + 13, 210 + 48 + 36 + 23 + 366)
+    # and 23 DiT shapes per op, 366 of the program-wide move, 16 with the decode's chains)
+    assert (seen, named) == (307 + 43 + 12 + 13 + 13, 210 + 48 + 36 + 23 + 366 + 16)
     users = ["qkv_linear", "dit:qkv", "dit:linear:M1_N2_K3:bf16:bias:x", "a b:linear:M1_N2_K3:bf16"]
     for name in [*users, "dit:linear:M01_N2_K3:bf16", "dit:cast:2x3:fp32-int8"]:
         assert parse_group_id(name) is None, name
