@@ -192,3 +192,13 @@ def repeat_cards(repeat_capture: Path) -> CardFile:
     from ncu_classify.verdicts.rules import load_rules
 
     return classify([repeat_capture], load_rules(ROOT / "rules" / "roofline.yaml"), jobs=2)
+
+
+@pytest.fixture(scope="session")
+def wan_shapes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Wan 14B recording's shapes file (the shapes of `wan`'s cards), decompressed once a
+    session: read-only."""
+    path = tmp_path_factory.mktemp("wan_shapes") / "wan14b_shapes.yaml"
+    recorded = ROOT / "reports" / "record" / "wan_14b_480x832_h200_shapes.yaml.xz"
+    path.write_bytes(lzma.decompress(recorded.read_bytes()))
+    return path

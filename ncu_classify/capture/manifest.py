@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from ..core.atomic import write_text_atomic
-from ..core.errors import ManifestError, validation_line
+from ..core.errors import ManifestError
 from ..core.facts import Machine
-from ..core.jsonpos import validation_at
-from ..core.textio import MIB, read_json
+from ..core.jsonpos import read_model
+from ..core.textio import MIB
 from ..core.units import NonNegative
 from ..read.names import COMPRESSIONS, REPORT_SUFFIXES
 from ..replay.protocol import InputDraws, ReplayPhases
@@ -263,13 +263,7 @@ def write_manifest(folder: Path, manifest: Manifest) -> Path:
 
 def read_manifest(path: Path) -> Manifest:
     """Read and validate a manifest; a bad one is an input error naming the file and field."""
-    doc = read_json(path, ManifestError, MAX_MANIFEST_BYTES)
-    try:
-        return Manifest.model_validate(doc)
-    except ValidationError as exc:
-        raise ManifestError(
-            f"{validation_at(path, exc)}: manifest field {validation_line(exc)}"
-        ) from None
+    return read_model(path, Manifest, ManifestError, MAX_MANIFEST_BYTES, "manifest field ")
 
 
 def report_kept(out: Path, name: str | None) -> bool:

@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
-from .errors import error_loc
+from .errors import InputFileError, error_loc, validation_line
 from .textio import line_col
 
 if TYPE_CHECKING:
-    from pydantic import ValidationError
+    from pydantic import BaseModel, ValidationError
 
 _DECODER = json.JSONDecoder()
 _SPACE = " \t\n\r"
@@ -81,3 +81,22 @@ def _member(text: str, pos: int, step: str | int) -> int | None:
     except (ValueError, RecursionError):
         return found
     return found
+
+
+Model = TypeVar("Model", bound="BaseModel")
+
+
+def read_model(
+    path: Path, model: type[Model], error: type[InputFileError], max_bytes: int, what: str
+) -> Model:
+    """A JSON file validated as `model`; a file that is not one is one `error` line with the
+    file, line and column of the first problem, `what` before it ("manifest field ")."""
+    from pydantic import ValidationError
+
+    from .textio import read_json
+
+    doc = read_json(path, error, max_bytes)
+    try:
+        return model.model_validate(doc)
+    except ValidationError as exc:
+        raise error(f"{validation_at(path, exc)}: {what}{validation_line(exc)}") from None

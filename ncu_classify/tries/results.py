@@ -221,16 +221,7 @@ MAX_TRIES_BYTES = 64 << 20  # a tries.json of thousands of moves is a few MB
 
 def load_results(path: Path) -> TryResults:
     """A `tries.json` as `try` wrote it; a broken one is one line naming the file and place."""
-    from pydantic import ValidationError
+    from ..core.errors import InputFileError
+    from ..core.jsonpos import read_model
 
-    from ..core.errors import InputFileError, validation_line
-    from ..core.jsonpos import validation_at
-    from ..core.textio import read_json
-
-    data = read_json(path, InputFileError, MAX_TRIES_BYTES)
-    try:
-        return TryResults.model_validate(data)
-    except ValidationError as exc:
-        raise InputFileError(
-            f"{validation_at(path, exc)}: not a `try` result: {validation_line(exc)}"
-        ) from None
+    return read_model(path, TryResults, InputFileError, MAX_TRIES_BYTES, "not a `try` result: ")

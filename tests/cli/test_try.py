@@ -4,7 +4,6 @@ shapes file (--plan-only), and every refusal as one line with its exit code."""
 from __future__ import annotations
 
 import json
-import lzma
 from pathlib import Path
 
 import pytest
@@ -13,14 +12,11 @@ from helpers import ROOT
 from ncu_classify.cli.entry import run
 
 TRIES = ROOT / "fixtures" / "tries_h200"
-RECORDED = ROOT / "reports" / "record" / "wan_14b_480x832_h200_shapes.yaml.xz"
 
 
 @pytest.fixture
-def shapes(tmp_path: Path) -> Path:
-    path = tmp_path / "wan14b_shapes.yaml"
-    path.write_bytes(lzma.decompress(RECORDED.read_bytes()))
-    return path
+def shapes(wan_shapes: Path) -> Path:
+    return wan_shapes
 
 
 def _error(capsys: pytest.CaptureFixture[str]) -> str:

@@ -4,7 +4,7 @@ the H200's, and the changes themselves on real shapes."""
 
 from __future__ import annotations
 
-import lzma
+from pathlib import Path
 
 import pytest
 from helpers import ROOT
@@ -18,14 +18,12 @@ from ncu_classify.tries.program import changed_shape
 from ncu_classify.tries.results import TryResults
 
 PROGRAM = ROOT / "fixtures" / "tries_h200" / "program_vae"
-RECORDED = ROOT / "reports" / "record" / "wan_14b_480x832_h200_shapes.yaml.xz"
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> ShapesFile:
-    path = tmp_path_factory.mktemp("recorded") / "shapes.yaml"
-    path.write_bytes(lzma.decompress(RECORDED.read_bytes()))
-    return load_shapes(path)
+def recorded(wan_shapes: Path) -> ShapesFile:
+    """The Wan 14B recording's shapes file (DiT step bf16, VAE decode fp32 NCDHW)."""
+    return load_shapes(wan_shapes)
 
 
 def test_the_plan_is_the_one_the_h200_ran(recorded: ShapesFile) -> None:

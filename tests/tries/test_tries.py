@@ -4,7 +4,7 @@ and its recorded shapes file), and the results of the tries capture the H200 ran
 
 from __future__ import annotations
 
-import lzma
+from pathlib import Path
 
 import pytest
 from helpers import ROOT
@@ -16,15 +16,12 @@ from ncu_classify.tries.plan_models import TryPlan
 from ncu_classify.tries.results import TryResults, tried_results
 
 TRIES = ROOT / "fixtures" / "tries_h200"
-RECORDED = ROOT / "reports" / "record" / "wan_14b_480x832_h200_shapes.yaml.xz"
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> ShapesFile:
+def recorded(wan_shapes: Path) -> ShapesFile:
     """The Wan 14B recording's shapes file (DiT step bf16, VAE decode fp32 NCDHW)."""
-    path = tmp_path_factory.mktemp("recorded") / "shapes.yaml"
-    path.write_bytes(lzma.decompress(RECORDED.read_bytes()))
-    return load_shapes(path)
+    return load_shapes(wan_shapes)
 
 
 @pytest.mark.parametrize("stage", ["vae", "dit"])
