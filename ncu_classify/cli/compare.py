@@ -146,10 +146,15 @@ def report_command(
         typer.Option("--format", help="html or md (default: from the -o suffix, else html)"),
     ] = None,
     title: Annotated[str, typer.Option("--title", help="title of the report")] = "",
+    tries: Annotated[
+        list[Path] | None,
+        typer.Option("--tries", help="a `try` result (tries.json): the moves it measured shown"),
+    ] = None,
 ) -> None:
     """Write a self-contained HTML report (roofline chart, per-stage time, sortable cards,
     kernels of each card) or a Markdown summary of one or more cards files."""
     from ..present.page import check_files, labels_for, page_html, page_markdown
+    from .present import read_tries
 
     with errors():
         check_files(cards_files)
@@ -162,6 +167,6 @@ def report_command(
         ]
         name = title or "ncu-classify report: " + ", ".join(label for label, _ in files)
         render = page_html if fmt == "html" else page_markdown
-        target.write_text(render(files, name))
+        target.write_text(render(files, name, read_tries(tries or [])))
     if not target.is_stdout:
         human(target).print(f"wrote the report to {printable(str(target))}")

@@ -32,6 +32,7 @@ __all__ = [
     "page_html",
     "page_markdown",
     "summarize",
+    "tries_frame",
 ]
 __getattr__ = lazy_face(
     __name__,
@@ -42,5 +43,6 @@ __getattr__ = lazy_face(
         "page_html": "page",
         "page_markdown": "page",
         "summarize": "summary",
+        "tries_frame": "frames",
     },
 )

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import pandas as pd
 
@@ -24,7 +24,11 @@ from ..cards.model import Card, CardFile, KernelCard
 from ..cards.rollup import named_dominant
 from ..core.metrics import CATALOG
 from .coverage import CoverageRow, coverage_rows
+from .next_measured import TRIES_COLUMNS, tries_rows
 from .summary import PER
+
+if TYPE_CHECKING:
+    from ..tries.results import TryResults
 
 Level = Literal["card", "kernel", "coverage"]
 # unit -> the suffix a column name gets unless the key already says it
@@ -101,6 +105,18 @@ def coverage_frame(cards: CardFile) -> pd.DataFrame:
     kinds = {"stage": object, "item": object, "why": object, "basis": object}
     dtypes = {n: kinds.get(n, "Int64" if n.endswith("calls") else "float64") for n in columns}
     frame: pd.DataFrame = pd.DataFrame(rows, columns=columns).astype(dtypes)
+    return frame
+
+
+def tries_frame(results: TryResults) -> pd.DataFrame:
+    """What `try` measured, one row per alternative of every move (the original first, its
+    `label` `as_recorded`): kernels, time per call and saving per inference with their
+    intervals, numerics, and whether it won; NaN/NA where not measured."""
+    kinds = {"rank": "Int64", "calls": "Int64", "kernels": "Int64", "within_tolerance": "boolean",
+             "winner": bool}  # fmt: skip
+    floats = {c for c in TRIES_COLUMNS if c.startswith(("us_", "saving", "max_rel"))}
+    dtypes = {c: kinds.get(c, "float64" if c in floats else object) for c in TRIES_COLUMNS}
+    frame: pd.DataFrame = pd.DataFrame(tries_rows(results), columns=TRIES_COLUMNS).astype(dtypes)
     return frame
 
 

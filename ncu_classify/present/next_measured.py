@@ -151,3 +151,32 @@ def stage_line(s: StageMeasured, measured_us: float) -> str:
             f"{_ci(s.program_saving_ci95_us)}"
         )
     return line
+
+
+TRIES_COLUMNS = [
+    "rank", "stage", "group", "op", "calls", "label", "kind", "status", "kernels", "primary",
+    "us_per_call", "us_per_call_ci95_low", "us_per_call_ci95_high", "saving_us_per_inference",
+    "saving_ci95_low", "saving_ci95_high", "max_rel_error", "tolerance_of", "within_tolerance",
+    "winner",
+]  # fmt: skip
+
+
+def tries_rows(results: TryResults) -> list[list[object]]:
+    """One row per alternative of every move (the original first), for a DataFrame or CSV."""
+    rows: list[list[object]] = []
+    for move in results.moves:
+        for alt in [move.original, *move.alternatives]:
+            time, numerics = alt.time, alt.numerics
+            saving = alt.saving_ci95_us or (None, None)
+            compared = numerics is not None and numerics.compared
+            rows.append([
+                move.rank, move.stage, move.group, move.op, move.calls, alt.label, alt.kind,
+                alt.status, len(alt.kernels), alt.primary,
+                time.mean_us if time else None, time.ci95_low_us if time else None,
+                time.ci95_high_us if time else None, alt.saving_us, *saving,
+                numerics.max_rel_error if compared and numerics else None,
+                numerics.tolerance_of if compared and numerics else None,
+                numerics.within if compared and numerics else None,
+                alt.label == move.winner,
+            ])  # fmt: skip
+    return rows

@@ -5,9 +5,9 @@ summary for a pull request, from one or more cards files overlaid."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 
@@ -18,10 +18,16 @@ from ..core.errors import UsageError
 from ..core.paths import short_names
 from ..core.text import counted, figure, md_code, md_text, printable
 from .coverage import BASIS_SHORT, millis
+from .next_measured import measured_text
 from .next_text import next_markdown, stage_cells, stage_notes
 from .page_chart import DASHES, build_chart
 from .page_view import SHOWN_CARDS, FileView, PageView, build_view
 from .summary import stability_lines
+
+if TYPE_CHECKING:
+    from ..tries.results import TryResults
+
+    Tried = tuple[str, TryResults]
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 MARKER_NAMES = {
@@ -75,8 +81,9 @@ def _visible(value: Any) -> Any:
     return printable(value, keep_newlines=True) if isinstance(value, str) else value
 
 
-def page_html(files: list[tuple[str, CardFile]], title: str) -> str:
-    """The HTML page of `files` ((label, cards) pairs)."""
+def page_html(files: list[tuple[str, CardFile]], title: str, tries: Sequence[Tried] = ()) -> str:
+    """The HTML page of `files` ((label, cards) pairs); moves `try` measured (`tries`) show
+    what it measured."""
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         autoescape=True,  # every string from a file is text, never markup
@@ -84,8 +91,9 @@ def page_html(files: list[tuple[str, CardFile]], title: str) -> str:
         keep_trailing_newline=True,
         finalize=_visible,
     )
-    view = build_view(files, title)
+    view = build_view(files, title, tries)
     context: dict[str, Any] = {
+        "measured_text": measured_text,
         "view": view,
         "chart": build_chart(
             view.points, view.ceilings, [(MARKER_NAMES[f.marker], f.label) for f in view.files]
@@ -108,9 +116,11 @@ def page_html(files: list[tuple[str, CardFile]], title: str) -> str:
     return environment.get_template("page.html.j2").render(context)
 
 
-def page_markdown(files: list[tuple[str, CardFile]], title: str) -> str:
+def page_markdown(
+    files: list[tuple[str, CardFile]], title: str, tries: Sequence[Tried] = ()
+) -> str:
     """A Markdown summary: inputs, time per stage and class, the top time consumers."""
-    view = build_view(files, title)
+    view = build_view(files, title, tries)
     lines = [f"## {md_text(title)}", ""]
     for f in view.files:
         header = dict(f.header)

@@ -10,6 +10,7 @@ autoescape, Markdown code spans).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,7 @@ from ..cards.rollup import (
     named_dominant,
 )
 from ..core.text import printable
+from ..tries.results import TryResults
 from .coverage import FileCoverage, file_coverage
 from .next_moves import NextMoves, next_moves
 
@@ -136,7 +138,9 @@ class PageView:
     more: list[MoreCards] = field(default_factory=list)  # per file, the cards not shown
 
 
-def build_view(files: list[tuple[str, CardFile]], title: str) -> PageView:
+def build_view(
+    files: list[tuple[str, CardFile]], title: str, tries: Sequence[tuple[str, TryResults]] = ()
+) -> PageView:
     """The page of `files` ((label, cards) pairs), in their order."""
     classes = _class_colours(c for _, cards in files for c in cards.cards)
     views, cards_out, points, ceilings, more = [], [], [], [], []
@@ -154,7 +158,7 @@ def build_view(files: list[tuple[str, CardFile]], title: str) -> PageView:
                 _warnings(cards),
                 by_kernel_class(cards.cards),
                 file_coverage(cards),
-                next_moves(cards, label),
+                next_moves(cards, label, (), tries),
             )
         )
         totals: dict[str, float] = {}

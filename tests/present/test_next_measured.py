@@ -87,3 +87,34 @@ def test_next_tries_on_the_command_line(
     err = capsys.readouterr().err
     assert code == 3 and len(err.splitlines()) == 1
     assert f"{broken}:1:" in err and "not a `try` result" in err
+
+
+def test_the_tries_frame_has_a_row_per_alternative() -> None:
+    """36 rows for the VAE's 10 moves (each original first); the first move's winner exact."""
+    from ncu_classify.present import tries_frame
+
+    frame = tries_frame(load_results(TRIES / "vae" / "tries.json"))
+    assert len(frame) == 36 and list(frame["label"][:4]) == [
+        "as_recorded", "channels_last_3d", "bf16", "bf16_channels_last_3d",
+    ]  # fmt: skip
+    won = frame[frame["winner"]]
+    assert len(won) == 9
+    first = won.iloc[0]
+    assert (first["us_per_call"], first["saving_us_per_inference"]) == (3088.3, 45272.52)
+    assert (first["kernels"], first["tolerance_of"], bool(first["within_tolerance"])) == (
+        2, "bf16", True,
+    )  # fmt: skip
+    assert frame["saving_us_per_inference"].isna().sum() == 10  # the originals
+
+
+def test_the_report_shows_what_try_measured(
+    wan_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tries = str(TRIES / "vae" / "tries.json")
+    page, summary = tmp_path / "r.html", tmp_path / "r.md"
+    assert run(["report", str(wan_file), "--tries", tries, "-o", str(page)]) == 0
+    assert run(["report", str(wan_file), "--tries", tries, "-o", str(summary)]) == 0
+    html = page.read_text()
+    assert "<b>measured: bf16_channels_last_3d saves 45,272.5 us [44,808.8, 45,736.2];" in html
+    assert "vae: measured: 9 of 10 moves tried win 115,105.3 us" in html
+    assert "vae: measured: 9 of 10 moves tried win 115,105.3 us" in summary.read_text()
