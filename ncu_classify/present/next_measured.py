@@ -56,9 +56,21 @@ class StageMeasured(BaseModel):
     saving_ci95_us: tuple[float, float] | None = Field(
         description="half-widths added in quadrature (the moves measured independently)"
     )
-    program_move: str | None = None
-    program_saving_us: float | None = None
-    program_saving_ci95_us: tuple[float, float] | None = None
+    programs: list[ProgramSaving] = Field(
+        default_factory=list, description="each program-wide move measured for the stage"
+    )
+    chains_tried: int = Field(default=0, description="fusion moves: the chains tried")
+    chains_won: int = 0
+    chains_saving_us: float = Field(default=0.0, description="the fused chains that won")
+
+
+class ProgramSaving(BaseModel):
+    """A program-wide move's saving for one stage (us per inference)."""
+
+    model_config = ConfigDict(extra="forbid")
+    move: str
+    saving_us: float
+    saving_ci95_us: tuple[float, float] | None
 
 
 def measured_move(move: TriedMove, label: str) -> MeasuredMove:
@@ -96,7 +108,8 @@ def _alternative(alt: TriedAlternative) -> MeasuredAlternative:
 def stage_measured(
     stage: str, moves: list[MeasuredMove], results: list[TryResults]
 ) -> StageMeasured:
-    """The winners' total for a stage (and its program-wide move, when one was measured)."""
+    """The winners' total for a stage, each program-wide move measured for it, and the chains
+    fused (fusion moves are no card's: they are counted here)."""
     won = [m for m in moves if m.saving_us is not None]
     total = round(sum(m.saving_us or 0.0 for m in won), 3)
     halves = [(m.saving_ci95_us[1] - m.saving_ci95_us[0]) / 2 for m in won if m.saving_ci95_us]
@@ -109,11 +122,16 @@ def stage_measured(
         saving_ci95_us=interval,
     )  # fmt: skip
     for result in results:
-        for s in result.program.stages if result.program else []:
-            if s.stage == stage:
-                found.program_move = result.program.move if result.program else None
-                found.program_saving_us = s.saving_us
-                found.program_saving_ci95_us = s.saving_ci95_us
+        program = result.program
+        for s in program.stages if program else []:
+            if s.stage == stage and program is not None:
+                found.programs.append(ProgramSaving(
+                    move=program.move, saving_us=s.saving_us, saving_ci95_us=s.saving_ci95_us
+                ))  # fmt: skip
+        fused = [m for m in result.moves if m.op == "chain" and m.stage == stage]
+        found.chains_tried += len(fused)
+        found.chains_won += sum(1 for m in fused if m.winner)
+        found.chains_saving_us += round(sum(m.measured_saving_us or 0.0 for m in fused), 3)
     return found
 
 
@@ -145,10 +163,12 @@ def stage_line(s: StageMeasured, measured_us: float) -> str:
         f"{s.stage}: measured: {s.winners} of {s.moves_measured} moves tried win"
         f" {s.saving_us:,.1f} us{_ci(s.saving_ci95_us)} of {measured_us:,.1f} us per inference"
     )
-    if s.program_move and s.program_saving_us is not None:
+    for p in s.programs:
+        line += f"; program-wide {p.move}: {p.saving_us:,.1f} us{_ci(p.saving_ci95_us)}"
+    if s.chains_tried:
         line += (
-            f"; program-wide {s.program_move}: {s.program_saving_us:,.1f} us"
-            f"{_ci(s.program_saving_ci95_us)}"
+            f"; fusion: {s.chains_won} of {s.chains_tried} chains fused win"
+            f" {s.chains_saving_us:,.1f} us"
         )
     return line
 

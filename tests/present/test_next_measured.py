@@ -46,7 +46,8 @@ def test_the_stage_line_gives_the_winners_total_and_the_program_wide_move(
 ) -> None:
     (stage,) = measured.measured
     assert (stage.moves_measured, stage.winners, stage.saving_us) == (10, 9, 115105.325)
-    assert stage.program_move == "bf16_channels_last" and stage.program_saving_us == 143053.658
+    (program,) = stage.programs
+    assert (program.move, program.saving_us) == ("bf16_channels_last", 143053.658)
     line = (
         "vae: measured: 9 of 10 moves tried win 115,105.3 us [114,558.3, 115,652.3] of"
         " 306,613.7 us per inference; program-wide bf16_channels_last: 143,053.7 us"
@@ -118,3 +119,18 @@ def test_the_report_shows_what_try_measured(
     assert "<b>measured: bf16_channels_last_3d saves 45,272.5 us [44,808.8, 45,736.2];" in html
     assert "vae: measured: 9 of 10 moves tried win 115,105.3 us" in html
     assert "vae: measured: 9 of 10 moves tried win 115,105.3 us" in summary.read_text()
+
+
+def test_the_decode_s_ladder_in_one_line(wan: CardFile) -> None:
+    """Every program-wide move measured for the decode and its fused chains, in the stage's
+    line: bf16 129.75 ms, channels-last 23.43 ms, both 143.05 ms, 4 of 6 chains 17.59 ms (7,875.918 + 2,429.19 + 5,473.92 + 1,810.08)."""
+    tries = [(n, load_results(TRIES / n / "tries.json")) for n in ("program_vae", "chains_vae")]
+    tries += [
+        (m, load_results(ROOT / "reports" / "tries" / f"program_vae_{m}.json"))
+        for m in ("bf16", "channels_last")
+    ]
+    (stage,) = next_moves(wan, "wan.json", ["vae"], tries).measured
+    assert [(p.move, p.saving_us) for p in stage.programs] == [
+        ("bf16_channels_last", 143053.658), ("bf16", 129750.592), ("channels_last", 23425.874),
+    ]  # fmt: skip
+    assert (stage.chains_tried, stage.chains_won, stage.chains_saving_us) == (6, 4, 17589.108)
