@@ -123,7 +123,8 @@ def test_the_report_shows_what_try_measured(
 
 def test_the_decode_s_ladder_in_one_line(wan: CardFile) -> None:
     """Every program-wide move measured for the decode and its fused chains, in the stage's
-    line: bf16 129.75 ms, channels-last 23.43 ms, both 143.05 ms, 4 of 6 chains 17.59 ms (7,875.918 + 2,429.19 + 5,473.92 + 1,810.08)."""
+    line: bf16 129.75 ms, channels-last 23.43 ms, both 143.05 ms, 4 of 6 chains 17.59 ms
+    (7,875.918 + 2,429.19 + 5,473.92 + 1,810.08)."""
     tries = [(n, load_results(TRIES / n / "tries.json")) for n in ("program_vae", "chains_vae")]
     tries += [
         (m, load_results(ROOT / "reports" / "tries" / f"program_vae_{m}.json"))
