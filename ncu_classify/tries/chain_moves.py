@@ -10,25 +10,32 @@ import json
 from ..shapes.chain_shape import ChainShape
 from ..shapes.chains import Chain
 from ..shapes.file import ShapesFile
-from .plan_models import PlannedMove, PlannedTry
+from .plan_models import NoAlternative, PlannedMove, PlannedTry
 
 
 def chain_moves(
     shapes: ShapesFile, stages: list[str], count: int, first_rank: int,
-    by_stage: dict[str, list[str]],
+    by_stage: dict[str, list[str]], passed: list[NoAlternative],
 ) -> list[PlannedMove]:  # fmt: skip
     """The `count` largest tied chains of `stages` (all when none named) as moves, their two
-    shapes (`cNN.as_recorded`, `cNN.compiled`) appended to their stage's lines."""
+    shapes (`cNN.as_recorded`, `cNN.compiled`) appended to their stage's lines; a chain the
+    recording could not tie together, met on the way, is passed over with why."""
     found = [
         (stage, chain)
         for stage, chains in shapes.chains.items()
         if not stages or stage in stages
         for chain in chains
-        if chain.ops and not chain.untied
     ]
     found.sort(key=lambda sc: (-(sc[1].real_us or 0.0) * sc[1].calls, -sc[1].calls, sc[1].name))
-    moves = []
-    for number, (stage, chain) in enumerate(found[:count], 1):
+    moves: list[PlannedMove] = []
+    for stage, chain in found:
+        if len(moves) == count:
+            break
+        if chain.untied or not chain.ops:
+            why = "; ".join(chain.untied) or "no ops"
+            passed.append(NoAlternative(group=chain.name, why=f"not tied together: {why}"))
+            continue
+        number = len(moves) + 1
         moves.append(_move(first_rank + number - 1, number, stage, chain, by_stage))
     return moves
 

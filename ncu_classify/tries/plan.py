@@ -43,7 +43,7 @@ def plan_tries(
             passed.append(NoAlternative(group=card.group, why=nothing_to_try(card, entry.shape)))
             continue
         moves.append(_planned(len(moves) + 1, card, entry, found, recoverable, by_stage))
-    moves += chain_moves(shapes, stages, chains, len(moves) + 1, by_stage)
+    moves += chain_moves(shapes, stages, chains, len(moves) + 1, by_stage, passed)
     for stage, shaped in by_stage.items():
         lines.append(f"  {json.dumps(stage)}:")
         lines += [f"    - {text}" for text in shaped]

@@ -447,3 +447,21 @@ def test_try_plans_the_largest_chains_eagerly_and_fused(recorded: tuple[str, Pat
     assert isinstance(first, ChainShape) and first.compile is None
     assert first.chain == shapes.chains["net"][1] and entries[1].shape.compile == "default"
     assert first.nominal_flops() == 0 and first.nominal_bytes() > 0
+
+
+def test_try_passes_over_an_untied_chain_with_why(recorded: tuple[str, Path]) -> None:
+    """A chain the recording could not tie together is never tried, and the plan says why."""
+    from ncu_classify.cards.model import CardFile
+    from ncu_classify.shapes.chains import Chain
+    from ncu_classify.tries.plan import plan_tries
+
+    shapes = load_shapes(recorded[1])
+    untied = Chain(name="net:chain:x", calls=9, untied=["an input of unknown origin"])
+    shapes.chains["net"].insert(0, untied)
+    plan, _ = plan_tries(CardFile.model_construct(cards=[]), shapes, ("c", "s"), 1, [], chains=1)
+    assert [m.group for m in plan.moves] == [
+        "net:chain:add+native_group_norm+silu+constant_pad_nd:1x8x3x6x6:fp32"
+    ]
+    assert [(p.group, p.why) for p in plan.no_alternative] == [
+        ("net:chain:x", "not tied together: an input of unknown origin")
+    ]
