@@ -13,7 +13,7 @@ from pathlib import Path
 from ..capture.plan import CaptureOptions
 from ..cards.files import load_card_file, write_card_file
 from ..core.atomic import write_text_atomic
-from ..core.errors import UsageError
+from ..core.errors import OutputError, UsageError
 from ..shapes.file import ShapesFile, load_shapes
 from ..verdicts.rules import LoadedRules
 from .plan import plan_program_move, plan_tries, write_plan
@@ -43,7 +43,7 @@ def plan_folder(
             else f"no timed card{where}"
         )
         raise UsageError(f"{cards_path}: nothing to try: {why}")
-    write_plan(out, plan, text)
+    _write_plan(out, plan, text)
     return plan
 
 
@@ -60,8 +60,31 @@ def _program_folder(
     plan, text = plan_program_move(shapes, labels, stages, move)
     if plan.program is None or not plan.program.pairs:
         raise UsageError(f"--program {move}: it changes no shape of {', '.join(stages)}")
-    write_plan(out, plan, text)
+    _write_plan(out, plan, text)
     return plan
+
+
+def _write_plan(out: Path, plan: TryPlan, text: str) -> None:
+    """The plan written into `out`, unless `out/raw` holds the capture of another plan: its
+    plan.json and shapes.yaml would then no longer describe raw/, outputs/ and tries.json
+    (and the capture could not be resumed); a folder that cannot be written is one line."""
+    import hashlib
+
+    from ..capture.manifest import read_manifest
+
+    manifest = out / "raw" / "manifest.json"
+    if manifest.is_file():
+        captured = read_manifest(manifest).shapes_sha256
+        if captured != hashlib.sha256(text.encode("utf-8")).hexdigest():
+            raise UsageError(
+                f"{out}: holds the capture of another plan (raw/ was captured from another"
+                " shapes.yaml: other cards, shapes file, options, or their paths as given);"
+                " try into another folder"
+            )
+    try:
+        write_plan(out, plan, text)
+    except OSError as exc:
+        raise OutputError(f"{out}: cannot write the plan: {exc.strerror or exc}") from None
 
 
 def run_tries(
@@ -73,6 +96,7 @@ def run_tries(
 ) -> TryResults:
     """Capture `out/shapes.yaml` into `out/raw` (resumed when a capture is there), classify
     it into `out/cards.json` and write `out/tries.json`."""
+    from ..capture.folder import writing
     from ..capture.run import capture
     from ..verdicts.classify import classify
 
@@ -86,9 +110,11 @@ def run_tries(
     )
     manifest = capture(out / "shapes.yaml", raw, options, progress=progress)
     cards = classify([raw], rules)
-    write_card_file(out / "cards.json", cards)
+    with writing(out):
+        write_card_file(out / "cards.json", cards)
     results = tried_results(
         plan, cards, manifest, load_shapes(out / "shapes.yaml"), out / "outputs"
     )
-    write_text_atomic(out / "tries.json", results.model_dump_json(indent=2) + "\n")
+    with writing(out):
+        write_text_atomic(out / "tries.json", results.model_dump_json(indent=2) + "\n")
     return results

@@ -72,3 +72,79 @@ def test_cards_of_another_shapes_file_are_refused(
     code = run(["try", str(wan_file), "--shapes", str(other), "-o", str(tmp_path / "t")])
     assert code == 2
     assert f"nothing to try: none of their group ids is in {other}" in _error(capsys)
+
+
+def test_without_ncu_the_plan_stays_and_the_error_is_one_line(
+    wan_file: Path, shapes: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "tries"
+    missing = tmp_path / "no" / "ncu"
+    code = run(["try", str(wan_file), "--shapes", str(shapes), "-o", str(out), "--stage", "dit",
+                "--ncu", str(missing)])  # fmt: skip
+    assert code == 6
+    assert _error(capsys) == (
+        f"ncu-classify: error: --ncu {missing}: no such file; give the path of Nsight Compute's ncu"
+    )
+    assert sorted(p.name for p in out.iterdir()) == ["plan.json", "shapes.yaml"]
+
+
+def _captured_folder(tmp_path: Path, wan_file: Path, shapes: Path) -> Path:
+    """The committed dit tries folder, its shapes.yaml (and the manifest's sha256 of it) as
+    this machine's paths would have written it."""
+    import hashlib
+    import shutil
+
+    folder = tmp_path / "dit"
+    shutil.copytree(TRIES / "dit", folder)
+    text = (
+        (folder / "shapes.yaml")
+        .read_text()
+        .replace(
+            '"/tmp/wan14b_cards.json" and "/tmp/wan14b_shapes.yaml"',
+            f"{json.dumps(str(wan_file))} and {json.dumps(str(shapes))}",
+        )
+    )
+    (folder / "shapes.yaml").write_text(text)
+    manifest = json.loads((folder / "raw" / "manifest.json").read_text())
+    manifest["shapes_sha256"] = hashlib.sha256(text.encode()).hexdigest()
+    (folder / "raw" / "manifest.json").write_text(json.dumps(manifest))
+    return folder
+
+
+def test_a_folder_holding_the_capture_of_another_plan_is_left_alone(
+    wan_file: Path, shapes: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another --top over a tries folder that holds a capture: refused before its plan.json
+    and shapes.yaml are replaced (they must keep describing raw/ and tries.json); the same
+    plan again is written (byte-identical) and would resume the capture."""
+    folder = _captured_folder(tmp_path, wan_file, shapes)
+    before = {n: (folder / n).read_bytes() for n in ("plan.json", "shapes.yaml")}
+    args = ["try", str(wan_file), "--shapes", str(shapes), "-o", str(folder), "--stage", "dit"]
+    assert run([*args, "--top", "5", "--plan-only"]) == 2
+    assert _error(capsys) == (
+        f"ncu-classify: error: {folder}: holds the capture of another plan (raw/ was captured"
+        " from another shapes.yaml: other cards, shapes file, options, or their paths as"
+        " given); try into another folder"
+    )
+    assert {n: (folder / n).read_bytes() for n in before} == before
+    assert run([*args, "--plan-only"]) == 0
+    assert (folder / "shapes.yaml").read_bytes() == before["shapes.yaml"]
+
+
+@pytest.mark.parametrize(
+    ("output", "code", "expected"),
+    [
+        ("a" * 300, 2, "-o {out}: cannot use it: File name too long"),
+        ("plan_is_a_folder", 7, "{out}: cannot write the plan: Is a directory"),
+    ],
+)
+def test_a_folder_that_cannot_be_written_is_named(
+    wan_file: Path, shapes: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    output: str, code: int, expected: str,
+) -> None:  # fmt: skip
+    """Not `cannot write to standard output or error`: the folder, and why."""
+    out = tmp_path / output
+    (tmp_path / "plan_is_a_folder" / "plan.json").mkdir(parents=True)
+    args = ["try", str(wan_file), "--shapes", str(shapes), "-o", str(out), "--plan-only"]
+    assert run(args) == code
+    assert _error(capsys) == "ncu-classify: error: " + expected.format(out=out)
