@@ -151,3 +151,35 @@ def stage_line(s: StageMeasured, measured_us: float) -> str:
             f"{_ci(s.program_saving_ci95_us)}"
         )
     return line
+
+
+def tries_notes(
+    calls: dict[str, int], label: str, stages: set[str], tries: list[tuple[str, TryResults]]
+) -> list[str]:
+    """What `next --tries` cannot show as measured, a line each: the moves of a tries file
+    that name no card of the cards file (`calls`: its cards' calls by group; another
+    recording, chains of device ops), a card measured in two tries files (the last one named
+    is shown), and a move measured with other calls than the card's (its saving per inference
+    is the other program's). Moves of stages left out are no news."""
+    notes = []
+    seen: dict[str, str] = {}
+    for name, result in tries:
+        moves = [m for m in result.moves if not stages or m.stage in stages]
+        lost = [m for m in moves if m.group not in calls]
+        if lost:
+            chains = sum(1 for m in lost if m.op == "chain")
+            what = f" ({chains} of them chains of device ops, which are no cards)" if chains else ""
+            notes.append(
+                f"{name}: {len(lost)} of its {len(moves)} moves name no card of {label}{what}:"
+                " not shown"
+            )
+        for m in (m for m in moves if m.group in calls):
+            if m.group in seen:
+                notes.append(f"{m.group}: measured in {seen[m.group]} and {name}: {name}'s shown")
+            if m.calls != calls[m.group]:
+                notes.append(
+                    f"{m.group}: {name} measured it at {m.calls} calls per inference, {label}"
+                    f" has {calls[m.group]}: its savings are per inference of the other"
+                )
+            seen[m.group] = name
+    return notes

@@ -231,6 +231,24 @@ def load_results(path: Path) -> TryResults:
     try:
         return TryResults.model_validate(data)
     except ValidationError as exc:
+        if isinstance(data, dict) and isinstance(data.get("cards"), list):
+            raise InputFileError(f"{path}: a cards file, not a `try` result (tries.json)") from None
+        if _is_plan(data):
+            raise InputFileError(
+                f"{path}: a `try` plan (plan.json), not its results: tries.json is written"
+                " beside it once the capture has run"
+            ) from None
         raise InputFileError(
             f"{validation_at(path, exc)}: not a `try` result: {validation_line(exc)}"
         ) from None
+
+
+def _is_plan(data: object) -> bool:
+    """True for what `try` writes as plan.json (read by mistake for tries.json)."""
+    from pydantic import ValidationError
+
+    try:
+        TryPlan.model_validate(data)
+    except ValidationError:
+        return False
+    return True
