@@ -5,6 +5,7 @@ capture/ and replay/ read it, verdicts/ reads group ids back with it).
 - aten: recorded device ops (`aten` shapes): tensor layouts, arguments, nominal bytes
 - recorded: what a recording adds (`recorded:`: per-stage totals, older op lists)
 - chains: the chains of device ops a recording found (`chains:`), each an op list with links
+- chain_shape: a chain as a shape capture replays (`op: chain`), eagerly or compiled
 - file: the whole file (settings, stages, entries with group ids) and its loader
 """
 

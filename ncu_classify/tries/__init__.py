@@ -2,6 +2,8 @@
 
 catalog   the alternatives a card's facts allow (layout, dtype, backend, padding, Inductor)
 plan      the top moves matched to their shapes; the tries shapes file and plan.json
+plan_models  plan.json's models: the moves, their alternatives, the cards passed over
+chain_moves  fusion moves: the recording's largest chains, eager beside compiled
 numerics  an alternative's output sample against the original's, with a named tolerance
 program   a program-wide move: every shape of a stage changed together (bf16, channels-last)
 results   the tries capture's cards against the plan: times, savings, intervals, winners
