@@ -79,6 +79,7 @@ def try_command(
     inference with its interval and its numerics against the original; the winner per move."""
     from ..capture.plan import CaptureOptions
     from ..core.errors import UsageError
+    from ..core.text import printable
     from ..tries.run import plan_folder, run_tries
     from ..verdicts.rules import load_rules
     from .app import check_inputs
@@ -93,10 +94,15 @@ def try_command(
         move = _program_move(program)
         plan = plan_folder(cards_file, shapes, target, top, stage or [], move, chains)
     count = sum(len(m.tries) for m in plan.moves) + _program_shapes(plan)
-    what = (
-        f"a program-wide move ({plan.program.move})" if plan.program else f"{len(plan.moves)} moves"
+    moves = f"{len(plan.moves)} move{'' if len(plan.moves) == 1 else 's'}"
+    what = f"a program-wide move ({plan.program.move})" if plan.program else moves
+    missed = f"; {len(plan.not_found)} timed cards passed over, not in {shapes} (not_found)"
+    out.print(
+        printable(
+            f"planned {what}, {count} shapes: {target / 'plan.json'}, {target / 'shapes.yaml'}"
+            + (missed if plan.not_found else "")
+        ),
     )
-    out.print(f"planned {what}, {count} shapes: {target / 'plan.json'}, {target / 'shapes.yaml'}")
     if plan_only:
         return
     options = CaptureOptions(ncu=ncu, repeat=repeat, per_stage=False, drop_sources=True)
@@ -127,7 +133,10 @@ def _program_shapes(plan: TryPlan) -> int:
 
 
 def print_results(results: TryResults) -> None:
-    """Per move: each alternative's time per call, saving per inference and numerics."""
+    """Per move: each alternative's time per call, saving per inference and numerics (the
+    user's stage names and group ids with their control characters escaped)."""
+    from ..core.text import printable
+
     if results.program is not None:
         for s in results.program.stages:
             ci = (
@@ -136,17 +145,18 @@ def print_results(results: TryResults) -> None:
                 else ""
             )
             out.print(
-                f"{s.stage}: {results.program.move} over {s.shapes} shapes: {s.as_recorded_us:,.1f}"
-                f" -> {s.changed_us:,.1f} us per inference, saves {s.saving_us:,.1f}{ci}"
-                f"; {len(s.failed)} failed, {len(s.removed)} removed",
-                markup=False,
+                printable(
+                    f"{s.stage}: {results.program.move} over {s.shapes} shapes:"
+                    f" {s.as_recorded_us:,.1f} -> {s.changed_us:,.1f} us per inference, saves"
+                    f" {s.saving_us:,.1f}{ci}; {len(s.failed)} failed, {len(s.removed)} removed"
+                )
             )
     for move in results.moves:
-        out.print(f"{move.rank:>3}  {move.group}  x{move.calls}", markup=False)
+        out.print(printable(f"{move.rank:>3}  {move.group}  x{move.calls}"))
         for alt in [move.original, *move.alternatives]:
-            out.print("     " + _alt_line(alt, alt is move.original, move.winner), markup=False)
+            out.print(printable("     " + _alt_line(alt, alt is move.original, move.winner)))
     for stage, saving in results.stage_savings_us.items():
-        out.print(f"{stage}: the winners save {saving / 1000:,.3f} ms per inference", markup=False)
+        out.print(printable(f"{stage}: the winners save {saving / 1000:,.3f} ms per inference"))
 
 
 def _alt_line(alt: object, original: bool, winner: str | None) -> str:

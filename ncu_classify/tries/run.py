@@ -14,6 +14,7 @@ from ..capture.plan import CaptureOptions
 from ..cards.files import load_card_file, write_card_file
 from ..core.atomic import write_text_atomic
 from ..core.errors import OutputError, UsageError
+from ..core.text import unicode_safe
 from ..shapes.file import ShapesFile, load_shapes
 from ..verdicts.rules import LoadedRules
 from .plan import plan_program_move, plan_tries, write_plan
@@ -31,7 +32,7 @@ def plan_folder(
     """Write the plan and the tries shapes file into `out`; refused when no move matches."""
     cards = load_card_file(cards_path)
     shapes = load_shapes(shapes_path)
-    labels = (str(cards_path), str(shapes_path))
+    labels = (unicode_safe(str(cards_path)), unicode_safe(str(shapes_path)))  # JSON: UTF-8
     if program is not None:
         return _program_folder(shapes, labels, out, stages, program)
     plan, text = plan_tries(cards, shapes, labels, top, stages, chains)

@@ -148,3 +148,40 @@ def test_a_folder_that_cannot_be_written_is_named(
     args = ["try", str(wan_file), "--shapes", str(shapes), "-o", str(out), "--plan-only"]
     assert run(args) == code
     assert _error(capsys) == "ncu-classify: error: " + expected.format(out=out)
+
+
+def test_names_that_are_not_utf8_or_carry_control_characters(
+    wan_file: Path, shapes: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Input paths whose bytes are not UTF-8 are written as escapes (was: an internal error
+    serialising plan.json); an -o with an escape sequence is printed escaped; the cards passed
+    over for want of a shape are counted."""
+    import os
+
+    cards = Path(os.fsdecode(bytes(tmp_path) + b"/c\xfe.json"))
+    cards.write_bytes(wan_file.read_bytes())
+    out = tmp_path / "esc\x1b[31mred"
+    args = ["try", str(cards), "--shapes", str(shapes), "-o", str(out), "--top", "1"]
+    assert run([*args, "--plan-only"]) == 0
+    shown = str(tmp_path / "esc\\x1b[31mred")
+    assert capsys.readouterr().out == (
+        f"planned 1 move, 4 shapes: {shown}/plan.json, {shown}/shapes.yaml\n"
+    )
+    plan = json.loads((out / "plan.json").read_text(encoding="utf-8"))
+    label = f"{tmp_path}/c" + "\\xfe.json"
+    assert plan["cards_file"] == label
+    head = (out / "shapes.yaml").read_text().splitlines()[0]
+    assert head.startswith(f"# Written by ncu-classify try from {json.dumps(label)} and ")
+
+
+def test_cards_passed_over_for_want_of_a_shape_are_counted(
+    shapes: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The 480x832 workload's cards over the Wan 14B recording: one group in common."""
+    cards = ROOT / "fixtures" / "workload_h200_480x832" / "cards.json"
+    out = tmp_path / "t"
+    assert run(["try", str(cards), "--shapes", str(shapes), "-o", str(out), "--plan-only"]) == 0
+    assert capsys.readouterr().out == (
+        f"planned 1 move, 2 shapes: {out}/plan.json, {out}/shapes.yaml; 31 timed cards passed"
+        f" over, not in {shapes} (not_found)\n"
+    )
