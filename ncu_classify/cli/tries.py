@@ -40,7 +40,10 @@ def try_command(
         ),
     ],
     top: Annotated[
-        int, typer.Option(help="moves measured (ranked as `next` ranks)", callback=positive_int)
+        int,
+        typer.Option(
+            help="moves measured, per --stage named (ranked as `next` ranks)", callback=positive_int
+        ),
     ] = 10,
     stage: Annotated[
         list[str] | None, typer.Option("--stage", help="only this stage (repeatable)")
