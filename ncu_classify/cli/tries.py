@@ -83,7 +83,7 @@ def try_command(
     from ..capture.plan import CaptureOptions
     from ..core.errors import UsageError
     from ..core.text import printable
-    from ..tries.run import plan_folder, run_tries
+    from ..tries.run import check_folder, plan_folder, run_tries
     from ..verdicts.rules import load_rules
     from .app import check_inputs
     from .outputs import output_folder
@@ -92,7 +92,9 @@ def try_command(
         if repeat < 2 and not plan_only:
             raise UsageError("--repeat must be 2 or more: the savings need intervals")
         target = output_folder(output_given)
-        check_inputs([cards_file, shapes, *([rules] if rules else [])])
+        inputs = [cards_file, shapes, *([rules] if rules else [])]
+        check_inputs(inputs)
+        check_folder(target, inputs)
         loaded = load_rules(rules)
         move = _program_move(program)
         plan = plan_folder(cards_file, shapes, target, top, stage or [], move, chains)

@@ -25,6 +25,25 @@ from .results import TryResults, tried_results
 Progress = Callable[[int, int, str, str], None]
 
 
+WRITTEN = ("plan.json", "shapes.yaml", "cards.json", "tries.json")  # beside raw/, outputs/
+
+
+def check_folder(out: Path, inputs: list[Path]) -> None:
+    """UsageError when a file `try` writes into `out` is one of its inputs (`-o .` beside a
+    shapes.yaml or cards.json): the recording would be replaced by the tries shapes file."""
+    for name in WRITTEN:
+        for given in inputs:
+            try:
+                same = (out / name).samefile(given)
+            except OSError:  # not there (yet): nothing to replace
+                continue
+            if same:
+                raise UsageError(
+                    f"-o {out}: try writes {name} there, and it is an input ({given});"
+                    " choose another folder"
+                )
+
+
 def plan_folder(
     cards_path: Path, shapes_path: Path, out: Path, top: int, stages: list[str],
     program: ProgramMove | None = None, chains: int = 0,

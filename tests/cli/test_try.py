@@ -185,3 +185,28 @@ def test_cards_passed_over_for_want_of_a_shape_are_counted(
         f"planned 1 move, 2 shapes: {out}/plan.json, {out}/shapes.yaml; 31 timed cards passed"
         f" over, not in {shapes} (not_found)\n"
     )
+
+
+@pytest.mark.parametrize("name", ["shapes.yaml", "cards.json"])
+def test_a_folder_whose_written_files_are_inputs_is_refused(
+    wan_file: Path, shapes: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    name: str,
+) -> None:  # fmt: skip
+    """`-o .` beside the recording's shapes.yaml (or the cards.json that try writes after the
+    capture): refused before anything is written (was: the recording replaced, --plan-only
+    too)."""
+    here = tmp_path / "here"
+    here.mkdir()
+    cards = here / ("cards.json" if name == "cards.json" else "c.json")
+    recording = here / ("shapes.yaml" if name == "shapes.yaml" else "r.yaml")
+    cards.write_bytes(wan_file.read_bytes())
+    recording.write_bytes(shapes.read_bytes())
+    before = recording.read_bytes()
+    code = run(["try", str(cards), "--shapes", str(recording), "-o", str(here), "--plan-only"])
+    assert code == 2
+    given = recording if name == "shapes.yaml" else cards
+    assert _error(capsys) == (
+        f"ncu-classify: error: -o {here}: try writes {name} there, and it is an input"
+        f" ({given}); choose another folder"
+    )
+    assert recording.read_bytes() == before and not (here / "plan.json").exists()
