@@ -81,7 +81,7 @@ def try_command(
     captured in one run with repeats; per alternative its kernels, time per call, saving per
     inference with its interval and its numerics against the original; the winner per move."""
     from ..capture.plan import CaptureOptions
-    from ..core.errors import UsageError
+    from ..core.errors import CaptureError, UsageError
     from ..core.text import printable
     from ..tries.run import check_folder, plan_folder, run_tries
     from ..verdicts.rules import load_rules
@@ -114,6 +114,13 @@ def try_command(
     with errors(), capture_progress() as progress:
         results = run_tries(plan, target, options, loaded, progress=progress)
     print_results(results)
+    lost = [m for m in results.moves if m.original.status != "ok"]
+    if lost:  # an alternative that cannot run is a result; an original that did not, none
+        with errors():
+            raise CaptureError(
+                f"{len(lost)} of {len(results.moves)} moves measured nothing: the op as recorded"
+                f" failed to capture; see {target / 'raw' / 'manifest.json'}"
+            )
 
 
 def _program_move(given: str | None) -> ProgramMove | None:

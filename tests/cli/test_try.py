@@ -210,3 +210,29 @@ def test_a_folder_whose_written_files_are_inputs_is_refused(
         f" ({given}); choose another folder"
     )
     assert recording.read_bytes() == before and not (here / "plan.json").exists()
+
+
+def test_a_move_whose_original_failed_is_exit_5(
+    wan_file: Path, shapes: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """The stand-in ncu replays every shape and writes no report: each move's original failed,
+    so nothing was measured; the results are still written, and the exit is 5 (was 0)."""
+    import os
+
+    monkeypatch.setenv("PATH", f"{ROOT / 'tests' / 'fakebin'}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_NCU_REPORTS", str(ROOT / "fixtures" / "fault_h200"))
+    monkeypatch.setenv("FAKE_NCU_MODE", "noreport")
+    monkeypatch.delenv("FAKE_SHAPE_SECONDS", raising=False)
+    out = tmp_path / "t"
+    args = ["try", str(wan_file), "--shapes", str(shapes), "-o", str(out), "--stage", "dit",
+            "--top", "2", "--chains", "0", "--repeat", "2"]  # fmt: skip
+    assert run(args) == 5
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "ncu-classify: error: 2 of 2 moves measured nothing: the op as recorded failed to"
+        f" capture; see {out / 'raw' / 'manifest.json'}"
+    )
+    results = json.loads((out / "tries.json").read_text())
+    assert [m["original"]["status"][:31] for m in results["moves"]] == [
+        "failed: replayed, but ncu wrote", "failed: replayed, but ncu wrote"
+    ]  # fmt: skip
