@@ -81,7 +81,7 @@ def try_command(
     captured in one run with repeats; per alternative its kernels, time per call, saving per
     inference with its interval and its numerics against the original; the winner per move."""
     from ..capture.plan import CaptureOptions
-    from ..core.errors import CaptureError, UsageError
+    from ..core.errors import UsageError
     from ..core.text import printable
     from ..tries.run import check_folder, plan_folder, run_tries
     from ..verdicts.rules import load_rules
@@ -114,13 +114,28 @@ def try_command(
     with errors(), capture_progress() as progress:
         results = run_tries(plan, target, options, loaded, progress=progress)
     print_results(results)
-    lost = [m for m in results.moves if m.original.status != "ok"]
-    if lost:  # an alternative that cannot run is a result; an original that did not, none
+    _check_measured(results, target)
+
+
+def _check_measured(results: TryResults, target: Path) -> None:
+    """Exit 5 when a move measured nothing (its original failed to capture; an alternative
+    that cannot run is a result) or its original has no repeats (no interval to win by)."""
+    from ..core.errors import CaptureError
+
+    moves = len(results.moves)
+    lost = sum(1 for m in results.moves if m.original.status != "ok")
+    bare = sum(
+        1
+        for m in results.moves
+        if m.original.time is not None and m.original.time.ci95_low_us is None
+    )
+    problems = [f"{lost} of {moves} moves measured nothing: the op as recorded failed to capture"]
+    problems = (problems if lost else []) + (
+        [f"{bare} of {moves} moves have no repeats (no intervals)"] if bare else []
+    )
+    if problems:
         with errors():
-            raise CaptureError(
-                f"{len(lost)} of {len(results.moves)} moves measured nothing: the op as recorded"
-                f" failed to capture; see {target / 'raw' / 'manifest.json'}"
-            )
+            raise CaptureError(f"{'; '.join(problems)}; see {target / 'raw' / 'manifest.json'}")
 
 
 def _program_move(given: str | None) -> ProgramMove | None:

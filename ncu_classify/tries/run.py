@@ -121,6 +121,15 @@ def run_tries(
     from ..verdicts.classify import classify
 
     raw = out / "raw"
+    if (raw / "manifest.json").is_file():  # resumed: the capture's own --repeat, or refused
+        from ..capture.manifest import read_manifest
+
+        made = read_manifest(raw / "manifest.json").repeat
+        if made != options.repeat:
+            raise UsageError(
+                f"{out}: its capture was made with --repeat {made}: give that to resume it,"
+                " or try into another folder"
+            )
     program = plan.program is not None  # durations alone: every shape of a stage, twice
     options = replace(
         options,

@@ -236,3 +236,43 @@ def test_a_move_whose_original_failed_is_exit_5(
     assert [m["original"]["status"][:31] for m in results["moves"]] == [
         "failed: replayed, but ncu wrote", "failed: replayed, but ncu wrote"
     ]  # fmt: skip
+
+
+def test_a_move_without_repeats_is_exit_5(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The H200's dit results with one original's interval gone (its repeats failed) and
+    another's capture failed: exit 5, both counted; the results as committed: nothing."""
+    import typer
+
+    from ncu_classify.cli.tries import _check_measured
+    from ncu_classify.tries.results import load_results
+
+    results = load_results(TRIES / "dit" / "tries.json")
+    _check_measured(results, tmp_path)
+    time = results.moves[0].original.time
+    assert time is not None
+    time.ci95_low_us = None
+    results.moves[1].original.status = "failed: out of memory"
+    with pytest.raises(typer.Exit) as stopped:
+        _check_measured(results, tmp_path)
+    assert stopped.value.exit_code == 5
+    assert _error(capsys) == (
+        "ncu-classify: error: 1 of 10 moves measured nothing: the op as recorded failed to"
+        f" capture; 1 of 10 moves have no repeats (no intervals); see {tmp_path}/raw/manifest.json"
+    )
+
+
+def test_a_resume_with_another_repeat_names_try_s_option(
+    wan_file: Path, shapes: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The dit capture was made with --repeat 5: --repeat 3 on it is refused before ncu is
+    looked for, naming what to give (was: capture's line, naming a --resume try lacks)."""
+    folder = _captured_folder(tmp_path, wan_file, shapes)
+    args = ["try", str(wan_file), "--shapes", str(shapes), "-o", str(folder), "--stage", "dit",
+            "--repeat", "3", "--ncu", str(tmp_path / "no-ncu")]  # fmt: skip
+    assert run(args) == 2
+    assert _error(capsys) == (
+        f"ncu-classify: error: {folder}: its capture was made with --repeat 5: give that to"
+        " resume it, or try into another folder"
+    )
