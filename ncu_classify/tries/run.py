@@ -55,6 +55,11 @@ def plan_folder(
     if program is not None:
         return _program_folder(shapes, labels, out, stages, program)
     plan, text = plan_tries(cards, shapes, labels, top, stages, chains)
+    if not plan.moves and cards.source_format == "legacy":
+        raise UsageError(
+            f"{cards_path}: a legacy cards file; its group ids are not a capture's: try the"
+            " cards classify wrote from a capture of the shapes file"
+        )
     if not plan.moves:
         where = f" of stage {', '.join(stages)}" if stages else ""
         why = (

@@ -276,3 +276,17 @@ def test_a_resume_with_another_repeat_names_try_s_option(
         f"ncu-classify: error: {folder}: its capture was made with --repeat 5: give that to"
         " resume it, or try into another folder"
     )
+
+
+def test_a_legacy_cards_file_is_named_as_such(
+    legacy_path: Path, shapes: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Read (old inputs stay readable), but its group ids name no shape: said as such."""
+    out = tmp_path / "t"
+    args = ["try", str(legacy_path), "--shapes", str(shapes), "-o", str(out), "--plan-only"]
+    assert run(args) == 2
+    assert _error(capsys) == (
+        f"ncu-classify: error: {legacy_path}: a legacy cards file; its group ids are not a"
+        " capture's: try the cards classify wrote from a capture of the shapes file"
+    )
+    assert not out.exists()
