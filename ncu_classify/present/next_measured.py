@@ -145,6 +145,11 @@ def stage_line(s: StageMeasured, measured_us: float) -> str:
         f"{s.stage}: measured: {s.winners} of {s.moves_measured} moves tried win"
         f" {s.saving_us:,.1f} us{_ci(s.saving_ci95_us)} of {measured_us:,.1f} us per inference"
     )
+    if s.program_move and s.program_saving_us is not None and not s.moves_measured:
+        return (
+            f"{s.stage}: measured: program-wide {s.program_move}: {s.program_saving_us:,.1f} us"
+            f"{_ci(s.program_saving_ci95_us)} of {measured_us:,.1f} us per inference"
+        )
     if s.program_move and s.program_saving_us is not None:
         line += (
             f"; program-wide {s.program_move}: {s.program_saving_us:,.1f} us"

@@ -153,3 +153,21 @@ def test_a_cards_file_or_a_plan_given_as_tries_is_named(
     path = wan_file if given == "cards" else TRIES / given
     assert run(["next", str(wan_file), "--tries", str(path)]) == 3
     assert capsys.readouterr().err.strip() == "ncu-classify: error: " + expected.format(path=path)
+
+
+def test_a_program_wide_move_alone_is_shown(wan: CardFile) -> None:
+    """program_vae alone (no move tried one at a time): its stage line (was: nothing shown)."""
+    alone = next_moves(
+        wan, "wan.json", [], [("p", load_results(TRIES / "program_vae" / "tries.json"))]
+    )
+    (stage,) = alone.measured
+    assert (stage.stage, stage.moves_measured, stage.program_saving_us) == ("vae", 0, 143053.658)
+    line = (
+        "vae: measured: program-wide bf16_channels_last: 143,053.7 us [141,627.0, 144,480.3] of"
+        " 306,613.7 us per inference"
+    )
+    assert [n for n in stage_notes(alone) if "measured" in n] == [line]
+    dit_only = next_moves(
+        wan, "wan.json", ["dit"], [("p", load_results(TRIES / "program_vae" / "tries.json"))]
+    )
+    assert dit_only.measured == []
