@@ -109,12 +109,17 @@ def output_folder(given: str | Path) -> Path:
     except UnicodeDecodeError:  # the manifest (JSON) and ncu's argv hold the folder's path
         shown = unicode_safe(str(given))
         raise UsageError(f"-o {shown}: the folder's path must be UTF-8 text") from None
-    target = Path(os.path.realpath(path))
-    if target.exists() and not target.is_dir():
-        kind = _kind(target.stat().st_mode)
-        raise UsageError(f"-o {given}: is a {kind}, not a folder; give a folder for the capture")
-    if not target.exists():
-        _check_parent(str(given), target)
+    try:
+        target = Path(os.path.realpath(path))
+        if target.exists() and not target.is_dir():
+            kind = _kind(target.stat().st_mode)
+            raise UsageError(
+                f"-o {given}: is a {kind}, not a folder; give a folder for the capture"
+            )
+        if not target.exists():
+            _check_parent(str(given), target)
+    except OSError as exc:  # a name too long, a loop of links
+        raise UsageError(f"-o {given}: cannot use it: {exc.strerror or exc}") from None
     return path
 
 

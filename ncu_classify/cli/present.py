@@ -141,6 +141,7 @@ def next_command(
     """How much time is left on the table: per stage, the kernel time at every kernel's own
     roof and at each op's speed of light, and the next moves ranked by the microseconds per
     inference they could recover, each with what to try."""
+    from ..present.next_measured import tries_notes
     from ..present.next_moves import next_moves
     from ..present.next_table import next_renderable, next_table_text
     from ..present.next_text import flag_lines, next_csv, next_markdown
@@ -157,10 +158,11 @@ def next_command(
         for name in stage or []:
             if name not in known:
                 raise UsageError(f"--stage {name!r}: {cards_file} has no such stage")
-        advice = next_moves(
-            cards, short_names([cards_file])[0], stage or [], read_tries(tries or [])
-        )
-        for line in flag_lines(advice):
+        measured = read_tries(tries or [])
+        label = short_names([cards_file])[0]
+        advice = next_moves(cards, label, stage or [], measured)
+        calls = {c.group: c.calls for c in cards.cards}
+        for line in [*tries_notes(calls, label, set(stage or []), measured), *flag_lines(advice)]:
             warning_line(line)
         if target is None and fmt == "table" and on_terminal(out):
             out.print(next_renderable(advice, top))

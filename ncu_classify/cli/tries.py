@@ -40,7 +40,10 @@ def try_command(
         ),
     ],
     top: Annotated[
-        int, typer.Option(help="moves measured (ranked as `next` ranks)", callback=positive_int)
+        int,
+        typer.Option(
+            help="moves measured, per --stage named (ranked as `next` ranks)", callback=positive_int
+        ),
     ] = 10,
     stage: Annotated[
         list[str] | None, typer.Option("--stage", help="only this stage (repeatable)")
@@ -79,7 +82,8 @@ def try_command(
     inference with its interval and its numerics against the original; the winner per move."""
     from ..capture.plan import CaptureOptions
     from ..core.errors import UsageError
-    from ..tries.run import plan_folder, run_tries
+    from ..core.text import printable
+    from ..tries.run import check_folder, plan_folder, run_tries
     from ..verdicts.rules import load_rules
     from .app import check_inputs
     from .outputs import output_folder
@@ -88,21 +92,50 @@ def try_command(
         if repeat < 2 and not plan_only:
             raise UsageError("--repeat must be 2 or more: the savings need intervals")
         target = output_folder(output_given)
-        check_inputs([cards_file, shapes, *([rules] if rules else [])])
+        inputs = [cards_file, shapes, *([rules] if rules else [])]
+        check_inputs(inputs)
+        check_folder(target, inputs)
         loaded = load_rules(rules)
         move = _program_move(program)
         plan = plan_folder(cards_file, shapes, target, top, stage or [], move, chains)
     count = sum(len(m.tries) for m in plan.moves) + _program_shapes(plan)
-    what = (
-        f"a program-wide move ({plan.program.move})" if plan.program else f"{len(plan.moves)} moves"
+    moves = f"{len(plan.moves)} move{'' if len(plan.moves) == 1 else 's'}"
+    what = f"a program-wide move ({plan.program.move})" if plan.program else moves
+    missed = f"; {len(plan.not_found)} timed cards passed over, not in {shapes} (not_found)"
+    out.print(
+        printable(
+            f"planned {what}, {count} shapes: {target / 'plan.json'}, {target / 'shapes.yaml'}"
+            + (missed if plan.not_found else "")
+        ),
     )
-    out.print(f"planned {what}, {count} shapes: {target / 'plan.json'}, {target / 'shapes.yaml'}")
     if plan_only:
         return
     options = CaptureOptions(ncu=ncu, repeat=repeat, per_stage=False, drop_sources=True)
     with errors(), capture_progress() as progress:
         results = run_tries(plan, target, options, loaded, progress=progress)
     print_results(results)
+    _check_measured(results, target)
+
+
+def _check_measured(results: TryResults, target: Path) -> None:
+    """Exit 5 when a move measured nothing (its original failed to capture; an alternative
+    that cannot run is a result) or its original has no repeats (no interval to win by)."""
+    from ..core.errors import CaptureError
+
+    moves = len(results.moves)
+    lost = sum(1 for m in results.moves if m.original.status != "ok")
+    bare = sum(
+        1
+        for m in results.moves
+        if m.original.time is not None and m.original.time.ci95_low_us is None
+    )
+    problems = [f"{lost} of {moves} moves measured nothing: the op as recorded failed to capture"]
+    problems = (problems if lost else []) + (
+        [f"{bare} of {moves} moves have no repeats (no intervals)"] if bare else []
+    )
+    if problems:
+        with errors():
+            raise CaptureError(f"{'; '.join(problems)}; see {target / 'raw' / 'manifest.json'}")
 
 
 def _program_move(given: str | None) -> ProgramMove | None:
@@ -127,7 +160,10 @@ def _program_shapes(plan: TryPlan) -> int:
 
 
 def print_results(results: TryResults) -> None:
-    """Per move: each alternative's time per call, saving per inference and numerics."""
+    """Per move: each alternative's time per call, saving per inference and numerics (the
+    user's stage names and group ids with their control characters escaped)."""
+    from ..core.text import printable
+
     if results.program is not None:
         for s in results.program.stages:
             ci = (
@@ -136,17 +172,18 @@ def print_results(results: TryResults) -> None:
                 else ""
             )
             out.print(
-                f"{s.stage}: {results.program.move} over {s.shapes} shapes: {s.as_recorded_us:,.1f}"
-                f" -> {s.changed_us:,.1f} us per inference, saves {s.saving_us:,.1f}{ci}"
-                f"; {len(s.failed)} failed, {len(s.removed)} removed",
-                markup=False,
+                printable(
+                    f"{s.stage}: {results.program.move} over {s.shapes} shapes:"
+                    f" {s.as_recorded_us:,.1f} -> {s.changed_us:,.1f} us per inference, saves"
+                    f" {s.saving_us:,.1f}{ci}; {len(s.failed)} failed, {len(s.removed)} removed"
+                )
             )
     for move in results.moves:
-        out.print(f"{move.rank:>3}  {move.group}  x{move.calls}", markup=False)
+        out.print(printable(f"{move.rank:>3}  {move.group}  x{move.calls}"))
         for alt in [move.original, *move.alternatives]:
-            out.print("     " + _alt_line(alt, alt is move.original, move.winner), markup=False)
+            out.print(printable("     " + _alt_line(alt, alt is move.original, move.winner)))
     for stage, saving in results.stage_savings_us.items():
-        out.print(f"{stage}: the winners save {saving / 1000:,.3f} ms per inference", markup=False)
+        out.print(printable(f"{stage}: the winners save {saving / 1000:,.3f} ms per inference"))
 
 
 def _alt_line(alt: object, original: bool, winner: str | None) -> str:

@@ -158,19 +158,20 @@ def _ci(interval: tuple[float, float] | None) -> str:
 
 
 def stage_line(s: StageMeasured, measured_us: float) -> str:
-    """`vae: measured: 9 of 10 moves win 115,204.4 us [...] of 306,613.7 us per inference`."""
-    line = (
-        f"{s.stage}: measured: {s.winners} of {s.moves_measured} moves tried win"
-        f" {s.saving_us:,.1f} us{_ci(s.saving_ci95_us)} of {measured_us:,.1f} us per inference"
-    )
-    for p in s.programs:
-        line += f"; program-wide {p.move}: {p.saving_us:,.1f} us{_ci(p.saving_ci95_us)}"
+    """`vae: measured: 9 of 10 moves tried win 115,204.4 us [...] of 306,613.7 us per
+    inference; program-wide bf16: ...; fusion: 4 of 6 chains fused win ...`."""
+    parts = [f"program-wide {p.move}: {p.saving_us:,.1f} us{_ci(p.saving_ci95_us)}"
+             for p in s.programs]  # fmt: skip
     if s.chains_tried:
-        line += (
-            f"; fusion: {s.chains_won} of {s.chains_tried} chains fused win"
+        parts.append(
+            f"fusion: {s.chains_won} of {s.chains_tried} chains fused win"
             f" {s.chains_saving_us:,.1f} us"
         )
-    return line
+    if s.moves_measured:
+        won = f"{s.winners} of {s.moves_measured} moves tried win {s.saving_us:,.1f} us"
+        parts.insert(0, won + _ci(s.saving_ci95_us))
+    whole = f" of {measured_us:,.1f} us per inference"
+    return f"{s.stage}: measured: " + "; ".join([parts[0] + whole, *parts[1:]])
 
 
 TRIES_COLUMNS = [
@@ -200,3 +201,35 @@ def tries_rows(results: TryResults) -> list[list[object]]:
                 alt.label == move.winner,
             ])  # fmt: skip
     return rows
+
+
+def tries_notes(
+    calls: dict[str, int], label: str, stages: set[str], tries: list[tuple[str, TryResults]]
+) -> list[str]:
+    """What `next --tries` cannot show as measured, a line each: the moves of a tries file
+    that name no card of the cards file (`calls`: its cards' calls by group; another
+    recording, chains of device ops), a card measured in two tries files (the last one named
+    is shown), and a move measured with other calls than the card's (its saving per inference
+    is the other program's). Moves of stages left out are no news."""
+    notes = []
+    seen: dict[str, str] = {}
+    for name, result in tries:
+        moves = [m for m in result.moves if not stages or m.stage in stages]
+        lost = [m for m in moves if m.group not in calls]
+        if lost:
+            chains = sum(1 for m in lost if m.op == "chain")
+            what = f" ({chains} of them chains of device ops, which are no cards)" if chains else ""
+            notes.append(
+                f"{name}: {len(lost)} of its {len(moves)} moves name no card of {label}{what}:"
+                " not shown"
+            )
+        for m in (m for m in moves if m.group in calls):
+            if m.group in seen:
+                notes.append(f"{m.group}: measured in {seen[m.group]} and {name}: {name}'s shown")
+            if m.calls != calls[m.group]:
+                notes.append(
+                    f"{m.group}: {name} measured it at {m.calls} calls per inference, {label}"
+                    f" has {calls[m.group]}: its savings are per inference of the other"
+                )
+            seen[m.group] = name
+    return notes

@@ -161,7 +161,13 @@ def next_moves(
     measured = [
         stage_measured(stage, [m.measured for m in moves if m.stage == stage and m.measured],
                        [r for _, r in tries])
-        for stage in stage_order([m.stage for m in moves if m.measured])
+        for stage in stage_order([
+            *(m.stage for m in moves if m.measured),
+            *(s.stage for _, r in tries for s in (r.program.stages if r.program else [])
+              if s.stage in per_stage),  # a program-wide move alone is measured too
+            *(m.stage for _, r in tries for m in r.moves
+              if m.op == "chain" and m.stage in per_stage),  # and fusion alone
+        ])
     ]  # fmt: skip
     return NextMoves(
         tries_files=[name for name, _ in tries],

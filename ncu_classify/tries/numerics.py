@@ -44,19 +44,32 @@ def lowest_precision(*precisions: str) -> str:
 
 def compare_outputs(folder: Path, original: str, alternative: str, precision: str) -> Numerics:
     """The alternative's sample against the original's (by their stems in `folder`)."""
-    facts = [_facts(folder, stem) for stem in (original, alternative)]
+    try:
+        facts = [_facts(folder, stem) for stem in (original, alternative)]
+    except _Unreadable as exc:
+        return Numerics(compared=False, why_not=str(exc))
     if facts[0] is None or facts[1] is None:
         missing = "the original's" if facts[0] is None else "the alternative's"
         return Numerics(compared=False, why_not=f"{missing} output was not written")
-    if facts[0]["shape"] != facts[1]["shape"]:
+    if facts[0] != facts[1]:
         return Numerics(
             compared=False,
-            why_not=f"output shapes differ ({facts[0]['shape']} vs {facts[1]['shape']}):"
+            why_not=f"output shapes differ ({facts[0]} vs {facts[1]}):"
             " the same arithmetic on padded rows",
         )
-    ref, alt = (_floats(folder / f"{stem}.f32") for stem in (original, alternative))
+    try:
+        ref, alt = (_floats(folder / f"{stem}.f32") for stem in (original, alternative))
+    except _Unreadable as exc:
+        return Numerics(compared=False, why_not=str(exc))
     if len(ref) != len(alt):
         return Numerics(compared=False, why_not="the samples differ in length")
+    broken = sum(1 for r in ref if not math.isfinite(r))
+    if broken:  # NaN against NaN is no agreement, nor a disagreement the alternative made
+        return Numerics(
+            compared=False,
+            why_not=f"{broken} elements of the original's output are not finite: nothing to"
+            " compare against",
+        )
     diff = [abs(a - r) for a, r in zip(alt, ref, strict=True)]
     bad = sum(1 for d in diff if not math.isfinite(d))
     if bad:
@@ -78,19 +91,35 @@ def compare_outputs(folder: Path, original: str, alternative: str, precision: st
     )
 
 
+class _Unreadable(Exception):
+    """A sample or its sidecar that cannot be read (a write cut short, a file edited): the
+    outputs are then not compared, and the reason names the file."""
+
+
 def _floats(path: Path) -> array[float]:
     """A sample file: little-endian float32 values."""
+    data = path.read_bytes()
+    if len(data) % 4:
+        raise _Unreadable(f"{path.name}: {len(data)} bytes, not whole float32 values")
     values = array("f")
-    values.frombytes(path.read_bytes())
+    values.frombytes(data)
     if sys.byteorder == "big":
         values.byteswap()
     return values
 
 
-def _facts(folder: Path, stem: str) -> dict[str, object] | None:
-    """The sidecar of a sample (shape, dtype, elements), None when it was not written."""
+def _facts(folder: Path, stem: str) -> list[int] | None:
+    """The output's shape from the sample's sidecar, None when it was not written."""
     path = folder / f"{stem}.json"
     if not path.is_file() or not (folder / f"{stem}.f32").is_file():
         return None
-    facts: dict[str, object] = json.loads(path.read_text(encoding="utf-8"))
-    return facts
+    try:
+        facts = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise _Unreadable(f"{path.name}: not the JSON the replay writes") from None
+    shape = facts.get("shape") if isinstance(facts, dict) else None
+    if not isinstance(shape, list) or not all(
+        isinstance(n, int) and not isinstance(n, bool) for n in shape
+    ):
+        raise _Unreadable(f"{path.name}: no output shape (a list of sizes)")
+    return shape

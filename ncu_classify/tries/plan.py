@@ -31,9 +31,12 @@ def plan_tries(
     passed: list[NoAlternative] = []
     lines = _head(labels, shapes)
     by_stage: dict[str, list[str]] = {}
+    taken: dict[str, int] = {}  # moves per stage: `top` each when stages are named
     for card, recoverable in ranked:
-        if len(moves) == top:
+        if len(moves) == top * max(1, len(set(stages))):
             break
+        if stages and taken.get(card.stage, 0) == top:
+            continue
         entry = entries.get(card.group)
         if entry is None:
             not_found.append(card.group)
@@ -43,6 +46,7 @@ def plan_tries(
             passed.append(NoAlternative(group=card.group, why=nothing_to_try(card, entry.shape)))
             continue
         moves.append(_planned(len(moves) + 1, card, entry, found, recoverable, by_stage))
+        taken[card.stage] = taken.get(card.stage, 0) + 1
     moves += chain_moves(shapes, stages, chains, len(moves) + 1, by_stage, passed)
     for stage, shaped in by_stage.items():
         lines.append(f"  {json.dumps(stage)}:")

@@ -221,7 +221,34 @@ MAX_TRIES_BYTES = 64 << 20  # a tries.json of thousands of moves is a few MB
 
 def load_results(path: Path) -> TryResults:
     """A `tries.json` as `try` wrote it; a broken one is one line naming the file and place."""
-    from ..core.errors import InputFileError
-    from ..core.jsonpos import read_model
+    from pydantic import ValidationError
 
-    return read_model(path, TryResults, InputFileError, MAX_TRIES_BYTES, "not a `try` result: ")
+    from ..core.errors import InputFileError, validation_line
+    from ..core.jsonpos import validation_at
+    from ..core.textio import read_json
+
+    data = read_json(path, InputFileError, MAX_TRIES_BYTES)
+    try:
+        return TryResults.model_validate(data)
+    except ValidationError as exc:
+        if isinstance(data, dict) and isinstance(data.get("cards"), list):
+            raise InputFileError(f"{path}: a cards file, not a `try` result (tries.json)") from None
+        if _is_plan(data):
+            raise InputFileError(
+                f"{path}: a `try` plan (plan.json), not its results: tries.json is written"
+                " beside it once the capture has run"
+            ) from None
+        raise InputFileError(
+            f"{validation_at(path, exc)}: not a `try` result: {validation_line(exc)}"
+        ) from None
+
+
+def _is_plan(data: object) -> bool:
+    """True for what `try` writes as plan.json (read by mistake for tries.json)."""
+    from pydantic import ValidationError
+
+    try:
+        TryPlan.model_validate(data)
+    except ValidationError:
+        return False
+    return True

@@ -13,7 +13,8 @@ from pathlib import Path
 from ..capture.plan import CaptureOptions
 from ..cards.files import load_card_file, write_card_file
 from ..core.atomic import write_text_atomic
-from ..core.errors import UsageError
+from ..core.errors import OutputError, UsageError
+from ..core.text import unicode_safe
 from ..shapes.file import ShapesFile, load_shapes
 from ..verdicts.rules import LoadedRules
 from .plan import plan_program_move, plan_tries, write_plan
@@ -24,6 +25,25 @@ from .results import TryResults, tried_results
 Progress = Callable[[int, int, str, str], None]
 
 
+WRITTEN = ("plan.json", "shapes.yaml", "cards.json", "tries.json")  # beside raw/, outputs/
+
+
+def check_folder(out: Path, inputs: list[Path]) -> None:
+    """UsageError when a file `try` writes into `out` is one of its inputs (`-o .` beside a
+    shapes.yaml or cards.json): the recording would be replaced by the tries shapes file."""
+    for name in WRITTEN:
+        for given in inputs:
+            try:
+                same = (out / name).samefile(given)
+            except OSError:  # not there (yet): nothing to replace
+                continue
+            if same:
+                raise UsageError(
+                    f"-o {out}: try writes {name} there, and it is an input ({given});"
+                    " choose another folder"
+                )
+
+
 def plan_folder(
     cards_path: Path, shapes_path: Path, out: Path, top: int, stages: list[str],
     program: ProgramMove | None = None, chains: int = 0,
@@ -31,10 +51,15 @@ def plan_folder(
     """Write the plan and the tries shapes file into `out`; refused when no move matches."""
     cards = load_card_file(cards_path)
     shapes = load_shapes(shapes_path)
-    labels = (str(cards_path), str(shapes_path))
+    labels = (unicode_safe(str(cards_path)), unicode_safe(str(shapes_path)))  # JSON: UTF-8
     if program is not None:
         return _program_folder(shapes, labels, out, stages, program)
     plan, text = plan_tries(cards, shapes, labels, top, stages, chains)
+    if not plan.moves and cards.source_format == "legacy":
+        raise UsageError(
+            f"{cards_path}: a legacy cards file; its group ids are not a capture's: try the"
+            " cards classify wrote from a capture of the shapes file"
+        )
     if not plan.moves:
         where = f" of stage {', '.join(stages)}" if stages else ""
         why = (
@@ -43,7 +68,7 @@ def plan_folder(
             else f"no timed card{where}"
         )
         raise UsageError(f"{cards_path}: nothing to try: {why}")
-    write_plan(out, plan, text)
+    _write_plan(out, plan, text)
     return plan
 
 
@@ -60,8 +85,31 @@ def _program_folder(
     plan, text = plan_program_move(shapes, labels, stages, move)
     if plan.program is None or not plan.program.pairs:
         raise UsageError(f"--program {move}: it changes no shape of {', '.join(stages)}")
-    write_plan(out, plan, text)
+    _write_plan(out, plan, text)
     return plan
+
+
+def _write_plan(out: Path, plan: TryPlan, text: str) -> None:
+    """The plan written into `out`, unless `out/raw` holds the capture of another plan: its
+    plan.json and shapes.yaml would then no longer describe raw/, outputs/ and tries.json
+    (and the capture could not be resumed); a folder that cannot be written is one line."""
+    import hashlib
+
+    from ..capture.manifest import read_manifest
+
+    manifest = out / "raw" / "manifest.json"
+    if manifest.is_file():
+        captured = read_manifest(manifest).shapes_sha256
+        if captured != hashlib.sha256(text.encode("utf-8")).hexdigest():
+            raise UsageError(
+                f"{out}: holds the capture of another plan (raw/ was captured from another"
+                " shapes.yaml: other cards, shapes file, options, or their paths as given);"
+                " try into another folder"
+            )
+    try:
+        write_plan(out, plan, text)
+    except OSError as exc:
+        raise OutputError(f"{out}: cannot write the plan: {exc.strerror or exc}") from None
 
 
 def run_tries(
@@ -73,10 +121,20 @@ def run_tries(
 ) -> TryResults:
     """Capture `out/shapes.yaml` into `out/raw` (resumed when a capture is there), classify
     it into `out/cards.json` and write `out/tries.json`."""
+    from ..capture.folder import writing
     from ..capture.run import capture
     from ..verdicts.classify import classify
 
     raw = out / "raw"
+    if (raw / "manifest.json").is_file():  # resumed: the capture's own --repeat, or refused
+        from ..capture.manifest import read_manifest
+
+        made = read_manifest(raw / "manifest.json").repeat
+        if made != options.repeat:
+            raise UsageError(
+                f"{out}: its capture was made with --repeat {made}: give that to resume it,"
+                " or try into another folder"
+            )
     program = plan.program is not None  # durations alone: every shape of a stage, twice
     options = replace(
         options,
@@ -86,9 +144,11 @@ def run_tries(
     )
     manifest = capture(out / "shapes.yaml", raw, options, progress=progress)
     cards = classify([raw], rules)
-    write_card_file(out / "cards.json", cards)
+    with writing(out):
+        write_card_file(out / "cards.json", cards)
     results = tried_results(
         plan, cards, manifest, load_shapes(out / "shapes.yaml"), out / "outputs"
     )
-    write_text_atomic(out / "tries.json", results.model_dump_json(indent=2) + "\n")
+    with writing(out):
+        write_text_atomic(out / "tries.json", results.model_dump_json(indent=2) + "\n")
     return results

@@ -135,3 +135,89 @@ def test_the_decode_s_ladder_in_one_line(wan: CardFile) -> None:
         ("bf16_channels_last", 143053.658), ("bf16", 129750.592), ("channels_last", 23425.874),
     ]  # fmt: skip
     assert (stage.chains_tried, stage.chains_won, stage.chains_saving_us) == (6, 4, 17589.108)
+
+
+def test_what_next_cannot_show_as_measured_is_said(
+    wan_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The chains tries (6 chains, which are no cards, and the first conv again, measured
+    also in vae/) and a tries file of the Wan 14B recording over the 480x832 workload's cards
+    (no group in common): each a warning line, the figures still written."""
+    out = tmp_path / "next.json"
+    chains, vae = (str(TRIES / name / "tries.json") for name in ("chains_vae", "vae"))
+    assert run(["next", str(wan_file), "--tries", vae, "--tries", chains, "-o", str(out)]) == 0
+    conv = "vae:conv3d:in1x96x6x482x834_w96x96x3x3x3_s1x1x1_p0x0x0:fp32:tf32:bias"
+    assert capsys.readouterr().err.splitlines() == [
+        "ncu-classify: warning: chains_vae/tries.json: 6 of its 7 moves name no card of"
+        f" {wan_file.parent.name}/cards.json (6 of them chains of device ops, which are no"
+        " cards): not shown",
+        f"ncu-classify: warning: {conv}: measured in vae/tries.json and chains_vae/tries.json:"
+        " chains_vae/tries.json's shown",
+    ]
+    first = json.loads(out.read_text())["moves"][0]
+    assert first["group"] == conv and first["measured"]["saving_us"] == 46182.0
+    workload = ROOT / "fixtures" / "workload_h200_480x832" / "cards.json"
+    assert run(["next", str(workload), "--tries", vae, "-o", str(out)]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        "ncu-classify: warning: tries.json: 10 of its 10 moves name no card of"
+        " workload_h200_480x832/cards.json: not shown"
+    ]
+    assert json.loads(out.read_text())["measured"] == []
+
+
+def test_a_move_measured_at_other_calls_is_said(
+    wan: CardFile, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ncu_classify.cards.files import write_card_file
+
+    conv = "vae:conv3d:in1x96x6x482x834_w96x96x3x3x3_s1x1x1_p0x0x0:fp32:tf32:bias"
+    cards = wan.model_copy(deep=True)
+    (card,) = [c for c in cards.cards if c.group == conv]
+    card.calls += 1
+    path = tmp_path / "more.json"
+    write_card_file(path, cards)
+    vae = str(TRIES / "vae" / "tries.json")
+    assert (
+        run(["next", str(path), "--tries", vae, "--stage", "vae", "-o", str(tmp_path / "n.md")])
+        == 0
+    )
+    assert capsys.readouterr().err.splitlines() == [
+        f"ncu-classify: warning: {conv}: tries.json measured it at 12 calls per inference,"
+        f" more.json has 13: its savings are per inference of the other"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("cards", "{path}: a cards file, not a `try` result (tries.json)"),
+        ("vae/plan.json", "{path}: a `try` plan (plan.json), not its results: tries.json is"
+         " written beside it once the capture has run"),
+    ],
+)  # fmt: skip
+def test_a_cards_file_or_a_plan_given_as_tries_is_named(
+    wan_file: Path, capsys: pytest.CaptureFixture[str], given: str, expected: str
+) -> None:
+    path = wan_file if given == "cards" else TRIES / given
+    assert run(["next", str(wan_file), "--tries", str(path)]) == 3
+    assert capsys.readouterr().err.strip() == "ncu-classify: error: " + expected.format(path=path)
+
+
+def test_a_program_wide_move_alone_is_shown(wan: CardFile) -> None:
+    """program_vae alone (no move tried one at a time): its stage line (was: nothing shown)."""
+    alone = next_moves(
+        wan, "wan.json", [], [("p", load_results(TRIES / "program_vae" / "tries.json"))]
+    )
+    (stage,) = alone.measured
+    assert (stage.stage, stage.moves_measured, stage.programs[0].saving_us) == (
+        "vae", 0, 143053.658,
+    )  # fmt: skip
+    line = (
+        "vae: measured: program-wide bf16_channels_last: 143,053.7 us [141,627.0, 144,480.3] of"
+        " 306,613.7 us per inference"
+    )
+    assert [n for n in stage_notes(alone) if "measured" in n] == [line]
+    dit_only = next_moves(
+        wan, "wan.json", ["dit"], [("p", load_results(TRIES / "program_vae" / "tries.json"))]
+    )
+    assert dit_only.measured == []

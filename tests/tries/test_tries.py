@@ -35,6 +35,20 @@ def test_the_plan_is_the_one_the_h200_ran(wan: CardFile, recorded: ShapesFile, s
     assert text == (TRIES / stage / "shapes.yaml").read_text()
 
 
+def test_top_is_per_stage_named(wan: CardFile, recorded: ShapesFile) -> None:
+    """--stage vae --stage dit --top 3: the top 3 of each stage (the VAE's alone fill the top
+    3 over both), the same moves as each stage planned alone; over all without --stage."""
+    both, _ = plan_tries(wan, recorded, ("c", "s"), 3, ["vae", "dit", "vae"])
+    assert [(m.rank, m.stage) for m in both.moves] == [
+        (1, "vae"), (2, "vae"), (3, "vae"), (4, "dit"), (5, "dit"), (6, "dit"),
+    ]  # fmt: skip
+    for stage in ("vae", "dit"):
+        alone, _ = plan_tries(wan, recorded, ("c", "s"), 3, [stage])
+        assert [m.group for m in alone.moves] == [m.group for m in both.moves if m.stage == stage]
+    over_all, _ = plan_tries(wan, recorded, ("c", "s"), 3, [])
+    assert [m.stage for m in over_all.moves] == ["vae", "vae", "vae"]
+
+
 def test_the_vae_moves_are_layout_dtype_and_inductor(wan: CardFile, recorded: ShapesFile) -> None:
     """The fp32 NCDHW decode: every conv gets channels-last (its kernels transpose), bf16 and
     both; the pads get Inductor; the attention of the DiT never gets the backend it runs."""
