@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, derived_path
+from helpers import DERIVED, ROOT, derived_path
 
 from ncu_classify.cards.files import load_card_file
 from ncu_classify.cards.model import Card, CardFile
@@ -35,9 +35,12 @@ SAYS_WGMMA = re.compile(
 
 
 def committed_card_files() -> list[Path]:
-    """Every cards file committed under reports/ and fixtures/ (a JSON with a `cards` list)."""
+    """Every cards file committed under reports/ and fixtures/ (a JSON with a `cards` list);
+    not the derived ones regenerate.sh writes and git ignores (a fresh clone has none)."""
     found = []
     for path in sorted([*ROOT.glob("reports/**/*.json"), *ROOT.glob("fixtures/**/*.json")]):
+        if path in DERIVED:
+            continue
         try:
             doc = json.loads(path.read_text())
         except ValueError:  # a JSON-lines log, a gzip-packed profile: no cards file
@@ -74,7 +77,7 @@ def test_no_advice_proposes_what_the_kernel_already_is(
 ) -> None:
     seen = {"wgmma": 0, "cudnn": 0, "fa3": 0, "channels_last": 0, "16-bit": 0, "idle SMs": 0}
     cards = _cards(derived_cards) + [("wan14b drilled", c) for c in drilled_wan.cards]
-    assert len(committed_card_files()) >= 20 and len(cards) >= 1000
+    assert len(committed_card_files()) >= 13 and len(cards) >= 1000
     for name, card in cards:
         ideas = advise(card)
         where = f"{name}: {card.group}"
