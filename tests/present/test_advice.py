@@ -77,7 +77,7 @@ def test_no_advice_proposes_what_the_kernel_already_is(
 ) -> None:
     seen = {"wgmma": 0, "cudnn": 0, "fa3": 0, "channels_last": 0, "16-bit": 0, "idle SMs": 0}
     cards = _cards(derived_cards) + [("wan14b drilled", c) for c in drilled_wan.cards]
-    assert len(committed_card_files()) >= 13 and len(cards) >= 1000
+    assert len(committed_card_files()) >= 13 and len(cards) >= 950  # 974 in a fresh clone
     for name, card in cards:
         ideas = advise(card)
         where = f"{name}: {card.group}"
