@@ -108,6 +108,8 @@ def try_command(
             + (missed if plan.not_found else "")
         ),
     )
+    for line in _shares(plan, cards_file):
+        out.print(printable(line))
     if plan_only:
         return
     options = CaptureOptions(ncu=ncu, repeat=repeat, per_stage=False, drop_sources=True)
@@ -157,6 +159,15 @@ def _program_shapes(plan: TryPlan) -> int:
     if plan.program is None:
         return 0
     return sum(2 if p.changed else 1 for p in plan.program.pairs)
+
+
+def _shares(plan: TryPlan, cards_file: Path) -> list[str]:
+    """What share of each stage's kernel time the moves tried hold (none for a program move:
+    it changes the whole stage)."""
+    from ..cards.files import load_card_file
+    from ..tries.plan import stage_shares
+
+    return [] if plan.program else stage_shares(plan, load_card_file(cards_file))
 
 
 def print_results(results: TryResults) -> None:

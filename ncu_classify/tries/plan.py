@@ -129,3 +129,24 @@ def write_plan(folder: Path, plan: TryPlan, shapes_text: str) -> tuple[Path, Pat
     write_text_atomic(plan_path, plan.model_dump_json(indent=2) + "\n")
     write_text_atomic(shapes_path, shapes_text)
     return plan_path, shapes_path
+
+
+def stage_shares(plan: TryPlan, cards: CardFile) -> list[str]:
+    """Per stage, the share of its measured kernel time (per inference, the cards') that the
+    moves tried hold, so that a user sees how much of the stage the experiment is about."""
+    totals: dict[str, float] = {}
+    for card in cards.cards:
+        room = card_headroom(card)
+        if room is not None:
+            totals[card.stage] = totals.get(card.stage, 0.0) + room.measured_us * card.calls
+    held: dict[str, float] = {}
+    for move in plan.moves:
+        if move.op != "chain":  # a chain's ops are cards of their own, counted there
+            held[move.stage] = held.get(move.stage, 0.0) + move.measured_us * move.calls
+    return [
+        f"{stage}: the moves tried hold {us:,.1f} us of the stage's {totals[stage]:,.1f} us"
+        " per inference"
+        f" ({100 * us / totals[stage]:.1f} % of the cards' kernel time)"
+        for stage, us in held.items()
+        if totals.get(stage)
+    ]
