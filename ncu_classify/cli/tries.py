@@ -97,7 +97,7 @@ def try_command(
         check_folder(target, inputs)
         loaded = load_rules(rules)
         move = _program_move(program)
-        plan = plan_folder(cards_file, shapes, target, top, stage or [], move, chains)
+        plan, shares = plan_folder(cards_file, shapes, target, top, stage or [], move, chains)
     count = sum(len(m.tries) for m in plan.moves) + _program_shapes(plan)
     moves = f"{len(plan.moves)} move{'' if len(plan.moves) == 1 else 's'}"
     what = f"a program-wide move ({plan.program.move})" if plan.program else moves
@@ -108,7 +108,7 @@ def try_command(
             + (missed if plan.not_found else "")
         ),
     )
-    for line in _shares(plan, cards_file):
+    for line in shares:
         out.print(printable(line))
     if plan_only:
         return
@@ -159,15 +159,6 @@ def _program_shapes(plan: TryPlan) -> int:
     if plan.program is None:
         return 0
     return sum(2 if p.changed else 1 for p in plan.program.pairs)
-
-
-def _shares(plan: TryPlan, cards_file: Path) -> list[str]:
-    """What share of each stage's kernel time the moves tried hold (none for a program move:
-    it changes the whole stage)."""
-    from ..cards.files import load_card_file
-    from ..tries.plan import stage_shares
-
-    return [] if plan.program else stage_shares(plan, load_card_file(cards_file))
 
 
 def print_results(results: TryResults) -> None:

@@ -17,7 +17,7 @@ from ..core.errors import OutputError, UsageError
 from ..core.text import unicode_safe
 from ..shapes.file import ShapesFile, load_shapes
 from ..verdicts.rules import LoadedRules
-from .plan import plan_program_move, plan_tries, write_plan
+from .plan import plan_program_move, plan_tries, stage_shares, write_plan
 from .plan_models import TryPlan
 from .program import ProgramMove
 from .results import TryResults, tried_results
@@ -47,13 +47,15 @@ def check_folder(out: Path, inputs: list[Path]) -> None:
 def plan_folder(
     cards_path: Path, shapes_path: Path, out: Path, top: int, stages: list[str],
     program: ProgramMove | None = None, chains: int = 0,
-) -> TryPlan:  # fmt: skip
-    """Write the plan and the tries shapes file into `out`; refused when no move matches."""
+) -> tuple[TryPlan, list[str]]:  # fmt: skip
+    """Write the plan and the tries shapes file into `out`; refused when no move matches. With
+    the plan, a line per stage: the share of its kernel time the moves hold (none for a
+    program-wide move, which changes the whole stage)."""
     cards = load_card_file(cards_path)
     shapes = load_shapes(shapes_path)
     labels = (unicode_safe(str(cards_path)), unicode_safe(str(shapes_path)))  # JSON: UTF-8
     if program is not None:
-        return _program_folder(shapes, labels, out, stages, program)
+        return _program_folder(shapes, labels, out, stages, program), []
     plan, text = plan_tries(cards, shapes, labels, top, stages, chains)
     if not plan.moves and cards.source_format == "legacy":
         raise UsageError(
@@ -69,7 +71,7 @@ def plan_folder(
         )
         raise UsageError(f"{cards_path}: nothing to try: {why}")
     _write_plan(out, plan, text)
-    return plan
+    return plan, stage_shares(plan, cards)
 
 
 def _program_folder(
