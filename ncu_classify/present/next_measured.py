@@ -62,6 +62,12 @@ class StageMeasured(BaseModel):
     chains_tried: int = Field(default=0, description="fusion moves: the chains tried")
     chains_won: int = 0
     chains_saving_us: float = Field(default=0.0, description="the fused chains that won")
+    chains_all_us: float = Field(
+        default=0.0,
+        description="every chain compiled, losers too (what compiling the whole stage does to"
+        " them): the compiled alternatives' savings summed",
+    )
+    chains_failed: int = Field(default=0, description="chains whose compiled run failed")
 
 
 class ProgramSaving(BaseModel):
@@ -132,6 +138,9 @@ def stage_measured(
         found.chains_tried += len(fused)
         found.chains_won += sum(1 for m in fused if m.winner)
         found.chains_saving_us += round(sum(m.measured_saving_us or 0.0 for m in fused), 3)
+        compiled = [a for m in fused for a in m.alternatives if a.kind != "baseline"]
+        found.chains_all_us += round(sum(a.saving_us or 0.0 for a in compiled), 3)
+        found.chains_failed += sum(1 for a in compiled if a.saving_us is None)
     return found
 
 
@@ -163,9 +172,11 @@ def stage_line(s: StageMeasured, measured_us: float) -> str:
     parts = [f"program-wide {p.move}: {p.saving_us:,.1f} us{_ci(p.saving_ci95_us)}"
              for p in s.programs]  # fmt: skip
     if s.chains_tried:
+        failed = f", {s.chains_failed} not compiled" if s.chains_failed else ""
         parts.append(
             f"fusion: {s.chains_won} of {s.chains_tried} chains fused win"
-            f" {s.chains_saving_us:,.1f} us"
+            f" {s.chains_saving_us:,.1f} us (all {s.chains_tried} compiled:"
+            f" {s.chains_all_us:,.1f} us{failed})"
         )
     if s.moves_measured:
         won = f"{s.winners} of {s.moves_measured} moves tried win {s.saving_us:,.1f} us"

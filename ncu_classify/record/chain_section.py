@@ -145,7 +145,7 @@ def _chain(
         shape = names.get(("op", ident))
         ops.append({**op, "shape": shape} if shape else op)
     item["ops"] = ops
-    item["outputs"] = [{"ref": list(ref)} for ref in sorted(record.leaving)]
+    item["outputs"] = [_output(ref) for ref in sorted(record.leaving)]
     return item
 
 
@@ -184,3 +184,13 @@ def chains_yaml(chains: dict[str, list[Chain]], dumps: Callable[[Any], str]) -> 
 def _flow(mapping: Any, dumps: Callable[[Any], str]) -> str:
     """One mapping as a YAML flow mapping of JSON values."""
     return "{" + ", ".join(f"{k}: {dumps(v)}" for k, v in mapping.items()) + "}"
+
+
+def _output(leaving: tuple[int, int, tuple[Any, ...]]) -> dict[str, Any]:
+    """A chain output as written: its op and output, and the view read when it is another."""
+    op, out, view = leaving
+    written: dict[str, Any] = {"ref": [op, out]}
+    if view:
+        shape, strides, offset = view
+        written["as_strided"] = {"shape": list(shape), "strides": list(strides), "offset": offset}
+    return written

@@ -57,7 +57,7 @@ class ChainRecord:
     marks: list[int] = field(default_factory=list)  # the work ops' clock marks, every call
     after: list[tuple[str, str]] = field(default_factory=list)  # heavy producers
     before: list[tuple[str, str]] = field(default_factory=list)  # heavy consumers
-    leaving: set[tuple[int, int]] = field(default_factory=set)
+    leaving: set[Leaving] = field(default_factory=set)
     untied: list[str] = field(default_factory=list)
 
 
@@ -97,7 +97,7 @@ class Chains:
                 if not isinstance(producer, str) and id(producer) in inside:
                     root[find(id(node))] = find(id(producer))
                 elif not isinstance(producer, str) and producer.chain is not None:
-                    producer.chain.leaving.add((producer.index, source.out))
+                    producer.chain.leaving.add(leaving(producer, source))
         groups: dict[int, list[Node]] = {}
         for node in members:
             groups.setdefault(find(id(node)), []).append(node)
@@ -160,7 +160,7 @@ class Chains:
         record.marks += [n.mark for n in group if n.work and n.mark >= 0]
         for node in group:
             node.chain, node.index = record, index[id(node)]
-        record.leaving.add((len(group) - 1, 0))
+        record.leaving.add((len(group) - 1, 0, ()))
 
 
 def resolved(producer: Node | str) -> Node | str:
@@ -181,6 +181,22 @@ def origin_of(source: Source) -> tuple[Any, ...]:
     if producer.chain is not None:
         return ("chain", producer.chain, producer.index)
     return ("op", producer.stage, producer.op, producer.args, producer.kwargs)
+
+
+Leaving = tuple[
+    int, int, tuple[Any, ...]
+]  # op, output, () or the view read: shape, strides, offset
+
+
+def leaving(producer: Node, source: Source) -> Leaving:
+    """An output that leaves its chain, with the view the reader took of it when that is
+    another view of its storage (a slice written in place, the whole buffer read after)."""
+    view = source.view
+    outputs = producer.chain.ops[producer.index]["outputs"] if producer.chain else []
+    made = outputs[source.out] if source.out < len(outputs) else None
+    if made is None or view == (tuple(made["shape"]), tuple(made["strides"]), made["offset"]):
+        view = ()
+    return (producer.index, source.out, view)
 
 
 def relinked(value: Any, feed: Iterator[Source], linked: Callable[..., Any]) -> Any:

@@ -35,6 +35,7 @@ from .chains import (
     Chains,
     add_new,
     identity,
+    leaving,
     module_call_keywords,
 )
 from .device_ops import Seen, described, op_name, tensors_in, why_not_replayed
@@ -77,12 +78,13 @@ class Node:
 @dataclass(frozen=True, slots=True)
 class Source:
     """Where one tensor argument comes from: output `out` of a node, or an origin by name;
-    `rebuilt`: found by storage, so its view is rebuilt from the output by `as_strided`."""
+    `rebuilt`: found by storage, so its view (`view`) is rebuilt from the output by `as_strided`."""
 
     node: Node | str
     out: int = 0
     rebuilt: bool = False
     ident: int = 0  # the tensor's id, for an origin by name (one input per tensor)
+    view: tuple[Any, ...] = ()  # when rebuilt: the view read (shape, strides, offset)
 
 
 class Dataflow:
@@ -122,7 +124,8 @@ class Dataflow:
         written = self.storages.get(key) if key is not None else None
         if written is not None and not _expired(written[0]):
             by_name = isinstance(written[1], str)
-            return Source(written[1], written[2], True, id(tensor) if by_name else 0)
+            view = (tuple(tensor.shape), tuple(tensor.stride()), tensor.storage_offset())
+            return Source(written[1], written[2], True, id(tensor) if by_name else 0, view)
         origin = self._origin(tensor)
         if origin == PARAMETER:  # (known by its object from now on: looked up once)
             self.objects[id(tensor)] = (weakref.ref(tensor), tensor._version, origin, 0)
@@ -302,7 +305,7 @@ class Dataflow:
         for source in node.sources:
             producer = source.node
             if isinstance(producer, Node) and producer.chain is not None:
-                producer.chain.leaving.add((producer.index, source.out))
+                producer.chain.leaving.add(leaving(producer, source))
                 add_new(producer.chain.before, node.heavy)
 
     def _segment(self, nodes: list[Node]) -> None:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import torch
 
-from ..shapes.chains import Chain, links
+from ..shapes.chains import Chain, ChainOutput, links
 from .aten import (
     DTYPES,
     NotReplayable,
@@ -68,10 +68,15 @@ def chain_runner(
     storages = storages or Storages()
     plan = [(resolve(op.overload), op) for op in chain.ops]
     inputs, written, digest = _drawn(chain, plan, seed, device, storages)
-    function = _body(plan, [(o.ref[0], o.ref[1]) for o in chain.outputs], device)
+    leaving = [_leaving(o) for o in chain.outputs]
+    function = _body(plan, leaving, device)
+    originals = [t.clone() for t in inputs] if written else []
+    if mode == "compile":  # writes through plain views, as the program made them
+        function = _function(*_named_views(_steps(plan), leaving, inputs, device), device)
+        for number in written:
+            inputs[number].copy_(originals[number])
     # one graph or an error: a graph break would time pieces of the chain, not the chain
     compiled = torch.compile(function, fullgraph=True) if mode == "compile" else function
-    originals = [t.clone() for t in inputs] if written else []
 
     def reset() -> None:
         for number in written:
@@ -120,43 +125,108 @@ def _drawn(
     return inputs, sorted(written), digest.hexdigest()
 
 
+def _leaving(output: ChainOutput) -> dict[str, Any]:
+    """A chain output as a link: the op's output, or the view its reader took of it."""
+    link: dict[str, Any] = {"ref": list(output.ref)}
+    if output.as_strided is not None:
+        link["as_strided"] = output.as_strided.model_dump()
+    return link
+
+
 def _body(
-    plan: list[tuple[Any, Any]], outputs: list[tuple[int, int]], device: str
+    plan: list[tuple[Any, Any]], outputs: list[dict[str, Any]], device: str
 ) -> Callable[..., list[torch.Tensor]]:
     """The chain as a function of its inputs: every op in order, its outputs returned."""
-    steps = [(op, _plain(shape.args), _plain(shape.kwargs)) for op, shape in plan]
+    return _function(_steps(plan), outputs, device)
+
+
+def _steps(plan: list[tuple[Any, Any]]) -> list[tuple[Any, Any, Any]]:
+    """Each op with its arguments as plain lists and dicts."""
+    return [(op, _plain(shape.args), _plain(shape.kwargs)) for op, shape in plan]
+
+
+def _function(
+    steps: list[tuple[Any, Any, Any]], outputs: list[Any], device: str
+) -> Callable[..., list[torch.Tensor]]:
+    """Run `steps` on the inputs given; the chain's outputs returned."""
 
     def function(*inputs: torch.Tensor) -> list[torch.Tensor]:
         values: list[list[torch.Tensor]] = []
-
-        def value(arg: Any) -> Any:
-            if isinstance(arg, dict) and "input" in arg:
-                return inputs[arg["input"]]
-            if isinstance(arg, dict) and "ref" in arg:
-                tensor = values[arg["ref"][0]][arg["ref"][1]]
-                view = arg.get("as_strided")
-                if view is None:
-                    return tensor
-                return torch.as_strided(tensor, view["shape"], view["strides"], view["offset"])
-            if isinstance(arg, dict) and "float" in arg:
-                return float(arg["float"])
-            if isinstance(arg, list):
-                return [value(a) for a in arg]
-            if isinstance(arg, str) and isinstance(
-                getattr(torch, arg, None), (torch.dtype, torch.memory_format, torch.layout)
-            ):
-                return getattr(torch, arg)
-            return arg
-
         for op, args, kwargs in steps:
-            built = {k: value(v) for k, v in kwargs.items()}
+            built = {k: _value(v, inputs, values) for k, v in kwargs.items()}
             if "device" in built and built["device"] is None:
                 built["device"] = device  # a factory: on the replay's device
-            result = op(*[value(a) for a in args], **built)
+            result = op(*[_value(a, inputs, values) for a in args], **built)
             values.append(_tensors(result))
-        return [values[op][out] for op, out in outputs]
+        return [_value(link, inputs, values) for link in outputs]
 
     return function
+
+
+def _value(arg: Any, inputs: Any, values: list[list[torch.Tensor]]) -> Any:
+    """An argument as the op takes it: a tensor link resolved, a dtype name as the dtype."""
+    if isinstance(arg, dict) and "input" in arg:
+        return inputs[arg["input"]]
+    if isinstance(arg, dict) and "ref" in arg:
+        tensor = values[arg["ref"][0]][arg["ref"][1]]
+        view = arg.get("as_strided")
+        if view is None:
+            return tensor
+        return torch.as_strided(tensor, view["shape"], view["strides"], view["offset"])
+    if isinstance(arg, dict) and "float" in arg:
+        return float(arg["float"])
+    if isinstance(arg, list):
+        return [_value(a, inputs, values) for a in arg]
+    if isinstance(arg, str) and isinstance(
+        getattr(torch, arg, None), (torch.dtype, torch.memory_format, torch.layout)
+    ):
+        return getattr(torch, arg)
+    return arg
+
+
+def _named_views(
+    steps: list[tuple[Any, Any, Any]], outputs: list[Any], inputs: list[torch.Tensor], device: str
+) -> tuple[list[tuple[Any, Any, Any]], list[Any]]:
+    """The steps and outputs with each `as_strided` link replaced by the earlier tensor that is
+    exactly that view (same storage, sizes, strides and offset), found by running it once:
+    Inductor refuses a write through an as_strided view (pytorch#104505), and the program
+    wrote through the plain view (a slice) that the recording saw as an earlier output."""
+    values: list[list[torch.Tensor]] = []
+    known: list[tuple[torch.Tensor, dict[str, list[int] | int]]] = [
+        (t, {"input": n}) for n, t in enumerate(inputs)
+    ]
+
+    def named(arg: Any) -> Any:
+        if isinstance(arg, list):
+            return [named(a) for a in arg]
+        if not (isinstance(arg, dict) and "as_strided" in arg):
+            return arg
+        view = _value(arg, inputs, values)
+        same = [link for t, link in reversed(known) if _same_view(t, view)]
+        return same[0] if same else arg
+
+    rewritten = []
+    with torch.no_grad():
+        for op, args, kwargs in steps:
+            args, kwargs = named(args), {k: named(v) for k, v in kwargs.items()}
+            rewritten.append((op, args, kwargs))
+            built = {k: _value(v, inputs, values) for k, v in kwargs.items()}
+            if "device" in built and built["device"] is None:
+                built["device"] = device
+            values.append(_tensors(op(*[_value(a, inputs, values) for a in args], **built)))
+            known += [(t, {"ref": [len(values) - 1, n]}) for n, t in enumerate(values[-1])]
+    return rewritten, [named(link) for link in outputs]
+
+
+def _same_view(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two tensors are the same view of the same storage."""
+    return (
+        a.dtype == b.dtype
+        and a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+        and a.shape == b.shape
+        and a.stride() == b.stride()
+        and a.storage_offset() == b.storage_offset()
+    )
 
 
 def _plain(value: Any) -> Any:

@@ -88,11 +88,23 @@ def links(value: Any) -> list[Any]:
     return []
 
 
+class View(BaseModel):
+    """A view of a tensor's storage: sizes, strides and storage offset, in elements."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    shape: list[Index]
+    strides: list[int]
+    offset: Index
+
+
 class ChainOutput(BaseModel):
-    """An op's output that leaves the chain (read by a heavy op or a later op, or the last)."""
+    """An op's output that leaves the chain (read by a heavy op or a later op, or the last);
+    `as_strided`: the view its reader took, when another view of the output's storage (the
+    whole buffer whose halves the chain wrote through slices)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
     ref: Annotated[list[Index], Field(min_length=2, max_length=2)]
+    as_strided: View | None = Field(default=None, exclude_if=lambda view: view is None)
 
 
 class Chain(BaseModel):

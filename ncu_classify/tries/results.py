@@ -16,6 +16,7 @@ from ..cards.model import Card, CardFile
 from ..core.stats import Spread, t95
 from ..replay.protocol import sample_stem
 from ..shapes.aten import SHORT_DTYPE, AtenShape
+from ..shapes.chain_shape import ChainShape
 from ..shapes.file import Shape, ShapesFile
 from ..shapes.ops import CastShape
 from .catalog import MoveKind
@@ -124,9 +125,9 @@ def tried_results(
 
 
 def _precision(shape: Shape) -> str:
-    """The precision a shape computes in: its dtype (a device op's: its least precise floating
-    tensor), TF32 for fp32 with TF32 allowed."""
-    if isinstance(shape, AtenShape):
+    """The precision a shape computes in: its dtype (a device op's or a chain's: its least
+    precise floating tensor), TF32 for fp32 with TF32 allowed."""
+    if isinstance(shape, (AtenShape, ChainShape)):
         floats = [SHORT_DTYPE[t.dtype] for t in shape.tensors() if t.dtype in SHORT_DTYPE]
         return lowest_precision(*floats)
     if isinstance(shape, CastShape):

@@ -465,3 +465,42 @@ def test_try_passes_over_an_untied_chain_with_why(recorded: tuple[str, Path]) ->
     assert [(p.group, p.why) for p in plan.no_alternative] == [
         ("net:chain:x", "not tied together: an input of unknown origin")
     ]
+
+
+def test_a_write_through_a_slice_compiles_as_the_program_wrote_it(tmp_path: Path) -> None:
+    """Wan's rotary embedding writes its two halves through strided slices of an `empty_like`;
+    the recording sees the second write's target as an as_strided view of the first write's
+    output, and Inductor refuses a write through as_strided. Compiled, the replay writes through
+    the plain slice it finds by storage and view, and computes what the model did."""
+    from ncu_classify.replay.chain import chain_runner
+
+    class Rotary(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)
+
+        def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+            h = self.a(x)
+            x1, x2 = h.unflatten(-1, (-1, 2)).unbind(-1)
+            out = torch.empty_like(h)
+            out[..., 0::2] = x1 * cos - x2 * sin
+            out[..., 1::2] = x1 * sin + x2 * cos
+            return self.b(out)
+
+    path = tmp_path / "s.yaml"
+    path.write_text(_record(Rotary(), torch.randn(3, 8), torch.randn(3, 4), torch.randn(3, 4)))
+    (chain,) = load_shapes(path).chains["net"]
+    assert any("as_strided" in json.dumps(op.args) for op in chain.ops)
+    # the last op's output (the slice it wrote), and the whole buffer that the linear reads
+    assert [o.model_dump(exclude_none=True) for o in chain.outputs] == [
+        {"ref": [12, 0]},
+        {"ref": [12, 0], "as_strided": {"shape": [3, 8], "strides": [8, 1], "offset": 0}},
+    ]
+    eager, _ = chain_runner(chain, "eager", "cpu")
+    compiled, inputs = chain_runner(chain, "compile", "cpu")
+    h, cos, sin = (i for i in inputs if i.dim() == 2)
+    x1, x2 = h[:, 0::2], h[:, 1::2]
+    expected = torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).flatten(-2)
+    assert [list(o.shape) for o in eager()] == [[3, 4], [3, 8]]
+    torch.testing.assert_close(eager()[-1], expected, atol=0.0, rtol=0.0)
+    torch.testing.assert_close(compiled()[-1], expected, atol=1e-6, rtol=1e-6)
