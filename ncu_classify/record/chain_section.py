@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ..shapes.aten import AtenShape
-from ..shapes.chains import Chain
+from ..shapes.chains import Chain, ChainOutput, View
 from .chains import ChainRecord, identity
 
 if TYPE_CHECKING:
@@ -145,7 +145,10 @@ def _chain(
         shape = names.get(("op", ident))
         ops.append({**op, "shape": shape} if shape else op)
     item["ops"] = ops
-    item["outputs"] = [_output(ref) for ref in sorted(record.leaving)]
+    item["outputs"] = [
+        ChainOutput(ref=[op, out], as_strided=_view(view)).model_dump()
+        for op, out, view in sorted(record.leaving)
+    ]
     return item
 
 
@@ -186,11 +189,9 @@ def _flow(mapping: Any, dumps: Callable[[Any], str]) -> str:
     return "{" + ", ".join(f"{k}: {dumps(v)}" for k, v in mapping.items()) + "}"
 
 
-def _output(leaving: tuple[int, int, tuple[Any, ...]]) -> dict[str, Any]:
-    """A chain output as written: its op and output, and the view read when it is another."""
-    op, out, view = leaving
-    written: dict[str, Any] = {"ref": [op, out]}
-    if view:
-        shape, strides, offset = view
-        written["as_strided"] = {"shape": list(shape), "strides": list(strides), "offset": offset}
-    return written
+def _view(view: tuple[Any, ...]) -> View | None:
+    """The view a chain output's reader took, when it took another (`()`: none)."""
+    if not view:
+        return None
+    shape, strides, offset = view
+    return View(shape=list(shape), strides=list(strides), offset=offset)

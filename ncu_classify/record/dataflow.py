@@ -8,10 +8,9 @@ for each tensor argument its source, looked up before the op runs. A source is f
 tensor object (a weak reference, valid while its version counter is unchanged), else by its
 storage (the op that last wrote it, kept by a weak reference to the storage: a freed storage
 whose memory came back is not mistaken for the old one; the tensor is then rebuilt from that
-op's output by `as_strided`), else it is a parameter or buffer, an argument of a top module
-call, made while building the model, made in another thread, or of unknown origin. A heavy
-call (linear, conv, attention, matmul) is one node. The nodes between two heavy ones (or a
-change of stage) form a segment, which `chains` cuts into chains."""
+op's output by `as_strided`), else it is a parameter or buffer, a top module's argument, made
+while building the model or in another thread, or of unknown origin. A heavy call (linear,
+conv, attention, matmul) is one node; those between two (or a stage change) are a segment."""
 
 from __future__ import annotations
 
@@ -77,12 +76,11 @@ class Node:
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """Where one tensor argument comes from: output `out` of a node, or an origin by name;
-    `rebuilt`: found by storage, so its view (`view`) is rebuilt from the output by `as_strided`."""
+    """Where a tensor argument comes from: a node's output `out`, or an origin by name."""
 
     node: Node | str
     out: int = 0
-    rebuilt: bool = False
+    rebuilt: bool = False  # found by storage: `view` is rebuilt from the output by as_strided
     ident: int = 0  # the tensor's id, for an origin by name (one input per tensor)
     view: tuple[Any, ...] = ()  # when rebuilt: the view read (shape, strides, offset)
 

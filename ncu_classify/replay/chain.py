@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import torch
 
-from ..shapes.chains import Chain, ChainOutput, links
+from ..shapes.chains import Chain, links
 from .aten import (
     DTYPES,
     NotReplayable,
@@ -68,7 +68,7 @@ def chain_runner(
     storages = storages or Storages()
     plan = [(resolve(op.overload), op) for op in chain.ops]
     inputs, written, digest = _drawn(chain, plan, seed, device, storages)
-    leaving = [_leaving(o) for o in chain.outputs]
+    leaving = [o.model_dump() for o in chain.outputs]  # links: a ref, maybe its view
     function = _body(plan, leaving, device)
     originals = [t.clone() for t in inputs] if written else []
     if mode == "compile":  # writes through plain views, as the program made them
@@ -123,14 +123,6 @@ def _drawn(
         digest.update(f"{sha} {spec.shape} {spec.strides} {spec.offset};".encode())
         inputs.append(torch.as_strided(storage, spec.shape, spec.strides, spec.offset))
     return inputs, sorted(written), digest.hexdigest()
-
-
-def _leaving(output: ChainOutput) -> dict[str, Any]:
-    """A chain output as a link: the op's output, or the view its reader took of it."""
-    link: dict[str, Any] = {"ref": list(output.ref)}
-    if output.as_strided is not None:
-        link["as_strided"] = output.as_strided.model_dump()
-    return link
 
 
 def _body(

@@ -4,6 +4,7 @@ and its recorded shapes file), and the results of the tries capture the H200 ran
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -123,7 +124,7 @@ def measured(rules) -> dict[str, TryResults]:  # type: ignore[no-untyped-def]
     from ncu_classify.verdicts.classify import classify
 
     found = {}
-    for stage in ("vae", "dit", "chains_vae"):
+    for stage in ("vae", "dit", "chains_vae", "chains_dit"):
         folder = TRIES / stage
         plan = TryPlan.model_validate_json((folder / "plan.json").read_text())
         cards = classify([folder / "raw"], rules, jobs=1)
@@ -133,7 +134,7 @@ def measured(rules) -> dict[str, TryResults]:  # type: ignore[no-untyped-def]
     return found
 
 
-@pytest.mark.parametrize("stage", ["vae", "dit", "chains_vae"])
+@pytest.mark.parametrize("stage", ["vae", "dit", "chains_vae", "chains_dit"])
 def test_results_are_the_hosts_from_the_reports(
     measured: dict[str, TryResults], stage: str
 ) -> None:
@@ -217,3 +218,32 @@ def test_the_decode_s_norm_chains_fused(measured: dict[str, TryResults]) -> None
     assert fused.numerics is not None and not fused.numerics.compared  # no samples committed
     slower = [m for m in chains if m.winner is None]
     assert len(slower) == 2 and all((m.alternatives[0].saving_us or 0) < 0 for m in slower)
+
+
+def test_the_dit_s_chains_fused_and_the_real_program(measured: dict[str, TryResults]) -> None:
+    """The 14B DiT cut to 4 blocks (reports/tries/device_dit_real.sh): its 7 chains of device
+    ops all win compiled, 6,662.4 us per inference; the RMS norm + rotary chain (9 kernels,
+    written through slices) compiles into 1 kernel. The real program, profiled without the
+    recorder, eager and with `--compile transformer` (twice each): 27,062.6 -> 20,186.9 us,
+    6,875.7 us saved; the prediction is 3.1 % under it (issue 39 asks for 15 %)."""
+    chains = [m for m in measured["chains_dit"].moves if m.op == "chain"]
+    assert len(chains) == 7 and all(m.winner == "compiled" for m in chains)
+    assert measured["chains_dit"].stage_savings_us == {"dit": 6662.425}
+    rotary = chains[0]
+    assert rotary.group == "dit:chain:_fused_rms_norm+empty_like+mul+7more:1x4680x5120:bf16"
+    assert (len(rotary.original.kernels), len(rotary.alternatives[0].kernels)) == (9, 1)
+    host = TryResults.model_validate_json((TRIES / "chains_dit" / "tries.json").read_text())
+    named = {a.numerics.tolerance_of for m in host.moves for a in m.alternatives if a.numerics}
+    assert named == {"bf16"}  # a chain of bf16 tensors (with fp32 math inside) is bf16's
+    real = ROOT / "reports" / "tries" / "dit_real"
+
+    def dit_us(run: str) -> float:
+        return float(
+            json.loads((real / f"profile_{run}.json").read_text())["kernel_us_by_section"]["dit"]
+        )
+
+    eager = (dit_us("eager_1") + dit_us("eager_2")) / 2
+    compiled = (dit_us("compiled_1") + dit_us("compiled_2")) / 2
+    assert (round(eager, 1), round(compiled, 1)) == (27062.6, 20186.9)
+    saved = eager - compiled
+    assert abs(6662.425 - saved) / saved < 0.035
