@@ -16,6 +16,7 @@ from ..cards.model import Card, CardFile
 from ..core.stats import Spread, t95
 from ..replay.protocol import sample_stem
 from ..shapes.aten import SHORT_DTYPE, AtenShape
+from ..shapes.chain_shape import ChainShape
 from ..shapes.file import Shape, ShapesFile
 from ..shapes.ops import CastShape
 from .catalog import MoveKind
@@ -129,6 +130,12 @@ def _precision(shape: Shape) -> str:
     if isinstance(shape, AtenShape):
         floats = [SHORT_DTYPE[t.dtype] for t in shape.tensors() if t.dtype in SHORT_DTYPE]
         return lowest_precision(*floats)
+    if isinstance(shape, ChainShape):  # its inputs' least precise; TF32 where its conv ran it
+        tensors = [i.tensor for i in shape.chain.inputs]
+        lowest = lowest_precision(
+            *[SHORT_DTYPE[t.dtype] for t in tensors if t.dtype in SHORT_DTYPE]
+        )
+        return "tf32" if lowest == "fp32" and shape.allow_tf32 else lowest
     if isinstance(shape, CastShape):
         return lowest_precision(shape.from_, shape.to)
     dtype = str(getattr(shape, "dtype", "fp32"))
