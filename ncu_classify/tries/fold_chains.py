@@ -32,10 +32,11 @@ class Conv:
 
 @dataclass
 class Fold:
-    """One pad (by its stage's shape, else its place in a chain) tied to the convs it feeds."""
+    """One pad tied to the convs it feeds, with the calls of each (summed over its chains)."""
 
     stage: str
-    key: str
+    key: str  # the stage's shape of the pad, else `chain name:opN`
+    shape: str | None  # the stage's shape of the pad (what its card is)
     source: TensorSpec  # what the pad reads
     padded: TensorSpec  # what it writes (the conv's input)
     pads: list[int]
@@ -90,8 +91,7 @@ def fold_chains(fold: Fold, conv: Conv) -> tuple[Chain, Chain, list[int], list[i
     def pad(pads: list[int], out: TensorSpec, shape: str | None = None) -> ChainOp:
         return ChainOp(overload=PAD, args=[{"input": 0}, pads, 0.0], outputs=[out], shape=shape)
 
-    stands = fold.key if " op " not in fold.key else None  # the stage's shape of the pad
-    recorded = [pad(fold.pads, fold.padded, stands)]
+    recorded = [pad(fold.pads, fold.padded, fold.shape)]
     recorded.append(convolution({"ref": [0, 0]}, zeros, fold.padded))
     if any(rest):
         left = _padded(fold.source, rest)

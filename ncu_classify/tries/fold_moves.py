@@ -106,7 +106,7 @@ def _ties(
             for number, op in enumerate(chain.ops):
                 if op.overload != PAD:
                     continue
-                key = op.shape or f"{chain.name} op {number}"
+                key = op.shape or f"{chain.name}:op{number}"
                 if chain.untied:
                     whys.setdefault(key, f"its chain is not tied together: {chain.untied[0]}")
                     continue
@@ -115,7 +115,9 @@ def _ties(
                     whys.setdefault(key, tied)
                     continue
                 source, pads, convs = tied
-                fold = folds.setdefault(key, Fold(stage, key, source, op.outputs[0], pads))
+                fold = folds.setdefault(
+                    key, Fold(stage, key, op.shape, source, op.outputs[0], pads)
+                )
                 fold.calls += chain.calls
                 for conv in convs:
                     had = fold.convs.get(conv.group, (conv, 0))[1]
@@ -210,8 +212,8 @@ def _move(
     feeds = f"; it also feeds {', '.join(others)}" if others else ""
     left = f", a one-sided pad {rest} left before it" if any(rest) else ", no pad left"
     why = (
-        f"the pad copies its whole input ({read / 1e6:,.1f} MB read, {written / 1e6:,.1f} MB"
-        f" written), {_time(fold.key, us[0], timed)}; the conv pads inside its kernel:"
+        f"the pad copies its whole input ({_size(read)} read, {_size(written)} written),"
+        f" {_time(fold.key, us[0], timed)}; the conv pads inside its kernel:"
         f" padding {folded}{left}{feeds}"
     )
     tries = []
@@ -239,3 +241,9 @@ def _time(key: str, us: float | None, timed: dict[str, float]) -> str:
     if us is None:
         return "its time unknown (no card, not timed at record)"
     return f"{us:,.1f} us per call {'as its card measured' if key in timed else 'as recorded'}"
+
+
+def _size(count: int) -> str:
+    """`920.1 MB`, `27.6 kB`: bytes in the decimal unit that reads best."""
+    scale = next(((f, u) for f, u in ((1e9, "GB"), (1e6, "MB"), (1e3, "kB")) if count >= f), None)
+    return f"{count / scale[0]:,.1f} {scale[1]}" if scale else f"{count} B"
