@@ -249,3 +249,28 @@ def test_a_recorded_causal_conv_folds_and_the_others_say_why(tmp_path: Path) -> 
         ("net:fold", "not folded: the recording keeps no chains (record --chains): no pad can"
          " be tied to its conv")
     ]  # fmt: skip
+
+
+def test_next_counts_the_pad_folds_in_the_stage_s_line(wan: CardFile) -> None:
+    """Folds are no cards: `next --tries` counts them in the stage's line and names them among
+    the moves it cannot show. The chains tries of the H200 with its last three moves read as
+    folds (two that did not win, one of 1,810.08 us that did)."""
+    from ncu_classify.present.next_measured import stage_line, tries_notes
+    from ncu_classify.present.next_moves import next_moves
+    from ncu_classify.tries.results import load_results
+
+    result = load_results(ROOT / "fixtures" / "tries_h200" / "chains_vae" / "tries.json")
+    for move in result.moves[-3:]:
+        move.op = "fold"
+    (stage,) = next_moves(wan, "wan.json", ["vae"], [("t.json", result)]).measured
+    assert (stage.chains_tried, stage.chains_won, stage.chains_saving_us) == (3, 3, 15779.028)
+    assert (stage.folds_tried, stage.folds_won, stage.folds_saving_us) == (3, 1, 1810.08)
+    assert stage_line(stage, 306613.7).endswith(
+        "; fusion: 3 of 3 chains fused win 15,779.0 us; pad folds: 1 of 3 pads folded into"
+        " their convs win 1,810.1 us"
+    )
+    calls = {c.group: c.calls for c in wan.cards}
+    assert tries_notes(calls, "wan.json", {"vae"}, [("t.json", result)])[0] == (
+        "t.json: 6 of its 7 moves name no card of wan.json (3 of them chains of device ops, 3"
+        " of them pad folds, which are no cards): not shown"
+    )
