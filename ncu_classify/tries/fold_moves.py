@@ -132,6 +132,8 @@ def _tie(
     op = chain.ops[number]
     pads = op.args[1] if len(op.args) > 1 else op.kwargs.get("pad")
     value = op.args[2] if len(op.args) > 2 else op.kwargs.get("value", 0.0)
+    if not op.args or not isinstance(op.args[0], dict):
+        return "its input is no tensor of its chain"
     if not isinstance(pads, list) or not all(isinstance(p, int) for p in pads):
         return f"its pads {pads!r} are not integers"
     if value not in (0, 0.0):

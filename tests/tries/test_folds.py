@@ -274,3 +274,37 @@ def test_next_counts_the_pad_folds_in_the_stage_s_line(wan: CardFile) -> None:
         "t.json: 6 of its 7 moves name no card of wan.json (3 of them chains of device ops, 3"
         " of them pad folds, which are no cards): not shown"
     )
+
+
+def test_the_replay_loop_runs_a_fold_and_its_numerics_agree(
+    planned: tuple[TryPlan, ShapesFile], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both shapes of a fold through the capture's replay loop on the CPU (CUDA calls stubbed
+    out, the chains drawn on the CPU): each runs under the conv's recorded TF32 setting, writes
+    its output sample, and `try`'s numerics find them equal within TF32's tolerance."""
+    torch = import_or_skip("torch")
+    from ncu_classify.replay import chain as chain_replay
+    from ncu_classify.replay import target as replay
+    from ncu_classify.replay.protocol import BatchFile, sample_stem
+    from ncu_classify.tries.numerics import compare_outputs
+
+    for name, stub in (("empty_cache", lambda: None), ("synchronize", lambda: None)):
+        monkeypatch.setattr(torch.cuda, name, stub)
+    monkeypatch.setattr(torch.cuda.nvtx, "range_push", lambda name: None)
+    monkeypatch.setattr(torch.cuda.nvtx, "range_pop", lambda: None)
+    on_cpu = chain_replay.chain_runner
+    monkeypatch.setattr(
+        replay, "chain_runner", lambda c, mode, device, *rest: on_cpu(c, mode, "cpu", *rest)
+    )
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    batch = BatchFile(
+        seed=0, warmup=1, cudnn_benchmark=False, entries=[], outputs_dir=str(tmp_path)
+    )
+    entries = [e for e in planned[1].entries() if e.group.startswith("vae:f16.")]
+    assert [e.group for e in entries] == ["vae:f16.as_recorded", "vae:f16.conv_padding"]
+    shas = [replay.replay_one(entry, batch)["input_sha256"] for entry in entries]
+    assert shas[0] == shas[1] and torch.backends.cudnn.allow_tf32 is True
+    stems = [sample_stem(e.group) for e in entries]
+    numerics = compare_outputs(tmp_path, stems[0], stems[1], "tf32")
+    assert numerics.compared and numerics.within and numerics.tolerance_of == "tf32"
+    assert numerics.max_rel_error is not None and numerics.max_rel_error <= 1e-5
