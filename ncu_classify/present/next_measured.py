@@ -59,12 +59,12 @@ class StageMeasured(BaseModel):
     programs: list[ProgramSaving] = Field(
         default_factory=list, description="each program-wide move measured for the stage"
     )
-    chains_tried: int = Field(default=0, description="fusion moves: the chains tried")
-    chains_won: int = 0
-    chains_saving_us: float = Field(default=0.0, description="the fused chains that won")
     folds_tried: int = Field(default=0, description="pads folded into their convs, tried")
     folds_won: int = 0
     folds_saving_us: float = Field(default=0.0, description="the pad folds that won")
+    chains_tried: int = Field(default=0, description="fusion moves: the chains tried")
+    chains_won: int = 0
+    chains_saving_us: float = Field(default=0.0, description="the fused chains that won")
 
 
 class ProgramSaving(BaseModel):
@@ -131,14 +131,14 @@ def stage_measured(
                 found.programs.append(ProgramSaving(
                     move=program.move, saving_us=s.saving_us, saving_ci95_us=s.saving_ci95_us
                 ))  # fmt: skip
-        fused = [m for m in result.moves if m.op == "chain" and m.stage == stage]
-        found.chains_tried += len(fused)
-        found.chains_won += sum(1 for m in fused if m.winner)
-        found.chains_saving_us += round(sum(m.measured_saving_us or 0.0 for m in fused), 3)
         folds = [m for m in result.moves if m.op == "fold" and m.stage == stage]
         found.folds_tried += len(folds)
         found.folds_won += sum(1 for m in folds if m.winner)
         found.folds_saving_us += round(sum(m.measured_saving_us or 0.0 for m in folds), 3)
+        fused = [m for m in result.moves if m.op == "chain" and m.stage == stage]
+        found.chains_tried += len(fused)
+        found.chains_won += sum(1 for m in fused if m.winner)
+        found.chains_saving_us += round(sum(m.measured_saving_us or 0.0 for m in fused), 3)
     return found
 
 
@@ -174,14 +174,14 @@ def stage_line(s: StageMeasured, measured_us: float) -> str:
             f"fusion: {s.chains_won} of {s.chains_tried} chains fused win"
             f" {s.chains_saving_us:,.1f} us"
         )
+    if s.moves_measured:
+        won = f"{s.winners} of {s.moves_measured} moves tried win {s.saving_us:,.1f} us"
+        parts.insert(0, won + _ci(s.saving_ci95_us))
     if s.folds_tried:
         parts.append(
             f"pad folds: {s.folds_won} of {s.folds_tried} pads folded into their convs win"
             f" {s.folds_saving_us:,.1f} us"
         )
-    if s.moves_measured:
-        won = f"{s.winners} of {s.moves_measured} moves tried win {s.saving_us:,.1f} us"
-        parts.insert(0, won + _ci(s.saving_ci95_us))
     whole = f" of {measured_us:,.1f} us per inference"
     return f"{s.stage}: measured: " + "; ".join([parts[0] + whole, *parts[1:]])
 

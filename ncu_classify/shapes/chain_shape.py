@@ -33,6 +33,12 @@ class ChainShape(OpShape):
     def nominal_flops(self) -> int:
         return 0
 
+    def tensors(self) -> list[TensorSpec]:
+        """Every tensor the chain reads or makes: its inputs, then each op's outputs."""
+        return [i.tensor for i in self.chain.inputs] + [
+            t for op in self.chain.ops for t in op.outputs
+        ]
+
     def _leaving(self) -> list[TensorSpec]:
         """The outputs that leave the chain, as their ops recorded them."""
         return [self.chain.ops[op].outputs[out] for op, out in (o.ref for o in self.chain.outputs)]

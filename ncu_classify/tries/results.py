@@ -125,17 +125,13 @@ def tried_results(
 
 
 def _precision(shape: Shape) -> str:
-    """The precision a shape computes in: its dtype (a device op's: its least precise floating
-    tensor), TF32 for fp32 with TF32 allowed."""
-    if isinstance(shape, AtenShape):
+    """The precision a shape computes in: its dtype (a device op's or a chain's: its least
+    precise floating tensor), TF32 for fp32 with TF32 allowed."""
+    if isinstance(shape, (AtenShape, ChainShape)):
         floats = [SHORT_DTYPE[t.dtype] for t in shape.tensors() if t.dtype in SHORT_DTYPE]
-        return lowest_precision(*floats)
-    if isinstance(shape, ChainShape):  # its inputs' least precise; TF32 where its conv ran it
-        tensors = [i.tensor for i in shape.chain.inputs]
-        lowest = lowest_precision(
-            *[SHORT_DTYPE[t.dtype] for t in tensors if t.dtype in SHORT_DTYPE]
-        )
-        return "tf32" if lowest == "fp32" and shape.allow_tf32 else lowest
+        lowest = lowest_precision(*floats)
+        tf32 = isinstance(shape, ChainShape) and shape.allow_tf32  # a pad fold's conv
+        return "tf32" if lowest == "fp32" and tf32 else lowest
     if isinstance(shape, CastShape):
         return lowest_precision(shape.from_, shape.to)
     dtype = str(getattr(shape, "dtype", "fp32"))

@@ -266,8 +266,7 @@ def test_next_counts_the_pad_folds_in_the_stage_s_line(wan: CardFile) -> None:
     assert (stage.chains_tried, stage.chains_won, stage.chains_saving_us) == (3, 3, 15779.028)
     assert (stage.folds_tried, stage.folds_won, stage.folds_saving_us) == (3, 1, 1810.08)
     assert stage_line(stage, 306613.7).endswith(
-        "; fusion: 3 of 3 chains fused win 15,779.0 us; pad folds: 1 of 3 pads folded into"
-        " their convs win 1,810.1 us"
+        "; pad folds: 1 of 3 pads folded into their convs win 1,810.1 us"
     )
     calls = {c.group: c.calls for c in wan.cards}
     assert tries_notes(calls, "wan.json", {"vae"}, [("t.json", result)])[0] == (
