@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         "ncu-classify try cards.json --shapes shapes.yaml -o tries/ --repeat 5",
         "ncu-classify try cards.json --shapes shapes.yaml -o tries/ --plan-only",
         "ncu-classify try cards.json --shapes shapes.yaml -o tries/ --stage vae --chains 10",
+        "ncu-classify try cards.json --shapes shapes.yaml -o tries/ --stage vae --folds 8",
     ),
 )
 def try_command(
@@ -65,6 +66,14 @@ def try_command(
             min=0,
         ),
     ] = 5,
+    folds: Annotated[
+        int,
+        typer.Option(
+            help="also this many of the recording's largest pads that feed a conv (tied by its"
+            " chains), each with the conv as recorded and folded into the conv's own padding",
+            min=0,
+        ),
+    ] = 5,
     program: Annotated[
         str | None,
         typer.Option(
@@ -79,7 +88,9 @@ def try_command(
     """Measure the next moves: for each of the top cards, the op as recorded and every
     alternative its facts allow (layout, dtype, attention backend, tile padding, Inductor),
     captured in one run with repeats; per alternative its kernels, time per call, saving per
-    inference with its interval and its numerics against the original; the winner per move."""
+    inference with its interval and its numerics against the original; the winner per move.
+    With the recording's chains: its largest chains fused, and its pads folded into the conv
+    each feeds."""
     from ..capture.plan import CaptureOptions
     from ..core.errors import UsageError
     from ..core.text import printable
@@ -97,7 +108,9 @@ def try_command(
         check_folder(target, inputs)
         loaded = load_rules(rules)
         move = _program_move(program)
-        plan, shares = plan_folder(cards_file, shapes, target, top, stage or [], move, chains)
+        plan, shares = plan_folder(
+            cards_file, shapes, target, top, stage or [], move, chains, folds
+        )
     count = sum(len(m.tries) for m in plan.moves) + _program_shapes(plan)
     moves = f"{len(plan.moves)} move{'' if len(plan.moves) == 1 else 's'}"
     what = f"a program-wide move ({plan.program.move})" if plan.program else moves
@@ -108,7 +121,7 @@ def try_command(
             + (missed if plan.not_found else "")
         ),
     )
-    for line in shares:
+    for line in [*shares, *fold_lines(plan)]:
         out.print(printable(line))
     if plan_only:
         return
@@ -117,6 +130,17 @@ def try_command(
         results = run_tries(plan, target, options, loaded, progress=progress)
     print_results(results)
     _check_measured(results, target)
+
+
+def fold_lines(plan: TryPlan) -> list[str]:
+    """A line per pad fold planned (its move, calls and why), and per pad passed over."""
+    lines = [
+        f"fold {m.rank}: {m.group} x{m.calls}: {m.tries[-1].why}"
+        for m in plan.moves
+        if m.op == "fold"
+    ]
+    lines += [f"{p.group}: {p.why}" for p in plan.no_alternative if p.why.startswith("not folded")]
+    return lines
 
 
 def _check_measured(results: TryResults, target: Path) -> None:

@@ -59,6 +59,9 @@ class StageMeasured(BaseModel):
     programs: list[ProgramSaving] = Field(
         default_factory=list, description="each program-wide move measured for the stage"
     )
+    folds_tried: int = Field(default=0, description="pads folded into their convs, tried")
+    folds_won: int = 0
+    folds_saving_us: float = Field(default=0.0, description="the pad folds that won")
     chains_tried: int = Field(default=0, description="fusion moves: the chains tried")
     chains_won: int = 0
     chains_saving_us: float = Field(default=0.0, description="the fused chains that won")
@@ -114,8 +117,8 @@ def _alternative(alt: TriedAlternative) -> MeasuredAlternative:
 def stage_measured(
     stage: str, moves: list[MeasuredMove], results: list[TryResults]
 ) -> StageMeasured:
-    """The winners' total for a stage, each program-wide move measured for it, and the chains
-    fused (fusion moves are no card's: they are counted here)."""
+    """The winners' total for a stage, each program-wide move measured for it, the chains
+    fused and the pads folded (fusion and fold moves are no card's: they are counted here)."""
     won = [m for m in moves if m.saving_us is not None]
     total = round(sum(m.saving_us or 0.0 for m in won), 3)
     halves = [(m.saving_ci95_us[1] - m.saving_ci95_us[0]) / 2 for m in won if m.saving_ci95_us]
@@ -134,6 +137,10 @@ def stage_measured(
                 found.programs.append(ProgramSaving(
                     move=program.move, saving_us=s.saving_us, saving_ci95_us=s.saving_ci95_us
                 ))  # fmt: skip
+        folds = [m for m in result.moves if m.op == "fold" and m.stage == stage]
+        found.folds_tried += len(folds)
+        found.folds_won += sum(1 for m in folds if m.winner)
+        found.folds_saving_us += round(sum(m.measured_saving_us or 0.0 for m in folds), 3)
         fused = [m for m in result.moves if m.op == "chain" and m.stage == stage]
         found.chains_tried += len(fused)
         found.chains_won += sum(1 for m in fused if m.winner)
@@ -168,7 +175,7 @@ def _ci(interval: tuple[float, float] | None) -> str:
 
 def stage_line(s: StageMeasured, measured_us: float) -> str:
     """`vae: measured: 9 of 10 moves tried win 115,204.4 us [...] of 306,613.7 us per
-    inference; program-wide bf16: ...; fusion: 4 of 6 chains fused win ...`."""
+    inference; program-wide bf16: ...; fusion: 4 of 6 chains fused win ...; pad folds: ...`."""
     parts = [f"program-wide {p.move}: {p.saving_us:,.1f} us{_ci(p.saving_ci95_us)}"
              for p in s.programs]  # fmt: skip
     if s.chains_tried:
@@ -181,6 +188,11 @@ def stage_line(s: StageMeasured, measured_us: float) -> str:
     if s.moves_measured:
         won = f"{s.winners} of {s.moves_measured} moves tried win {s.saving_us:,.1f} us"
         parts.insert(0, won + _ci(s.saving_ci95_us))
+    if s.folds_tried:
+        parts.append(
+            f"pad folds: {s.folds_won} of {s.folds_tried} pads folded into their convs win"
+            f" {s.folds_saving_us:,.1f} us"
+        )
     whole = f" of {measured_us:,.1f} us per inference"
     return f"{s.stage}: measured: " + "; ".join([parts[0] + whole, *parts[1:]])
 
@@ -229,7 +241,10 @@ def tries_notes(
         lost = [m for m in moves if m.group not in calls]
         if lost:
             chains = sum(1 for m in lost if m.op == "chain")
-            what = f" ({chains} of them chains of device ops, which are no cards)" if chains else ""
+            folds = sum(1 for m in lost if m.op == "fold")
+            kinds = [f"{chains} of them chains of device ops"] if chains else []
+            kinds += [f"{folds} of them pad folds"] if folds else []
+            what = f" ({', '.join(kinds)}, which are no cards)" if kinds else ""
             notes.append(
                 f"{name}: {len(lost)} of its {len(moves)} moves name no card of {label}{what}:"
                 " not shown"

@@ -166,7 +166,7 @@ def next_moves(
             *(s.stage for _, r in tries for s in (r.program.stages if r.program else [])
               if s.stage in per_stage),  # a program-wide move alone is measured too
             *(m.stage for _, r in tries for m in r.moves
-              if m.op == "chain" and m.stage in per_stage),  # and fusion alone
+              if m.op in ("chain", "fold") and m.stage in per_stage),  # fusion, folds alone
         ])
     ]  # fmt: skip
     return NextMoves(

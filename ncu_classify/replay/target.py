@@ -180,6 +180,8 @@ def replay_one(entry: ShapeEntry, batch: BatchFile) -> dict[str, Any]:
         op, reset, sha = prepared.run, prepared.reset, prepared.input_sha256
     elif isinstance(entry.shape, ChainShape):  # compiled whole by its runner, or an error
         mode: Mode = "compile" if compiled else "eager"
+        if entry.shape.allow_tf32 is not None:  # a pad fold's conv: as the program ran it
+            torch.backends.cudnn.allow_tf32 = entry.shape.allow_tf32
         chain = chain_runner(entry.shape.chain, mode, "cuda", batch.seed, _STORAGES)
         op, reset, sha, compiled = chain.run, chain.reset, chain.input_sha256, None
     else:

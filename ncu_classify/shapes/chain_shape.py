@@ -2,7 +2,8 @@
 found (`shapes.chains`), run as one function, eagerly (as the program runs it: one kernel per
 op) or under `torch.compile` (Inductor fuses it), inside one NVTX range, so that its card sums
 every kernel the chain launched. Its nominal work is the fused chain's compulsory traffic:
-every input read once, every output that leaves written once."""
+every input read once, every output that leaves written once. `allow_tf32`, when given, is
+cuDNN's TF32 setting the chain runs under (a pad fold's conv, as the program ran it)."""
 
 from __future__ import annotations
 
@@ -19,10 +20,12 @@ class ChainShape(OpShape):
 
     op: Literal["chain"]
     chain: Chain
+    allow_tf32: bool | None = None
 
     def key(self) -> str:
         digest = hashlib.sha256(self.chain.model_dump_json().encode()).hexdigest()[:12]
-        return f"chain:{len(self.chain.ops)}ops:{digest}"
+        tf32 = {None: "", True: ":tf32", False: ":no_tf32"}[self.allow_tf32]
+        return f"chain:{len(self.chain.ops)}ops:{digest}{tf32}"
 
     def aten_op(self) -> str:
         return "chain"

@@ -4,6 +4,8 @@ catalog   the alternatives a card's facts allow (layout, dtype, backend, padding
 plan      the top moves matched to their shapes; the tries shapes file and plan.json
 plan_models  what plan.json holds: moves, alternatives, cards passed over, a program move
 chain_moves  the recording's largest chains as fusion moves (eager against compiled)
+fold_moves  its pads folded into the convs they feed (pad+conv against conv padding)
+fold_chains  the two chains a pad fold replays, of the same inputs
 numerics  an alternative's output sample against the original's, with a named tolerance
 program   a program-wide move: every shape of a stage changed together (bf16, channels-last)
 results   the tries capture's cards against the plan: times, savings, intervals, winners

@@ -17,7 +17,7 @@ from ..shapes.file import Shape
 from ..shapes.ops import AttentionShape, CastShape, Conv2dShape, Conv3dShape, LinearShape
 
 MoveKind = Literal[
-    "baseline", "layout", "dtype", "attention_backend", "tile_padding", "compile", "fuse"
+    "baseline", "layout", "dtype", "attention_backend", "tile_padding", "compile", "fuse", "fold"
 ]
 TRANSPOSES = ("nchwToNhwc", "nhwcToNchw")
 # What an attention kernel's name says it is, by SDPA backend (the names PyTorch's kernels carry)

@@ -13,17 +13,18 @@ from ..cards.model import Card, CardFile
 from ..shapes.file import ShapeEntry, ShapesFile
 from .catalog import Alternative, alternatives, nothing_to_try
 from .chain_moves import chain_moves
+from .fold_moves import fold_moves
 from .plan_models import NoAlternative, PlannedMove, PlannedTry, TryPlan
 from .program import ProgramMove, plan_program
 
 
 def plan_tries(
     cards: CardFile, shapes: ShapesFile, labels: tuple[str, str], top: int, stages: list[str],
-    chains: int = 0,
+    chains: int = 0, folds: int = 0,
 ) -> tuple[TryPlan, str]:  # fmt: skip
     """The plan and the tries shapes file's text for the `top` moves (per stage when stages
     are named, else over all), ranked as `next` ranks them, then the `chains` largest chains
-    of the recording (fusion moves)."""
+    of the recording (fusion moves), then its `folds` largest pads folded into their convs."""
     entries = {entry.group: entry for entry in shapes.entries()}
     ranked = _ranked(cards, stages)
     moves: list[PlannedMove] = []
@@ -48,6 +49,7 @@ def plan_tries(
         moves.append(_planned(len(moves) + 1, card, entry, found, recoverable, by_stage))
         taken[card.stage] = taken.get(card.stage, 0) + 1
     moves += chain_moves(shapes, stages, chains, len(moves) + 1, by_stage, passed)
+    moves += fold_moves(shapes, stages, folds, len(moves) + 1, by_stage, passed, cards)
     for stage, shaped in by_stage.items():
         lines.append(f"  {json.dumps(stage)}:")
         lines += [f"    - {text}" for text in shaped]
@@ -141,7 +143,7 @@ def stage_shares(plan: TryPlan, cards: CardFile) -> list[str]:
             totals[card.stage] = totals.get(card.stage, 0.0) + room.measured_us * card.calls
     held: dict[str, float] = {}
     for move in plan.moves:
-        if move.op != "chain":  # a chain's ops are cards of their own, counted there
+        if move.op not in ("chain", "fold"):  # their ops are cards of their own, counted there
             held[move.stage] = held.get(move.stage, 0.0) + move.measured_us * move.calls
     return [
         f"{stage}: the moves tried hold {us:,.1f} us of the stage's {totals[stage]:,.1f} us"

@@ -129,7 +129,9 @@ def _precision(shape: Shape) -> str:
     precise floating tensor), TF32 for fp32 with TF32 allowed."""
     if isinstance(shape, (AtenShape, ChainShape)):
         floats = [SHORT_DTYPE[t.dtype] for t in shape.tensors() if t.dtype in SHORT_DTYPE]
-        return lowest_precision(*floats)
+        lowest = lowest_precision(*floats)
+        tf32 = isinstance(shape, ChainShape) and shape.allow_tf32  # a pad fold's conv
+        return "tf32" if lowest == "fp32" and tf32 else lowest
     if isinstance(shape, CastShape):
         return lowest_precision(shape.from_, shape.to)
     dtype = str(getattr(shape, "dtype", "fp32"))

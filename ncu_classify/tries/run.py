@@ -46,7 +46,7 @@ def check_folder(out: Path, inputs: list[Path]) -> None:
 
 def plan_folder(
     cards_path: Path, shapes_path: Path, out: Path, top: int, stages: list[str],
-    program: ProgramMove | None = None, chains: int = 0,
+    program: ProgramMove | None = None, chains: int = 0, folds: int = 0,
 ) -> tuple[TryPlan, list[str]]:  # fmt: skip
     """Write the plan and the tries shapes file into `out`; refused when no move matches. With
     the plan, a line per stage: the share of its kernel time the moves hold (none for a
@@ -56,7 +56,7 @@ def plan_folder(
     labels = (unicode_safe(str(cards_path)), unicode_safe(str(shapes_path)))  # JSON: UTF-8
     if program is not None:
         return _program_folder(shapes, labels, out, stages, program), []
-    plan, text = plan_tries(cards, shapes, labels, top, stages, chains)
+    plan, text = plan_tries(cards, shapes, labels, top, stages, chains, folds)
     if not plan.moves and cards.source_format == "legacy":
         raise UsageError(
             f"{cards_path}: a legacy cards file; its group ids are not a capture's: try the"

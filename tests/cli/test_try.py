@@ -170,6 +170,8 @@ def test_names_that_are_not_utf8_or_carry_control_characters(
         f"planned 1 move, 4 shapes: {shown}/plan.json, {shown}/shapes.yaml\n"
         "vae: the moves tried hold 82,004.4 us of the stage's 306,613.7 us per inference (26.7 %"
         " of the cards' kernel time)\n"
+        "vae:fold: not folded: the recording keeps no chains (record --chains): no pad can be"
+        " tied to its conv\n"  # --folds 5 by default: a pad is tied to its conv by the chains
     )
     plan = json.loads((out / "plan.json").read_text(encoding="utf-8"))
     label = f"{tmp_path}/c" + "\\xfe.json"
@@ -190,6 +192,8 @@ def test_cards_passed_over_for_want_of_a_shape_are_counted(
         f" over, not in {shapes} (not_found)\n"
         "output: the moves tried hold 30.3 us of the stage's 69.1 us per inference (43.9 % of"
         " the cards' kernel time)\n"
+        "vae:fold: not folded: the recording keeps no chains (record --chains): no pad can be"
+        " tied to its conv\n"
     )
 
 
