@@ -190,7 +190,7 @@ def print_results(results: TryResults) -> None:
 
 def _alt_line(alt: object, original: bool, winner: str | None) -> str:
     """One alternative in a line."""
-    from ..tries.results import TriedAlternative
+    from ..tries.results import TriedAlternative, numerics_text
 
     assert isinstance(alt, TriedAlternative)
     mark = "*" if alt.label == winner else " "
@@ -205,11 +205,6 @@ def _alt_line(alt: object, original: bool, winner: str | None) -> str:
         ci = f" [{low_high[0]:,.1f}, {low_high[1]:,.1f}]" if low_high else ""
         parts.append(f"saves {alt.saving_us:,.1f} us/inference{ci}")
     if alt.numerics is not None:
-        n = alt.numerics
-        parts.append(
-            f"rel err {n.max_rel_error:.2g} ({'ok' if n.within else 'BEYOND'} {n.tolerance_of})"
-            if n.compared and n.max_rel_error is not None
-            else f"numerics: {n.why_not}"
-        )
+        parts.append(numerics_text(alt))
     parts.append(f"{len(alt.kernels)} kernels; {alt.primary or 'unclassified'}")
     return "; ".join(parts)

@@ -2,7 +2,8 @@
 move, the original as recorded and each alternative with the kernels it ran, its time per call
 with a Student-t interval over the repeats, the saving per inference (Welch's interval of the
 difference), its numerics against the original, and the winner: the largest saving whose
-interval stays above zero and whose output is within tolerance."""
+interval stays above zero and whose output was compared and is within tolerance (an
+alternative whose output was not compared is listed with why, and cannot win)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from .numerics import Numerics, compare_outputs, lowest_precision
 from .plan_models import PlannedMove, PlannedTry, TryPlan
 from .program_results import ProgramResult, program_result
 
-TRIES_VERSION = "1.0"
+TRIES_VERSION = "1.1"
 
 
 class TimePerCall(BaseModel):
@@ -53,6 +54,11 @@ class TriedAlternative(BaseModel):
         default=None, description="Welch's 95 % interval of the saving per inference"
     )
     numerics: Numerics | None = None
+    not_eligible: str | None = Field(
+        default=None,
+        description="why it cannot be the winner whatever it saves: numerics not compared:"
+        " <why> (a padded output that cannot be compared is allowed to win)",
+    )
 
 
 class TriedMove(BaseModel):
@@ -106,6 +112,7 @@ def tried_results(
                 alt.numerics = compare_outputs(
                     outputs, sample_stem(original.group), sample_stem(alt.group), floor
                 )
+                alt.not_eligible = _uncompared(alt.numerics)
         moves.append(_with_winner(move, original, rest))
     savings: dict[str, float] = {}
     for m in moves:
@@ -190,16 +197,28 @@ def _half(time: TimePerCall) -> tuple[float, int] | None:
     return (time.ci95_high_us - time.ci95_low_us) / 2, time.n
 
 
+def _uncompared(numerics: Numerics) -> str | None:
+    """Why an alternative whose output should have been set against the original's cannot
+    win: it was not (a sample missing, unreadable, of another shape); None when it was, or
+    when the outputs cannot be compared by construction (a padded GEMM: the same arithmetic
+    on more rows, allowed to win and shown as not compared)."""
+    if numerics.compared or numerics.padded:
+        return None
+    return f"numerics not compared: {numerics.why_not or 'no reason recorded'}"
+
+
 def _with_winner(
     move: PlannedMove, original: TriedAlternative, rest: list[TriedAlternative]
 ) -> TriedMove:
     """The move with its winner: the largest saving, its interval above zero where there is
-    one, its output within tolerance where it was compared."""
+    one, its output compared and within tolerance (a padded output that cannot be compared
+    excepted: `_uncompared`)."""
     fit = [
         a for a in rest
         if a.saving_us is not None and a.saving_us > 0
         and (a.saving_ci95_us is None or a.saving_ci95_us[0] > 0)
-        and (a.numerics is None or not a.numerics.compared or a.numerics.within)
+        and a.numerics is not None and a.not_eligible is None
+        and (not a.numerics.compared or a.numerics.within)
     ]  # fmt: skip
     best = max(fit, key=lambda a: (a.saving_us or 0.0, a.label), default=None)
     return TriedMove(
@@ -214,6 +233,23 @@ def _with_winner(
         winner=best.label if best else None,
         measured_saving_us=best.saving_us if best else None,
     )
+
+
+def numerics_text(alt: TriedAlternative) -> str:
+    """How an alternative's output compared, in a few words: its error against the tolerance,
+    why it cannot win (`numerics not compared: <why>`), or a padded shape that could not be
+    compared and may win."""
+    n = alt.numerics
+    if n is None:
+        return "numerics: none"
+    if n.compared and n.max_rel_error is not None:
+        ok = "ok" if n.within else "BEYOND"
+        return f"rel err {n.max_rel_error:.2g} ({ok} {n.tolerance_of})"
+    if n.compared:  # not finite in one output
+        return f"numerics BEYOND {n.tolerance_of}: {n.why_not}"
+    if alt.not_eligible is None and n.padded:
+        return "numerics: not compared (padded shape)"
+    return alt.not_eligible or f"numerics not compared: {n.why_not}"
 
 
 MAX_TRIES_BYTES = 64 << 20  # a tries.json of thousands of moves is a few MB
