@@ -3,6 +3,7 @@ shapes file (--plan-only), and every refusal as one line with its exit code."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -17,6 +18,14 @@ TRIES = ROOT / "fixtures" / "tries_h200"
 @pytest.fixture
 def shapes(wan_shapes: Path) -> Path:
     return wan_shapes
+
+
+def _sources(*paths: Path) -> str:
+    """The inputs as the first line of a tries shapes file names them: name and digest."""
+    named = [
+        f'"{p.name}" (sha256 {hashlib.sha256(p.read_bytes()).hexdigest()[:16]})' for p in paths
+    ]
+    return " and ".join(named)
 
 
 def _error(capsys: pytest.CaptureFixture[str]) -> str:
@@ -40,8 +49,7 @@ def test_plan_only_writes_the_plan_the_h200_ran(
         " (29.3 % of the cards' kernel time)"
     )
     assert (out / "shapes.yaml").read_text() == (TRIES / "dit" / "shapes.yaml").read_text().replace(
-        '"/tmp/wan14b_cards.json" and "/tmp/wan14b_shapes.yaml"',
-        f"{json.dumps(str(wan_file))} and {json.dumps(str(shapes))}",
+        '"/tmp/wan14b_cards.json" and "/tmp/wan14b_shapes.yaml"', _sources(wan_file, shapes)
     )
     plan = json.loads((out / "plan.json").read_text())
     committed = json.loads((TRIES / "dit" / "plan.json").read_text())
@@ -102,8 +110,7 @@ def _captured_folder(tmp_path: Path, wan_file: Path, shapes: Path) -> Path:
         (folder / "shapes.yaml")
         .read_text()
         .replace(
-            '"/tmp/wan14b_cards.json" and "/tmp/wan14b_shapes.yaml"',
-            f"{json.dumps(str(wan_file))} and {json.dumps(str(shapes))}",
+            '"/tmp/wan14b_cards.json" and "/tmp/wan14b_shapes.yaml"', _sources(wan_file, shapes)
         )
     )
     (folder / "shapes.yaml").write_text(text)
@@ -125,12 +132,47 @@ def test_a_folder_holding_the_capture_of_another_plan_is_left_alone(
     assert run([*args, "--top", "5", "--plan-only"]) == 2
     assert _error(capsys) == (
         f"ncu-classify: error: {folder}: holds the capture of another plan (raw/ was captured"
-        " from another shapes.yaml: other cards, shapes file, options, or their paths as"
-        " given); try into another folder"
+        " from another shapes.yaml: other cards, shapes file or options); try into another"
+        " folder"
     )
     assert {n: (folder / n).read_bytes() for n in before} == before
     assert run([*args, "--plan-only"]) == 0
     assert (folder / "shapes.yaml").read_bytes() == before["shapes.yaml"]
+
+
+def test_the_same_inputs_typed_otherwise_are_the_same_plan(
+    wan_file: Path, shapes: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """`x`, `./x` and `/abs/x` name the same inputs: the same shapes.yaml bytes (its first line
+    names them by file name and digest), and a capture made from it resumes; an older try's
+    folder (its first line holds the paths as typed on the H200) resumes too, its shapes.yaml
+    kept as its capture was made from it."""
+    import shutil
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(wan_file, "cards.json")
+    shutil.copy(shapes, "shapes_in.yaml")
+    first = ["try", "cards.json", "--shapes", "shapes_in.yaml", "-o", "out", "--stage", "dit"]
+    assert run([*first, "--plan-only"]) == 0
+    written = (tmp_path / "out" / "shapes.yaml").read_bytes()
+    assert written.decode().splitlines()[0] == (
+        f"# Written by ncu-classify try from {_sources(Path('cards.json'), Path('shapes_in.yaml'))}"
+    )
+    manifest = json.loads((TRIES / "dit" / "raw" / "manifest.json").read_text())
+    manifest["shapes_sha256"] = hashlib.sha256(written).hexdigest()  # as if captured
+    (tmp_path / "out" / "raw").mkdir()
+    (tmp_path / "out" / "raw" / "manifest.json").write_text(json.dumps(manifest))
+    again = ["try", "./cards.json", "--shapes", str(tmp_path / "shapes_in.yaml"), "-o", "./out/"]
+    assert run([*again, "--stage", "dit", "--plan-only"]) == 0
+    assert (tmp_path / "out" / "shapes.yaml").read_bytes() == written
+    old = tmp_path / "old"
+    shutil.copytree(TRIES / "dit", old)
+    assert run([*again[:4], "-o", str(old), "--stage", "dit", "--plan-only"]) == 0
+    assert (old / "shapes.yaml").read_bytes() == (TRIES / "dit" / "shapes.yaml").read_bytes()
+    capsys.readouterr()
+    assert run([*again[:4], "-o", str(old), "--stage", "dit", "--top", "3", "--plan-only"]) == 2
+    assert "holds the capture of another plan" in _error(capsys)
 
 
 @pytest.mark.parametrize(
@@ -175,7 +217,10 @@ def test_names_that_are_not_utf8_or_carry_control_characters(
     label = f"{tmp_path}/c" + "\\xfe.json"
     assert plan["cards_file"] == label
     head = (out / "shapes.yaml").read_text().splitlines()[0]
-    assert head.startswith(f"# Written by ncu-classify try from {json.dumps(label)} and ")
+    digest = hashlib.sha256(wan_file.read_bytes()).hexdigest()[:16]
+    assert head.startswith(
+        f'# Written by ncu-classify try from "c\\\\xfe.json" (sha256 {digest}) and '
+    )
 
 
 def test_cards_passed_over_for_want_of_a_shape_are_counted(
