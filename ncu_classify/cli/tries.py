@@ -40,11 +40,12 @@ def try_command(
         ),
     ],
     top: Annotated[
-        int,
+        int | None,
         typer.Option(
-            help="moves measured, per --stage named (ranked as `next` ranks)", callback=positive_int
+            help="moves measured, per --stage named (ranked as `next` ranks) [default: 10]",
+            callback=positive_int,
         ),
-    ] = 10,
+    ] = None,
     stage: Annotated[
         list[str] | None, typer.Option("--stage", help="only this stage (repeatable)")
     ] = None,
@@ -58,13 +59,13 @@ def try_command(
     ncu: Annotated[str, typer.Option(help="ncu executable")] = "ncu",
     rules: RulesOption = None,
     chains: Annotated[
-        int,
+        int | None,
         typer.Option(
             help="also this many of the recording's largest chains of device ops (its"
-            " `chains:` section), each eagerly and fused by torch.compile",
+            " `chains:` section), each eagerly and fused by torch.compile [default: 5]",
             min=0,
         ),
-    ] = 5,
+    ] = None,
     program: Annotated[
         str | None,
         typer.Option(
@@ -97,7 +98,11 @@ def try_command(
         check_folder(target, inputs)
         loaded = load_rules(rules)
         move = _program_move(program)
-        plan, shares = plan_folder(cards_file, shapes, target, top, stage or [], move, chains)
+        _alone(move, top, chains)
+        plan, shares = plan_folder(
+            cards_file, shapes, target, 10 if top is None else top, stage or [], move,
+            5 if chains is None else chains,
+        )  # fmt: skip
     count = sum(len(m.tries) for m in plan.moves) + _program_shapes(plan)
     moves = f"{len(plan.moves)} move{'' if len(plan.moves) == 1 else 's'}"
     what = f"a program-wide move ({plan.program.move})" if plan.program else moves
@@ -152,6 +157,20 @@ def _program_move(given: str | None) -> ProgramMove | None:
     if given not in get_args(ProgramMove):
         raise UsageError(f"--program {given!r}: one of {', '.join(get_args(ProgramMove))}")
     return given  # type: ignore[return-value]
+
+
+def _alone(move: ProgramMove | None, top: int | None, chains: int | None) -> None:
+    """--program with --top or --chains: a usage error (exit 2), not options silently
+    ignored: a program-wide move changes every shape of the --stage, it picks no moves."""
+    from ..core.errors import UsageError
+
+    given = [name for name, value in (("--top", top), ("--chains", chains)) if value is not None]
+    if move is not None and given:
+        raise UsageError(
+            f"--program {move} changes every shape of the --stage; {' and '.join(given)}"
+            f" {'pick' if len(given) > 1 else 'picks'} moves of the cards and cannot go with it:"
+            " try those into another folder"
+        )
 
 
 def _program_shapes(plan: TryPlan) -> int:

@@ -63,6 +63,15 @@ def test_plan_only_writes_the_plan_the_h200_ran(
         (["--stage", "nope"], "nothing to try: no timed card of stage nope"),
         (["--top", "0"], "--top"),
         (["-o", "-"], "capture writes a folder, not a stream"),
+        (
+            ["--program", "bf16", "--stage", "vae", "--top", "3"],
+            "--program bf16 changes every shape of the --stage; --top picks moves of the cards"
+            " and cannot go with it: try those into another folder",
+        ),
+        (
+            ["--program", "bf16", "--stage", "vae", "--chains", "0", "--top", "10"],
+            "; --top and --chains pick moves of the cards and cannot go with it",
+        ),
     ],
 )
 def test_refusals_are_one_line(
@@ -72,7 +81,7 @@ def test_refusals_are_one_line(
     args = ["try", str(wan_file), "--shapes", str(shapes), "-o", str(tmp_path / "t"), *extra]
     code = run(args)
     assert code == 2 and expected in _error(capsys)
-    assert not (tmp_path / "t" / "raw").exists()
+    assert not (tmp_path / "t" / "raw").exists() and not (tmp_path / "t" / "plan.json").exists()
 
 
 def test_cards_of_another_shapes_file_are_refused(
