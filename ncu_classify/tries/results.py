@@ -256,7 +256,8 @@ MAX_TRIES_BYTES = 64 << 20  # a tries.json of thousands of moves is a few MB
 
 
 def load_results(path: Path) -> TryResults:
-    """A `tries.json` as `try` wrote it; a broken one is one line naming the file and place."""
+    """A `tries.json` as `try` wrote it; a broken one is one line naming the file and place,
+    as is one of a version this tool does not know (older ones read as they always did)."""
     from pydantic import ValidationError
 
     from ..core.errors import InputFileError, validation_line
@@ -264,11 +265,12 @@ def load_results(path: Path) -> TryResults:
     from ..core.textio import read_json
 
     data = read_json(path, InputFileError, MAX_TRIES_BYTES)
+    if isinstance(data, dict) and isinstance(data.get("cards"), list):
+        raise InputFileError(f"{path}: a cards file, not a `try` result (tries.json)")
+    _check_version(path, data)
     try:
         return TryResults.model_validate(data)
     except ValidationError as exc:
-        if isinstance(data, dict) and isinstance(data.get("cards"), list):
-            raise InputFileError(f"{path}: a cards file, not a `try` result (tries.json)") from None
         if _is_plan(data):
             raise InputFileError(
                 f"{path}: a `try` plan (plan.json), not its results: tries.json is written"
@@ -277,6 +279,35 @@ def load_results(path: Path) -> TryResults:
         raise InputFileError(
             f"{validation_at(path, exc)}: not a `try` result: {validation_line(exc)}"
         ) from None
+
+
+def _check_version(path: Path, data: object) -> None:
+    """InputFileError for a `schema_version` this tool does not know (a newer tool's, or no
+    version number at all): its fields would be misread or refused one by one. A file without
+    one, or of an older version, reads as it always did."""
+    from ..core.errors import InputFileError
+
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if version is None:
+        return
+    found, newest = _parsed(version), _parsed(TRIES_VERSION)
+    if found is not None and newest is not None and found <= newest:
+        return
+    what = "is newer than" if found is not None else "is no version of"
+    raise InputFileError(
+        f"{path}: schema_version {version!r} {what} the `try` results this tool reads"
+        f" (up to {TRIES_VERSION})" + (": a newer ncu-classify wrote it" if found else "")
+    )
+
+
+def _parsed(version: object) -> tuple[int, int] | None:
+    """`major.minor` as numbers, None for anything else."""
+    if not isinstance(version, str):
+        return None
+    major, dot, minor = version.partition(".")
+    if not (dot and major.isdigit() and minor.isdigit() and major.isascii() and minor.isascii()):
+        return None
+    return int(major), int(minor)
 
 
 def _is_plan(data: object) -> bool:
