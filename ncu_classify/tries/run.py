@@ -30,7 +30,9 @@ WRITTEN = ("plan.json", "shapes.yaml", "cards.json", "tries.json")  # beside raw
 
 def check_folder(out: Path, inputs: list[Path]) -> None:
     """UsageError when a file `try` writes into `out` is one of its inputs (`-o .` beside a
-    shapes.yaml or cards.json): the recording would be replaced by the tries shapes file."""
+    shapes.yaml or cards.json): the recording would be replaced by the tries shapes file; or
+    when `out` is no tries folder but holds what `try` would replace (a capture's folder, a
+    recording's cards.json or shapes.yaml)."""
     for name in WRITTEN:
         for given in inputs:
             try:
@@ -41,6 +43,18 @@ def check_folder(out: Path, inputs: list[Path]) -> None:
                 raise UsageError(
                     f"-o {out}: try writes {name} there, and it is an input ({given});"
                     " choose another folder"
+                )
+    if (out / "manifest.json").is_file():
+        raise UsageError(
+            f"-o {out}: holds a capture (manifest.json); try captures into its own folder's"
+            " raw/: choose another folder"
+        )
+    if not (out / "plan.json").is_file():
+        for name in WRITTEN[1:]:
+            if (out / name).exists():
+                raise UsageError(
+                    f"-o {out}: holds {name} but no plan.json (not a try folder): try would"
+                    " replace it; choose another folder"
                 )
 
 
