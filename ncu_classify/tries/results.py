@@ -264,8 +264,17 @@ def load_results(path: Path) -> TryResults:
     from ..core.jsonpos import validation_at
     from ..core.textio import read_json
 
+    if path.is_dir():  # the folder `try -o` wrote, given for its results
+        hint = (
+            " (it holds none: has its capture run?)" if not (path / "tries.json").is_file() else ""
+        )
+        raise InputFileError(f"{path}: a folder; give the tries.json in it{hint}")
     data = read_json(path, InputFileError, MAX_TRIES_BYTES)
-    if isinstance(data, dict) and isinstance(data.get("cards"), list):
+    if not isinstance(data, dict):
+        kinds = {list: "list", str: "string", bool: "boolean", type(None): "null"}
+        kind = kinds.get(type(data), "number")
+        raise InputFileError(f"{path}: a JSON {kind}, not a `try` result (an object)")
+    if isinstance(data.get("cards"), list):
         raise InputFileError(f"{path}: a cards file, not a `try` result (tries.json)")
     _check_version(path, data)
     try:
@@ -279,6 +288,16 @@ def load_results(path: Path) -> TryResults:
         raise InputFileError(
             f"{validation_at(path, exc)}: not a `try` result: {validation_line(exc)}"
         ) from None
+
+
+def check_not_folder(path: Path) -> None:
+    """InputFileError for the folder `try -o` wrote given where its tries.json is meant."""
+    from ..core.errors import InputFileError
+
+    if path.is_dir():
+        there = (path / "tries.json").is_file()
+        hint = "" if there else " (it holds none: has its capture run?)"
+        raise InputFileError(f"{path}: a folder; give the tries.json in it{hint}")
 
 
 def _check_version(path: Path, data: object) -> None:
