@@ -5,7 +5,9 @@ VAE tries (fixtures/tries_h200/vae) with a sample written beside each output's s
 
 from __future__ import annotations
 
+import csv
 import html
+import io
 import json
 import shutil
 from pathlib import Path
@@ -81,6 +83,12 @@ def test_the_reason_is_shown_wherever_tries_are(
     assert run(["next", str(wan_file), "--tries", str(tries), "--stage", "vae"]) == 0
     printed = capsys.readouterr().out
     assert shown in printed, [x for x in printed.splitlines() if "bf16 saves 36" in x]
+    rows = tmp_path / "next.csv"
+    assert run(["next", str(wan_file), "--tries", str(tries), "-o", str(rows)]) == 0
+    first = next(csv.DictReader(io.StringIO(rows.read_text())))
+    assert first["measured_alternatives"] == (
+        f"channels_last_3d=10671.48; bf16=36964.56; bf16_channels_last_3d=45272.52 ({MISSING})"
+    )
     page = tmp_path / "page.html"
     assert run(["report", str(wan_file), "--tries", str(tries), "-o", str(page)]) == 0
     assert shown in html.unescape(page.read_text())
