@@ -134,11 +134,6 @@ def _write_plan(out: Path, plan: TryPlan, text: str) -> None:
         captured = read_manifest(manifest).shapes_sha256
         if captured != hashlib.sha256(text.encode("utf-8")).hexdigest():
             keep = _same_plan(out / "shapes.yaml", captured, text)
-            if not keep:
-                raise UsageError(
-                    f"{out}: holds the capture of another plan (raw/ was captured from another"
-                    " shapes.yaml: other cards, shapes file or options); try into another folder"
-                )
     try:
         if keep:
             write_text_atomic(out / "plan.json", plan.model_dump_json(indent=2) + "\n")
@@ -150,19 +145,25 @@ def _write_plan(out: Path, plan: TryPlan, text: str) -> None:
 
 def _same_plan(written: Path, captured: str, text: str) -> bool:
     """True when `written` (the folder's shapes.yaml) is the one its capture was made from
-    and differs from `text` in its first line alone (the inputs' names)."""
+    and differs from `text` in its first line alone (the inputs' names); UsageError when it
+    is another plan's, or is no longer the file the capture was made from."""
     import hashlib
 
     try:
         data = written.read_bytes()
     except OSError:
-        return False
-    if hashlib.sha256(data).hexdigest() != captured:
-        return False
-    try:
-        return shapes_body(data.decode("utf-8")) == shapes_body(text)
-    except UnicodeDecodeError:
-        return False
+        data = None
+    if data is None or hashlib.sha256(data).hexdigest() != captured:
+        raise UsageError(
+            f"{written.parent}: raw/ holds a capture, and {written.name} is not the file it was"
+            " captured from (gone or edited): its plan cannot be told; try into another folder"
+        )
+    if shapes_body(data.decode("utf-8", errors="replace")) != shapes_body(text):
+        raise UsageError(
+            f"{written.parent}: holds the capture of another plan (raw/ was captured from"
+            " another shapes.yaml: other cards, shapes file or options); try into another folder"
+        )
+    return True
 
 
 def run_tries(

@@ -182,6 +182,12 @@ def test_the_same_inputs_typed_otherwise_are_the_same_plan(
     capsys.readouterr()
     assert run([*again[:4], "-o", str(old), "--stage", "dit", "--top", "3", "--plan-only"]) == 2
     assert "holds the capture of another plan" in _error(capsys)
+    (old / "shapes.yaml").write_text("edited")  # the plan can no longer be told
+    assert run([*again[:4], "-o", str(old), "--stage", "dit", "--plan-only"]) == 2
+    assert _error(capsys) == (
+        f"ncu-classify: error: {old}: raw/ holds a capture, and shapes.yaml is not the file it"
+        " was captured from (gone or edited): its plan cannot be told; try into another folder"
+    )
 
 
 @pytest.mark.parametrize(
