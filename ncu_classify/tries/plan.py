@@ -42,6 +42,7 @@ def plan_tries(
         if entry is None:
             not_found.append(card.group)
             continue
+        _check_same_shape(card, entry, labels)
         found = alternatives(card, entry.shape)
         if len(found) == 1:  # the original alone
             passed.append(NoAlternative(group=card.group, why=nothing_to_try(card, entry.shape)))
@@ -109,6 +110,31 @@ def _head(sources: tuple[str, str], shapes: ShapesFile) -> list[str]:
         f"cudnn_benchmark: {json.dumps(shapes.cudnn_benchmark)}",
         "stages:",
     ]
+
+
+def _check_same_shape(card: Card, entry: ShapeEntry, labels: tuple[str, str]) -> None:
+    """UsageError when the shapes file's shape of a card's group id is not the one the card
+    measured (a shapes file of another recording whose shapes are named alike): its
+    alternatives would be built from the card's facts and timed on another op. The plain
+    parameters both name (sizes, strides, dtype, flags) must agree."""
+    from ..core.errors import UsageError
+
+    written = entry.shape.written()
+    for key, value in card.shape_parameters.items():
+        theirs = written.get(key)
+        if _plain(value) and _plain(theirs) and value != theirs:
+            raise UsageError(
+                f"{labels[1]}: {card.group}: its {key} is {theirs}, the card's {value}: the cards"
+                " were not captured from this shapes file"
+            )
+
+
+def _plain(value: object) -> bool:
+    """A scalar or a list of scalars (the parameters compared; nested tensor facts are not)."""
+    scalars = (int, float, str, bool)
+    return isinstance(value, scalars) or (
+        isinstance(value, list) and all(isinstance(v, scalars) for v in value)
+    )
 
 
 def _ranked(cards: CardFile, stages: list[str]) -> list[tuple[Card, float | None]]:

@@ -213,3 +213,27 @@ def test_the_decode_s_norm_chains_fused(measured: dict[str, TryResults]) -> None
     assert fused.numerics.max_rel_error == 0.0 and fused.not_eligible is None
     slower = [m for m in chains if m.winner is None]
     assert len(slower) == 2 and all((m.alternatives[0].saving_us or 0) < 0 for m in slower)
+
+
+def test_a_shapes_file_whose_named_shape_is_another_op_is_refused(
+    tries_inputs: dict[str, TriesInputs], tmp_path: Path
+) -> None:
+    """The H200's VAE tries cards against their own tries shapes file (named shapes): planned;
+    against a copy where m01.as_recorded is another conv (a shapes file of another recording
+    named alike): refused, naming the group and the parameter (was: planned, the card's facts
+    applied to another op)."""
+    from ncu_classify.core.errors import UsageError
+
+    cards = tries_inputs["vae"].cards
+    text = (TRIES / "vae" / "shapes.yaml").read_text()
+    plan, _ = plan_tries(cards, load_shapes(TRIES / "vae" / "shapes.yaml"), ("c", "s"), 3, [])
+    assert plan.moves[0].group == "vae:m01.as_recorded"
+    other = tmp_path / "other.yaml"
+    named = '"name": "m01.as_recorded", "input": [1, 96, 6, '
+    other.write_text(text.replace(f"{named}482, 834]", f"{named}242, 418]"))
+    with pytest.raises(UsageError) as refused:
+        plan_tries(cards, load_shapes(other), ("c", "s"), 3, [])
+    assert str(refused.value) == (
+        "s: vae:m01.as_recorded: its input is [1, 96, 6, 242, 418], the card's"
+        " [1, 96, 6, 482, 834]: the cards were not captured from this shapes file"
+    )
