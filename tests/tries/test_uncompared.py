@@ -89,6 +89,12 @@ def test_the_reason_is_shown_wherever_tries_are(
     assert first["measured_alternatives"] == (
         f"channels_last_3d=10671.48; bf16=36964.56; bf16_channels_last_3d=45272.52 ({MISSING})"
     )
+    data = tmp_path / "next.json"
+    assert run(["next", str(wan_file), "--tries", str(tries), "-o", str(data)]) == 0
+    alternatives = json.loads(data.read_text())["moves"][0]["measured"]["alternatives"]
+    assert [a["numerics"] for a in alternatives] == [
+        "rel err 0 (ok tf32)", "rel err 0 (ok bf16)", MISSING
+    ]  # fmt: skip
     page = tmp_path / "page.html"
     assert run(["report", str(wan_file), "--tries", str(tries), "-o", str(page)]) == 0
     assert shown in html.unescape(page.read_text())
