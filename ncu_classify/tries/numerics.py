@@ -158,7 +158,7 @@ def _facts(folder: Path, stem: str) -> list[int] | None:
         raise _Unreadable(f"{path.name}: not the JSON the replay writes") from None
     shape = facts.get("shape") if isinstance(facts, dict) else None
     if not isinstance(shape, list) or not all(
-        isinstance(n, int) and not isinstance(n, bool) for n in shape
+        isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape
     ):
         raise _Unreadable(f"{path.name}: no output shape (a list of sizes)")
     return shape

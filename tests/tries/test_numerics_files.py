@@ -37,6 +37,7 @@ def test_a_truncated_sample_is_not_compared(tmp_path: Path) -> None:
         ([3], "alt.json: no output shape (a list of sizes)"),
         ({}, "alt.json: no output shape (a list of sizes)"),
         ({"shape": [True]}, "alt.json: no output shape (a list of sizes)"),
+        ({"shape": [-3]}, "alt.json: no output shape (a list of sizes)"),
         (b"\xff\xfe", "alt.json: not the JSON the replay writes"),
     ],
 )
