@@ -38,7 +38,7 @@ class Numerics(BaseModel):
         default=False,
         description="the alternative's output is the original's padded along one dimension"
         " (a tile-padded GEMM's extra rows): compared over the original's positions where both"
-        " samples are whole outputs, else not compared and still allowed to win",
+        " samples are whole outputs, else not compared (a tile-padding move may still win)",
     )
 
 
@@ -74,8 +74,8 @@ def _other_shapes(
     """Outputs of different shapes: a padded one (larger along one dimension alone) is set
     against the original over the original's positions when both samples hold every element
     in logical order (the replay samples an output whole up to 2^18 elements); a larger padded
-    output is sampled at other positions, so it is not compared and may still win (the same
-    arithmetic on more rows); any other difference is not compared and cannot win."""
+    output is sampled at other positions, so it is not compared (a tile-padding move may still
+    win: the same arithmetic on more rows); any other difference is not compared."""
     shapes = f"{orig} vs {alt}"
     grown = [d for d, (o, a) in enumerate(zip(orig, alt, strict=False)) if o != a]
     if len(orig) != len(alt) or len(grown) != 1 or alt[grown[0]] < orig[grown[0]]:

@@ -57,7 +57,7 @@ class TriedAlternative(BaseModel):
     not_eligible: str | None = Field(
         default=None,
         description="why it cannot be the winner whatever it saves: numerics not compared:"
-        " <why> (a padded output that cannot be compared is allowed to win)",
+        " <why> (a tile-padding move's padded output that cannot be compared may still win)",
     )
 
 
@@ -112,7 +112,7 @@ def tried_results(
                 alt.numerics = compare_outputs(
                     outputs, sample_stem(original.group), sample_stem(alt.group), floor
                 )
-                alt.not_eligible = _uncompared(alt.numerics)
+                alt.not_eligible = _uncompared(alt.numerics, alt.kind)
         moves.append(_with_winner(move, original, rest))
     savings: dict[str, float] = {}
     for m in moves:
@@ -197,12 +197,13 @@ def _half(time: TimePerCall) -> tuple[float, int] | None:
     return (time.ci95_high_us - time.ci95_low_us) / 2, time.n
 
 
-def _uncompared(numerics: Numerics) -> str | None:
+def _uncompared(numerics: Numerics, kind: MoveKind) -> str | None:
     """Why an alternative whose output should have been set against the original's cannot
     win: it was not (a sample missing, unreadable, of another shape); None when it was, or
-    when the outputs cannot be compared by construction (a padded GEMM: the same arithmetic
-    on more rows, allowed to win and shown as not compared)."""
-    if numerics.compared or numerics.padded:
+    when a tile-padding move's outputs cannot be compared by construction (the same
+    arithmetic on more rows: allowed to win, shown as not compared). Another move whose
+    output grew is not the same op: it cannot win uncompared."""
+    if numerics.compared or (numerics.padded and kind == "tile_padding"):
         return None
     return f"numerics not compared: {numerics.why_not or 'no reason recorded'}"
 

@@ -105,7 +105,8 @@ def test_a_padded_output_sampled_elsewhere_may_win(
 ) -> None:
     """The winner's output made 8 columns wider than the original's (as a tile-padded GEMM's
     has more rows): its sample is drawn at other positions of a larger output, so it cannot
-    be compared; it still wins (the same arithmetic on more rows) and says so."""
+    be compared. As a tile-padding move it still wins (the same arithmetic on more rows) and
+    says so; as what it is (a dtype move) it cannot."""
     from ncu_classify.present.next_measured import measured_move, measured_text
 
     vae, folder = _vae(tries_inputs, tmp_path)
@@ -113,6 +114,13 @@ def test_a_padded_output_sampled_elsewhere_may_win(
     facts = json.loads(side.read_text())
     facts["shape"][-1] += 8
     side.write_text(json.dumps(facts))
+    move = _results(vae, folder).moves[0]
+    assert move.winner == "bf16" and (move.alternatives[2].not_eligible or "").startswith(
+        "numerics not compared: padded shape ([1, 96, 4, 480, 832] vs [1, 96, 4, 480, 840])"
+    )
+    padding = vae.plan.model_copy(deep=True)
+    padding.moves[0].tries[3].kind = "tile_padding"
+    vae = TriesInputs(padding, vae.cards, vae.manifest, vae.shapes, folder)
     move = _results(vae, folder).moves[0]
     won = next(a for a in move.alternatives if a.label == move.winner)
     assert move.winner == "bf16_channels_last_3d" and won.not_eligible is None
