@@ -110,6 +110,11 @@ def output_folder(given: str | Path) -> Path:
         shown = unicode_safe(str(given))
         raise UsageError(f"-o {shown}: the folder's path must be UTF-8 text") from None
     try:
+        if path.is_symlink() and not path.exists():  # mkdir through it fails: "File exists"
+            raise UsageError(
+                f"-o {given}: a symbolic link to nothing (a loop, or its target is gone);"
+                " give a folder"
+            )
         target = Path(os.path.realpath(path))
         if target.exists() and not target.is_dir():
             kind = _kind(target.stat().st_mode)

@@ -197,8 +197,10 @@ def metrics_command(
 
 def read_tries(paths: list[Path]) -> list[tuple[str, TryResults]]:
     """The `try` results `next --tries` reads, each under its short name."""
-    from ..tries.results import load_results
+    from ..tries.results import check_not_folder, load_results
 
+    for path in paths:
+        check_not_folder(path)
     check_inputs(paths)
     return list(zip(short_names(paths), map(load_results, paths), strict=True))
 

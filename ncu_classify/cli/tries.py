@@ -41,11 +41,12 @@ def try_command(
         ),
     ],
     top: Annotated[
-        int,
+        int | None,
         typer.Option(
-            help="moves measured, per --stage named (ranked as `next` ranks)", callback=positive_int
+            help="moves measured, per --stage named (ranked as `next` ranks) [default: 10]",
+            callback=positive_int,
         ),
-    ] = 10,
+    ] = None,
     stage: Annotated[
         list[str] | None, typer.Option("--stage", help="only this stage (repeatable)")
     ] = None,
@@ -59,21 +60,22 @@ def try_command(
     ncu: Annotated[str, typer.Option(help="ncu executable")] = "ncu",
     rules: RulesOption = None,
     chains: Annotated[
-        int,
+        int | None,
         typer.Option(
             help="also this many of the recording's largest chains of device ops (its"
-            " `chains:` section), each eagerly and fused by torch.compile",
+            " `chains:` section), each eagerly and fused by torch.compile [default: 5]",
             min=0,
         ),
-    ] = 5,
+    ] = None,
     folds: Annotated[
-        int,
+        int | None,
         typer.Option(
             help="also this many of the recording's largest pads that feed a conv (tied by its"
-            " chains), each with the conv as recorded and folded into the conv's own padding",
+            " chains), each with the conv as recorded and folded into the conv's own padding"
+            " [default: 5]",
             min=0,
         ),
-    ] = 5,
+    ] = None,
     program: Annotated[
         str | None,
         typer.Option(
@@ -108,9 +110,11 @@ def try_command(
         check_folder(target, inputs)
         loaded = load_rules(rules)
         move = _program_move(program)
+        _alone(move, top, chains, folds)
         plan, shares = plan_folder(
-            cards_file, shapes, target, top, stage or [], move, chains, folds
-        )
+            cards_file, shapes, target, 10 if top is None else top, stage or [], move,
+            5 if chains is None else chains, 5 if folds is None else folds,
+        )  # fmt: skip
     count = sum(len(m.tries) for m in plan.moves) + _program_shapes(plan)
     moves = f"{len(plan.moves)} move{'' if len(plan.moves) == 1 else 's'}"
     what = f"a program-wide move ({plan.program.move})" if plan.program else moves
@@ -178,6 +182,28 @@ def _program_move(given: str | None) -> ProgramMove | None:
     return given  # type: ignore[return-value]
 
 
+def _alone(
+    move: ProgramMove | None, top: int | None, chains: int | None, folds: int | None
+) -> None:
+    """--program with --top, --chains or --folds: a usage error (exit 2), not options silently
+    ignored: a program-wide move changes every shape of the --stage, it picks no moves."""
+    from ..core.errors import UsageError
+
+    options = (("--top", top), ("--chains", chains), ("--folds", folds))
+    given = [name for name, value in options if value is not None]
+    if move is not None and given:
+        raise UsageError(
+            f"--program {move} changes every shape of the --stage; {_listed(given)}"
+            f" {'pick' if len(given) > 1 else 'picks'} moves of the cards and cannot go with it:"
+            " try those into another folder"
+        )
+
+
+def _listed(names: list[str]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+
+
 def _program_shapes(plan: TryPlan) -> int:
     """Shapes a program-wide plan captures (each changed shape twice, a removed one once)."""
     if plan.program is None:
@@ -214,7 +240,7 @@ def print_results(results: TryResults) -> None:
 
 def _alt_line(alt: object, original: bool, winner: str | None) -> str:
     """One alternative in a line."""
-    from ..tries.results import TriedAlternative
+    from ..tries.results import TriedAlternative, numerics_text
 
     assert isinstance(alt, TriedAlternative)
     mark = "*" if alt.label == winner else " "
@@ -229,11 +255,6 @@ def _alt_line(alt: object, original: bool, winner: str | None) -> str:
         ci = f" [{low_high[0]:,.1f}, {low_high[1]:,.1f}]" if low_high else ""
         parts.append(f"saves {alt.saving_us:,.1f} us/inference{ci}")
     if alt.numerics is not None:
-        n = alt.numerics
-        parts.append(
-            f"rel err {n.max_rel_error:.2g} ({'ok' if n.within else 'BEYOND'} {n.tolerance_of})"
-            if n.compared and n.max_rel_error is not None
-            else f"numerics: {n.why_not}"
-        )
+        parts.append(numerics_text(alt))
     parts.append(f"{len(alt.kernels)} kernels; {alt.primary or 'unclassified'}")
     return "; ".join(parts)

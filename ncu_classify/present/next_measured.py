@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..tries.results import TriedAlternative, TriedMove, TryResults
+from ..tries.results import TriedAlternative, TriedMove, TryResults, numerics_text
 
 RankedBy = Literal["measured", "headroom"]
 
@@ -30,6 +30,11 @@ class MeasuredAlternative(BaseModel):
     saving_ci95_us: tuple[float, float] | None
     within_tolerance: bool | None = Field(
         description="numerics against the original; None: not compared"
+    )
+    numerics: str | None = Field(
+        default=None,
+        description="how its output compared: `rel err 0.0042 (ok bf16)`, `numerics not"
+        " compared: <why>` (it cannot win), `numerics: not compared (padded shape)`",
     )
 
 
@@ -111,6 +116,7 @@ def _alternative(alt: TriedAlternative) -> MeasuredAlternative:
         saving_us=alt.saving_us,
         saving_ci95_us=alt.saving_ci95_us,
         within_tolerance=numerics.within if numerics and numerics.compared else None,
+        numerics=numerics_text(alt) if numerics else None,
     )
 
 
@@ -155,7 +161,12 @@ def measured_text(m: MeasuredMove) -> str:
     """One line: the winner and its saving, then every other alternative's."""
     parts = []
     if m.winner is not None and m.saving_us is not None:
-        parts.append(f"measured: {m.winner} saves {m.saving_us:,.1f} us{_ci(m.saving_ci95_us)}")
+        won = next((a for a in m.alternatives if a.label == m.winner), None)
+        uncompared = won is not None and "not compared" in (won.numerics or "")
+        note = f" ({won.numerics})" if won is not None and uncompared else ""
+        parts.append(
+            f"measured: {m.winner} saves {m.saving_us:,.1f} us{_ci(m.saving_ci95_us)}{note}"
+        )
     else:
         parts.append("measured: no alternative saves time")
     for a in m.alternatives:
@@ -165,6 +176,8 @@ def measured_text(m: MeasuredMove) -> str:
             parts.append(f"{a.label} {a.status}")
         else:
             flag = "" if a.within_tolerance is not False else " (beyond tolerance)"
+            if a.numerics and "not compared" in a.numerics:
+                flag = f" ({a.numerics})"
             parts.append(f"{a.label} {a.saving_us:,.1f}{flag}")
     return "; ".join(parts)
 
@@ -201,7 +214,7 @@ TRIES_COLUMNS = [
     "rank", "stage", "group", "op", "calls", "label", "kind", "status", "kernels", "primary",
     "us_per_call", "us_per_call_ci95_low", "us_per_call_ci95_high", "saving_us_per_inference",
     "saving_ci95_low", "saving_ci95_high", "max_rel_error", "tolerance_of", "within_tolerance",
-    "winner",
+    "winner", "not_eligible",
 ]  # fmt: skip
 
 
@@ -221,7 +234,7 @@ def tries_rows(results: TryResults) -> list[list[object]]:
                 numerics.max_rel_error if compared and numerics else None,
                 numerics.tolerance_of if compared and numerics else None,
                 numerics.within if compared and numerics else None,
-                alt.label == move.winner,
+                alt.label == move.winner, alt.not_eligible,
             ])  # fmt: skip
     return rows
 

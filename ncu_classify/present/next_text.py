@@ -185,10 +185,17 @@ def _measured_cells(m: Move) -> list[object]:
         return [m.ranked_by, None, None, None, None, None]
     low_high = found.saving_ci95_us or (None, None)
     tried = "; ".join(
-        f"{a.label}={a.saving_us}" if a.saving_us is not None else f"{a.label}={a.status}"
+        f"{a.label}={a.saving_us}{_uncompared(a.numerics)}"
+        if a.saving_us is not None
+        else f"{a.label}={a.status}"
         for a in found.alternatives
     )
     return [m.ranked_by, found.winner, found.saving_us, *low_high, tried]
+
+
+def _uncompared(numerics: str | None) -> str:
+    """` (numerics not compared: why)` for an alternative whose output was not compared."""
+    return f" ({numerics})" if numerics and "not compared" in numerics else ""
 
 
 def next_csv(advice: NextMoves) -> str:

@@ -34,6 +34,12 @@ class Numerics(BaseModel):
     tolerance: float | None = None
     tolerance_of: str | None = Field(default=None, description="the precision it is named for")
     within: bool | None = Field(default=None, description="max_rel_error <= tolerance")
+    padded: bool = Field(
+        default=False,
+        description="the alternative's output is the original's padded along one dimension"
+        " (a tile-padded GEMM's extra rows): compared over the original's positions where both"
+        " samples are whole outputs, else not compared (a tile-padding move may still win)",
+    )
 
 
 def lowest_precision(*precisions: str) -> str:
@@ -52,17 +58,50 @@ def compare_outputs(folder: Path, original: str, alternative: str, precision: st
         missing = "the original's" if facts[0] is None else "the alternative's"
         return Numerics(compared=False, why_not=f"{missing} output was not written")
     if facts[0] != facts[1]:
-        return Numerics(
-            compared=False,
-            why_not=f"output shapes differ ({facts[0]} vs {facts[1]}):"
-            " the same arithmetic on padded rows",
-        )
+        return _other_shapes(folder, (original, alternative), facts[0], facts[1], precision)
     try:
         ref, alt = (_floats(folder / f"{stem}.f32") for stem in (original, alternative))
     except _Unreadable as exc:
         return Numerics(compared=False, why_not=str(exc))
     if len(ref) != len(alt):
         return Numerics(compared=False, why_not="the samples differ in length")
+    return _against(ref, alt, precision)
+
+
+def _other_shapes(
+    folder: Path, stems: tuple[str, str], orig: list[int], alt: list[int], precision: str
+) -> Numerics:
+    """Outputs of different shapes: a padded one (larger along one dimension alone) is set
+    against the original over the original's positions when both samples hold every element
+    in logical order (the replay samples an output whole up to 2^18 elements); a larger padded
+    output is sampled at other positions, so it is not compared (a tile-padding move may still
+    win: the same arithmetic on more rows); any other difference is not compared."""
+    shapes = f"{orig} vs {alt}"
+    grown = [d for d, (o, a) in enumerate(zip(orig, alt, strict=False)) if o != a]
+    if len(orig) != len(alt) or len(grown) != 1 or alt[grown[0]] < orig[grown[0]]:
+        return Numerics(compared=False, why_not=f"output shapes differ ({shapes})")
+    try:
+        ref, padded = (_floats(folder / f"{stem}.f32") for stem in stems)
+    except _Unreadable as exc:
+        return Numerics(compared=False, why_not=str(exc))
+    if len(ref) != math.prod(orig) or len(padded) != math.prod(alt):
+        return Numerics(
+            compared=False, padded=True,
+            why_not=f"padded shape ({shapes}): the same arithmetic on more rows, sampled at"
+            " other positions",
+        )  # fmt: skip
+    dim = grown[0]
+    inner = math.prod(orig[dim + 1 :])
+    block, step = orig[dim] * inner, alt[dim] * inner
+    overlap = array("f")
+    for start in range(0, math.prod(orig[:dim]) * step, step):
+        overlap.extend(padded[start : start + block])
+    return _against(ref, overlap, precision).model_copy(update={"padded": True})
+
+
+def _against(ref: array[float], alt: array[float], precision: str) -> Numerics:
+    """The normwise error of `alt` against `ref` (as long) and whether it is within the
+    tolerance of `precision`."""
     broken = sum(1 for r in ref if not math.isfinite(r))
     if broken:  # NaN against NaN is no agreement, nor a disagreement the alternative made
         return Numerics(
@@ -119,7 +158,7 @@ def _facts(folder: Path, stem: str) -> list[int] | None:
         raise _Unreadable(f"{path.name}: not the JSON the replay writes") from None
     shape = facts.get("shape") if isinstance(facts, dict) else None
     if not isinstance(shape, list) or not all(
-        isinstance(n, int) and not isinstance(n, bool) for n in shape
+        isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape
     ):
         raise _Unreadable(f"{path.name}: no output shape (a list of sizes)")
     return shape

@@ -20,17 +20,19 @@ from .program import ProgramMove, plan_program
 
 def plan_tries(
     cards: CardFile, shapes: ShapesFile, labels: tuple[str, str], top: int, stages: list[str],
-    chains: int = 0, folds: int = 0,
+    chains: int = 0, folds: int = 0, sources: tuple[str, str] | None = None,
 ) -> tuple[TryPlan, str]:  # fmt: skip
     """The plan and the tries shapes file's text for the `top` moves (per stage when stages
     are named, else over all), ranked as `next` ranks them, then the `chains` largest chains
-    of the recording (fusion moves), then its `folds` largest pads folded into their convs."""
+    of the recording (fusion moves), then its `folds` largest pads folded into their convs.
+    `labels` name the inputs in plan.json; `sources` in the shapes file's first line
+    (`source_names`; the labels quoted without them)."""
     entries = {entry.group: entry for entry in shapes.entries()}
     ranked = _ranked(cards, stages)
     moves: list[PlannedMove] = []
     not_found: list[str] = []
     passed: list[NoAlternative] = []
-    lines = _head(labels, shapes)
+    lines = _head(sources or _quoted(labels), shapes)
     by_stage: dict[str, list[str]] = {}
     taken: dict[str, int] = {}  # moves per stage: `top` each when stages are named
     for card, recoverable in ranked:
@@ -42,6 +44,7 @@ def plan_tries(
         if entry is None:
             not_found.append(card.group)
             continue
+        _check_same_shape(card, entry, labels)
         found = alternatives(card, entry.shape)
         if len(found) == 1:  # the original alone
             passed.append(NoAlternative(group=card.group, why=nothing_to_try(card, entry.shape)))
@@ -61,24 +64,80 @@ def plan_tries(
 
 
 def plan_program_move(
-    shapes: ShapesFile, labels: tuple[str, str], stages: list[str], move: ProgramMove
-) -> tuple[TryPlan, str]:
+    shapes: ShapesFile, labels: tuple[str, str], stages: list[str], move: ProgramMove,
+    sources: tuple[str, str] | None = None,
+) -> tuple[TryPlan, str]:  # fmt: skip
     """The plan and tries shapes file of a program-wide move over `stages`."""
     program, stage_lines = plan_program(shapes, stages, move)
-    head = _head(labels, shapes)
+    head = _head(sources or _quoted(labels), shapes)
     plan = TryPlan(cards_file=labels[0], shapes_file=labels[1], moves=[], program=program)
     return plan, "\n".join([*head, *stage_lines]) + "\n"
 
 
-def _head(labels: tuple[str, str], shapes: ShapesFile) -> list[str]:
+def source_names(cards: Path, shapes: Path) -> tuple[str, str]:
+    """The inputs as the tries shapes file's first line names them: the file's name and the
+    start of its sha256, the same however its path was typed (`x`, `./x`, `/abs/x`) and on
+    any machine, so that the same inputs write the same bytes."""
+    import hashlib
+
+    from ..core.text import unicode_safe
+
+    named = []
+    for path in (cards, shapes):
+        digest = hashlib.sha256()
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        named.append(f"{json.dumps(unicode_safe(path.name))} (sha256 {digest.hexdigest()[:16]})")
+    return named[0], named[1]
+
+
+def _quoted(labels: tuple[str, str]) -> tuple[str, str]:
+    """The labels as JSON strings (what the first line held before `source_names`)."""
+    return json.dumps(labels[0]), json.dumps(labels[1])
+
+
+def shapes_body(text: str) -> str:
+    """A tries shapes file without its first line (the comment naming its inputs): what the
+    capture replays, the plan's identity however its inputs were named."""
+    first, _, rest = text.partition("\n")
+    return rest if first.startswith("# Written by ncu-classify try") else text
+
+
+def _head(sources: tuple[str, str], shapes: ShapesFile) -> list[str]:
     """The tries shapes file's first lines: where it came from, the replay settings."""
     return [
-        f"# Written by ncu-classify try from {json.dumps(labels[0])} and {json.dumps(labels[1])}",
+        f"# Written by ncu-classify try from {sources[0]} and {sources[1]}",
         f"seed: {shapes.seed}",
         f"warmup: {shapes.warmup}",
         f"cudnn_benchmark: {json.dumps(shapes.cudnn_benchmark)}",
         "stages:",
     ]
+
+
+def _check_same_shape(card: Card, entry: ShapeEntry, labels: tuple[str, str]) -> None:
+    """UsageError when the shapes file's shape of a card's group id is not the one the card
+    measured (a shapes file of another recording whose shapes are named alike): its
+    alternatives would be built from the card's facts and timed on another op. The plain
+    parameters both name (sizes, strides, dtype, flags) must agree."""
+    from ..core.errors import UsageError
+
+    written = entry.shape.written()
+    for key, value in card.shape_parameters.items():
+        theirs = written.get(key)
+        if _plain(value) and _plain(theirs) and value != theirs:
+            raise UsageError(
+                f"{labels[1]}: {card.group}: its {key} is {theirs}, the card's {value}: the cards"
+                " were not captured from this shapes file"
+            )
+
+
+def _plain(value: object) -> bool:
+    """A scalar or a list of scalars (the parameters compared; nested tensor facts are not)."""
+    scalars = (int, float, str, bool)
+    return isinstance(value, scalars) or (
+        isinstance(value, list) and all(isinstance(v, scalars) for v in value)
+    )
 
 
 def _ranked(cards: CardFile, stages: list[str]) -> list[tuple[Card, float | None]]:

@@ -2,7 +2,8 @@
 move, the original as recorded and each alternative with the kernels it ran, its time per call
 with a Student-t interval over the repeats, the saving per inference (Welch's interval of the
 difference), its numerics against the original, and the winner: the largest saving whose
-interval stays above zero and whose output is within tolerance."""
+interval stays above zero and whose output was compared and is within tolerance (an
+alternative whose output was not compared is listed with why, and cannot win)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from .numerics import Numerics, compare_outputs, lowest_precision
 from .plan_models import PlannedMove, PlannedTry, TryPlan
 from .program_results import ProgramResult, program_result
 
-TRIES_VERSION = "1.0"
+TRIES_VERSION = "1.1"
 
 
 class TimePerCall(BaseModel):
@@ -54,6 +55,11 @@ class TriedAlternative(BaseModel):
         default=None, description="Welch's 95 % interval of the saving per inference"
     )
     numerics: Numerics | None = None
+    not_eligible: str | None = Field(
+        default=None,
+        description="why it cannot be the winner whatever it saves: numerics not compared:"
+        " <why> (a tile-padding move's padded output that cannot be compared may still win)",
+    )
 
 
 class TriedMove(BaseModel):
@@ -107,6 +113,7 @@ def tried_results(
                 alt.numerics = compare_outputs(
                     outputs, sample_stem(original.group), sample_stem(alt.group), floor
                 )
+                alt.not_eligible = _uncompared(alt.numerics, alt.kind)
         moves.append(_with_winner(move, original, rest))
     savings: dict[str, float] = {}
     for m in moves:
@@ -193,16 +200,29 @@ def _half(time: TimePerCall) -> tuple[float, int] | None:
     return (time.ci95_high_us - time.ci95_low_us) / 2, time.n
 
 
+def _uncompared(numerics: Numerics, kind: MoveKind) -> str | None:
+    """Why an alternative whose output should have been set against the original's cannot
+    win: it was not (a sample missing, unreadable, of another shape); None when it was, or
+    when a tile-padding move's outputs cannot be compared by construction (the same
+    arithmetic on more rows: allowed to win, shown as not compared). Another move whose
+    output grew is not the same op: it cannot win uncompared."""
+    if numerics.compared or (numerics.padded and kind == "tile_padding"):
+        return None
+    return f"numerics not compared: {numerics.why_not or 'no reason recorded'}"
+
+
 def _with_winner(
     move: PlannedMove, original: TriedAlternative, rest: list[TriedAlternative]
 ) -> TriedMove:
     """The move with its winner: the largest saving, its interval above zero where there is
-    one, its output within tolerance where it was compared."""
+    one, its output compared and within tolerance (a padded output that cannot be compared
+    excepted: `_uncompared`)."""
     fit = [
         a for a in rest
         if a.saving_us is not None and a.saving_us > 0
         and (a.saving_ci95_us is None or a.saving_ci95_us[0] > 0)
-        and (a.numerics is None or not a.numerics.compared or a.numerics.within)
+        and a.numerics is not None and a.not_eligible is None
+        and (not a.numerics.compared or a.numerics.within)
     ]  # fmt: skip
     best = max(fit, key=lambda a: (a.saving_us or 0.0, a.label), default=None)
     return TriedMove(
@@ -219,23 +239,51 @@ def _with_winner(
     )
 
 
+def numerics_text(alt: TriedAlternative) -> str:
+    """How an alternative's output compared, in a few words: its error against the tolerance,
+    why it cannot win (`numerics not compared: <why>`), or a padded shape that could not be
+    compared and may win."""
+    n = alt.numerics
+    if n is None:
+        return "numerics: none"
+    if n.compared and n.max_rel_error is not None:
+        ok = "ok" if n.within else "BEYOND"
+        return f"rel err {n.max_rel_error:.2g} ({ok} {n.tolerance_of})"
+    if n.compared:  # not finite in one output
+        return f"numerics BEYOND {n.tolerance_of}: {n.why_not}"
+    if alt.not_eligible is None and n.padded:
+        return "numerics: not compared (padded shape)"
+    return alt.not_eligible or f"numerics not compared: {n.why_not}"
+
+
 MAX_TRIES_BYTES = 64 << 20  # a tries.json of thousands of moves is a few MB
 
 
 def load_results(path: Path) -> TryResults:
-    """A `tries.json` as `try` wrote it; a broken one is one line naming the file and place."""
+    """A `tries.json` as `try` wrote it; a broken one is one line naming the file and place,
+    as is one of a version this tool does not know (older ones read as they always did)."""
     from pydantic import ValidationError
 
     from ..core.errors import InputFileError, validation_line
     from ..core.jsonpos import validation_at
     from ..core.textio import read_json
 
+    if path.is_dir():  # the folder `try -o` wrote, given for its results
+        hint = (
+            " (it holds none: has its capture run?)" if not (path / "tries.json").is_file() else ""
+        )
+        raise InputFileError(f"{path}: a folder; give the tries.json in it{hint}")
     data = read_json(path, InputFileError, MAX_TRIES_BYTES)
+    if not isinstance(data, dict):
+        kinds = {list: "list", str: "string", bool: "boolean", type(None): "null"}
+        kind = kinds.get(type(data), "number")
+        raise InputFileError(f"{path}: a JSON {kind}, not a `try` result (an object)")
+    if isinstance(data.get("cards"), list):
+        raise InputFileError(f"{path}: a cards file, not a `try` result (tries.json)")
+    _check_version(path, data)
     try:
         return TryResults.model_validate(data)
     except ValidationError as exc:
-        if isinstance(data, dict) and isinstance(data.get("cards"), list):
-            raise InputFileError(f"{path}: a cards file, not a `try` result (tries.json)") from None
         if _is_plan(data):
             raise InputFileError(
                 f"{path}: a `try` plan (plan.json), not its results: tries.json is written"
@@ -244,6 +292,45 @@ def load_results(path: Path) -> TryResults:
         raise InputFileError(
             f"{validation_at(path, exc)}: not a `try` result: {validation_line(exc)}"
         ) from None
+
+
+def check_not_folder(path: Path) -> None:
+    """InputFileError for the folder `try -o` wrote given where its tries.json is meant."""
+    from ..core.errors import InputFileError
+
+    if path.is_dir():
+        there = (path / "tries.json").is_file()
+        hint = "" if there else " (it holds none: has its capture run?)"
+        raise InputFileError(f"{path}: a folder; give the tries.json in it{hint}")
+
+
+def _check_version(path: Path, data: object) -> None:
+    """InputFileError for a `schema_version` this tool does not know (a newer tool's, or no
+    version number at all): its fields would be misread or refused one by one. A file without
+    one, or of an older version, reads as it always did."""
+    from ..core.errors import InputFileError
+
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if version is None:
+        return
+    found, newest = _parsed(version), _parsed(TRIES_VERSION)
+    if found is not None and newest is not None and found <= newest:
+        return
+    what = "is newer than" if found is not None else "is no version of"
+    raise InputFileError(
+        f"{path}: schema_version {version!r} {what} the `try` results this tool reads"
+        f" (up to {TRIES_VERSION})" + (": a newer ncu-classify wrote it" if found else "")
+    )
+
+
+def _parsed(version: object) -> tuple[int, int] | None:
+    """`major.minor` as numbers, None for anything else."""
+    if not isinstance(version, str):
+        return None
+    major, dot, minor = version.partition(".")
+    if not (dot and major.isdigit() and minor.isdigit() and major.isascii() and minor.isascii()):
+        return None
+    return int(major), int(minor)
 
 
 def _is_plan(data: object) -> bool:

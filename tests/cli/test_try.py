@@ -3,6 +3,7 @@ shapes file (--plan-only), and every refusal as one line with its exit code."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -17,6 +18,14 @@ TRIES = ROOT / "fixtures" / "tries_h200"
 @pytest.fixture
 def shapes(wan_shapes: Path) -> Path:
     return wan_shapes
+
+
+def _sources(*paths: Path) -> str:
+    """The inputs as the first line of a tries shapes file names them: name and digest."""
+    named = [
+        f'"{p.name}" (sha256 {hashlib.sha256(p.read_bytes()).hexdigest()[:16]})' for p in paths
+    ]
+    return " and ".join(named)
 
 
 def _error(capsys: pytest.CaptureFixture[str]) -> str:
@@ -40,8 +49,7 @@ def test_plan_only_writes_the_plan_the_h200_ran(
         " (29.3 % of the cards' kernel time)"
     )
     assert (out / "shapes.yaml").read_text() == (TRIES / "dit" / "shapes.yaml").read_text().replace(
-        '"/tmp/wan14b_cards.json" and "/tmp/wan14b_shapes.yaml"',
-        f"{json.dumps(str(wan_file))} and {json.dumps(str(shapes))}",
+        '"/tmp/wan14b_cards.json" and "/tmp/wan14b_shapes.yaml"', _sources(wan_file, shapes)
     )
     plan = json.loads((out / "plan.json").read_text())
     committed = json.loads((TRIES / "dit" / "plan.json").read_text())
@@ -55,6 +63,19 @@ def test_plan_only_writes_the_plan_the_h200_ran(
         (["--stage", "nope"], "nothing to try: no timed card of stage nope"),
         (["--top", "0"], "--top"),
         (["-o", "-"], "capture writes a folder, not a stream"),
+        (
+            ["--program", "bf16", "--stage", "vae", "--top", "3"],
+            "--program bf16 changes every shape of the --stage; --top picks moves of the cards"
+            " and cannot go with it: try those into another folder",
+        ),
+        (
+            ["--program", "bf16", "--stage", "vae", "--chains", "0", "--top", "10"],
+            "; --top and --chains pick moves of the cards and cannot go with it",
+        ),
+        (
+            ["--program", "bf16", "--folds", "2", "--chains", "1", "--top", "1"],
+            "; --top, --chains and --folds pick moves of the cards and cannot go with it",
+        ),
     ],
 )
 def test_refusals_are_one_line(
@@ -64,7 +85,7 @@ def test_refusals_are_one_line(
     args = ["try", str(wan_file), "--shapes", str(shapes), "-o", str(tmp_path / "t"), *extra]
     code = run(args)
     assert code == 2 and expected in _error(capsys)
-    assert not (tmp_path / "t" / "raw").exists()
+    assert not (tmp_path / "t" / "raw").exists() and not (tmp_path / "t" / "plan.json").exists()
 
 
 def test_cards_of_another_shapes_file_are_refused(
@@ -102,8 +123,7 @@ def _captured_folder(tmp_path: Path, wan_file: Path, shapes: Path) -> Path:
         (folder / "shapes.yaml")
         .read_text()
         .replace(
-            '"/tmp/wan14b_cards.json" and "/tmp/wan14b_shapes.yaml"',
-            f"{json.dumps(str(wan_file))} and {json.dumps(str(shapes))}",
+            '"/tmp/wan14b_cards.json" and "/tmp/wan14b_shapes.yaml"', _sources(wan_file, shapes)
         )
     )
     (folder / "shapes.yaml").write_text(text)
@@ -125,12 +145,53 @@ def test_a_folder_holding_the_capture_of_another_plan_is_left_alone(
     assert run([*args, "--top", "5", "--plan-only"]) == 2
     assert _error(capsys) == (
         f"ncu-classify: error: {folder}: holds the capture of another plan (raw/ was captured"
-        " from another shapes.yaml: other cards, shapes file, options, or their paths as"
-        " given); try into another folder"
+        " from another shapes.yaml: other cards, shapes file or options); try into another"
+        " folder"
     )
     assert {n: (folder / n).read_bytes() for n in before} == before
     assert run([*args, "--plan-only"]) == 0
     assert (folder / "shapes.yaml").read_bytes() == before["shapes.yaml"]
+
+
+def test_the_same_inputs_typed_otherwise_are_the_same_plan(
+    wan_file: Path, shapes: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """`x`, `./x` and `/abs/x` name the same inputs: the same shapes.yaml bytes (its first line
+    names them by file name and digest), and a capture made from it resumes; an older try's
+    folder (its first line holds the paths as typed on the H200) resumes too, its shapes.yaml
+    kept as its capture was made from it."""
+    import shutil
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(wan_file, "cards.json")
+    shutil.copy(shapes, "shapes_in.yaml")
+    first = ["try", "cards.json", "--shapes", "shapes_in.yaml", "-o", "out", "--stage", "dit"]
+    assert run([*first, "--plan-only"]) == 0
+    written = (tmp_path / "out" / "shapes.yaml").read_bytes()
+    assert written.decode().splitlines()[0] == (
+        f"# Written by ncu-classify try from {_sources(Path('cards.json'), Path('shapes_in.yaml'))}"
+    )
+    manifest = json.loads((TRIES / "dit" / "raw" / "manifest.json").read_text())
+    manifest["shapes_sha256"] = hashlib.sha256(written).hexdigest()  # as if captured
+    (tmp_path / "out" / "raw").mkdir()
+    (tmp_path / "out" / "raw" / "manifest.json").write_text(json.dumps(manifest))
+    again = ["try", "./cards.json", "--shapes", str(tmp_path / "shapes_in.yaml"), "-o", "./out/"]
+    assert run([*again, "--stage", "dit", "--plan-only"]) == 0
+    assert (tmp_path / "out" / "shapes.yaml").read_bytes() == written
+    old = tmp_path / "old"
+    shutil.copytree(TRIES / "dit", old)
+    assert run([*again[:4], "-o", str(old), "--stage", "dit", "--plan-only"]) == 0
+    assert (old / "shapes.yaml").read_bytes() == (TRIES / "dit" / "shapes.yaml").read_bytes()
+    capsys.readouterr()
+    assert run([*again[:4], "-o", str(old), "--stage", "dit", "--top", "3", "--plan-only"]) == 2
+    assert "holds the capture of another plan" in _error(capsys)
+    (old / "shapes.yaml").write_text("edited")  # the plan can no longer be told
+    assert run([*again[:4], "-o", str(old), "--stage", "dit", "--plan-only"]) == 2
+    assert _error(capsys) == (
+        f"ncu-classify: error: {old}: raw/ holds a capture, and shapes.yaml is not the file it"
+        " was captured from (gone or edited): its plan cannot be told; try into another folder"
+    )
 
 
 @pytest.mark.parametrize(
@@ -177,7 +238,10 @@ def test_names_that_are_not_utf8_or_carry_control_characters(
     label = f"{tmp_path}/c" + "\\xfe.json"
     assert plan["cards_file"] == label
     head = (out / "shapes.yaml").read_text().splitlines()[0]
-    assert head.startswith(f"# Written by ncu-classify try from {json.dumps(label)} and ")
+    digest = hashlib.sha256(wan_file.read_bytes()).hexdigest()[:16]
+    assert head.startswith(
+        f'# Written by ncu-classify try from "c\\\\xfe.json" (sha256 {digest}) and '
+    )
 
 
 def test_cards_passed_over_for_want_of_a_shape_are_counted(

@@ -51,7 +51,8 @@ def test_beyond_tolerance_is_flagged_and_odd_outputs_say_why(tmp_path: Path) -> 
     nan = base.clone()
     nan[3, 5] = float("nan")
     _written(tmp_path, {
-        "s:orig": base, "s:off": base * 1.001, "s:nan": nan, "s:pad": torch.zeros(65, 64),
+        "s:orig": base, "s:off": base * 1.001, "s:nan": nan, "s:other": torch.zeros(32, 128),
+        "s:pad": torch.cat([base, torch.full((1, 64), 7.0)]),
     })  # fmt: skip
     off = _compare(tmp_path, "s:orig", "s:off", "fp32")
     assert off.compared and off.within is False
@@ -59,10 +60,30 @@ def test_beyond_tolerance_is_flagged_and_odd_outputs_say_why(tmp_path: Path) -> 
     assert _compare(tmp_path, "s:orig", "s:off", "bf16").within  # 1e-3 is inside bf16's
     bad = _compare(tmp_path, "s:orig", "s:nan", "fp32")
     assert bad.within is False and bad.why_not == "1 elements are not finite in one output"
-    padded = _compare(tmp_path, "s:orig", "s:pad", "fp32")
-    assert not padded.compared and (padded.why_not or "").startswith("output shapes differ")
+    other = _compare(tmp_path, "s:orig", "s:other", "fp32")
+    assert not other.compared and not other.padded
+    assert other.why_not == "output shapes differ ([64, 64] vs [32, 128])"
+    padded = _compare(tmp_path, "s:orig", "s:pad", "fp32")  # sampled whole: its first 64 rows
+    assert (padded.compared, padded.padded, padded.elements, padded.max_abs_error) == (
+        True, True, 4096, 0.0,
+    )  # fmt: skip
     missing = _compare(tmp_path, "s:orig", "s:none", "fp32")
     assert missing.why_not == "the alternative's output was not written"
+
+
+def test_a_large_padded_output_is_not_compared(tmp_path: Path) -> None:
+    """Past 2^18 elements the replay samples seeded positions of each output's own size: a
+    padded output's are other positions, so the pair is not compared (and may still win)."""
+    torch = import_or_skip("torch")
+
+    big = torch.randn(600, 512, generator=torch.Generator().manual_seed(2))
+    _written(tmp_path, {"s:orig": big, "s:pad": torch.cat([big, torch.zeros(40, 512)])})
+    found = _compare(tmp_path, "s:orig", "s:pad", "bf16")
+    assert (found.compared, found.padded) == (False, True)
+    assert found.why_not == (
+        "padded shape ([600, 512] vs [640, 512]): the same arithmetic on more rows, sampled at"
+        " other positions"
+    )
 
 
 def test_a_large_output_is_sampled_at_the_same_logical_positions(tmp_path: Path) -> None:

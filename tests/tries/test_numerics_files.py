@@ -37,6 +37,7 @@ def test_a_truncated_sample_is_not_compared(tmp_path: Path) -> None:
         ([3], "alt.json: no output shape (a list of sizes)"),
         ({}, "alt.json: no output shape (a list of sizes)"),
         ({"shape": [True]}, "alt.json: no output shape (a list of sizes)"),
+        ({"shape": [-3]}, "alt.json: no output shape (a list of sizes)"),
         (b"\xff\xfe", "alt.json: not the JSON the replay writes"),
     ],
 )
@@ -66,3 +67,24 @@ def test_an_original_that_is_not_finite_is_no_reference(tmp_path: Path) -> None:
     beyond = compare_outputs(tmp_path, "fine", "nan", "bf16")
     assert beyond.compared and beyond.within is False
     assert beyond.why_not == "1 elements are not finite in one output"
+
+
+@pytest.mark.parametrize(
+    ("orig", "alt", "padded"),
+    [
+        ([3, 2], [4, 2], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 99.0, 99.0]),
+        ([2, 3, 1], [2, 4, 1], [1.0, 2.0, 3.0, 99.0, 4.0, 5.0, 6.0, 99.0]),
+    ],
+)
+def test_a_padded_output_sampled_whole_is_compared_over_the_original_s_positions(
+    tmp_path: Path, orig: list[int], alt: list[int], padded: list[float]
+) -> None:
+    """Outputs up to 2^18 elements are sampled whole, in logical order: the padded one's extra
+    rows (here 99.0) are left out and the rest set against the original's."""
+    _sample(tmp_path, "orig", [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], {"shape": orig})
+    _sample(tmp_path, "alt", padded, {"shape": alt})
+    found = compare_outputs(tmp_path, "orig", "alt", "fp32")
+    assert (found.compared, found.padded, found.elements) == (True, True, 6)
+    assert (found.max_abs_error, found.within) == (0.0, True)
+    _sample(tmp_path, "alt", [padded[0] + 1.0, *padded[1:]], {"shape": alt})
+    assert compare_outputs(tmp_path, "orig", "alt", "fp32").max_abs_error == 1.0

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from helpers import ROOT
+from helpers_tries import TriesInputs
 
 from ncu_classify.cards.model import CardFile
 from ncu_classify.shapes.file import ShapesFile, load_shapes
@@ -118,20 +119,13 @@ def test_no_committed_card_is_proposed_what_it_is(cards: str, shapes: str) -> No
 
 
 @pytest.fixture(scope="module")
-def measured(rules) -> dict[str, TryResults]:  # type: ignore[no-untyped-def]
-    """The tries captures of the H200 classified here and set against their plans."""
-    from ncu_classify.capture.manifest import read_manifest
-    from ncu_classify.verdicts.classify import classify
-
-    found = {}
-    for stage in ("vae", "dit", "chains_vae", "chains_dit"):
-        folder = TRIES / stage
-        plan = TryPlan.model_validate_json((folder / "plan.json").read_text())
-        cards = classify([folder / "raw"], rules, jobs=1)
-        manifest = read_manifest(folder / "raw" / "manifest.json")
-        shapes = load_shapes(folder / "shapes.yaml")
-        found[stage] = tried_results(plan, cards, manifest, shapes, folder / "outputs")
-    return found
+def measured(tries_inputs: dict[str, TriesInputs]) -> dict[str, TryResults]:
+    """The tries captures of the H200 classified here and set against their plans (each
+    output with a written sample: conftest.write_samples)."""
+    return {
+        stage: tried_results(i.plan, i.cards, i.manifest, i.shapes, i.outputs)
+        for stage, i in tries_inputs.items()
+    }
 
 
 @pytest.mark.parametrize("stage", ["vae", "dit", "chains_vae", "chains_dit"])
@@ -139,7 +133,8 @@ def test_results_are_the_hosts_from_the_reports(
     measured: dict[str, TryResults], stage: str
 ) -> None:
     """Times, intervals, savings, kernels, classes and winners computed here from the reports
-    equal those the H200 wrote (its numerics read the output samples, not committed)."""
+    equal those the H200 wrote (its numerics read samples written here: the host's are not
+    committed)."""
     host = TryResults.model_validate_json((TRIES / stage / "tries.json").read_text())
     here = measured[stage]
     for mine, theirs in zip(here.moves, host.moves, strict=True):
@@ -215,7 +210,8 @@ def test_the_decode_s_norm_chains_fused(measured: dict[str, TryResults]) -> None
     (fused,) = first.alternatives
     assert (len(first.original.kernels), len(fused.kernels)) == (12, 2)
     assert first.winner == "compiled" and first.measured_saving_us == 7875.918
-    assert fused.numerics is not None and not fused.numerics.compared  # no samples committed
+    assert fused.numerics is not None and fused.numerics.compared  # on the samples written here
+    assert fused.numerics.max_rel_error == 0.0 and fused.not_eligible is None
     slower = [m for m in chains if m.winner is None]
     assert len(slower) == 2 and all((m.alternatives[0].saving_us or 0) < 0 for m in slower)
 
@@ -247,3 +243,27 @@ def test_the_dit_s_chains_fused_and_the_real_program(measured: dict[str, TryResu
     assert (round(eager, 1), round(compiled, 1)) == (27062.6, 20186.9)
     saved = eager - compiled
     assert abs(6662.425 - saved) / saved < 0.035
+
+
+def test_a_shapes_file_whose_named_shape_is_another_op_is_refused(
+    tries_inputs: dict[str, TriesInputs], tmp_path: Path
+) -> None:
+    """The H200's VAE tries cards against their own tries shapes file (named shapes): planned;
+    against a copy where m01.as_recorded is another conv (a shapes file of another recording
+    named alike): refused, naming the group and the parameter (was: planned, the card's facts
+    applied to another op)."""
+    from ncu_classify.core.errors import UsageError
+
+    cards = tries_inputs["vae"].cards
+    text = (TRIES / "vae" / "shapes.yaml").read_text()
+    plan, _ = plan_tries(cards, load_shapes(TRIES / "vae" / "shapes.yaml"), ("c", "s"), 3, [])
+    assert plan.moves[0].group == "vae:m01.as_recorded"
+    other = tmp_path / "other.yaml"
+    named = '"name": "m01.as_recorded", "input": [1, 96, 6, '
+    other.write_text(text.replace(f"{named}482, 834]", f"{named}242, 418]"))
+    with pytest.raises(UsageError) as refused:
+        plan_tries(cards, load_shapes(other), ("c", "s"), 3, [])
+    assert str(refused.value) == (
+        "s: vae:m01.as_recorded: its input is [1, 96, 6, 242, 418], the card's"
+        " [1, 96, 6, 482, 834]: the cards were not captured from this shapes file"
+    )
