@@ -23,7 +23,7 @@ def tries_inputs(
     from ncu_classify.verdicts.classify import classify
 
     found = {}
-    for stage in ("vae", "dit", "chains_vae", "chains_dit"):
+    for stage in ("vae", "dit", "chains_vae", "chains_dit", "folds_vae"):
         folder = TRIES / stage
         found[stage] = TriesInputs(
             plan=TryPlan.model_validate_json((folder / "plan.json").read_text()),

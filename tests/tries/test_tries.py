@@ -128,7 +128,7 @@ def measured(tries_inputs: dict[str, TriesInputs]) -> dict[str, TryResults]:
     }
 
 
-@pytest.mark.parametrize("stage", ["vae", "dit", "chains_vae", "chains_dit"])
+@pytest.mark.parametrize("stage", ["vae", "dit", "chains_vae", "chains_dit", "folds_vae"])
 def test_results_are_the_hosts_from_the_reports(
     measured: dict[str, TryResults], stage: str
 ) -> None:
@@ -267,3 +267,27 @@ def test_a_shapes_file_whose_named_shape_is_another_op_is_refused(
         "s: vae:m01.as_recorded: its input is [1, 96, 6, 242, 418], the card's"
         " [1, 96, 6, 482, 834]: the cards were not captured from this shapes file"
     )
+
+
+def test_the_decode_s_pads_folded_into_their_convs(measured: dict[str, TryResults]) -> None:
+    """The decode's causal pads folded into the conv's own padding (reports/tries/device_folds.sh):
+    the largest, 1x96x6x480x832 fp32 (x7), pad + conv 7,805.75 us a call in 7 kernels, the conv
+    padding inside its kernel 6,914.27 us in 5: 6,240.36 us per inference, the outputs equal.
+    A fold that leaves a one-sided time pad still copies the tensor: 2 of the 8 tried lose."""
+    folds = [m for m in measured["folds_vae"].moves if m.op == "fold"]
+    assert len(folds) == 8
+    first = folds[0]
+    assert first.group == "vae:fold:aten.constant_pad_nd.default:1x96x6x480x832:fp32"
+    (folded,) = first.alternatives
+    assert first.original.time is not None and first.original.time.mean_us == 7805.75
+    assert folded.time is not None and folded.time.mean_us == 6914.27
+    assert (len(first.original.kernels), len(folded.kernels)) == (7, 5)
+    assert first.winner == "conv_padding" and first.measured_saving_us == 6240.36
+    won = [m.measured_saving_us for m in folds if m.winner]
+    assert won == [6240.36, 921.06, 1448.04, 743.5]
+    slower = [m for m in folds if (m.alternatives[0].saving_us or 0) < 0]
+    assert len(slower) == 2 and all(m.winner is None for m in slower)
+    host = TryResults.model_validate_json((TRIES / "folds_vae" / "tries.json").read_text())
+    fold_errors = {a.numerics.max_rel_error for m in host.moves if m.op == "fold"
+                   for a in m.alternatives if a.numerics}  # fmt: skip
+    assert fold_errors == {0.0}  # on the host's own samples: the same sums
