@@ -235,7 +235,11 @@ def print_results(results: TryResults) -> None:
         for alt in [move.original, *move.alternatives]:
             out.print(printable("     " + _alt_line(alt, alt is move.original, move.winner)))
     for stage, saving in results.stage_savings_us.items():
-        out.print(printable(f"{stage}: the winners save {saving / 1000:,.3f} ms per inference"))
+        once = results.overlap_us.get(stage)
+        note = f" (each op once: {once:,.1f} us of per-op savings are the chains')" if once else ""
+        out.print(
+            printable(f"{stage}: the winners save {saving / 1000:,.3f} ms per inference{note}")
+        )
 
 
 def _alt_line(alt: object, original: bool, winner: str | None) -> str:

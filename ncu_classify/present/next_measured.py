@@ -76,6 +76,11 @@ class StageMeasured(BaseModel):
         " them): the compiled alternatives' savings summed",
     )
     chains_failed: int = Field(default=0, description="chains whose compiled run failed")
+    overlap_us: float = Field(
+        default=0.0,
+        description="per-op winners' savings whose ops are inside the winning chains (the chains"
+        " save them too: count them once)",
+    )
 
 
 class ProgramSaving(BaseModel):
@@ -148,6 +153,7 @@ def stage_measured(
         found.folds_won += sum(1 for m in folds if m.winner)
         found.folds_saving_us += round(sum(m.measured_saving_us or 0.0 for m in folds), 3)
         fused = [m for m in result.moves if m.op == "chain" and m.stage == stage]
+        found.overlap_us = round(found.overlap_us + result.overlap_us.get(stage, 0.0), 3)
         found.chains_tried += len(fused)
         found.chains_won += sum(1 for m in fused if m.winner)
         found.chains_saving_us += round(sum(m.measured_saving_us or 0.0 for m in fused), 3)
@@ -198,6 +204,8 @@ def stage_line(s: StageMeasured, measured_us: float) -> str:
             f" {s.chains_saving_us:,.1f} us (all {s.chains_tried} compiled:"
             f" {s.chains_all_us:,.1f} us{failed})"
         )
+    if s.overlap_us:
+        parts.append(f"{s.overlap_us:,.1f} us of the moves' savings are inside the chains' too")
     if s.moves_measured:
         won = f"{s.winners} of {s.moves_measured} moves tried win {s.saving_us:,.1f} us"
         parts.insert(0, won + _ci(s.saving_ci95_us))

@@ -9,6 +9,7 @@ fold_chains  the two chains a pad fold replays, of the same inputs
 numerics  an alternative's output sample against the original's, with a named tolerance
 program   a program-wide move: every shape of a stage changed together (bf16, channels-last)
 results   the tries capture's cards against the plan: times, savings, intervals, winners
+overlap   a stage's total with each op's saving counted once (per-op moves inside chains)
 program_results  a program-wide move's saving per stage, with its interval
 run       plan -> capture -> classify -> tries.json, in one folder
 """

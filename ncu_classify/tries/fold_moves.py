@@ -32,6 +32,7 @@ from .fold_chains import (
 from .plan_models import NoAlternative, PlannedMove, PlannedTry
 
 LONG_DTYPE = {short: long for long, short in SHORT_DTYPE.items()}
+NO_PADS = "nothing to fold: the stage records no constant_pad_nd (its convs pad in their kernels)"
 NO_CHAINS = (
     "not folded: the recording keeps no chains (record --chains): no pad can be tied to its conv"
 )
@@ -71,9 +72,15 @@ def _passed_over(
     """Every pad of `stages` that does not fold, with why: a stage recorded without chains
     once, a pad no chain ties to a conv, a pad that cannot fold into the conv it feeds."""
     pads = [e for e in entries.values() if _is_pad(e) and (not stages or e.stage in stages)]
+    padded = dict.fromkeys(e.stage for e in pads)
     passed = [
+        NoAlternative(group=f"{stage}:fold", why=NO_PADS)
+        for stage in (stages or shapes.stages)
+        if stage in shapes.stages and stage not in padded
+    ]
+    passed += [
         NoAlternative(group=f"{stage}:fold", why=NO_CHAINS)
-        for stage in dict.fromkeys(e.stage for e in pads)
+        for stage in padded
         if not shapes.chains.get(stage)
     ]
     passed += [

@@ -22,6 +22,7 @@ from ..shapes.file import Shape, ShapesFile
 from ..shapes.ops import CastShape
 from .catalog import MoveKind
 from .numerics import Numerics, compare_outputs, lowest_precision
+from .overlap import counted_once
 from .plan_models import PlannedMove, PlannedTry, TryPlan
 from .program_results import ProgramResult, program_result
 
@@ -88,7 +89,13 @@ class TryResults(BaseModel):
     gpu: str | None
     repeats: int
     moves: list[TriedMove]
-    stage_savings_us: dict[str, float] = Field(description="per stage: the winners' savings")
+    stage_savings_us: dict[str, float] = Field(
+        description="per stage: the winners' savings, an op's counted once (tries.overlap)"
+    )
+    overlap_us: dict[str, float] = Field(
+        default_factory=dict,
+        description="per stage: per-op savings left out, a winning chain of the run holds them",
+    )
     not_found: list[str]
     program: ProgramResult | None = Field(
         default=None, description="a program-wide move: what it saves per stage"
@@ -115,9 +122,7 @@ def tried_results(
                 )
                 alt.not_eligible = _uncompared(alt.numerics, alt.kind)
         moves.append(_with_winner(move, original, rest))
-    savings: dict[str, float] = {}
-    for m in moves:
-        savings[m.stage] = round(savings.get(m.stage, 0.0) + (m.measured_saving_us or 0.0), 3)
+    savings, overlap = counted_once(moves, shapes)
     program = program_result(plan.program, by_group) if plan.program else None
     return TryResults(
         program=program,
@@ -127,6 +132,7 @@ def tried_results(
         repeats=max((c.measurement.repeats for c in cards.cards if c.measurement), default=1),
         moves=moves,
         stage_savings_us=savings,
+        overlap_us=overlap,
         not_found=plan.not_found,
     )
 

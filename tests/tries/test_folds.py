@@ -237,7 +237,11 @@ def test_a_recorded_causal_conv_folds_and_the_others_say_why(tmp_path: Path) -> 
         " card, not timed at record); the conv pads inside its kernel: padding [1, 1, 1], no"
         " pad left",
     ]
+    nothing = (
+        "nothing to fold: the stage records no constant_pad_nd (its convs pad in their kernels)"
+    )
     assert [(p.group, p.why) for p in plan.no_alternative] == [
+        ("main:fold", nothing),  # the recording's other stage: no pad, said
         (f"{pad}:2", "not folded: its pads [0, 0, 0, 0, 2, 0] are one-sided: nothing folds"
          " into a conv's symmetric padding"),
         (f"{pad}:3", "not folded: it pads with 1.0: a conv pads with zeros"),
@@ -246,6 +250,7 @@ def test_a_recorded_causal_conv_folds_and_the_others_say_why(tmp_path: Path) -> 
     plan, _ = plan_tries(NO_CARDS, bare, ("c", "s"), 1, [], folds=5)
     assert not plan.moves
     assert [(p.group, p.why) for p in plan.no_alternative] == [
+        ("main:fold", nothing),
         ("net:fold", "not folded: the recording keeps no chains (record --chains): no pad can"
          " be tied to its conv")
     ]  # fmt: skip

@@ -291,3 +291,32 @@ def test_the_decode_s_pads_folded_into_their_convs(measured: dict[str, TryResult
     fold_errors = {a.numerics.max_rel_error for m in host.moves if m.op == "fold"
                    for a in m.alternatives if a.numerics}  # fmt: skip
     assert fold_errors == {0.0}  # on the host's own samples: the same sums
+
+
+def test_a_per_op_saving_inside_a_winning_chain_counts_once() -> None:
+    """LTX-Video's DiT (a model the project did not write; reports/tries/device_ltx.sh): its
+    top per-op moves (a cast x168, a mean, a stack, a mul x56, each compiled alone) are ops
+    that its winning chains fuse too: the cast runs 167 of its 168 calls inside those chains,
+    the mean and the mul 55 of 56, the stack all 56. Counted once, the stage saves 6,032.3 us,
+    not 7,620.1: each per-op saving counts for its calls outside the chains."""
+    from ncu_classify.tries.overlap import counted_once
+
+    host = TryResults.model_validate_json((TRIES / "ltx_dit" / "tries.json").read_text())
+    shapes = load_shapes(TRIES / "ltx_dit" / "shapes.yaml")
+    assert sum(m.measured_saving_us or 0 for m in host.moves) == pytest.approx(7620.146)
+    savings, overlap = counted_once(host.moves, shapes)
+    assert savings == {"dit": 6032.273} and overlap == {"dit": 1587.873}
+    outside = 645.12 / 168 + 332.118 / 56 + 313.6 / 56
+    assert round(outside + 2654.547 + 1694.303 + 1465.856 + 202.196, 3) == 6032.273
+
+
+def test_a_chain_beyond_its_tolerance_is_flagged_never_ranked() -> None:
+    """LTX's rotary-frequency chain (arange, pow, sin, cos ... in fp32, 30 kernels) compiled
+    differs by 2.0e-3 of its largest value, beyond fp32's 1e-5: it saves 78.5 us yet is no
+    winner, and the host said so."""
+    host = TryResults.model_validate_json((TRIES / "ltx_dit" / "tries.json").read_text())
+    (rope,) = [m for m in host.moves if m.group == "dit:chain:arange+arange+arange+30more"]
+    (compiled,) = rope.alternatives
+    assert compiled.saving_us == 78.539 and rope.winner is None
+    assert compiled.numerics is not None and compiled.numerics.within is False
+    assert (compiled.numerics.max_rel_error, compiled.numerics.tolerance_of) == (0.0019531, "fp32")
