@@ -52,6 +52,8 @@ TORCH_HOMES = {
     "record.device_ops",
     "record.timing",
     "record.threads",
+    "record.regions",
+    "record.region_graph",
 }
 MAX_LINES = 350
 MAX_FACE_LINES = 40

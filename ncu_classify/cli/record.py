@@ -261,6 +261,13 @@ def recorded_line(document: ShapesDocument, target: str) -> str:
         unit = f"{millis(whole)} of kernels" if timed else counted(total.calls, "call")
         gap = missing.get(stage, 0) / whole * 100 if whole else 0.0
         parts.append(f"{printable(stage)} {unit}, {gap:.1f} % not covered")
+    compiled = document.recorded.compiled
+    if compiled is not None:  # torch.compile'd regions: as they ran
+        parts.append(
+            f"compiled: {counted(len(compiled.regions), 'region')},"
+            f" {counted(compiled.graphs, 'graph')}, {counted(compiled.recompiles, 'recompile')},"
+            f" {counted(sum(compiled.graph_breaks.values()), 'graph break')} (recorded.compiled)"
+        )
     return (
         f"recorded {counted(len(flat), 'shape')} ({len(flat) - ops} typed,"
         f" {counted(ops, 'device op')}; {counted(sum(s.calls for s in flat), 'call')}) in"

@@ -21,8 +21,8 @@ Source = Any
 
 # Where a tensor no recorded op made comes from.
 PARAMETER, PROGRAM, SETUP = "parameter", "program input", "model building"
-THREAD, UNKNOWN = "another thread", "unknown"
-TIED = (PARAMETER, PROGRAM, SETUP)
+THREAD, UNKNOWN, REGION = "another thread", "unknown", "a compiled region's output"
+TIED = (PARAMETER, PROGRAM, SETUP, REGION)
 UNTIED = {
     THREAD: "made in another thread (record sees only the thread that runs the program)",
     UNKNOWN: "of unknown origin: no recorded op made it, and it is no parameter, buffer or"

@@ -143,6 +143,8 @@ def shapes_yaml(document: ShapesDocument) -> str:
     ]
     lines.append("    uncovered:" + ("" if totals.uncovered else " []"))
     lines += ["      - " + dumps(item.model_dump(exclude_none=True)) for item in totals.uncovered]
+    if recorded.compiled is not None:  # torch.compile'd regions: graphs, recompiles, breaks
+        lines.append(f"  compiled: {dumps(recorded.compiled.model_dump())}")
     lines.append("stages:")
     for stage, members in document.stages.items():
         lines.append(f"  {dumps(stage)}:")  # quoted: a stage named `null` or `123` stays text

@@ -25,17 +25,11 @@ from .._version import __version__
 from .calls import CallKwargs, held_as, in_module_setup, name_of, sets_up_parameter, shape_of
 from .dataflow import Dataflow
 from .device_ops import DeviceOps
+from .regions import Regions, eager_work
 from .shapes_document import CallShape, DescribedCalls
 from .threads import WHY, OtherThreads
 from .timing import KernelClock
-from .totals import (
-    copy_time,
-    document_ops,
-    loose_work,
-    measured,
-    per_call,
-    uncovered_item,
-)
+from .totals import copy_time, document_ops, loose_work, measured, per_call, uncovered_item
 
 
 @dataclass
@@ -95,6 +89,7 @@ class Recorder:
         self.device_ops.flow = self.threads.flow = self.flow
         self.used: set[int] = set()
         self._thread: threading.Thread | None = None  # the one that entered: modes are its
+        self.regions = Regions(self, Entry)  # torch.compile'd modules and functions, as run
 
     def __enter__(self) -> Recorder:
         self._thread = threading.current_thread()
@@ -108,6 +103,7 @@ class Recorder:
         ]
         self._mode.__enter__()
         self.device_ops.__enter__()
+        self.regions.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -116,6 +112,7 @@ class Recorder:
     def close(self) -> None:
         """Stop recording, once, from any thread (the program's `os._exit`); from another
         thread the modes stay with the recording thread, but nothing more is counted."""
+        self.regions.__exit__()
         if self._thread is threading.current_thread():
             self.device_ops.__exit__(None, None, None)
             self._mode.__exit__(None, None, None)
@@ -126,6 +123,7 @@ class Recorder:
             handle.remove()
         self._handles = []
         self.clock.__exit__()
+        self.regions.finish()
         if self.flow is not None:
             self.flow.finish()
 
@@ -204,12 +202,10 @@ class Recorder:
         self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: CallKwargs, result: Any
     ) -> tuple[str, tuple[str, ...]]:
         """Record one call and say what its kernels are: a replayable shape ("typed"), or
-        another call ("other": the device ops it dispatched are kept as `aten` shapes). Building
-        the model is not inference ("setup"): casts and initialisers of a parameter outside any
-        forward (`model.to(dtype)`, `weight.normal_()`) and calls inside `Module._apply` are left
-        out; inside a forward they are inference (an fp32 norm casts its bf16 weight on every
-        call: 80 kernels of the Wan 14B step); a factory without tensor inputs (noise, RoPE
-        tables) is no shape, but its device ops are kept."""
+        another call ("other": its device ops are kept as `aten` shapes). Building the model is
+        not inference ("setup"): casts and initialisers of a parameter outside any forward and
+        calls inside `Module._apply`; inside a forward they are (an fp32 norm casts its bf16
+        weight on every call); a factory without tensor inputs is no shape (its ops are kept)."""
         tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
         building = tensors and not self._stack and sets_up_parameter(func, tensors[0])
         if in_module_setup() or building:
@@ -270,11 +266,15 @@ class Recorder:
                 shape["inputs_file"] = inputs_prefix + entry.inputs_file
             time = times.get(("shape", key)) if times is not None else None
             shape.update(per_call(time, entry.calls, times is not None))
+            if shape["op"] == "compiled" and time is not None:  # the program's kernels, named
+                shape["kernels"] = [
+                    n[:160] for n in sorted(time.names, key=lambda n: (-time.names[n], n))[:40]
+                ]
             stages.setdefault(entry.stage, []).append(shape)
         op_stages, uncovered = document_ops(self.device_ops, times)
         for stage, shapes in op_stages.items():
             stages.setdefault(stage, []).extend(shapes)
-        uncovered += loose_work(self.device_ops.failed, times)
+        uncovered += loose_work(self.device_ops.failed, times) + eager_work(self.regions, times)
         for (stage, name), calls in self.threads.calls.items():
             uncovered.append(uncovered_item(stage, name, WHY, calls, None, times))
         setup = times.get(("setup",)) if times is not None else None
@@ -291,12 +291,9 @@ class Recorder:
             setup_kernel_us=round(setup.ns / 1000, 3) if setup is not None else None,
         )
         recorded = Recorded(
-            command=command,
-            tool_version=__version__,
-            torch=torch.__version__,
-            device=self.recording.device,
-            totals=totals,
-        )
+            command=command, tool_version=__version__, torch=torch.__version__,
+            device=self.recording.device, totals=totals, compiled=self.regions.notes(),
+        )  # fmt: skip
         copies = copy_time(times, stage_of) if times is not None else None
         return DescribedCalls(recorded=recorded, stages=stages, copies=copies)
 

@@ -29,19 +29,24 @@ class KernelTime:
     ns: int = 0
     copy_ns: int = 0
     marks: int = 0  # marked calls it was summed over (where that is counted)
+    names: dict[str, int] = field(default_factory=dict)  # kernel name -> launches
 
-    def add(self, ns: int, kernels: int = 1, copy: bool = False) -> None:
+    def add(self, ns: int, kernels: int = 1, copy: bool = False, name: str = "") -> None:
         """One device event (`copy`: a memory copy or set), or a sum of kernels."""
         if copy:
             self.copy_ns += ns
         else:
             self.kernels += kernels
             self.ns += ns
+            if name:
+                self.names[name] = self.names.get(name, 0) + kernels
 
     def merge(self, other: KernelTime) -> None:
         self.kernels += other.kernels
         self.ns += other.ns
         self.copy_ns += other.copy_ns
+        for name, count in other.names.items():
+            self.names[name] = self.names.get(name, 0) + count
 
 
 @dataclass
@@ -151,7 +156,7 @@ def attribute(events: Iterable[Any]) -> tuple[dict[int, KernelTime], KernelTime]
     start lies in the innermost mark open on its thread then."""
     marks: dict[int, list[tuple[int, int, int]]] = {}  # thread -> (start, end, number)
     frontend: dict[int, tuple[int, int]] = {}  # correlation id -> (thread, start) of an op
-    device: list[tuple[int, int, bool]] = []  # (linked correlation id, ns, is a copy)
+    device: list[tuple[int, int, bool, str]] = []  # (linked correlation id, ns, copy, name)
     for event in events:
         name = event.name()
         if event.device_type() == torch._C._autograd.DeviceType.CPU:
@@ -163,16 +168,16 @@ def attribute(events: Iterable[Any]) -> tuple[dict[int, KernelTime], KernelTime]
                 frontend[event.correlation_id()] = (event.start_thread_id(), event.start_ns())
         elif not name.startswith(MARK) and not _annotation(event):
             copy = name.startswith(("Memcpy", "Memset"))
-            device.append((event.linked_correlation_id(), event.duration_ns(), copy))
+            device.append((event.linked_correlation_id(), event.duration_ns(), copy, name))
     per_mark: dict[int, KernelTime] = {}
     outside = KernelTime()
     finders = {thread: InnermostMark(spans) for thread, spans in marks.items()}
-    for linked, ns, copy in device:
+    for linked, ns, copy, name in device:
         thread, start = frontend.get(linked, (None, 0))
         finder = finders.get(thread) if thread is not None else None
         number = finder.at(start) if finder is not None else None
         time = outside if number is None else per_mark.setdefault(number, KernelTime())
-        time.add(ns, copy=copy)
+        time.add(ns, copy=copy, name=name)
     return per_mark, outside
 
 

@@ -41,7 +41,9 @@ def copy_time(
     """Memory copies and sets per stage (us): device time ncu cannot profile, told apart."""
     copies: dict[str, float] = {}
     for target, time in (times or {}).items():
-        stage = stage_of.get(target) or (target[1] if target[0] in ("uncovered", "loose") else None)
+        stage = stage_of.get(target) or (
+            target[1] if target[0] in ("uncovered", "loose", "region") else None
+        )
         if target[0] == "outside":
             stage = OUTSIDE_STAGE
         if stage is not None and time.copy_ns:

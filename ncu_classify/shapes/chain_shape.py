@@ -10,9 +10,11 @@ from __future__ import annotations
 import hashlib
 from typing import Literal
 
+from pydantic import Field
+
 from .aten import ITEMSIZE, TensorSpec
 from .chains import Chain
-from .ops import InputSpec, OpShape
+from .ops import InputSpec, OpShape, ShapeFields
 
 
 class ChainShape(OpShape):
@@ -58,3 +60,33 @@ class ChainShape(OpShape):
         """Every input drawn, twice (an op that writes one works on a copy), every output."""
         drawn = sum(i.tensor.span() * ITEMSIZE[i.tensor.dtype] for i in self.chain.inputs)
         return 2 * drawn + self.output_bytes()
+
+
+class CompiledShape(ChainShape):
+    """`compiled`: one graph of a torch.compile'd region of the program, as dynamo handed it to
+    the backend, traced to ATen ops (`chain`); capture compiles it again (`compile`: Inductor's
+    default, when the program's backend was Inductor; none: run eagerly). `region` names the
+    module or function, `graph` its graph (after a graph break or a recompile there are more),
+    `compile_id` dynamo's (frame/recompile), `mode` the program's compile mode, `kernels` those
+    the program's run launched for it (names as they launched, on a GPU)."""
+
+    op: Literal["compiled"]  # type: ignore[assignment]
+    region: str
+    graph: int = Field(ge=0)
+    backend: str
+    compile_id: str | None = None
+    mode: str | None = None
+    kernels: list[str] = Field(default_factory=list)
+
+    def key(self) -> str:
+        return f"compiled:{self.region or 'function'}:g{self.graph}"
+
+    def written(self) -> ShapeFields:
+        """As a shape is written, its region's facts before the (long) chain of its ops."""
+        fields = super().written()
+        tail = {type(self).model_fields[n].alias or n for n in self.WRITE_TAIL}
+        order = [k for k in fields if k != "chain" and k not in tail] + ["chain"]
+        return {k: fields[k] for k in [*order, *(k for k in fields if k in tail)] if k in fields}
+
+    def aten_op(self) -> str:
+        return "compiled"

@@ -13,7 +13,7 @@ from ..core.errors import ShapesError
 from ..core.textio import decode_text, read_bytes
 from ..core.yamlio import MAX_YAML_BYTES, validate_yaml
 from .aten import AtenShape
-from .chain_shape import ChainShape
+from .chain_shape import ChainShape, CompiledShape
 from .chains import Chain
 from .ops import (
     AttentionShape,
@@ -26,7 +26,14 @@ from .ops import (
 from .recorded import Recorded, StageName
 
 Shape = Annotated[
-    LinearShape | Conv3dShape | Conv2dShape | AttentionShape | CastShape | AtenShape | ChainShape,
+    LinearShape
+    | Conv3dShape
+    | Conv2dShape
+    | AttentionShape
+    | CastShape
+    | AtenShape
+    | ChainShape
+    | CompiledShape,
     Field(discriminator="op"),
 ]
 

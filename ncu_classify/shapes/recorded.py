@@ -99,6 +99,18 @@ class RecordedOp(BaseModel):
         )
 
 
+class CompiledNotes(BaseModel):
+    """The program's torch.compile'd regions as record saw them: the regions (stage:name), the
+    graphs dynamo compiled for them (one per frame, more after a graph break or a recompile),
+    the recompiles, and dynamo's graph breaks (its reason -> how often)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    regions: list[str] = Field(default_factory=list)
+    graphs: int = 0
+    recompiles: int = 0
+    graph_breaks: dict[str, int] = Field(default_factory=dict)
+
+
 class Recorded(BaseModel):
     """How a shapes file was recorded (`ncu-classify record`), and what it could not keep."""
 
@@ -111,3 +123,4 @@ class Recorded(BaseModel):
     unreplayable: dict[str, PositiveInt] = Field(default_factory=dict)
     ops: list[RecordedOp] = Field(default_factory=list)  # older recordings' device ops
     totals: RecordedTotals | None = None
+    compiled: CompiledNotes | None = None

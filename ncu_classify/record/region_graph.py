@@ -1,0 +1,151 @@
+"""A compiled region's graph as the ops of a chain (`shapes.chains.Chain`): the FX graph that
+dynamo handed its backend, traced again to ATen ops (`make_fx`) on fake tensors of the
+layouts the program passed, so that capture replays it as one function compiled by Inductor,
+as the program ran it, and the user sees which ops it holds. Traced after the program ran,
+outside dynamo's compile (tracing inside would add guards to dynamo's shape environment)."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ..shapes.aten import TensorSpec
+from ..shapes.chains import Chain, ChainInput, ChainOp, ChainOutput
+
+DTYPE_NAMES = {
+    torch.float64: "float64", torch.float32: "float32", torch.float16: "float16",
+    torch.bfloat16: "bfloat16", torch.complex64: "complex64", torch.complex128: "complex128",
+    torch.int64: "int64", torch.int32: "int32", torch.int16: "int16", torch.int8: "int8",
+    torch.uint8: "uint8", torch.bool: "bool",
+}  # fmt: skip
+Link = dict[str, int | list[int]]  # {"input": k} or {"ref": [op, output]}: a chain's links
+
+
+@dataclass(frozen=True)
+class InputLayout:
+    """One argument the program passed to a compiled graph: a tensor's layout, or a number."""
+
+    shape: tuple[int, ...] = ()
+    strides: tuple[int, ...] = ()
+    offset: int = 0
+    dtype: torch.dtype | None = None  # None: a number (`value`)
+    device: str = "cpu"
+    value: int | float | bool | None = None
+
+
+def layouts(example_inputs: Sequence[Any]) -> list[InputLayout]:
+    """The layouts of a graph's example inputs (a symbolic size as the value it had)."""
+    found = []
+    for value in example_inputs:
+        if isinstance(value, torch.Tensor):
+            found.append(
+                InputLayout(
+                    tuple(int(n) for n in value.shape), tuple(int(s) for s in value.stride()),
+                    int(value.storage_offset()), value.dtype, value.device.type,
+                )
+            )  # fmt: skip
+        else:
+            hint = getattr(getattr(value, "node", None), "hint", value)
+            found.append(InputLayout(value=hint if isinstance(hint, (int, float, bool)) else None))
+    return found
+
+
+def traced_chain(
+    graph: torch.fx.GraphModule, inputs: list[InputLayout], name: str, calls: int
+) -> Chain:
+    """The graph as a chain (shapes.chains), traced to ATen ops on fake tensors; ValueError
+    names what cannot be one."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        args = [
+            torch.empty_strided(i.shape, i.strides, dtype=i.dtype, device=i.device)
+            if i.dtype is not None
+            else i.value
+            for i in inputs
+        ]
+        traced = make_fx(graph, tracing_mode="real")(*args)
+    return _as_chain(traced, name, calls)
+
+
+def _as_chain(traced: torch.fx.GraphModule, name: str, calls: int) -> Chain:
+    """The traced graph's nodes as chain ops: placeholders are inputs, getitem an output index."""
+    links: dict[torch.fx.Node, Link] = {}
+    inputs: list[ChainInput] = []
+    ops: list[ChainOp] = []
+    outputs: list[ChainOutput] = []
+    for node in traced.graph.nodes:
+        value = node.meta.get("val")
+        if node.op == "placeholder":
+            if isinstance(value, torch.Tensor):
+                links[node] = {"input": len(inputs)}
+                inputs.append(ChainInput(tensor=_spec(value), origins=["compiled region input"]))
+        elif node.op == "call_function" and node.target is operator.getitem:
+            source = links.get(node.args[0], {}).get("ref")
+            if isinstance(source, list):
+                links[node] = {"ref": [source[0], int(node.args[1])]}
+        elif node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
+            made = value if isinstance(value, (list, tuple)) else [value]
+            specs = [_spec(t) for t in made if isinstance(t, torch.Tensor)]
+            args = [_argument(a, links) for a in node.args]
+            kwargs = {k: _argument(v, links) for k, v in node.kwargs.items()}
+            links[node] = {"ref": [len(ops), 0]}
+            ops.append(
+                ChainOp(overload=_overload(node.target), args=args, kwargs=kwargs, outputs=specs)
+            )
+        elif node.op == "output":
+            refs = [links[n].get("ref") for n in _nodes(node.args[0]) if n in links]
+            outputs = [ChainOutput(ref=list(r)) for r in refs if isinstance(r, list)]
+        elif node.op != "get_attr":
+            raise ValueError(f"{node.op} {node.target}: not an ATen op")
+    return Chain(name=name, calls=calls, inputs=inputs, ops=ops, outputs=outputs)
+
+
+def _overload(target: torch._ops.OpOverload) -> str:
+    """`aten.mm.default`."""
+    return f"{target.namespace}.{target._schema.name.split('::')[-1]}.{target._overloadname}"
+
+
+def _nodes(value: Any) -> list[torch.fx.Node]:
+    if isinstance(value, torch.fx.Node):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [n for v in value for n in _nodes(v)]
+    return []
+
+
+def _argument(value: Any, links: dict[torch.fx.Node, Link]) -> Any:
+    """One argument in the chain grammar: a link, a number, a name (dtype, layout, memory
+    format), a list; a device is the replay's (None)."""
+    if isinstance(value, torch.fx.Node):
+        if value not in links:
+            raise ValueError(f"{value.name}: not a tensor the chain holds")
+        return links[value]
+    if isinstance(value, (list, tuple)):
+        return [_argument(v, links) for v in value]
+    if isinstance(value, torch.dtype):
+        return DTYPE_NAMES.get(value, str(value).removeprefix("torch."))
+    if isinstance(value, (torch.layout, torch.memory_format)):
+        return str(value).removeprefix("torch.")
+    if isinstance(value, torch.device):
+        return None
+    if isinstance(value, float) and (value != value or abs(value) == float("inf")):
+        return {"float": str(value)}
+    return value
+
+
+def _spec(tensor: torch.Tensor) -> TensorSpec:
+    """A tensor's layout as a chain's `TensorSpec`."""
+    return TensorSpec.model_validate(
+        {
+            "shape": [int(n) for n in tensor.shape],
+            "dtype": DTYPE_NAMES.get(tensor.dtype, str(tensor.dtype).removeprefix("torch.")),
+            "strides": [int(s) for s in tensor.stride()],
+            "offset": int(tensor.storage_offset()),
+        }
+    )

@@ -1,0 +1,278 @@
+"""Compiled regions, recorded as they run (issue 40). While recording, `torch.compile` is
+wrapped: the program's backend (Inductor with its mode and options, or another) runs as it
+would, behind a backend that keeps each graph dynamo hands it (a region's graph: one per
+frame, more with graph breaks, again on a recompile). A call of the compiled module or function
+runs with the recorder's modes and module hooks set aside, so dynamo compiles and runs exactly
+what it would without the recorder (a dispatch mode makes it run the frame eagerly; global
+hooks would be traced into the graph); each graph's calls are counted and marked for the
+kernel clock, so its kernels (Inductor's, named as they launch) and time belong to it, and
+the code that ran eagerly between its graphs is named uncovered work. After the program, each
+graph is traced to ATen ops (`region_graph`): a `compiled` shape that capture compiles again."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ..shapes.chain_shape import CompiledShape
+from ..shapes.chains import Chain
+from .chains import REGION
+from .region_graph import InputLayout, layouts, traced_chain
+
+EAGER = "(code run eagerly between the graphs of compiled region {name})"
+EAGER_WHY = "ran eagerly between a compiled region's graphs (a graph break): not seen op by op"
+
+
+@dataclass
+class Graph:
+    """One graph dynamo compiled: its region, the compile id (`frame/recompile`), the layouts
+    of its inputs, the FX graph, and the recording entry that counts its calls."""
+
+    stage: str
+    region: str
+    number: int  # of the region's graphs, in the order dynamo compiled them
+    compile_id: str
+    inputs: list[InputLayout]
+    module: torch.fx.GraphModule
+    key: str
+    backend: str
+    mode: str | None
+
+
+@dataclass
+class Regions:
+    """`torch.compile` wrapped for one recording (see the module docstring)."""
+
+    recorder: Any  # the Recorder (record.recorder, which imports this module)
+    new_entry: Callable[..., Any]  # recorder.Entry: (stage, shape, sources=...)
+    graphs: list[Graph] = field(default_factory=list)
+    eager_calls: dict[tuple[str, str], int] = field(default_factory=dict)  # (stage, region)
+    graph_breaks: dict[str, int] = field(default_factory=dict)  # dynamo's reason -> count
+    _original: Any = None
+    _breaks_before: dict[str, int] = field(default_factory=dict)
+    _calling: list[tuple[str, str]] = field(default_factory=list)  # (stage, region) running
+    _finished: bool = False
+    _quiet: Any = None
+
+    def __enter__(self) -> Regions:
+        from torch._dynamo.utils import counters
+
+        self._breaks_before = dict(counters["graph_break"])
+        self._original, torch.compile = torch.compile, self._compile
+        self._quiet = warnings.catch_warnings()  # torch's note on the recorder's global hooks
+        self._quiet.__enter__()
+        warnings.filterwarnings("ignore", message=".*global hooks on modules.*")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from torch._dynamo.utils import counters
+
+        if self._original is not None:
+            torch.compile = self._original
+            self._original = None
+            self._quiet.__exit__(None, None, None)
+        for reason, count in counters["graph_break"].items():
+            new = count - self._breaks_before.get(reason, 0)
+            if new > 0:
+                self.graph_breaks[" ".join(reason.split())[:300]] = new
+
+    @property
+    def recompiles(self) -> int:
+        """Graphs compiled again for a frame already compiled (new shapes, failed guards)."""
+        return sum(1 for g in self.graphs if not g.compile_id.endswith("/0"))
+
+    def _compile(self, model: Any = None, **options: Any) -> Any:
+        """`torch.compile` as the program calls it (also as a decorator, with or without
+        arguments), its region's graphs kept."""
+        if model is None:
+            return lambda fn: self._compile(fn, **options)
+        original = self._original or torch.compile
+        if options.get("disable"):
+            return original(model, **options)
+        backend = options.pop("backend", "inductor")
+        mode, settings = options.pop("mode", None), options.pop("options", None)
+        dynamic = options.get("dynamic")
+        inner: Callable[..., Any]
+        if backend == "inductor":
+            inner = torch._TorchCompileInductorWrapper(mode, settings, dynamic)  # type: ignore[no-untyped-call]
+        else:
+            inner = torch._TorchCompileWrapper(backend, mode, settings, dynamic)  # type: ignore[no-untyped-call]
+        label = backend if isinstance(backend, str) else getattr(backend, "__name__", "custom")
+        keeper = functools.partial(self._backend, inner, str(label), mode)
+        compiled = original(model, backend=keeper, **options)
+        if isinstance(compiled, torch.nn.Module):
+            compiled.forward = self._call(compiled.forward, model)
+            return compiled
+        return functools.wraps(model)(self._call(compiled, model))
+
+    def _call(self, run: Callable[..., Any], model: Any) -> Callable[..., Any]:
+        """A compiled callable run as the program would run it, inside the region's mark."""
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            module = _module_of(model)
+            rec = self.recorder
+            with self._suspended() as suspended:
+                if not suspended:  # another mode above the recorder's: left as it is
+                    return run(*args, **kwargs)
+                stack = rec._stack  # torch.compile(module): its wrapper is running, named
+                if module is not None and stack and getattr(stack[-1], "_orig_mod", 0) is module:
+                    module = None
+                if module is not None:
+                    rec._enter(module, args)
+                stage, path = rec.where()
+                region = path if _module_of(model) is not None else _function_name(model, path)
+                self._calling.append((stage, region))
+                mark = rec.clock.begin()
+                try:
+                    result = run(*args, **kwargs)
+                    if rec.flow is not None:  # what a region returns: a chain's tied input
+                        rec.flow.made(result, REGION)
+                    return result
+                finally:
+                    rec.clock.end(mark, ("region", stage, EAGER.format(name=region)))
+                    self.eager_calls[(stage, region)] = self.eager_calls.get((stage, region), 0) + 1
+                    self._calling.pop()
+                    if module is not None:
+                        rec._leave(module, args, None)
+
+        return call
+
+    def _backend(
+        self, inner: Callable[..., Any], label: str, mode: str | None,
+        graph: torch.fx.GraphModule, example_inputs: list[Any],
+    ) -> Callable[..., Any]:  # fmt: skip
+        """The program's backend on one graph; the graph kept, its calls counted and marked."""
+        from torch._guards import CompileContext
+
+        compiled = inner(graph, example_inputs)
+        stage, region = self._calling[-1] if self._calling else (self.recorder.where()[0], "")
+        compile_id = str(CompileContext.current_compile_id() or f"{len(self.graphs)}/0")
+        number = sum(1 for g in self.graphs if (g.stage, g.region) == (stage, region))
+        key = json.dumps([stage, {"op": "compiled", "region": region, "graph": number}])
+        inputs = layouts(example_inputs)
+        self.graphs.append(
+            Graph(stage, region, number, compile_id, inputs, graph, key, label, mode)
+        )
+        entry = self._entry(key, stage, region)
+        clock = self.recorder.clock
+
+        def run(*args: Any) -> Any:
+            entry.calls += 1
+            mark = clock.begin()
+            try:
+                return compiled(*args)
+            finally:
+                clock.end(mark, ("shape", key))
+
+        return run
+
+    def _entry(self, key: str, stage: str, region: str) -> Any:
+        """The recording entry that counts a graph's calls (its shape is made by `finish`)."""
+        entry = self.new_entry(stage, {"op": "compiled", "region": region}, sources=[region or "-"])
+        self.recorder.recording.entries[key] = entry
+        return entry
+
+    @contextmanager
+    def _suspended(self) -> Iterator[bool]:
+        """The recorder's modes and global module hooks set aside (False, nothing done, when
+        a mode of the program's own sits above them)."""
+        from torch.overrides import _get_current_function_mode, _pop_mode_temporarily
+        from torch.utils._python_dispatch import _get_current_dispatch_mode
+        from torch.utils._python_dispatch import _pop_mode_temporarily as pop_dispatch
+
+        rec = self.recorder
+        ours = (
+            _get_current_function_mode() is rec._mode  # type: ignore[no-untyped-call]
+            and _get_current_dispatch_mode() is rec.device_ops._mode
+        )
+        if not ours:
+            yield False
+            return
+        hooks = torch.nn.modules.module
+        kept = [
+            (table, handle.id, table.pop(handle.id))
+            for handle in rec._handles
+            for table in (hooks._global_forward_pre_hooks, hooks._global_forward_hooks)
+            if handle.id in table
+        ]
+        try:
+            with pop_dispatch(), _pop_mode_temporarily():
+                yield True
+        finally:
+            for table, number, hook in kept:
+                table[number] = hook
+
+    def notes(self) -> Any:
+        """What the shapes file says of the compiled regions: graph breaks, recompiles."""
+        from ..shapes.recorded import CompiledNotes
+
+        if not self.graphs and not self.graph_breaks:
+            return None
+        regions = sorted({f"{g.stage}:{g.region}" for g in self.graphs})
+        return CompiledNotes(
+            regions=regions, graphs=len(self.graphs), recompiles=self.recompiles,
+            graph_breaks=self.graph_breaks,
+        )  # fmt: skip
+
+    def finish(self) -> None:
+        """Each graph traced to ATen ops, into its entry's shape (or why it cannot be one)."""
+        if self._finished:
+            return
+        self._finished = True
+        entries = self.recorder.recording.entries
+        for graph in self.graphs:
+            entry = entries[graph.key]
+            calls = max(entry.calls, 1)
+            name = re.sub(r"[^A-Za-z0-9_.:+-]", "_", f"{entry.stage}:compiled:{graph.region}")
+            name = f"{name}:g{graph.number}"
+            try:
+                chain = traced_chain(graph.module, graph.inputs, name, calls)
+            except Exception as exc:  # a graph that cannot be traced is kept, saying why
+                why = f"not traced to ATen ops: {type(exc).__name__}: {exc}"[:300]
+                chain = Chain(name=name, calls=calls, untied=[" ".join(why.split())])
+            region = CompiledShape(
+                op="compiled", region=graph.region, graph=graph.number, backend=graph.backend,
+                compile_id=graph.compile_id, mode=graph.mode, chain=chain, calls=calls,
+                compile="default" if graph.backend == "inductor" else None,
+            )  # fmt: skip
+            entry.shape = region.model_dump(
+                mode="json", exclude_unset=True, exclude_none=True, exclude={"calls"}
+            )
+
+
+def _module_of(model: Any) -> torch.nn.Module | None:
+    """The module a compiled callable belongs to: itself, or a bound method's owner."""
+    if isinstance(model, torch.nn.Module):
+        return model
+    owner = getattr(model, "__self__", None)
+    return owner if isinstance(owner, torch.nn.Module) else None
+
+
+def _function_name(model: Any, path: str) -> str:
+    """A compiled function's region name: its qualified name, under the module calling it."""
+    name = getattr(model, "__qualname__", None) or type(model).__name__
+    name = re.sub(r"[^A-Za-z0-9_.]", "_", name)
+    return f"{path}.{name}" if path else name
+
+
+def eager_work(regions: Regions, times: Any) -> list[Any]:
+    """The code each region ran eagerly between its graphs, as uncovered work: always when
+    timed (with its kernels, if any), else where a region compiled more than one graph."""
+    from .totals import uncovered_item
+
+    items = []
+    for (stage, region), calls in regions.eager_calls.items():
+        name = EAGER.format(name=region)
+        time = times.get(("region", stage, name)) if times is not None else None
+        graphs = sum(1 for g in regions.graphs if (g.stage, g.region) == (stage, region))
+        if (time is not None and time.kernels) or (times is None and graphs > 1):
+            items.append(uncovered_item(stage, name, EAGER_WHY, calls, time, times))
+    return items

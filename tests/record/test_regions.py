@@ -1,0 +1,189 @@
+"""Compiled regions (issue 40), on the CPU (Inductor compiles for it): a torch.compile'd module
+or function recorded as it runs, compiled (the recorder's modes set aside), each graph dynamo
+compiled a `compiled` shape with its ATen ops, replayed compiled to the same numbers; graph
+breaks and recompiles said, the code between a region's graphs named uncovered work."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import import_or_skip
+
+torch = import_or_skip("torch")
+
+import torch.nn.functional as F  # noqa: E402
+
+from ncu_classify.record.document import shapes_yaml, validated_document  # noqa: E402
+from ncu_classify.record.recorder import Recorder  # noqa: E402
+from ncu_classify.shapes.chain_shape import CompiledShape  # noqa: E402
+from ncu_classify.shapes.file import load_shapes  # noqa: E402
+
+
+class Block(torch.nn.Module):
+    """A causal-VAE-like residual block: group norm -> SiLU -> conv3d, plus the input."""
+
+    def __init__(self, broken: bool = False) -> None:
+        super().__init__()
+        self.norm = torch.nn.GroupNorm(4, 8)
+        self.conv = torch.nn.Conv3d(8, 8, 3, padding=1)
+        self.broken = broken
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.conv(F.silu(self.norm(x)))
+        if self.broken:
+            torch._dynamo.graph_break()
+            h = h * 2
+        return x + h
+
+
+class Net(torch.nn.Module):
+    def __init__(self, broken: bool = False) -> None:
+        super().__init__()
+        self.inp, self.block, self.out = (
+            torch.nn.Conv3d(4, 8, 1), Block(broken), torch.nn.Conv3d(8, 4, 1)
+        )  # fmt: skip
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(self.block(self.inp(x)))
+
+
+def _record(tmp_path: Path, net: Net, *shapes: tuple[int, ...], how: str = "in_place") -> Path:
+    """Record `net` with its block compiled inside the recording, one call per input shape."""
+    torch._dynamo.reset()
+    recorder = Recorder(roots={"net": net})
+    with recorder, torch.no_grad():
+        if how == "in_place":
+            net.block.compile()
+        else:
+            net.block = torch.compile(net.block)
+        for shape in shapes:
+            net(torch.randn(*shape))
+    path = tmp_path / "s.yaml"
+    path.write_text(shapes_yaml(validated_document(recorder, "test")))
+    return path
+
+
+@pytest.mark.parametrize("how", ["in_place", "wrapper"])
+def test_a_compiled_module_is_one_compiled_shape(tmp_path: Path, how: str) -> None:
+    """`block.compile()` or `torch.compile(block)`: the block ran compiled, and is one shape of
+    kind `compiled` holding its four ATen ops; none of them is recorded on its own."""
+    torch.manual_seed(0)
+    before = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    shapes = load_shapes(_record(tmp_path, Net().eval(), (1, 4, 3, 6, 6), (1, 4, 3, 6, 6), how=how))
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == before + 1
+    net = shapes.stages["net"]
+    (region,) = [s for s in net if isinstance(s, CompiledShape)]
+    assert (region.region, region.graph, region.backend, region.compile) == (
+        "net.block",
+        0,
+        "inductor",
+        "default",
+    )
+    assert (region.calls, region.compile_id) == (2, "0/0")
+    assert [op.overload for op in region.chain.ops] == [
+        "aten.native_group_norm.default", "aten.silu.default", "aten.convolution.default",
+        "aten.add.Tensor",
+    ]  # fmt: skip
+    assert [s.op for s in net] == ["conv3d", "compiled", "conv3d"]  # the block's ops: inside
+    assert shapes.recorded is not None and shapes.recorded.compiled is not None
+    notes = shapes.recorded.compiled
+    assert (notes.regions, notes.graphs, notes.recompiles, notes.graph_breaks) == (
+        ["net:net.block"],
+        1,
+        0,
+        {},
+    )
+
+
+def test_a_compiled_shape_replays_compiled_to_the_block_s_numbers(tmp_path: Path) -> None:
+    """Capture's replay of the region (chain_runner, Inductor on the CPU): on the drawn inputs
+    (the norm's weight and bias, the input, the conv's weight and bias, as dynamo lifted them)
+    its output is the block's own computation."""
+    from ncu_classify.replay.chain import chain_runner
+
+    torch.manual_seed(0)
+    shapes = load_shapes(_record(tmp_path, Net().eval(), (1, 4, 3, 6, 6)))
+    (region,) = [s for s in shapes.stages["net"] if isinstance(s, CompiledShape)]
+    run, inputs = chain_runner(region.chain, "compile", "cpu")
+    gamma, beta, x, weight, bias = inputs
+    expected = x + F.conv3d(F.silu(F.group_norm(x, 4, gamma, beta)), weight, bias, padding=1)
+    (out,) = run()
+    torch.testing.assert_close(out, expected, atol=1e-4, rtol=1e-4)
+
+
+def test_a_graph_break_and_a_recompile_are_said(tmp_path: Path) -> None:
+    """A block that breaks its graph: two graphs, dynamo's reason counted, and the code between
+    them named uncovered work (on the CPU, untimed: the calls); a second input shape compiles
+    the frames again (recompiles, compile ids `N/1`)."""
+    torch.manual_seed(0)
+    shapes = load_shapes(
+        _record(tmp_path, Net(broken=True).eval(), (1, 4, 3, 6, 6), (1, 4, 3, 6, 7))
+    )
+    regions = [s for s in shapes.stages["net"] if isinstance(s, CompiledShape)]
+    assert len(regions) >= 3 and all(r.region == "net.block" for r in regions)
+    assert [r.graph for r in regions] == list(range(len(regions)))
+    assert shapes.recorded is not None and shapes.recorded.compiled is not None
+    notes = shapes.recorded.compiled
+    assert notes.recompiles >= 1 and any(
+        r.compile_id.endswith("/1") for r in regions if r.compile_id
+    )
+    (reason,) = notes.graph_breaks
+    assert "graph_break()" in reason and notes.graph_breaks[reason] >= 2
+    assert shapes.recorded.totals is not None
+    (eager,) = shapes.recorded.totals.uncovered
+    assert eager.name == "(code run eagerly between the graphs of compiled region net.block)"
+    assert "graph break" in eager.why and eager.calls == 2
+
+
+PROGRAM = """
+import torch, torch.nn.functional as F
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm, self.conv = torch.nn.GroupNorm(4, 8), torch.nn.Conv3d(8, 8, 3, padding=1)
+
+    def forward(self, x):
+        return x + self.conv(F.silu(self.norm(x)))
+
+@torch.compile
+def to_pixels(y):
+    return (y * 127.5 + 127.5).clamp(0, 255)
+
+torch.manual_seed(0)
+block = torch.compile(Block().eval())
+with torch.no_grad():
+    for _ in range(3):
+        frames = to_pixels(F.silu(block(torch.randn(1, 8, 3, 6, 6))))
+"""
+
+
+def test_record_a_compiled_program(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`record` of a program that compiles a module (`torch.compile(block)`) and a function
+    (`@torch.compile`): two regions named as the program holds them (the module is its own
+    stage, `block`), each one graph of 3 calls; the noise and the SiLU between the regions
+    are the ops recorded on their own; the summary line says the regions."""
+    from ncu_classify.cli.entry import run
+
+    script = tmp_path / "compiled.py"
+    script.write_text(PROGRAM)
+    out = tmp_path / "s.yaml"
+    assert run(["record", "-o", str(out), "--", "python", str(script)]) == 0
+    line = capsys.readouterr().out
+    assert "compiled: 2 regions, 2 graphs, 0 recompiles, 0 graph breaks (recorded.compiled)" in line
+    shapes = load_shapes(out)
+    got = {
+        stage: [(s.op, getattr(s, "region", s.name), s.calls) for s in members]
+        for stage, members in shapes.stages.items()
+    }
+    assert got == {
+        "block": [("compiled", "block", 3)],
+        "main": [
+            ("compiled", "to_pixels", 3),
+            ("aten", "aten.randn.default", 3),
+            ("aten", "aten.silu.default:1x8x3x6x6:fp32", 3),
+        ],
+    }
+    assert shapes.recorded is not None and shapes.recorded.totals is not None
+    assert shapes.recorded.totals.uncovered == []
