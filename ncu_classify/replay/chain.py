@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 import torch
 
+from ..shapes.chain_shape import ChainShape
 from ..shapes.chains import Chain, links
 from .aten import (
     DTYPES,
@@ -55,6 +56,7 @@ def chain_runner(
     device: str,
     seed: int = 0,
     storages: Storages | None = None,
+    compile_mode: str | None = None,
 ) -> PreparedChain:
     """The chain as one function on `device` ("cuda", "cpu"), eager or compiled, with its
     inputs drawn from `seed` (the same bytes as an `aten` shape's draws of those layouts)."""
@@ -76,7 +78,11 @@ def chain_runner(
         for number in written:
             inputs[number].copy_(originals[number])
     # one graph or an error: a graph break would time pieces of the chain, not the chain
-    compiled = torch.compile(function, fullgraph=True) if mode == "compile" else function
+    compiled = (
+        torch.compile(function, fullgraph=True, mode=compile_mode)
+        if mode == "compile"
+        else function
+    )
 
     def reset() -> None:
         for number in written:
@@ -89,6 +95,14 @@ def chain_runner(
         function=function,
         input_sha256=digest,
     )
+
+
+def replay_mode(shape: ChainShape) -> str | None:
+    """The Inductor mode a compiled region replays in: the program's, without CUDA graphs
+    (ncu profiles kernels, not graph launches): max-autotune's kernels, reduce-overhead's
+    default ones."""
+    mode = getattr(shape, "mode", None)
+    return "max-autotune-no-cudagraphs" if mode and "max-autotune" in mode else None
 
 
 def _drawn(

@@ -29,7 +29,7 @@ from ..shapes.chain_shape import ChainShape
 from ..shapes.file import ShapeEntry
 from ..shapes.ops import AttentionShape, CastShape, Conv2dShape, Conv3dShape, LinearShape
 from .aten import NotReplayable, Storages, prepare
-from .chain import Mode, chain_runner
+from .chain import Mode, chain_runner, replay_mode
 from .inputs import DTYPES, InputSource, Unsupported, start_draws
 from .outputs import write_sample
 from .protocol import BatchFile, read_batch, serve_batch
@@ -182,7 +182,9 @@ def replay_one(entry: ShapeEntry, batch: BatchFile) -> dict[str, Any]:
         mode: Mode = "compile" if compiled else "eager"
         if entry.shape.allow_tf32 is not None:  # a pad fold's conv: as the program ran it
             torch.backends.cudnn.allow_tf32 = entry.shape.allow_tf32
-        chain = chain_runner(entry.shape.chain, mode, "cuda", batch.seed, _STORAGES)
+        chain = chain_runner(
+            entry.shape.chain, mode, "cuda", batch.seed, _STORAGES, replay_mode(entry.shape)
+        )
         op, reset, sha, compiled = chain.run, chain.reset, chain.input_sha256, None
     else:
         draws = start_draws(entry, batch, DRAW_DEVICE)
