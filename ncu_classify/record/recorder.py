@@ -258,6 +258,7 @@ class Recorder:
         shapes, then each stage's device ops as `aten` shapes, each with its real kernel time
         per call when the program ran on a GPU; the work no shape covers under `totals`."""
         times = measured(self.clock) if self.recording.device != "cpu" else None
+        self.regions.settle(times)  # a compiled graph's first call: compile-time work
         stages: dict[str, list[CallShape]] = {}
         for key, entry in self.recording.entries.items():
             shape = {**entry.shape, "calls": entry.calls, "source": ", ".join(entry.sources)}

@@ -152,7 +152,12 @@ class Regions:
         """The program's backend on one graph; the graph kept, its calls counted and marked."""
         from torch._guards import CompileContext
 
-        compiled = inner(graph, example_inputs)
+        clock = self.recorder.clock
+        mark = clock.begin()  # what compiling launches (max-autotune's benchmarks): building
+        try:
+            compiled = inner(graph, example_inputs)
+        finally:
+            clock.end(mark, ("setup",))
         stage, region = self._calling[-1] if self._calling else (self.recorder.where()[0], "")
         compile_id = str(CompileContext.current_compile_id() or f"{len(self.graphs)}/0")
         number = sum(1 for g in self.graphs if (g.stage, g.region) == (stage, region))
@@ -162,15 +167,15 @@ class Regions:
             Graph(stage, region, number, compile_id, inputs, graph, key, label, mode)
         )
         entry = self._entry(key, stage, region)
-        clock = self.recorder.clock
 
         def run(*args: Any) -> Any:
+            first = entry.calls == 0  # Inductor tunes its kernels in their first launch
             entry.calls += 1
             mark = clock.begin()
             try:
                 return compiled(*args)
             finally:
-                clock.end(mark, ("shape", key))
+                clock.end(mark, ("first" if first else "shape", key))
 
         return run
 
@@ -209,6 +214,24 @@ class Regions:
         finally:
             for table, number, hook in kept:
                 table[number] = hook
+
+    def settle(self, times: dict[tuple[str, ...], Any] | None) -> None:
+        """Each graph's first call, timed: compile-time work (Inductor benchmarks its kernels'
+        configurations as they first launch), counted with model building (`setup`); the
+        graph's time per call is that of its other calls. A graph called once keeps it."""
+        if times is None:
+            return
+        for graph in self.graphs:
+            first = times.pop(("first", graph.key), None)
+            calls = self.recorder.recording.entries[graph.key].calls
+            steady = times.get(("shape", graph.key))
+            if first is None:
+                continue
+            if calls < 2 or steady is None:
+                times[("shape", graph.key)] = first
+                continue
+            times.setdefault(("setup",), type(first)()).merge(first)
+            times[("shape", graph.key)] = steady.scaled(calls / (calls - 1))
 
     def notes(self) -> Any:
         """What the shapes file says of the compiled regions: graph breaks, recompiles."""

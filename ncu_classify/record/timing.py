@@ -41,6 +41,14 @@ class KernelTime:
             if name:
                 self.names[name] = self.names.get(name, 0) + kernels
 
+    def scaled(self, factor: float) -> KernelTime:
+        """The same kernels, as many times over (`calls / timed calls`: per call unchanged)."""
+        names = {name: round(count * factor) for name, count in self.names.items()}
+        return KernelTime(
+            round(self.kernels * factor), round(self.ns * factor), round(self.copy_ns * factor),
+            self.marks, names,
+        )  # fmt: skip
+
     def merge(self, other: KernelTime) -> None:
         self.kernels += other.kernels
         self.ns += other.ns

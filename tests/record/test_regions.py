@@ -187,3 +187,34 @@ def test_record_a_compiled_program(tmp_path: Path, capsys: pytest.CaptureFixture
     }
     assert shapes.recorded is not None and shapes.recorded.totals is not None
     assert shapes.recorded.totals.uncovered == []
+
+
+def test_a_graph_s_first_call_is_compile_time_work(tmp_path: Path) -> None:
+    """On a GPU a compiled graph's first call launches Inductor's tuning benchmarks (the H200
+    block: 178.7 ms recorded for 3 calls against 10.2 ms steady): its time joins model building
+    (`setup`), and the graph's time per call is its other calls'. A graph called once keeps
+    its one call's time. (Synthetic times: the arithmetic of `Regions.settle`.)"""
+    from ncu_classify.record.timing import KernelTime
+
+    torch.manual_seed(0)
+    net = Net().eval()
+    recorder = Recorder(roots={"net": net})
+    with recorder, torch.no_grad():
+        net.block.compile()
+        for _ in range(3):
+            net(torch.randn(1, 4, 3, 6, 6))
+    (graph,) = recorder.regions.graphs
+    times = {
+        ("first", graph.key): KernelTime(kernels=120, ns=170_000_000, names={"tune": 120}),
+        ("shape", graph.key): KernelTime(kernels=26, ns=6_800_000, names={"triton_a": 26}),
+        ("setup",): KernelTime(kernels=1, ns=1_000),
+    }
+    recorder.regions.settle(times)
+    assert ("first", graph.key) not in times
+    assert (times[("setup",)].kernels, times[("setup",)].ns) == (121, 170_001_000)
+    steady = times[("shape", graph.key)]
+    assert (steady.kernels, steady.ns, steady.names) == (39, 10_200_000, {"triton_a": 39})
+    once = {("first", graph.key): KernelTime(kernels=5, ns=500)}
+    recorder.recording.entries[graph.key].calls = 1
+    recorder.regions.settle(once)
+    assert once[("shape", graph.key)].ns == 500
