@@ -287,15 +287,20 @@ def _function_name(model: Any, path: str) -> str:
 
 
 def eager_work(regions: Regions, times: Any) -> list[Any]:
-    """The code each region ran eagerly between its graphs, as uncovered work: always when
-    timed (with its kernels, if any), else where a region compiled more than one graph."""
+    """The code each region ran eagerly between its graphs, as uncovered work: when timed,
+    where it launched kernels; untimed, where the region's graphs come from more than one
+    frame (a graph break resumes in a new frame; a recompile is the same frame again)."""
     from .totals import uncovered_item
 
     items = []
     for (stage, region), calls in regions.eager_calls.items():
         name = EAGER.format(name=region)
         time = times.get(("region", stage, name)) if times is not None else None
-        graphs = sum(1 for g in regions.graphs if (g.stage, g.region) == (stage, region))
-        if (time is not None and time.kernels) or (times is None and graphs > 1):
+        frames = {
+            g.compile_id.split("/")[0]
+            for g in regions.graphs
+            if (g.stage, g.region) == (stage, region)
+        }
+        if (time is not None and time.kernels) or (times is None and len(frames) > 1):
             items.append(uncovered_item(stage, name, EAGER_WHY, calls, time, times))
     return items
