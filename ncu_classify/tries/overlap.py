@@ -40,7 +40,7 @@ class TriedMove(Protocol):
     def original(self) -> _Tried: ...
 
 
-OpKey = str | tuple[str, tuple[int, ...], str, str]  # an aten group id, or a cast's facts
+OpKey = str | tuple[str, str, tuple[int, ...], str, str]  # an aten group id, or a cast's facts
 CASTS = ("aten._to_copy.default", "aten.to.dtype")
 HEAVY_IN_FOLDS = ("aten.convolution.default",)
 
@@ -67,7 +67,8 @@ def counted_once(
         saving = move.measured_saving_us or 0.0
         key = _move_key(move, entries.get(move.original.group))
         inside = min(in_chains.get(key, 0), move.calls) if key is not None else 0
-        counted = saving * (move.calls - inside) / move.calls if move.calls else saving
+        # scaled only where some calls are inside (x * 3 / 3 is not always x: no -0.0 overlap)
+        counted = saving * (move.calls - inside) / move.calls if inside else saving
         if saving - counted:
             overlap[move.stage] = round(overlap.get(move.stage, 0.0) + saving - counted, 3)
         savings[move.stage] = round(savings.get(move.stage, 0.0) + counted, 3)
@@ -75,17 +76,18 @@ def counted_once(
 
 
 def _move_key(move: TriedMove, shape: object) -> OpKey | None:
-    """What a per-op move's op is called inside a chain: its aten group id, or a cast's facts."""
+    """What a per-op move's op is called inside a chain: its aten group id, or a cast's facts
+    (its stage's: a cast of the same dims in another stage is another op)."""
     if isinstance(shape, AtenShape):
         return move.group
     if isinstance(shape, CastShape):
-        return ("cast", tuple(shape.shape), str(shape.from_), str(shape.to))
+        return ("cast", move.stage, tuple(shape.shape), str(shape.from_), str(shape.to))
     return None
 
 
 def _chain_op_key(chain: Chain, op: ChainOp, stage: str) -> OpKey | None:
     """A chain op's identity as a per-op move knows it: the aten shape it stands for, or for a
-    cast its dims and dtypes (typed casts are no aten shapes of the stage)."""
+    cast its stage, dims and dtypes (typed casts are no aten shapes of the stage)."""
     if op.shape is not None:
         return op.shape if op.shape.startswith(f"{stage}:") else f"{stage}:{op.shape}"
     target = op.kwargs.get("dtype")
@@ -101,4 +103,4 @@ def _chain_op_key(chain: Chain, op: ChainOp, stage: str) -> OpKey | None:
     made = op.outputs[0]
     if read.dtype not in SHORT_DTYPE or target not in SHORT_DTYPE:
         return None
-    return ("cast", tuple(made.shape), SHORT_DTYPE[read.dtype], SHORT_DTYPE[target])
+    return ("cast", stage, tuple(made.shape), SHORT_DTYPE[read.dtype], SHORT_DTYPE[target])
