@@ -9,9 +9,12 @@ from pathlib import Path
 import pytest
 from helpers import ROOT
 
+from ncu_classify.cards.model import CardFile
+from ncu_classify.present.next_moves import next_moves
+from ncu_classify.present.next_text import stage_notes
 from ncu_classify.shapes.file import load_shapes
 from ncu_classify.tries.overlap import counted_once
-from ncu_classify.tries.results import TryResults
+from ncu_classify.tries.results import TryResults, load_results
 
 TRIES = ROOT / "fixtures" / "tries_h200"
 
@@ -49,3 +52,36 @@ def test_each_committed_tries_total_counts_each_op_once(name: str) -> None:
     assert (host.stage_savings_us, host.overlap_us) == (savings, overlap)
     if name == "ltx_dit":
         assert (savings, overlap) == ({"dit": 6032.273}, {"dit": 1587.873})
+
+
+def _stage_line(wan: CardFile, names: list[tuple[str, Path]]) -> str:
+    """`next --tries` of the Wan decode's cards with these tries files: the VAE's stage line."""
+    tries = [(label, load_results(path)) for label, path in names]
+    (line,) = [n for n in stage_notes(next_moves(wan, "wan.json", ["vae"], tries))
+               if n.startswith("vae: measured:")]  # fmt: skip
+    return line
+
+
+def test_a_fold_or_chain_measured_in_two_tries_files_counts_once(
+    wan: CardFile, tmp_path: Path
+) -> None:
+    """The decode's folds given twice (a copy of the run under another name) said `8 of 16
+    pads folded into their convs win 18,705.9 us`: each fold is counted once, from the last
+    file, as a card's move measured twice is shown from the last."""
+    (tmp_path / "tries.json").write_bytes((TRIES / "folds_vae" / "tries.json").read_bytes())
+    line = _stage_line(wan, [("folds", TRIES / "folds_vae" / "tries.json"),
+                             ("again", tmp_path / "tries.json")])  # fmt: skip
+    assert line.endswith("; pad folds: 4 of 8 pads folded into their convs win 9,353.0 us")
+
+
+def test_a_pad_compiled_in_one_file_and_folded_in_another_counts_once(wan: CardFile) -> None:
+    """The decode's pad 1x96x6x480x832 compiled alone (vae/tries.json, x7: 3,056.6 us) is the
+    pad that folds_vae/tries.json folds into its conv (x7, winning): the stage line says its
+    saving is inside the fold too (it said nothing: both were added by the reader)."""
+    line = _stage_line(wan, [("vae", TRIES / "vae" / "tries.json"),
+                             ("folds", TRIES / "folds_vae" / "tries.json")])  # fmt: skip
+    assert line == (
+        "vae: measured: 9 of 10 moves tried win 115,604.2 us [115,157.9, 116,050.4] of"
+        " 306,613.7 us per inference; 3,056.6 us of the moves' savings are inside the winning"
+        " chains or folds too; pad folds: 4 of 8 pads folded into their convs win 9,353.0 us"
+    )
