@@ -156,6 +156,9 @@ def _tie(
     convs = [c for g in chain.before if (c := _conv(entries.get(g), padded)) is not None]
     if not convs:
         return f"its output ({'x'.join(map(str, padded.shape))}) feeds no conv of padding 0"
+    others = [g for g in chain.before if g not in {c.group for c in convs}]
+    if others and len(chain.outputs) == 1:  # the pad's output alone leaves: they all read it
+        return f"{others[0]} reads its output too: the pad would stay"
     spatial = len(padded.shape) - 2
     if any(pads[2 * spatial :]):
         return f"it pads more than the conv's {spatial} spatial dims (pads {pads})"
@@ -182,7 +185,8 @@ def _source(chain: Chain, op: ChainOp) -> TensorSpec:
 
 
 def _conv(entry: ShapeEntry | None, padded: TensorSpec) -> Conv | None:
-    """The conv of `entry` when it reads `padded` (its shape and dtype) with padding 0."""
+    """The conv of `entry` when it reads `padded` (its shape and dtype; a device op's conv:
+    its layout too, the tensor as the pad wrote it) with padding 0."""
     shape = entry.shape if entry else None
     if entry is not None and isinstance(shape, (Conv2dShape, Conv3dShape)):
         dtype = LONG_DTYPE[shape.dtype]
@@ -201,11 +205,13 @@ def _conv(entry: ShapeEntry | None, padded: TensorSpec) -> Conv | None:
     tensors = [a.get("tensor") if isinstance(a, dict) else None for a in args[:3]]
     if len(args) != 9 or tensors[0] is None or tensors[1] is None:
         return None
-    if tensors[0]["shape"] != padded.shape or args[6] or any(args[4]):
-        return None  # another input, transposed, or padded already
+    read = TensorSpec.model_validate(tensors[0])
+    same = (read.shape, read.dtype, read.strides) == (padded.shape, padded.dtype, padded.strides)
+    if not same or args[6] or not isinstance(args[4], list) or any(args[4]):
+        return None  # another input (its sizes, dtype or layout), transposed, or padded already
     bias = TensorSpec.model_validate(tensors[2]) if tensors[2] else None
     weight = TensorSpec.model_validate(tensors[1])
-    last = is_channels_last(TensorSpec.model_validate(tensors[0]))
+    last = is_channels_last(read)
     return Conv(entry.group, weight, bias, args[3], args[5], args[8], last, None, shape.real_us)
 
 

@@ -4,6 +4,7 @@ ties, and a chain's outputs read through a view, each from the real fixtures whe
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -14,9 +15,11 @@ from ncu_classify.present.next_moves import next_moves
 from ncu_classify.present.next_text import stage_notes
 from ncu_classify.shapes.file import load_shapes
 from ncu_classify.tries.overlap import counted_once
+from ncu_classify.tries.plan import plan_tries
 from ncu_classify.tries.results import TryResults, load_results
 
 TRIES = ROOT / "fixtures" / "tries_h200"
+NO_CARDS = CardFile.model_construct(cards=[])
 
 
 def _host(name: str) -> TryResults:
@@ -85,3 +88,71 @@ def test_a_pad_compiled_in_one_file_and_folded_in_another_counts_once(wan: CardF
         " 306,613.7 us per inference; 3,056.6 us of the moves' savings are inside the winning"
         " chains or folds too; pad folds: 4 of 8 pads folded into their convs win 9,353.0 us"
     )
+
+
+def _dense(shape: list[int], dtype: str = "float32") -> dict[str, object]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.insert(0, step)
+        step *= size
+    return {"shape": shape, "dtype": dtype, "strides": strides, "offset": 0}
+
+
+def _conv(name: str, dtype: str, padding: list[int]) -> dict[str, object]:
+    """A device op's conv (`aten.convolution`) reading 1x4x6x10x10, as record writes one."""
+    tensors = [{"tensor": _dense(shape, dtype)} for shape in ([1, 4, 6, 10, 10], [4, 4, 3, 3, 3])]
+    args = [*tensors, None, [1, 1, 1], padding, [1, 1, 1], False, [0, 0, 0], 1]
+    out = [d + 2 * p - 2 for d, p in zip([6, 10, 10], padding, strict=True)]
+    return {"op": "aten", "name": name, "overload": "aten.convolution.default", "args": args,
+            "outputs": [_dense([1, 4, *out], dtype)], "calls": 2}  # fmt: skip
+
+
+def _edited(conv_dtype: str, readers: list[str]) -> str:
+    """A shapes file as a hostile user edits one: a causal pad (1, 1, 1, 1, 2, 0) of an fp32
+    1x4x4x8x8, its chain's output read by the heavy ops `readers` (`before`)."""
+    x, padded = _dense([1, 4, 4, 8, 8]), _dense([1, 4, 6, 10, 10])
+    pads = [1, 1, 1, 1, 2, 0]
+    pad = {"op": "aten", "name": "aten.constant_pad_nd.default:p", "calls": 2,
+           "outputs": [padded], "overload": "aten.constant_pad_nd.default",
+           "args": [{"tensor": x}, pads, 0.0]}  # fmt: skip
+    op = {"overload": "aten.constant_pad_nd.default", "args": [{"input": 0}, pads, 0.0],
+          "outputs": [padded], "shape": "vae:aten.constant_pad_nd.default:p"}  # fmt: skip
+    chain = {"name": "vae:chain:constant_pad_nd:1x4x4x8x8:fp32", "calls": 2, "before": readers,
+             "inputs": [{"tensor": x, "from": ["program input"]}], "ops": [op],
+             "outputs": [{"ref": [0, 0]}]}  # fmt: skip
+    convs = [_conv("aten.convolution.default:x", conv_dtype, [0, 0, 0]),
+             _conv("aten.convolution.default:y", "float32", [1, 1, 1])]  # fmt: skip
+    lines = [json.dumps(line) for line in (pad, *convs)]
+    return (
+        'stages:\n  "vae":\n'
+        + "".join(f"    - {line}\n" for line in lines)
+        + (f'chains:\n  "vae":\n    - {json.dumps(chain)}\n')
+    )
+
+
+@pytest.mark.parametrize(
+    ("conv_dtype", "readers", "why"),
+    [
+        ("float32", ["x"], None),
+        # a bf16 conv was tied to the fp32 pad: both replays would fail (input and weight types)
+        ("bfloat16", ["x"], "its output (1x4x6x10x10) feeds no conv of padding 0"),
+        # another heavy op reads the padded tensor too: the pad stays (it was folded)
+        ("float32", ["x", "y"], "vae:aten.convolution.default:y reads its output too: the pad"
+         " would stay"),
+    ],
+)  # fmt: skip
+def test_a_pad_folds_only_into_a_conv_of_its_dtype_that_alone_reads_it(
+    conv_dtype: str, readers: list[str], why: str | None, tmp_path: Path
+) -> None:
+    """A device op's conv (`aten.convolution`) is tied to a pad only when it reads the pad's
+    tensor as written (sizes, dtype, layout), and only when no other heavy op reads it."""
+    path = tmp_path / "edited.yaml"
+    path.write_text(_edited(conv_dtype, [f"vae:aten.convolution.default:{r}" for r in readers]))
+    plan, _ = plan_tries(NO_CARDS, load_shapes(path), ("c", "s"), 1, ["vae"], folds=5)
+    folds = [m.group for m in plan.moves if m.op == "fold"]
+    passed = [(n.group, n.why) for n in plan.no_alternative]
+    if why is None:
+        assert folds == ["vae:fold:aten.constant_pad_nd.default:p"] and passed == []
+    else:
+        assert folds == []
+        assert passed == [("vae:aten.constant_pad_nd.default:p", f"not folded: {why}")]
