@@ -5,6 +5,7 @@ ties, and a chain's outputs read through a view, each from the real fixtures whe
 from __future__ import annotations
 
 import json
+import lzma
 from pathlib import Path
 
 import pytest
@@ -156,3 +157,33 @@ def test_a_pad_folds_only_into_a_conv_of_its_dtype_that_alone_reads_it(
     else:
         assert folds == []
         assert passed == [("vae:aten.constant_pad_nd.default:p", f"not folded: {why}")]
+
+
+WAN_DIT4 = ROOT / "reports" / "tries" / "wan_dit4_480x832_h200_shapes.yaml.xz"
+WRITE_VIEW = '"as_strided": {"shape": [1, 4680, 40, 64], "strides": [23961600, 5120, 128, 2]'
+LEAVING_VIEW = '"as_strided": {"shape": [1, 40, 4680, 128], "strides": [23961600, 128, 5120, 1]'
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        ((WRITE_VIEW, WRITE_VIEW.replace("5120, 128, 2", "5120, 2")),
+         r"164:68: chains.dit.2.ops.16.args.0.as_strided: as_strided .*: 4 sizes but 3 strides"),
+        ((LEAVING_VIEW, LEAVING_VIEW.replace("5120, 1]", "5120]")),
+         r"166:34: chains.dit.2.outputs.0.as_strided: .*4 sizes but 3 strides"),
+    ],
+)  # fmt: skip
+def test_a_hand_edited_chain_view_without_a_stride_per_dim_is_refused_at_load(
+    edit: tuple[str, str], said: str, tmp_path: Path
+) -> None:
+    """The Wan DiT's rotary chain (written through a slice, read whole) with a stride dropped
+    from a view: refused where the file is read, one line naming the line and the place (was:
+    planned, and only the GPU's replay of the chain would have failed)."""
+    from ncu_classify.core.errors import InputFileError
+
+    text = lzma.decompress(WAN_DIT4.read_bytes()).decode()
+    assert text.count(edit[0]) >= 1
+    path = tmp_path / "edited.yaml"
+    path.write_text(text.replace(edit[0], edit[1], 1))
+    with pytest.raises(InputFileError, match=said):
+        load_shapes(path)
