@@ -106,6 +106,7 @@ def measured_move(move: TriedMove, label: str) -> MeasuredMove:
 
 
 def _alternative(alt: TriedAlternative) -> MeasuredAlternative:
+    """An alternative as `next` shows it: its time, saving and how its output compared."""
     time = alt.time
     interval = None
     if time is not None and time.ci95_low_us is not None and time.ci95_high_us is not None:

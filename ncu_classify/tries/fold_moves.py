@@ -53,6 +53,7 @@ def fold_moves(
     passed += _passed_over(shapes, stages, entries, folds, whys)
 
     def pad_us(fold: Fold) -> float | None:
+        """The pad's time per call: its card's, else the recording's."""
         recorded = entries[fold.key].shape.real_us if fold.key in entries else None
         return timed.get(fold.key, recorded)
 

@@ -92,6 +92,7 @@ def test_a_pad_compiled_in_one_file_and_folded_in_another_counts_once(wan: CardF
 
 
 def _dense(shape: list[int], dtype: str = "float32") -> dict[str, object]:
+    """A row-major tensor of `shape` as a shapes file writes one."""
     strides, step = [], 1
     for size in reversed(shape):
         strides.insert(0, step)
