@@ -140,10 +140,12 @@ def _tie(
     op = chain.ops[number]
     pads = op.args[1] if len(op.args) > 1 else op.kwargs.get("pad")
     value = op.args[2] if len(op.args) > 2 else op.kwargs.get("value", 0.0)
-    if not op.args or not isinstance(op.args[0], dict):
+    if not op.args or not isinstance(op.args[0], dict) or not {"input", "ref"} & set(op.args[0]):
         return "its input is no tensor of its chain"
     if not isinstance(pads, list) or not all(isinstance(p, int) for p in pads):
         return f"its pads {pads!r} are not integers"
+    if len(pads) % 2:
+        return f"its pads {pads} are no (before, after) pairs"
     if value not in (0, 0.0):
         return f"it pads with {value!r}: a conv pads with zeros"
     if any(p < 0 for p in pads):

@@ -188,3 +188,26 @@ def test_a_hand_edited_chain_view_without_a_stride_per_dim_is_refused_at_load(
     path.write_text(text.replace(edit[0], edit[1], 1))
     with pytest.raises(InputFileError, match=said):
         load_shapes(path)
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        ([{"float": "nan"}, [1, 1, 1, 1, 2, 0], 0.0], "its input is no tensor of its chain"),
+        ([{"input": 0}, [1, 1, 1], 0.0], "its pads [1, 1, 1] are no (before, after) pairs"),
+    ],
+)
+def test_a_hand_edited_pad_is_passed_over_with_why(
+    args: list[object], why: str, tmp_path: Path
+) -> None:
+    """A pad whose input is a number, or whose pads are no pairs, in a hand-edited shapes file:
+    passed over with why (were: KeyError 'ref', IndexError, a traceback from --plan-only)."""
+    text = _edited("float32", ["vae:aten.convolution.default:x"])
+    recorded = json.dumps([{"input": 0}, [1, 1, 1, 1, 2, 0], 0.0])
+    path = tmp_path / "edited.yaml"
+    path.write_text(text.replace(f'"args": {recorded}', f'"args": {json.dumps(args)}'))
+    plan, _ = plan_tries(NO_CARDS, load_shapes(path), ("c", "s"), 1, ["vae"], folds=5)
+    assert [m for m in plan.moves if m.op == "fold"] == []
+    assert [(n.group, n.why) for n in plan.no_alternative] == [
+        ("vae:aten.constant_pad_nd.default:p", f"not folded: {why}")
+    ]
