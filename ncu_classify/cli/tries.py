@@ -137,13 +137,18 @@ def try_command(
 
 
 def fold_lines(plan: TryPlan) -> list[str]:
-    """A line per pad fold planned (its move, calls and why), and per pad passed over."""
+    """A line per pad fold planned (its move, calls and why), per pad passed over, and per
+    stage with nothing to fold or no chains to tie its pads (`<stage>:fold`)."""
     lines = [
         f"fold {m.rank}: {m.group} x{m.calls}: {m.tries[-1].why}"
         for m in plan.moves
         if m.op == "fold"
     ]
-    lines += [f"{p.group}: {p.why}" for p in plan.no_alternative if p.why.startswith("not folded")]
+    lines += [
+        f"{p.group}: {p.why}"
+        for p in plan.no_alternative
+        if p.why.startswith(("not folded", "nothing to fold"))
+    ]
     return lines
 
 

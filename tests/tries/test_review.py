@@ -211,3 +211,32 @@ def test_a_hand_edited_pad_is_passed_over_with_why(
     assert [(n.group, n.why) for n in plan.no_alternative] == [
         ("vae:aten.constant_pad_nd.default:p", f"not folded: {why}")
     ]
+
+
+@pytest.mark.parametrize(
+    ("shapes_of", "said"),
+    [
+        ("chains", "dit:fold: nothing to fold: the stage records no constant_pad_nd (its convs"
+         " pad in their kernels)"),
+        ("plain", "dit:fold: nothing to fold: the stage records no constant_pad_nd (its convs"
+         " pad in their kernels)"),
+    ],
+)  # fmt: skip
+def test_plan_only_says_a_stage_has_nothing_to_fold(
+    shapes_of: str, said: str, wan_file: Path, wan_shapes: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """`try --stage dit --folds 3` on the Wan recordings (with and without chains): the DiT
+    has no constant_pad_nd, and --plan-only says so (it was written in plan.json only: the
+    printed lines said nothing of the folds asked for)."""
+    from ncu_classify.cli.entry import run
+
+    shapes = wan_shapes
+    if shapes_of == "chains":
+        shapes = tmp_path / "wan_chains.yaml"
+        recorded = ROOT / "reports" / "tries" / "wan_chains_480x832_h200_shapes.yaml.xz"
+        shapes.write_bytes(lzma.decompress(recorded.read_bytes()))
+    options = ["--stage", "dit", "--top", "1", "--chains", "0", "--folds", "3", "--plan-only"]
+    code = run(["try", str(wan_file), "--shapes", str(shapes), "-o", str(tmp_path / "t"), *options])
+    assert code == 0
+    assert capsys.readouterr().out.splitlines()[2:] == [said]
