@@ -125,7 +125,7 @@ def try_command(
             + (missed if plan.not_found else "")
         ),
     )
-    for line in [*shares, *fold_lines(plan)]:
+    for line in [*shares, *fold_lines(plan, stage or [])]:
         out.print(printable(line))
     if plan_only:
         return
@@ -136,9 +136,10 @@ def try_command(
     _check_measured(results, target)
 
 
-def fold_lines(plan: TryPlan) -> list[str]:
-    """A line per pad fold planned (its move, calls and why), per pad passed over, and per
-    stage with nothing to fold or no chains to tie its pads (`<stage>:fold`)."""
+def fold_lines(plan: TryPlan, stages: list[str]) -> list[str]:
+    """A line per pad fold planned (its move, calls and why), per pad passed over, per stage
+    with no chains to tie its pads, and per `--stage` named with nothing to fold (every stage
+    of the recording would be noise when none is named)."""
     lines = [
         f"fold {m.rank}: {m.group} x{m.calls}: {m.tries[-1].why}"
         for m in plan.moves
@@ -147,7 +148,8 @@ def fold_lines(plan: TryPlan) -> list[str]:
     lines += [
         f"{p.group}: {p.why}"
         for p in plan.no_alternative
-        if p.why.startswith(("not folded", "nothing to fold"))
+        if p.why.startswith("not folded")
+        or (p.why.startswith("nothing to fold") and p.group.removesuffix(":fold") in stages)
     ]
     return lines
 
