@@ -243,7 +243,8 @@ def print_results(results: TryResults) -> None:
             out.print(printable("     " + _alt_line(alt, alt is move.original, move.winner)))
     for stage, saving in results.stage_savings_us.items():
         once = results.overlap_us.get(stage)
-        note = f" (each op once: {once:,.1f} us of per-op savings are the chains')" if once else ""
+        inside = "are the winning chains' or folds'"
+        note = f" (each op once: {once:,.1f} us of per-op savings {inside})" if once else ""
         out.print(
             printable(f"{stage}: the winners save {saving / 1000:,.3f} ms per inference{note}")
         )

@@ -240,3 +240,15 @@ def test_plan_only_says_a_stage_has_nothing_to_fold(
     code = run(["try", str(wan_file), "--shapes", str(shapes), "-o", str(tmp_path / "t"), *options])
     assert code == 0
     assert capsys.readouterr().out.splitlines()[2:] == [said]
+
+
+def test_try_s_last_line_counts_each_op_once(capsys: pytest.CaptureFixture[str]) -> None:
+    """LTX's DiT as `try` prints it at the end: the winners' total counted once, the overlap
+    said (the line was tested nowhere)."""
+    from ncu_classify.cli.tries import print_results
+
+    print_results(_host("ltx_dit"))
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "dit: the winners save 6.032 ms per inference (each op once: 1,587.9 us of per-op"
+        " savings are the winning chains' or folds')"
+    )
