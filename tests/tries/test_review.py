@@ -252,3 +252,19 @@ def test_try_s_last_line_counts_each_op_once(capsys: pytest.CaptureFixture[str])
         "dit: the winners save 6.032 ms per inference (each op once: 1,587.9 us of per-op"
         " savings are the winning chains' or folds')"
     )
+
+
+def test_a_fold_whose_pad_a_winning_chain_fuses_counts_its_other_calls(tmp_path: Path) -> None:
+    """The decode's norm + SiLU chains end in the causal pad (chains_vae: c01 and c03 hold the
+    pad 1x96x6x480x832, 3 + 2 calls; c02 and c04 the 1x96x5 one) and the folds remove that
+    pad (folds_vae: f01, f02, 7 calls each). Tried in one run, the fused chain writes the
+    padded tensor in its own kernel: the fold's saving counts for its 2 other calls only
+    (6,240.36 x 5/7 and 921.06 x 5/7 = 5,115.3 us were counted twice)."""
+    text = (TRIES / "chains_vae" / "shapes.yaml").read_text()
+    folds = (TRIES / "folds_vae" / "shapes.yaml").read_text().splitlines()
+    (tmp_path / "both.yaml").write_text(text + "".join(f"{f}\n" for f in folds if '"f0' in f))
+    moves = [*_host("chains_vae").moves, *[m for m in _host("folds_vae").moves if m.op == "fold"]]
+    assert round(sum(m.measured_saving_us or 0.0 for m in moves), 3) == 73124.068
+    savings, overlap = counted_once(moves, load_shapes(tmp_path / "both.yaml"))
+    assert overlap == {"vae": round(6240.36 * 5 / 7 + 921.06 * 5 / 7, 3)} == {"vae": 5115.3}
+    assert savings == {"vae": 68008.768}
