@@ -287,9 +287,10 @@ def tries_notes(
 ) -> list[str]:
     """What `next --tries` cannot show as measured, a line each: the moves of a tries file
     that name no card of the cards file (`calls`: its cards' calls by group; another
-    recording, chains of device ops), a card measured in two tries files (the last one named
-    is shown), and a move measured with other calls than the card's (its saving per inference
-    is the other program's). Moves of stages left out are no news."""
+    recording, chains of device ops), a card, chain or fold measured in two tries files (the
+    last one named is shown, or counted in the stage line), and a move measured with other
+    calls than the card's (its saving per inference is the other program's). Moves of stages
+    left out are no news."""
     notes = []
     seen: dict[str, str] = {}
     for name, result in tries:
@@ -305,13 +306,24 @@ def tries_notes(
                 f"{name}: {len(lost)} of its {len(moves)} moves name no card of {label}{what}:"
                 " not shown"
             )
-        for m in (m for m in moves if m.group in calls):
-            if m.group in seen:
+        again: dict[str, int] = {}  # chains and folds measured in an earlier file, per file
+        for m in (m for m in moves if m.group in calls or m.op in ("chain", "fold")):
+            if m.group in seen and m.group not in calls:
+                again[seen[m.group]] = again.get(seen[m.group], 0) + 1
+            elif m.group in seen:
                 notes.append(f"{m.group}: measured in {seen[m.group]} and {name}: {name}'s shown")
+            if m.group not in calls:  # a chain or fold: no card's calls to set against
+                seen[m.group] = name
+                continue
             if m.calls != calls[m.group]:
                 notes.append(
                     f"{m.group}: {name} measured it at {m.calls} calls per inference, {label}"
                     f" has {calls[m.group]}: its savings are per inference of the other"
                 )
             seen[m.group] = name
+        notes += [
+            f"{name}: {count} of its chains and folds were measured in {earlier} too: {name}'s"
+            " counted in the stage line"
+            for earlier, count in again.items()
+        ]
     return notes

@@ -76,6 +76,15 @@ def test_a_fold_or_chain_measured_in_two_tries_files_counts_once(
     line = _stage_line(wan, [("folds", TRIES / "folds_vae" / "tries.json"),
                              ("again", tmp_path / "tries.json")])  # fmt: skip
     assert line.endswith("; pad folds: 4 of 8 pads folded into their convs win 9,353.0 us")
+    from ncu_classify.present.next_measured import tries_notes
+
+    tries = [(n, load_results(p)) for n, p in (("folds", TRIES / "folds_vae" / "tries.json"),
+                                              ("again", tmp_path / "tries.json"))]  # fmt: skip
+    calls = {c.group: c.calls or 0 for c in wan.cards}
+    assert tries_notes(calls, "wan.json", {"vae"}, tries)[-1] == (
+        "again: 8 of its chains and folds were measured in folds too: again's counted in the"
+        " stage line"
+    )  # said (was silent)
 
 
 def test_a_pad_compiled_in_one_file_and_folded_in_another_counts_once(wan: CardFile) -> None:
