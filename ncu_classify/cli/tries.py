@@ -125,7 +125,7 @@ def try_command(
             + (missed if plan.not_found else "")
         ),
     )
-    for line in [*shares, *fold_lines(plan)]:
+    for line in [*shares, *fold_lines(plan, stage or [])]:
         out.print(printable(line))
     if plan_only:
         return
@@ -136,14 +136,21 @@ def try_command(
     _check_measured(results, target)
 
 
-def fold_lines(plan: TryPlan) -> list[str]:
-    """A line per pad fold planned (its move, calls and why), and per pad passed over."""
+def fold_lines(plan: TryPlan, stages: list[str]) -> list[str]:
+    """A line per pad fold planned (its move, calls and why), per pad passed over, per stage
+    with no chains to tie its pads, and per `--stage` named with nothing to fold (every stage
+    of the recording would be noise when none is named)."""
     lines = [
         f"fold {m.rank}: {m.group} x{m.calls}: {m.tries[-1].why}"
         for m in plan.moves
         if m.op == "fold"
     ]
-    lines += [f"{p.group}: {p.why}" for p in plan.no_alternative if p.why.startswith("not folded")]
+    lines += [
+        f"{p.group}: {p.why}"
+        for p in plan.no_alternative
+        if p.why.startswith("not folded")
+        or (p.why.startswith("nothing to fold") and p.group.removesuffix(":fold") in stages)
+    ]
     return lines
 
 
@@ -236,7 +243,8 @@ def print_results(results: TryResults) -> None:
             out.print(printable("     " + _alt_line(alt, alt is move.original, move.winner)))
     for stage, saving in results.stage_savings_us.items():
         once = results.overlap_us.get(stage)
-        note = f" (each op once: {once:,.1f} us of per-op savings are the chains')" if once else ""
+        inside = "are the winning chains' or folds'"
+        note = f" (each op once: {once:,.1f} us of per-op savings {inside})" if once else ""
         out.print(
             printable(f"{stage}: the winners save {saving / 1000:,.3f} ms per inference{note}")
         )

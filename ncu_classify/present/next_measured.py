@@ -78,8 +78,8 @@ class StageMeasured(BaseModel):
     chains_failed: int = Field(default=0, description="chains whose compiled run failed")
     overlap_us: float = Field(
         default=0.0,
-        description="per-op winners' savings whose ops are inside the winning chains (the chains"
-        " save them too: count them once)",
+        description="per-op winners' savings whose ops are inside the winning chains or folds"
+        " (they save them too: count them once); a fold's pad across tries files included",
     )
 
 
@@ -106,6 +106,7 @@ def measured_move(move: TriedMove, label: str) -> MeasuredMove:
 
 
 def _alternative(alt: TriedAlternative) -> MeasuredAlternative:
+    """An alternative as `next` shows it: its time, saving and how its output compared."""
     time = alt.time
     interval = None
     if time is not None and time.ci95_low_us is not None and time.ci95_high_us is not None:
@@ -141,26 +142,59 @@ def stage_measured(
         stage=stage, moves_measured=len(moves), winners=len(won), saving_us=total,
         saving_ci95_us=interval,
     )  # fmt: skip
-    for result in results:
+    kept = _latest_no_cards(stage, results)
+    for number, result in enumerate(results):
         program = result.program
         for s in program.stages if program else []:
             if s.stage == stage and program is not None:
                 found.programs.append(ProgramSaving(
                     move=program.move, saving_us=s.saving_us, saving_ci95_us=s.saving_ci95_us
                 ))  # fmt: skip
-        folds = [m for m in result.moves if m.op == "fold" and m.stage == stage]
+        folds = [m for m in result.moves if kept.get((m.op, m.group)) == number and m.op == "fold"]
         found.folds_tried += len(folds)
         found.folds_won += sum(1 for m in folds if m.winner)
         found.folds_saving_us += round(sum(m.measured_saving_us or 0.0 for m in folds), 3)
-        fused = [m for m in result.moves if m.op == "chain" and m.stage == stage]
-        found.overlap_us = round(found.overlap_us + result.overlap_us.get(stage, 0.0), 3)
+        fused = [m for m in result.moves if kept.get((m.op, m.group)) == number and m.op == "chain"]
+        if any(m.winner for m in [*folds, *fused]):  # its overlap: with its own winning chains
+            found.overlap_us = round(found.overlap_us + result.overlap_us.get(stage, 0.0), 3)
         found.chains_tried += len(fused)
         found.chains_won += sum(1 for m in fused if m.winner)
         found.chains_saving_us += round(sum(m.measured_saving_us or 0.0 for m in fused), 3)
         compiled = [a for m in fused for a in m.alternatives if a.kind != "baseline"]
         found.chains_all_us += round(sum(a.saving_us or 0.0 for a in compiled), 3)
         found.chains_failed += sum(1 for a in compiled if a.saving_us is None)
+    found.overlap_us = round(found.overlap_us + _pads_folded_elsewhere(stage, results, kept), 3)
     return found
+
+
+def _latest_no_cards(stage: str, results: list[TryResults]) -> dict[tuple[str, str], int]:
+    """The stage's chain and fold moves (no cards), each counted once: the one of the last
+    tries file that measured it, as a card's move measured twice is shown from the last."""
+    return {
+        (m.op, m.group): number
+        for number, result in enumerate(results)
+        for m in result.moves
+        if m.stage == stage and m.op in ("chain", "fold")
+    }
+
+
+def _pads_folded_elsewhere(
+    stage: str, results: list[TryResults], kept: dict[tuple[str, str], int]
+) -> float:
+    """The per-op savings of pads that a winning fold of another tries file removes (the
+    fold's group names its pad; within one file `try` counted them once already)."""
+    ops = {m.group: (n, m) for n, r in enumerate(results) for m in r.moves if m.stage == stage}
+    inside = 0.0
+    for (op, group), number in kept.items():
+        fold = next(m for m in results[number].moves if (m.op, m.group) == (op, group))
+        pad = f"{stage}:{group.split(':fold:', 1)[-1]}"
+        if op != "fold" or not fold.winner or pad not in ops or ops[pad][0] == number:
+            continue
+        move = ops[pad][1]
+        if move.op != "fold" and move.winner and move.measured_saving_us and move.calls:
+            share = min(fold.calls, move.calls) / move.calls
+            inside += move.measured_saving_us * share
+    return inside
 
 
 def measured_text(m: MeasuredMove) -> str:
@@ -205,7 +239,8 @@ def stage_line(s: StageMeasured, measured_us: float) -> str:
             f" {s.chains_all_us:,.1f} us{failed})"
         )
     if s.overlap_us:
-        parts.append(f"{s.overlap_us:,.1f} us of the moves' savings are inside the chains' too")
+        inside = "inside the winning chains or folds too"
+        parts.append(f"{s.overlap_us:,.1f} us of the moves' savings are {inside}")
     if s.moves_measured:
         won = f"{s.winners} of {s.moves_measured} moves tried win {s.saving_us:,.1f} us"
         parts.insert(0, won + _ci(s.saving_ci95_us))
@@ -252,9 +287,10 @@ def tries_notes(
 ) -> list[str]:
     """What `next --tries` cannot show as measured, a line each: the moves of a tries file
     that name no card of the cards file (`calls`: its cards' calls by group; another
-    recording, chains of device ops), a card measured in two tries files (the last one named
-    is shown), and a move measured with other calls than the card's (its saving per inference
-    is the other program's). Moves of stages left out are no news."""
+    recording, chains of device ops), a card, chain or fold measured in two tries files (the
+    last one named is shown, or counted in the stage line), and a move measured with other
+    calls than the card's (its saving per inference is the other program's). Moves of stages
+    left out are no news."""
     notes = []
     seen: dict[str, str] = {}
     for name, result in tries:
@@ -270,13 +306,24 @@ def tries_notes(
                 f"{name}: {len(lost)} of its {len(moves)} moves name no card of {label}{what}:"
                 " not shown"
             )
-        for m in (m for m in moves if m.group in calls):
-            if m.group in seen:
+        again: dict[str, int] = {}  # chains and folds measured in an earlier file, per file
+        for m in (m for m in moves if m.group in calls or m.op in ("chain", "fold")):
+            if m.group in seen and m.group not in calls:
+                again[seen[m.group]] = again.get(seen[m.group], 0) + 1
+            elif m.group in seen:
                 notes.append(f"{m.group}: measured in {seen[m.group]} and {name}: {name}'s shown")
+            if m.group not in calls:  # a chain or fold: no card's calls to set against
+                seen[m.group] = name
+                continue
             if m.calls != calls[m.group]:
                 notes.append(
                     f"{m.group}: {name} measured it at {m.calls} calls per inference, {label}"
                     f" has {calls[m.group]}: its savings are per inference of the other"
                 )
             seen[m.group] = name
+        notes += [
+            f"{name}: {count} of its chains and folds were measured in {earlier} too: {name}'s"
+            " counted in the stage line"
+            for earlier, count in again.items()
+        ]
     return notes

@@ -203,6 +203,7 @@ def _named_views(
     ]
 
     def named(arg: Any) -> Any:
+        """`arg` with each `as_strided` link named by the earlier tensor that is that view."""
         if isinstance(arg, list):
             return [named(a) for a in arg]
         if not (isinstance(arg, dict) and "as_strided" in arg):

@@ -65,6 +65,11 @@ def _checked(value: Any, inner: tuple[str | int, ...]) -> Any:
             if not isinstance(view, dict) or set(view) != {"shape", "strides", "offset"}:
                 problem = "as_strided is {shape, strides, offset}"
                 raise ArgumentError((*inner, "as_strided"), problem).for_pydantic()
+            try:
+                View.model_validate(view)
+            except ValueError as exc:  # pydantic's ValidationError, or View's own check
+                problem = f"as_strided {view!r}: {_first_error(exc)}"
+                raise ArgumentError((*inner, "as_strided"), problem).for_pydantic() from None
         return value
     if isinstance(value, list):
         return [_checked(item, (*inner, number)) for number, item in enumerate(value)]
@@ -95,6 +100,24 @@ class View(BaseModel):
     shape: list[Index]
     strides: list[int]
     offset: Index
+
+    @model_validator(mode="after")
+    def _a_stride_per_dim(self) -> View:
+        """A stride per size (a hand-edited view would fail only at replay, on the GPU)."""
+        if len(self.strides) != len(self.shape):
+            raise ValueError(f"{len(self.shape)} sizes but {len(self.strides)} strides")
+        return self
+
+
+def _first_error(exc: ValueError) -> str:
+    """A validation error's first message, without pydantic's framing."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        message = str(first["msg"]).removeprefix("Value error, ")
+        return f"{where}: {message}" if where else message
+    return str(exc)
 
 
 class ChainOutput(BaseModel):

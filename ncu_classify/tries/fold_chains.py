@@ -83,12 +83,14 @@ def fold_chains(fold: Fold, conv: Conv) -> tuple[Chain, Chain, list[int], list[i
     zeros = [0] * spatial
 
     def convolution(x: object, padding: list[int], into: TensorSpec) -> ChainOp:
+        """The conv of `x` (an input of shape `into`) with `padding`, as a chain op."""
         out = _conv_output(into.shape, conv, padding)
         args = [x, {"input": 1}, bias, conv.stride, padding, conv.dilation, False, zeros,
                 conv.groups]  # fmt: skip
         return ChainOp(overload=CONVOLUTION, args=args, outputs=[out], shape=conv.group)
 
     def pad(pads: list[int], out: TensorSpec, shape: str | None = None) -> ChainOp:
+        """The pad of the chain's first input by `pads` (with zeros), as a chain op."""
         return ChainOp(overload=PAD, args=[{"input": 0}, pads, 0.0], outputs=[out], shape=shape)
 
     recorded = [pad(fold.pads, fold.padded, fold.shape)]

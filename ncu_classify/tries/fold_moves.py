@@ -53,6 +53,7 @@ def fold_moves(
     passed += _passed_over(shapes, stages, entries, folds, whys)
 
     def pad_us(fold: Fold) -> float | None:
+        """The pad's time per call: its card's, else the recording's."""
         recorded = entries[fold.key].shape.real_us if fold.key in entries else None
         return timed.get(fold.key, recorded)
 
@@ -139,10 +140,12 @@ def _tie(
     op = chain.ops[number]
     pads = op.args[1] if len(op.args) > 1 else op.kwargs.get("pad")
     value = op.args[2] if len(op.args) > 2 else op.kwargs.get("value", 0.0)
-    if not op.args or not isinstance(op.args[0], dict):
+    if not op.args or not isinstance(op.args[0], dict) or not {"input", "ref"} & set(op.args[0]):
         return "its input is no tensor of its chain"
     if not isinstance(pads, list) or not all(isinstance(p, int) for p in pads):
         return f"its pads {pads!r} are not integers"
+    if len(pads) % 2:
+        return f"its pads {pads} are no (before, after) pairs"
     if value not in (0, 0.0):
         return f"it pads with {value!r}: a conv pads with zeros"
     if any(p < 0 for p in pads):
@@ -156,6 +159,9 @@ def _tie(
     convs = [c for g in chain.before if (c := _conv(entries.get(g), padded)) is not None]
     if not convs:
         return f"its output ({'x'.join(map(str, padded.shape))}) feeds no conv of padding 0"
+    others = [g for g in chain.before if g not in {c.group for c in convs}]
+    if others and len(chain.outputs) == 1:  # the pad's output alone leaves: they all read it
+        return f"{others[0]} reads its output too: the pad would stay"
     spatial = len(padded.shape) - 2
     if any(pads[2 * spatial :]):
         return f"it pads more than the conv's {spatial} spatial dims (pads {pads})"
@@ -182,7 +188,8 @@ def _source(chain: Chain, op: ChainOp) -> TensorSpec:
 
 
 def _conv(entry: ShapeEntry | None, padded: TensorSpec) -> Conv | None:
-    """The conv of `entry` when it reads `padded` (its shape and dtype) with padding 0."""
+    """The conv of `entry` when it reads `padded` (its shape and dtype; a device op's conv:
+    its layout too, the tensor as the pad wrote it) with padding 0."""
     shape = entry.shape if entry else None
     if entry is not None and isinstance(shape, (Conv2dShape, Conv3dShape)):
         dtype = LONG_DTYPE[shape.dtype]
@@ -201,11 +208,13 @@ def _conv(entry: ShapeEntry | None, padded: TensorSpec) -> Conv | None:
     tensors = [a.get("tensor") if isinstance(a, dict) else None for a in args[:3]]
     if len(args) != 9 or tensors[0] is None or tensors[1] is None:
         return None
-    if tensors[0]["shape"] != padded.shape or args[6] or any(args[4]):
-        return None  # another input, transposed, or padded already
+    read = TensorSpec.model_validate(tensors[0])
+    same = (read.shape, read.dtype, read.strides) == (padded.shape, padded.dtype, padded.strides)
+    if not same or args[6] or not isinstance(args[4], list) or any(args[4]):
+        return None  # another input (its sizes, dtype or layout), transposed, or padded already
     bias = TensorSpec.model_validate(tensors[2]) if tensors[2] else None
     weight = TensorSpec.model_validate(tensors[1])
-    last = is_channels_last(TensorSpec.model_validate(tensors[0]))
+    last = is_channels_last(read)
     return Conv(entry.group, weight, bias, args[3], args[5], args[8], last, None, shape.real_us)
 
 
