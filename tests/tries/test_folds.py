@@ -144,6 +144,7 @@ def test_folds_are_opt_in_and_held_by_no_stage_share(
     assert stage_shares(planned[0], wan) == stage_shares(without, wan)
 
 
+@pytest.mark.needs("torch")
 @pytest.mark.parametrize("number", [17, 16], ids=["no-pad-left", "one-sided-pad-left"])
 def test_a_fold_replays_on_the_cpu_as_the_pad_then_the_conv(
     planned: tuple[TryPlan, ShapesFile], number: int
@@ -220,6 +221,7 @@ def _recorded_model(tmp_path: Path, chains: bool) -> ShapesFile:
     return load_shapes(path)
 
 
+@pytest.mark.needs("torch")
 def test_a_recorded_causal_conv_folds_and_the_others_say_why(tmp_path: Path) -> None:
     """Recorded on the CPU (untimed: the most called first, then by name): the causal pad and
     the symmetric one fold; the time conv's and the pad of ones are passed over with why; a
@@ -280,6 +282,7 @@ def test_next_counts_the_pad_folds_in_the_stage_s_line(wan: CardFile) -> None:
     )
 
 
+@pytest.mark.needs("torch")
 def test_the_replay_loop_runs_a_fold_and_its_numerics_agree(
     planned: tuple[TryPlan, ShapesFile], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
