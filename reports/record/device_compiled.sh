@@ -8,7 +8,8 @@ python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 TORCHINDUCTOR_CACHE_DIR=/tmp/inductor
 export PATH=/opt/nvidia/nsight-compute/2025.3.1:/usr/local/cuda/bin:$PATH
 W=/tmp/block; mkdir -p $W
-step() { local start; start=$(date +%s); "$@"; echo "rc $? in $(( $(date +%s) - start )) s: ${*:3:2}"; }
+exec 3>&1  # step's own line goes to the script's output, not to a command's redirected one
+step() { local start; start=$(date +%s); "$@"; echo "rc $? in $(( $(date +%s) - start )) s: ${*:3:2}" >&3; }
 step timeout 70 python3 -m ncu_classify record -o $W/shapes.yaml -- python3 \
   fixtures/models/record_block.py --compile > $W/record.log 2>&1
 tail -1 $W/record.log
