@@ -2,11 +2,13 @@
 dynamo handed its backend, traced again to ATen ops (`make_fx`) on fake tensors of the
 layouts the program passed, so that capture replays it as one function compiled by Inductor,
 as the program ran it, and the user sees which ops it holds. Traced after the program ran,
-outside dynamo's compile (tracing inside would add guards to dynamo's shape environment)."""
+outside dynamo's compile (tracing inside would add guards to dynamo's shape environment).
+Also what names a region (its module, its function) and tells a dynamic graph's inputs."""
 
 from __future__ import annotations
 
 import operator
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -149,3 +151,25 @@ def _spec(tensor: torch.Tensor) -> TensorSpec:
             "offset": int(tensor.storage_offset()),
         }
     )
+
+
+def symbolic(value: Any) -> bool:
+    """A symbolic size: a SymInt, or a tensor with one in its shape (a dynamic graph's input)."""
+    if isinstance(value, torch.Tensor):
+        return any(isinstance(n, torch.SymInt) for n in (*value.shape, *value.stride()))
+    return isinstance(value, (torch.SymInt, torch.SymFloat))
+
+
+def module_of(model: Any) -> torch.nn.Module | None:
+    """The module a compiled callable belongs to: itself, or a bound method's owner."""
+    if isinstance(model, torch.nn.Module):
+        return model
+    owner = getattr(model, "__self__", None)
+    return owner if isinstance(owner, torch.nn.Module) else None
+
+
+def function_name(model: Any, path: str) -> str:
+    """A compiled function's region name: its qualified name, under the module calling it."""
+    name = getattr(model, "__qualname__", None) or type(model).__name__
+    name = re.sub(r"[^A-Za-z0-9_.]", "_", name)
+    return f"{path}.{name}" if path else name
