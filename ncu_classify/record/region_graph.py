@@ -3,7 +3,8 @@ dynamo handed its backend, traced again to ATen ops (`make_fx`) on fake tensors 
 layouts the program passed, so that capture replays it as one function compiled by Inductor,
 as the program ran it, and the user sees which ops it holds. Traced after the program ran,
 outside dynamo's compile (tracing inside would add guards to dynamo's shape environment).
-Also what names a region (its module, its function) and tells a dynamic graph's inputs."""
+Also what names a region (its module, its function), tells a dynamic graph's inputs, and
+leaves dynamo's skipped frames to it again when the recording ends."""
 
 from __future__ import annotations
 
@@ -173,3 +174,17 @@ def function_name(model: Any, path: str) -> str:
     name = getattr(model, "__qualname__", None) or type(model).__name__
     name = re.sub(r"[^A-Za-z0-9_.]", "_", name)
     return f"{path}.{name}" if path else name
+
+
+def unskipped(before: int) -> None:
+    """The frames dynamo saw during the recording that it compiled nothing for, left to it
+    again: a function compiled before the recording (the Python API) ran eagerly under the
+    recorder's modes, and dynamo marks such a frame to run eagerly for good."""
+    from torch._C._dynamo.eval_frame import reset_code
+    from torch._dynamo.convert_frame import input_codes
+    from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+
+    for seen in input_codes.seen[before:]:
+        code = seen()
+        if code is not None and not _debug_get_cache_entry_list(code):
+            reset_code(code)

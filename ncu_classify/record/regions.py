@@ -27,7 +27,7 @@ import torch
 from ..shapes.chain_shape import CompiledShape
 from ..shapes.chains import Chain
 from .chains import REGION
-from .region_graph import InputLayout, function_name, layouts, module_of, symbolic, traced_chain
+from .region_graph import InputLayout, function_name, layouts, module_of, traced_chain
 from .totals import EAGER
 from .totals import eager_work as eager_work  # (where the recorder takes it)
 
@@ -62,6 +62,7 @@ class Regions:
     graph_breaks: dict[str, int] = field(default_factory=dict)  # dynamo's reason -> count
     _original: Any = None
     _breaks_before: dict[str, int] = field(default_factory=dict)
+    _codes_before: int = 0  # the frames dynamo had seen when the recording began
     # per (stage, region): the calls that ran more than one graph (code between them), none
     broken: dict[tuple[str, str], int] = field(default_factory=dict)
     uncompiled: dict[tuple[str, str], int] = field(default_factory=dict)
@@ -71,9 +72,11 @@ class Regions:
     _quiet: Any = None
 
     def __enter__(self) -> Regions:
+        from torch._dynamo.convert_frame import input_codes
         from torch._dynamo.utils import counters
 
         self._breaks_before = dict(counters["graph_break"])
+        self._codes_before = len(input_codes.seen)
         self._original, torch.compile = torch.compile, self._compile
         self._quiet = warnings.catch_warnings()  # torch's note on the recorder's global hooks
         self._quiet.__enter__()
@@ -83,10 +86,13 @@ class Regions:
     def __exit__(self, *exc: object) -> None:
         from torch._dynamo.utils import counters
 
+        from .region_graph import unskipped
+
         if self._original is not None:
             torch.compile = self._original
             self._original = None
             self._quiet.__exit__(None, None, None)
+            unskipped(self._codes_before)
         for reason, count in counters["graph_break"].items():
             new = count - self._breaks_before.get(reason, 0)
             if new > 0:
@@ -157,9 +163,8 @@ class Regions:
                     return result
                 finally:
                     rec.clock.end(mark, ("region", stage, EAGER.format(name=region)))
-                    where = (stage, region)
+                    where, ran = (stage, region), self._runs - runs  # graphs: 0 (eager), 2+
                     self.eager_calls[where] = self.eager_calls.get(where, 0) + 1
-                    ran = self._runs - runs  # graphs: none (run eagerly), or more (breaks)
                     for count, bad in ((self.uncompiled, ran == 0), (self.broken, ran > 1)):
                         count[where] = count.get(where, 0) + bad
                     self._calling.pop()
@@ -172,12 +177,11 @@ class Regions:
         """A region called in another thread of the program: run as it would run there (its
         thread's counting mode set aside: under a dispatch mode dynamo would run the frame
         eagerly, and never compile it after), counted as a call not seen."""
-        from torch.utils._python_dispatch import _get_current_dispatch_mode
-        from torch.utils._python_dispatch import _pop_mode_temporarily as pop_dispatch
+        from torch.utils import _python_dispatch as dispatch
 
         from .threads import _Counting
 
-        if not isinstance(_get_current_dispatch_mode(), _Counting):
+        if not isinstance(dispatch._get_current_dispatch_mode(), _Counting):
             return run(*args, **kwargs)
         stage, path = self.recorder.where()
         region = path if module_of(model) is not None else function_name(model, path)
@@ -187,7 +191,7 @@ class Regions:
             threads.calls[key] = threads.calls.get(key, 0) + 1
         self._calling.append((stage, region))
         try:
-            with pop_dispatch():
+            with dispatch._pop_mode_temporarily():
                 return run(*args, **kwargs)
         finally:
             self._calling.pop()
@@ -199,6 +203,10 @@ class Regions:
         """The program's backend on one graph; the graph kept, its calls counted and marked."""
         from torch._guards import CompileContext
 
+        from .region_graph import symbolic
+
+        if self._original is None:  # compiled after the recording: the program's, untouched
+            return inner(graph, example_inputs)  # type: ignore[no-any-return]
         clock = self.recorder.clock
         mark = clock.begin()  # what compiling launches (max-autotune's benchmarks): building
         try:

@@ -187,3 +187,31 @@ def test_a_dynamic_graph_is_a_shape_per_size(tmp_path: Path) -> None:
     assert got == [(0, "0/0", None, [3, 2]), (1, "0/1", None, [5, 2]), (1, "0/1", 1, [7, 2])]
     assert shapes.recorded is not None and shapes.recorded.compiled is not None
     assert (shapes.recorded.compiled.graphs, shapes.recorded.compiled.recompiles) == (2, 1)
+
+
+def test_the_program_compiles_as_before_once_the_recording_ends(tmp_path: Path) -> None:
+    """A function compiled before the recording (the Python API) runs eagerly under the
+    recorder's modes, and dynamo had marked its frame to run eagerly for good: after the
+    recording it never compiled. Now it compiles at its next call after the recording; a
+    region compiled during the recording and compiled again after it (a new size) is the
+    program's alone (it was a shape of 0 calls, refused in the shapes file)."""
+    compiled: list[int] = []
+
+    def backend(graph: torch.fx.GraphModule, inputs: list[Any]) -> Any:
+        compiled.append(inputs[0].shape[0])
+        return graph.forward
+
+    torch._dynamo.reset()
+    before = torch.compile(lambda x: x * 5, backend=backend)
+    recorder = Recorder()
+    with recorder:
+        before(torch.ones(2))
+        during = torch.compile(lambda x: x + 7, backend=backend, dynamic=False)
+        during(torch.ones(3))
+    assert compiled == [3]  # `before` ran eagerly, recorded op by op
+    assert before(torch.ones(2)).tolist() == [5.0, 5.0] and compiled == [3, 2]
+    assert during(torch.ones(4)).tolist() == [8.0] * 4 and compiled == [3, 2, 4]
+    document = validated_document(recorder, "test")
+    (region,) = [s for s in document.stages["main"] if isinstance(s, CompiledShape)]
+    assert (region.calls, region.chain.inputs[0].tensor.shape) == (1, [3])
+    assert document.recorded.totals is not None and document.recorded.totals.uncovered == []
