@@ -63,8 +63,7 @@ class Regions:
     _original: Any = None
     _breaks_before: dict[str, int] = field(default_factory=dict)
     _codes_before: int = 0  # the frames dynamo had seen when the recording began
-    # per (stage, region): the calls that ran more than one graph (code between them), none
-    broken: dict[tuple[str, str], int] = field(default_factory=dict)
+    broken: dict[tuple[str, str], int] = field(default_factory=dict)  # calls: 2+ graphs, or 0:
     uncompiled: dict[tuple[str, str], int] = field(default_factory=dict)
     _runs: int = 0  # graph calls in the recording thread, so far
     _local: threading.local = field(default_factory=threading.local)  # `_calling`, per thread
@@ -134,7 +133,9 @@ class Regions:
         if isinstance(compiled, torch.nn.Module):
             compiled.forward = self._call(compiled.forward, model)
             return compiled
-        return functools.wraps(model)(self._call(compiled, model))
+        call = functools.wraps(model)(self._call(compiled, model))
+        call.__dict__.update({**vars(compiled), "_torchdynamo_wrapper_id": id(call)})  # as torch's
+        return call
 
     def _call(self, run: Callable[..., Any], model: Any) -> Callable[..., Any]:
         """A compiled callable run as the program would run it, inside the region's mark."""
@@ -174,9 +175,8 @@ class Regions:
         return call
 
     def _elsewhere(self, run: Callable[..., Any], model: Any, args: Any, kwargs: Any) -> Any:
-        """A region called in another thread of the program: run as it would run there (its
-        thread's counting mode set aside: under a dispatch mode dynamo would run the frame
-        eagerly, and never compile it after), counted as a call not seen."""
+        """A region called in another thread: run as there without record (its counting mode set
+        aside: dynamo would run the frame eagerly, for good), counted as a call not seen."""
         from torch.utils import _python_dispatch as dispatch
 
         from .threads import _Counting
@@ -246,8 +246,8 @@ class Regions:
         if found not in sizes:
             key = json.loads(graph.key)
             key[1]["sizes"] = len(sizes)
-            sized = dataclasses.replace(graph, inputs=list(found), key=json.dumps(key))
-            sized.sizes = len(sizes)
+            key = json.dumps(key)
+            sized = dataclasses.replace(graph, inputs=list(found), key=key, sizes=len(sizes))
             sizes[found] = sized
             self.graphs.append(sized)
             self._entry(sized.key, graph.stage, graph.region)

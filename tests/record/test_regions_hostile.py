@@ -215,3 +215,20 @@ def test_the_program_compiles_as_before_once_the_recording_ends(tmp_path: Path) 
     (region,) = [s for s in document.stages["main"] if isinstance(s, CompiledShape)]
     assert (region.calls, region.chain.inputs[0].tensor.shape) == (1, [3])
     assert document.recorded.totals is not None and document.recorded.totals.uncovered == []
+
+
+def test_a_compiled_function_keeps_torch_compile_s_attributes() -> None:
+    """What `torch.compile(fn)` returns carries dynamo's attributes (`_torchdynamo_orig_callable`,
+    `get_compiler_config`, ...): under the recorder the function returned had none of them, and
+    `innermost_fn` did not find the program's function. Now they are there, as without it."""
+    from torch._dynamo.eval_frame import innermost_fn
+
+    def double(x: Any) -> Any:
+        return x * 2
+
+    plain = torch.compile(double, backend="aot_eager")
+    with Recorder():
+        recorded = torch.compile(double, backend="aot_eager")
+        assert recorded(torch.ones(2)).tolist() == [2.0, 2.0]
+    assert {k for k in vars(plain) if k.startswith("_torch")} <= set(vars(recorded))
+    assert innermost_fn(recorded) is double and callable(recorded.get_compiler_config)
