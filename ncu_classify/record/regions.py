@@ -117,8 +117,9 @@ class Regions:
         if model is None:
             return lambda fn: self._compile(fn, **options)
         original = self._original or torch.compile
+        plain = original(model, **options)  # torch's checks of the arguments (compiles nothing)
         if options.get("disable"):
-            return original(model, **options)
+            return plain
         backend = options.pop("backend", "inductor")
         mode, settings = options.pop("mode", None), options.pop("options", None)
         dynamic = options.get("dynamic")
@@ -253,11 +254,10 @@ class Regions:
             self._entry(sized.key, graph.stage, graph.region)
         return sizes[found]
 
-    def _entry(self, key: str, stage: str, region: str) -> Any:
+    def _entry(self, key: str, stage: str, region: str) -> None:
         """The recording entry that counts a graph's calls (its shape is made by `finish`)."""
-        entry = self.new_entry(stage, {"op": "compiled", "region": region}, sources=[region or "-"])
-        self.recorder.recording.entries[key] = entry
-        return entry
+        shape = {"op": "compiled", "region": region}
+        self.recorder.recording.entries[key] = self.new_entry(stage, shape, sources=[region or "-"])
 
     @contextmanager
     def _suspended(self) -> Iterator[bool]:

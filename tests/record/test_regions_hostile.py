@@ -232,3 +232,27 @@ def test_a_compiled_function_keeps_torch_compile_s_attributes() -> None:
         assert recorded(torch.ones(2)).tolist() == [2.0, 2.0]
     assert {k for k in vars(plain) if k.startswith("_torch")} <= set(vars(recorded))
     assert innermost_fn(recorded) is double and callable(recorded.get_compiler_config)
+
+
+def test_the_program_s_bad_arguments_to_torch_compile_fail_as_without_the_recorder() -> None:
+    """`mode` with `options` is refused by torch.compile (RuntimeError); under the recorder
+    the wrapped compile took both and the program ran on. Now torch checks the arguments as
+    it would (an unknown mode, an unknown keyword: the same errors)."""
+
+    def inc(x: Any) -> Any:
+        return x + 1
+
+    def errors() -> list[str]:
+        found = []
+        for options in ({"mode": "max-autotune", "options": {}}, {"mode": "bogus"}, {"foo": 1}):
+            try:
+                torch.compile(inc, **options)
+                found.append("no error")
+            except (RuntimeError, TypeError) as exc:
+                found.append(f"{type(exc).__name__}: {exc}")
+        return found
+
+    plain = errors()
+    with Recorder():
+        recorded = errors()
+    assert recorded == plain and "no error" not in plain
