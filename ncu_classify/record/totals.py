@@ -15,8 +15,8 @@ from .timing import KernelClock, KernelTime
 EAGER = "(code run eagerly between the graphs of compiled region {name})"
 EAGER_WHY = "ran eagerly between a compiled region's graphs (a graph break): not seen op by op"
 UNCOMPILED_WHY = (
-    "ran eagerly, none of the region's graphs ran (dynamo's recompile limit, a frame it "
-    "skipped): not seen op by op"
+    "ran none of the region's graphs (run eagerly past dynamo's recompile limit or in a frame"
+    " it skipped, or failed as it compiled): not seen op by op"
 )
 
 
