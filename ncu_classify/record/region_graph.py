@@ -188,3 +188,14 @@ def unskipped(before: int) -> None:
         code = seen()
         if code is not None and not _debug_get_cache_entry_list(code):
             reset_code(code)
+
+
+def dynamo_breaks() -> dict[str, int]:
+    """dynamo's graph breaks so far, reason -> count: its `graph_break` counter (explicit
+    breaks, calls it cannot trace) and its `unimplemented` one (a data-dependent branch)."""
+    from torch._dynamo.utils import counters
+
+    found = dict(counters["graph_break"])
+    for reason, count in counters["unimplemented"].items():
+        found[reason] = max(found.get(reason, 0), count)
+    return found

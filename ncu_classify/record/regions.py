@@ -72,9 +72,10 @@ class Regions:
 
     def __enter__(self) -> Regions:
         from torch._dynamo.convert_frame import input_codes
-        from torch._dynamo.utils import counters
 
-        self._breaks_before = dict(counters["graph_break"])
+        from .region_graph import dynamo_breaks
+
+        self._breaks_before = dynamo_breaks()
         self._codes_before = len(input_codes.seen)
         self._original, torch.compile = torch.compile, self._compile
         self._quiet = warnings.catch_warnings()  # torch's note on the recorder's global hooks
@@ -83,16 +84,14 @@ class Regions:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        from torch._dynamo.utils import counters
-
-        from .region_graph import unskipped
+        from .region_graph import dynamo_breaks, unskipped
 
         if self._original is not None:
             torch.compile = self._original
             self._original = None
             self._quiet.__exit__(None, None, None)
             unskipped(self._codes_before)
-        for reason, count in counters["graph_break"].items():
+        for reason, count in dynamo_breaks().items():
             new = count - self._breaks_before.get(reason, 0)
             if new > 0:
                 said = re.sub(r" at 0x[0-9a-fA-F]+", "", " ".join(reason.split()))[:300]

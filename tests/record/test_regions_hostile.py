@@ -256,3 +256,26 @@ def test_the_program_s_bad_arguments_to_torch_compile_fail_as_without_the_record
     with Recorder():
         recorded = errors()
     assert recorded == plain and "no error" not in plain
+
+
+def test_a_data_dependent_branch_is_a_graph_break_said(tmp_path: Path) -> None:
+    """`if x.sum() > 0:` in a region breaks its graph (two graphs, code between them), but
+    dynamo counts that break as `unimplemented`, not `graph_break`: the file said 0 graph
+    breaks. Now it is listed, with dynamo's reason."""
+
+    def program() -> None:
+        @torch.compile(backend="aot_eager")
+        def clip(x: Any) -> Any:
+            if x.sum() > 100:
+                return x * 0
+            return x + 1
+
+        for _ in range(2):
+            assert clip(torch.ones(2)).tolist() == [2.0, 2.0]
+
+    shapes = _recorded(tmp_path, program)
+    assert shapes.recorded is not None and shapes.recorded.compiled is not None
+    ((reason, count),) = shapes.recorded.compiled.graph_breaks.items()
+    assert reason.startswith("Data-dependent branching") and count == 1
+    ((_, why, calls),) = _uncovered(shapes)
+    assert "graph break" in why and calls == 2
