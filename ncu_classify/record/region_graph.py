@@ -2,11 +2,14 @@
 dynamo handed its backend, traced again to ATen ops (`make_fx`) on fake tensors of the
 layouts the program passed, so that capture replays it as one function compiled by Inductor,
 as the program ran it, and the user sees which ops it holds. Traced after the program ran,
-outside dynamo's compile (tracing inside would add guards to dynamo's shape environment)."""
+outside dynamo's compile (tracing inside would add guards to dynamo's shape environment).
+Also what names a region (its module, its function), tells a dynamic graph's inputs, and
+leaves dynamo's skipped frames to it again when the recording ends."""
 
 from __future__ import annotations
 
 import operator
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -149,3 +152,50 @@ def _spec(tensor: torch.Tensor) -> TensorSpec:
             "offset": int(tensor.storage_offset()),
         }
     )
+
+
+def symbolic(value: Any) -> bool:
+    """A symbolic size: a SymInt, or a tensor with one in its shape (a dynamic graph's input)."""
+    if isinstance(value, torch.Tensor):
+        return any(isinstance(n, torch.SymInt) for n in (*value.shape, *value.stride()))
+    return isinstance(value, (torch.SymInt, torch.SymFloat))
+
+
+def module_of(model: Any) -> torch.nn.Module | None:
+    """The module a compiled callable belongs to: itself, or a bound method's owner."""
+    if isinstance(model, torch.nn.Module):
+        return model
+    owner = getattr(model, "__self__", None)
+    return owner if isinstance(owner, torch.nn.Module) else None
+
+
+def function_name(model: Any, path: str) -> str:
+    """A compiled function's region name: its qualified name, under the module calling it."""
+    name = getattr(model, "__qualname__", None) or type(model).__name__
+    name = re.sub(r"[^A-Za-z0-9_.]", "_", name)
+    return f"{path}.{name}" if path else name
+
+
+def unskipped(before: int) -> None:
+    """The frames dynamo saw during the recording that it compiled nothing for, left to it
+    again: a function compiled before the recording (the Python API) ran eagerly under the
+    recorder's modes, and dynamo marks such a frame to run eagerly for good."""
+    from torch._C._dynamo.eval_frame import reset_code
+    from torch._dynamo.convert_frame import input_codes
+    from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+
+    for seen in input_codes.seen[before:]:
+        code = seen()
+        if code is not None and not _debug_get_cache_entry_list(code):
+            reset_code(code)
+
+
+def dynamo_breaks() -> dict[str, int]:
+    """dynamo's graph breaks so far, reason -> count: its `graph_break` counter (explicit
+    breaks, calls it cannot trace) and its `unimplemented` one (a data-dependent branch)."""
+    from torch._dynamo.utils import counters
+
+    found = dict(counters["graph_break"])
+    for reason, count in counters["unimplemented"].items():
+        found[reason] = max(found.get(reason, 0), count)
+    return found

@@ -11,9 +11,11 @@ graph is traced to ATen ops (`region_graph`): a `compiled` shape that capture co
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,10 +27,11 @@ import torch
 from ..shapes.chain_shape import CompiledShape
 from ..shapes.chains import Chain
 from .chains import REGION
-from .region_graph import InputLayout, layouts, traced_chain
+from .region_graph import InputLayout, function_name, layouts, module_of, traced_chain
+from .totals import EAGER
+from .totals import eager_work as eager_work  # (where the recorder takes it)
 
-EAGER = "(code run eagerly between the graphs of compiled region {name})"
-EAGER_WHY = "ran eagerly between a compiled region's graphs (a graph break): not seen op by op"
+THREAD_REGION = "(compiled region {name}, called in another thread)"
 
 
 @dataclass
@@ -45,6 +48,7 @@ class Graph:
     key: str
     backend: str
     mode: str | None
+    sizes: int = 0  # a dynamic graph: its calls' layouts, in the order they came (0: the first)
 
 
 @dataclass
@@ -58,14 +62,21 @@ class Regions:
     graph_breaks: dict[str, int] = field(default_factory=dict)  # dynamo's reason -> count
     _original: Any = None
     _breaks_before: dict[str, int] = field(default_factory=dict)
-    _calling: list[tuple[str, str]] = field(default_factory=list)  # (stage, region) running
+    _codes_before: int = 0  # the frames dynamo had seen when the recording began
+    broken: dict[tuple[str, str], int] = field(default_factory=dict)  # calls: 2+ graphs, or 0:
+    uncompiled: dict[tuple[str, str], int] = field(default_factory=dict)
+    _runs: int = 0  # graph calls in the recording thread, so far
+    _local: threading.local = field(default_factory=threading.local)  # `_calling`, per thread
     _finished: bool = False
     _quiet: Any = None
 
     def __enter__(self) -> Regions:
-        from torch._dynamo.utils import counters
+        from torch._dynamo.convert_frame import input_codes
 
-        self._breaks_before = dict(counters["graph_break"])
+        from .region_graph import dynamo_breaks
+
+        self._breaks_before = dynamo_breaks()
+        self._codes_before = len(input_codes.seen)
         self._original, torch.compile = torch.compile, self._compile
         self._quiet = warnings.catch_warnings()  # torch's note on the recorder's global hooks
         self._quiet.__enter__()
@@ -73,21 +84,31 @@ class Regions:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        from torch._dynamo.utils import counters
+        from .region_graph import dynamo_breaks, unskipped
 
         if self._original is not None:
             torch.compile = self._original
             self._original = None
             self._quiet.__exit__(None, None, None)
-        for reason, count in counters["graph_break"].items():
+            unskipped(self._codes_before)
+        for reason, count in dynamo_breaks().items():
             new = count - self._breaks_before.get(reason, 0)
             if new > 0:
-                self.graph_breaks[" ".join(reason.split())[:300]] = new
+                said = re.sub(r" at 0x[0-9a-fA-F]+", "", " ".join(reason.split()))[:300]
+                self.graph_breaks[said] = self.graph_breaks.get(said, 0) + new  # no addresses
+
+    @property
+    def _calling(self) -> list[tuple[str, str]]:
+        """The (stage, region) calls running in this thread, innermost last."""
+        calling: list[tuple[str, str]] | None = getattr(self._local, "calling", None)
+        if calling is None:
+            calling = self._local.calling = []
+        return calling
 
     @property
     def recompiles(self) -> int:
         """Graphs compiled again for a frame already compiled (new shapes, failed guards)."""
-        return sum(1 for g in self.graphs if not g.compile_id.endswith("/0"))
+        return sum(1 for g in self.graphs if not g.compile_id.endswith("/0") and not g.sizes)
 
     def _compile(self, model: Any = None, **options: Any) -> Any:
         """`torch.compile` as the program calls it (also as a decorator, with or without
@@ -95,8 +116,9 @@ class Regions:
         if model is None:
             return lambda fn: self._compile(fn, **options)
         original = self._original or torch.compile
+        plain = original(model, **options)  # torch's checks of the arguments (compiles nothing)
         if options.get("disable"):
-            return original(model, **options)
+            return plain
         backend = options.pop("backend", "inductor")
         mode, settings = options.pop("mode", None), options.pop("options", None)
         dynamic = options.get("dynamic")
@@ -111,14 +133,18 @@ class Regions:
         if isinstance(compiled, torch.nn.Module):
             compiled.forward = self._call(compiled.forward, model)
             return compiled
-        return functools.wraps(model)(self._call(compiled, model))
+        call = functools.wraps(model)(self._call(compiled, model))
+        call.__dict__.update({**vars(compiled), "_torchdynamo_wrapper_id": id(call)})  # as torch's
+        return call
 
     def _call(self, run: Callable[..., Any], model: Any) -> Callable[..., Any]:
         """A compiled callable run as the program would run it, inside the region's mark."""
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            module = _module_of(model)
+            module = module_of(model)
             rec = self.recorder
+            if rec._thread is not None and threading.current_thread() is not rec._thread:
+                return self._elsewhere(run, model, args, kwargs)
             with self._suspended() as suspended:
                 if not suspended:  # another mode above the recorder's: left as it is
                     return run(*args, **kwargs)
@@ -128,9 +154,9 @@ class Regions:
                 if module is not None:
                     rec._enter(module, args)
                 stage, path = rec.where()
-                region = path if _module_of(model) is not None else _function_name(model, path)
+                region = path if module_of(model) is not None else function_name(model, path)
                 self._calling.append((stage, region))
-                mark = rec.clock.begin()
+                runs, mark = self._runs, rec.clock.begin()
                 try:
                     result = run(*args, **kwargs)
                     if rec.flow is not None:  # what a region returns: a chain's tied input
@@ -138,12 +164,37 @@ class Regions:
                     return result
                 finally:
                     rec.clock.end(mark, ("region", stage, EAGER.format(name=region)))
-                    self.eager_calls[(stage, region)] = self.eager_calls.get((stage, region), 0) + 1
+                    where, ran = (stage, region), self._runs - runs  # graphs: 0 (eager), 2+
+                    self.eager_calls[where] = self.eager_calls.get(where, 0) + 1
+                    for count, bad in ((self.uncompiled, ran == 0), (self.broken, ran > 1)):
+                        count[where] = count.get(where, 0) + bad
                     self._calling.pop()
                     if module is not None:
                         rec._leave(module, args, None)
 
         return call
+
+    def _elsewhere(self, run: Callable[..., Any], model: Any, args: Any, kwargs: Any) -> Any:
+        """A region called in another thread: run as there without record (its counting mode set
+        aside: dynamo would run the frame eagerly, for good), counted as a call not seen."""
+        from torch.utils import _python_dispatch as dispatch
+
+        from .threads import _Counting
+
+        if not isinstance(dispatch._get_current_dispatch_mode(), _Counting):
+            return run(*args, **kwargs)
+        stage, path = self.recorder.where()
+        region = path if module_of(model) is not None else function_name(model, path)
+        threads = self.recorder.threads
+        with threads._lock:
+            key = (stage, THREAD_REGION.format(name=region))
+            threads.calls[key] = threads.calls.get(key, 0) + 1
+        self._calling.append((stage, region))
+        try:
+            with dispatch._pop_mode_temporarily():
+                return run(*args, **kwargs)
+        finally:
+            self._calling.pop()
 
     def _backend(
         self, inner: Callable[..., Any], label: str, mode: str | None,
@@ -152,6 +203,10 @@ class Regions:
         """The program's backend on one graph; the graph kept, its calls counted and marked."""
         from torch._guards import CompileContext
 
+        from .region_graph import symbolic
+
+        if self._original is None:  # compiled after the recording: the program's, untouched
+            return inner(graph, example_inputs)  # type: ignore[no-any-return]
         clock = self.recorder.clock
         mark = clock.begin()  # what compiling launches (max-autotune's benchmarks): building
         try:
@@ -160,30 +215,48 @@ class Regions:
             clock.end(mark, ("setup",))
         stage, region = self._calling[-1] if self._calling else (self.recorder.where()[0], "")
         compile_id = str(CompileContext.current_compile_id() or f"{len(self.graphs)}/0")
-        number = sum(1 for g in self.graphs if (g.stage, g.region) == (stage, region))
+        number = len({g.number for g in self.graphs if (g.stage, g.region) == (stage, region)})
         key = json.dumps([stage, {"op": "compiled", "region": region, "graph": number}])
         inputs = layouts(example_inputs)
-        self.graphs.append(
-            Graph(stage, region, number, compile_id, inputs, graph, key, label, mode)
-        )
-        entry = self._entry(key, stage, region)
+        kept = Graph(stage, region, number, compile_id, inputs, graph, key, label, mode)
+        self.graphs.append(kept)
+        self._entry(key, stage, region)
+        # a dynamic graph (symbolic sizes): each layout of its calls is a shape of its own
+        sizes = {tuple(inputs): kept} if any(symbolic(v) for v in example_inputs) else None
 
         def run(*args: Any) -> Any:
+            if threading.current_thread() is not self.recorder._thread:
+                return compiled(*args)  # another thread's call: counted there, not seen
+            self._runs += 1
+            target = kept if sizes is None else self._sized(kept, sizes, args)
+            entry = self.recorder.recording.entries[target.key]
             first = entry.calls == 0  # Inductor tunes its kernels in their first launch
             entry.calls += 1
             mark = clock.begin()
             try:
                 return compiled(*args)
             finally:
-                clock.end(mark, ("first" if first else "shape", key))
+                clock.end(mark, ("first" if first else "shape", target.key))
 
         return run
 
-    def _entry(self, key: str, stage: str, region: str) -> Any:
+    def _sized(self, graph: Graph, sizes: dict[tuple[InputLayout, ...], Graph], args: Any) -> Graph:
+        """The graph at the layouts of one call of it (a dynamic graph: a new one, a new shape)."""
+        found = tuple(layouts(args))
+        if found not in sizes:
+            key = json.loads(graph.key)
+            key[1]["sizes"] = len(sizes)
+            key = json.dumps(key)
+            sized = dataclasses.replace(graph, inputs=list(found), key=key, sizes=len(sizes))
+            sizes[found] = sized
+            self.graphs.append(sized)
+            self._entry(sized.key, graph.stage, graph.region)
+        return sizes[found]
+
+    def _entry(self, key: str, stage: str, region: str) -> None:
         """The recording entry that counts a graph's calls (its shape is made by `finish`)."""
-        entry = self.new_entry(stage, {"op": "compiled", "region": region}, sources=[region or "-"])
-        self.recorder.recording.entries[key] = entry
-        return entry
+        shape = {"op": "compiled", "region": region}
+        self.recorder.recording.entries[key] = self.new_entry(stage, shape, sources=[region or "-"])
 
     @contextmanager
     def _suspended(self) -> Iterator[bool]:
@@ -241,7 +314,8 @@ class Regions:
             return None
         regions = sorted({f"{g.stage}:{g.region}" for g in self.graphs})
         return CompiledNotes(
-            regions=regions, graphs=len(self.graphs), recompiles=self.recompiles,
+            regions=regions, graphs=len({g.key for g in self.graphs if not g.sizes}),
+            recompiles=self.recompiles,
             graph_breaks=self.graph_breaks,
         )  # fmt: skip
 
@@ -251,11 +325,14 @@ class Regions:
             return
         self._finished = True
         entries = self.recorder.recording.entries
+        for graph in [g for g in self.graphs if entries[g.key].calls == 0]:
+            del entries[graph.key]  # compiled in another thread, never run in the recorded one
+            self.graphs.remove(graph)
         for graph in self.graphs:
             entry = entries[graph.key]
             calls = max(entry.calls, 1)
             name = re.sub(r"[^A-Za-z0-9_.:+-]", "_", f"{entry.stage}:compiled:{graph.region}")
-            name = f"{name}:g{graph.number}"
+            name = f"{name}:g{graph.number}" + (f":s{graph.sizes}" if graph.sizes else "")
             try:
                 chain = traced_chain(graph.module, graph.inputs, name, calls)
             except Exception as exc:  # a graph that cannot be traced is kept, saying why
@@ -264,43 +341,9 @@ class Regions:
             region = CompiledShape(
                 op="compiled", region=graph.region, graph=graph.number, backend=graph.backend,
                 compile_id=graph.compile_id, mode=graph.mode, chain=chain, calls=calls,
+                sizes=graph.sizes or None,
                 compile="default" if graph.backend == "inductor" else None,
             )  # fmt: skip
             entry.shape = region.model_dump(
                 mode="json", exclude_unset=True, exclude_none=True, exclude={"calls"}
             )
-
-
-def _module_of(model: Any) -> torch.nn.Module | None:
-    """The module a compiled callable belongs to: itself, or a bound method's owner."""
-    if isinstance(model, torch.nn.Module):
-        return model
-    owner = getattr(model, "__self__", None)
-    return owner if isinstance(owner, torch.nn.Module) else None
-
-
-def _function_name(model: Any, path: str) -> str:
-    """A compiled function's region name: its qualified name, under the module calling it."""
-    name = getattr(model, "__qualname__", None) or type(model).__name__
-    name = re.sub(r"[^A-Za-z0-9_.]", "_", name)
-    return f"{path}.{name}" if path else name
-
-
-def eager_work(regions: Regions, times: Any) -> list[Any]:
-    """The code each region ran eagerly between its graphs, as uncovered work: when timed,
-    where it launched kernels; untimed, where the region's graphs come from more than one
-    frame (a graph break resumes in a new frame; a recompile is the same frame again)."""
-    from .totals import uncovered_item
-
-    items = []
-    for (stage, region), calls in regions.eager_calls.items():
-        name = EAGER.format(name=region)
-        time = times.get(("region", stage, name)) if times is not None else None
-        frames = {
-            g.compile_id.split("/")[0]
-            for g in regions.graphs
-            if (g.stage, g.region) == (stage, region)
-        }
-        if (time is not None and time.kernels) or (times is None and len(frames) > 1):
-            items.append(uncovered_item(stage, name, EAGER_WHY, calls, time, times))
-    return items

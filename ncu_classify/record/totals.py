@@ -5,12 +5,29 @@ the two, so that coverage is reckoned against everything the program ran on the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..shapes.file import Shape
 from ..shapes.recorded import StageTime, UncoveredCall
 from .shapes_document import CallShape
 from .timing import KernelClock, KernelTime
+
+EAGER = "(code run eagerly between the graphs of compiled region {name})"
+EAGER_WHY = "ran eagerly between a compiled region's graphs (a graph break): not seen op by op"
+UNCOMPILED_WHY = (
+    "ran none of the region's graphs (run eagerly past dynamo's recompile limit or in a frame"
+    " it skipped, or failed as it compiled): not seen op by op"
+)
+
+
+class RegionCalls(Protocol):
+    """The calls of compiled regions (`regions.Regions`), per (stage, region): all of them,
+    those that ran more than one graph, those that ran none."""
+
+    eager_calls: dict[tuple[str, str], int]
+    broken: dict[tuple[str, str], int]
+    uncompiled: dict[tuple[str, str], int]
+
 
 if TYPE_CHECKING:
     from .device_ops import DeviceOps
@@ -171,3 +188,21 @@ def stage_totals(
         )
         for stage, (calls, kernels, micros) in sums.items()
     }
+
+
+def eager_work(regions: RegionCalls, times: dict[tuple[str, ...], KernelTime] | None) -> list[Any]:
+    """The code each region ran eagerly, as uncovered work: when timed, the kernels its calls
+    launched outside its graphs; else its calls that ran more than one graph (the code between
+    them) or none (the whole call eager); the cause says which, as the calls counted it."""
+    items = []
+    for where, calls in regions.eager_calls.items():
+        stage, region = where
+        name = EAGER.format(name=region)
+        broken, eager = regions.broken.get(where, 0), regions.uncompiled.get(where, 0)
+        why = "; ".join(w for w, n in ((EAGER_WHY, broken), (UNCOMPILED_WHY, eager)) if n)
+        time = times.get(("region", stage, name)) if times is not None else None
+        if time is not None and time.kernels:
+            items.append(uncovered_item(stage, name, why or EAGER_WHY, calls, time, times))
+        elif times is None and broken + eager:
+            items.append(uncovered_item(stage, name, why, broken + eager, None, None))
+    return items

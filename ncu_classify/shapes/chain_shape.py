@@ -68,7 +68,8 @@ class CompiledShape(ChainShape):
     default, when the program's backend was Inductor; none: run eagerly). `region` names the
     module or function, `graph` its graph (after a graph break or a recompile there are more),
     `compile_id` dynamo's (frame/recompile), `mode` the program's compile mode, `kernels` those
-    the program's run launched for it (names as they launched, on a GPU)."""
+    the program's run launched for it (names as they launched, on a GPU); `sizes` (from 1) a
+    dynamic graph's calls at other layouts than its first (each one a shape: their chains)."""
 
     op: Literal["compiled"]  # type: ignore[assignment]
     region: str
@@ -77,9 +78,11 @@ class CompiledShape(ChainShape):
     compile_id: str | None = None
     mode: str | None = None
     kernels: list[str] = Field(default_factory=list)
+    sizes: int | None = Field(default=None, ge=1)  # a dynamic graph's call at other sizes
 
     def key(self) -> str:
-        return f"compiled:{self.region or 'function'}:g{self.graph}"
+        sizes = f":s{self.sizes}" if self.sizes else ""
+        return f"compiled:{self.region or 'function'}:g{self.graph}{sizes}"
 
     def written(self) -> ShapeFields:
         """As a shape is written, its region's facts before the (long) chain of its ops."""

@@ -1,0 +1,281 @@
+"""Compiled regions used as a careless or hostile program would (issue 40): recompiles that
+are not graph breaks, dynamo's recompile limit (calls run eagerly), a region first called in
+another thread, a graph break whose reason holds an address. Fast: `aot_eager` and a counting
+backend, tiny tensors."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from helpers import import_or_skip
+
+torch = import_or_skip("torch")
+
+from ncu_classify.record.document import shapes_yaml, validated_document  # noqa: E402
+from ncu_classify.record.recorder import Recorder  # noqa: E402
+from ncu_classify.shapes.chain_shape import CompiledShape  # noqa: E402
+from ncu_classify.shapes.file import ShapesFile, load_shapes  # noqa: E402
+
+
+def _recorded(tmp_path: Path, program: Any) -> ShapesFile:
+    """`program()` recorded (Python API), its shapes file written and read back."""
+    torch._dynamo.reset()
+    recorder = Recorder()
+    with recorder:
+        program()
+    path = tmp_path / "s.yaml"
+    path.write_text(shapes_yaml(validated_document(recorder, "test")))
+    return load_shapes(path)
+
+
+def _uncovered(shapes: ShapesFile) -> list[tuple[str, str, int]]:
+    assert shapes.recorded is not None and shapes.recorded.totals is not None
+    return [(u.name, u.why, u.calls) for u in shapes.recorded.totals.uncovered]
+
+
+def test_recompiles_are_no_graph_break(tmp_path: Path) -> None:
+    """Three sizes through a static region: three graphs (two recompiles), each call ran one
+    whole graph, so nothing ran eagerly between graphs (it was 3 calls "not covered", said
+    to be a graph break's)."""
+
+    def program() -> None:
+        f = torch.compile(lambda x: x.sin() * 2, backend="aot_eager", dynamic=False)
+        for k in (1, 2, 3):
+            f(torch.ones(k))
+
+    shapes = _recorded(tmp_path, program)
+    regions = [s for s in shapes.stages["main"] if isinstance(s, CompiledShape)]
+    assert [(r.graph, r.compile_id, r.calls) for r in regions] == [
+        (0, "0/0", 1), (1, "0/1", 1), (2, "0/2", 1),
+    ]  # fmt: skip
+    assert shapes.recorded is not None and shapes.recorded.compiled is not None
+    assert (shapes.recorded.compiled.recompiles, shapes.recorded.compiled.graph_breaks) == (2, {})
+    assert _uncovered(shapes) == []
+
+
+def test_calls_past_the_recompile_limit_ran_eagerly_and_are_said(tmp_path: Path) -> None:
+    """Past dynamo's recompile limit (2 here) a call runs no graph, eagerly, unseen (the
+    recorder's modes are set aside): those 3 calls are uncovered work, with that cause."""
+
+    def program() -> None:
+        f = torch.compile(lambda x: x.cos() + 1, backend="aot_eager", dynamic=False)
+        for k in range(1, 6):
+            f(torch.ones(k))
+
+    with torch._dynamo.config.patch(recompile_limit=2):
+        shapes = _recorded(tmp_path, program)
+    regions = [s for s in shapes.stages["main"] if isinstance(s, CompiledShape)]
+    assert [(r.compile_id, r.calls) for r in regions] == [("0/0", 1), ("0/1", 1)]
+    ((name, why, calls),) = _uncovered(shapes)
+    assert name.startswith("(code run eagerly between the graphs of compiled region test_")
+    assert why.startswith("ran none of the region's graphs (run eagerly past dynamo's recompile")
+    assert calls == 3
+
+
+def test_a_region_first_called_in_another_thread_still_compiles(tmp_path: Path) -> None:
+    """Under the recorder, the region's first call in another thread ran under that thread's
+    counting mode: dynamo ran the frame eagerly and never compiled it again, also in the
+    recorded thread (the program ran uncompiled). Now it compiles in both; the thread's call
+    is one uncovered call, the recorded thread's is the graph's."""
+    compiled: list[int] = []
+
+    def backend(graph: torch.fx.GraphModule, inputs: list[Any]) -> Any:
+        compiled.append(len(inputs))
+        return graph.forward
+
+    def program() -> None:
+        f = torch.compile(lambda x: x * 3, backend=backend)
+        thread = threading.Thread(target=lambda: f(torch.ones(2)))
+        thread.start()
+        thread.join()
+        assert f(torch.ones(2)).tolist() == [3.0, 3.0]
+
+    shapes = _recorded(tmp_path, program)
+    assert compiled == [1]  # compiled once (in the thread), run compiled in both
+    (region,) = [s for s in shapes.stages["main"] if isinstance(s, CompiledShape)]
+    assert (region.region.split(".")[-1], region.backend, region.calls) == (
+        "_lambda_",
+        "backend",
+        1,
+    )
+    assert (f"(compiled region {region.region}, called in another thread)", 1) in [
+        (name, calls) for name, _, calls in _uncovered(shapes)
+    ]
+
+
+@torch.compiler.disable
+def _eager_part(x: Any) -> Any:
+    return x.exp()
+
+
+def test_a_graph_break_reason_names_no_address(tmp_path: Path) -> None:
+    """dynamo's reason for a `torch.compiler.disable`d call names the function with its
+    address (`<function _eager_part at 0x7f...>`): written as it was, two recordings of one
+    program differed. The address is left out; the break is counted, its calls uncovered."""
+
+    def program() -> None:
+        f = torch.compile(lambda x: _eager_part(x + 1) * 2, backend="aot_eager")
+        for _ in range(2):
+            f(torch.ones(2))
+
+    shapes = _recorded(tmp_path, program)
+    assert shapes.recorded is not None and shapes.recorded.compiled is not None
+    ((reason, count),) = shapes.recorded.compiled.graph_breaks.items()
+    assert "<function _eager_part>" in reason and " at 0x" not in reason and count == 1
+    ((_, why, calls),) = _uncovered(shapes)
+    assert "graph break" in why and calls == 2
+
+
+def test_what_a_region_returns_and_takes(tmp_path: Path) -> None:
+    """A region returning a tuple, a dict, None (writing its input in place): the program's
+    values are its own; each graph replays eagerly, its outputs as many as the chain's."""
+    from ncu_classify.replay.chain import chain_runner
+
+    seen: list[Any] = []
+
+    def program() -> None:
+        tup = torch.compile(lambda x: (x + 1, x * 2), backend="aot_eager")
+        dct = torch.compile(lambda x: {"a": x.sin(), "b": [x.cos()]}, backend="aot_eager")
+
+        @torch.compile(backend="aot_eager")
+        def none(x: Any) -> None:
+            x.add_(1)
+
+        x = torch.ones(3)
+        seen.extend([tup(x)[1].tolist(), dct(x)["b"][0].tolist(), none(x), x.tolist()])
+
+    shapes = _recorded(tmp_path, program)
+    assert seen == [[2.0, 2.0, 2.0], [0.5403023362159729] * 3, None, [2.0, 2.0, 2.0]]
+    regions = [s for s in shapes.stages["main"] if isinstance(s, CompiledShape)]
+    assert len(regions) == 3
+    for region in regions:
+        run, _ = chain_runner(region.chain, "eager", "cpu")
+        assert len(run()) == len(region.chain.outputs)
+
+
+def test_a_dynamic_graph_is_a_shape_per_size(tmp_path: Path) -> None:
+    """`dynamic=True` compiles one graph for every size: its calls at 3, 5 and 7 rows were one
+    shape of the first call's layouts (3 rows, the int argument 3 written into its chain).
+    Each layout is now a shape of its own (`sizes`), its chain at its own sizes; the graph is
+    still one graph, no recompile. After an automatic-dynamic recompile (the default), the
+    same: the static graph, then the dynamic one at each size."""
+    from ncu_classify.replay.chain import chain_runner
+
+    def program(dynamic: bool | None) -> Any:
+        def run() -> None:
+            f = torch.compile(lambda x, n: x.sum(0) + n, backend="aot_eager", dynamic=dynamic)
+            for k in (3, 5, 7):
+                assert f(torch.ones(k, 2), k).tolist() == [2.0 * k, 2.0 * k]
+
+        return run
+
+    shapes = _recorded(tmp_path, program(True))
+    regions = [s for s in shapes.stages["main"] if isinstance(s, CompiledShape)]
+    got = [(r.graph, r.sizes, r.calls, r.chain.inputs[0].tensor.shape) for r in regions]
+    assert got == [(0, None, 1, [3, 2]), (0, 1, 1, [5, 2]), (0, 2, 1, [7, 2])]
+    assert shapes.recorded is not None and shapes.recorded.compiled is not None
+    assert (shapes.recorded.compiled.graphs, shapes.recorded.compiled.recompiles) == (1, 0)
+    for region, k in zip(regions, (3, 5, 7), strict=True):
+        run, _ = chain_runner(region.chain, "eager", "cpu")
+        (out,) = run()
+        assert out.shape == (2,) and region.chain.ops[-1].args[-1] == k
+    shapes = _recorded(tmp_path, program(None))
+    regions = [s for s in shapes.stages["main"] if isinstance(s, CompiledShape)]
+    got = [(r.graph, r.compile_id, r.sizes, r.chain.inputs[0].tensor.shape) for r in regions]
+    assert got == [(0, "0/0", None, [3, 2]), (1, "0/1", None, [5, 2]), (1, "0/1", 1, [7, 2])]
+    assert shapes.recorded is not None and shapes.recorded.compiled is not None
+    assert (shapes.recorded.compiled.graphs, shapes.recorded.compiled.recompiles) == (2, 1)
+
+
+def test_the_program_compiles_as_before_once_the_recording_ends(tmp_path: Path) -> None:
+    """A function compiled before the recording (the Python API) runs eagerly under the
+    recorder's modes, and dynamo had marked its frame to run eagerly for good: after the
+    recording it never compiled. Now it compiles at its next call after the recording; a
+    region compiled during the recording and compiled again after it (a new size) is the
+    program's alone (it was a shape of 0 calls, refused in the shapes file)."""
+    compiled: list[int] = []
+
+    def backend(graph: torch.fx.GraphModule, inputs: list[Any]) -> Any:
+        compiled.append(inputs[0].shape[0])
+        return graph.forward
+
+    torch._dynamo.reset()
+    before = torch.compile(lambda x: x * 5, backend=backend)
+    recorder = Recorder()
+    with recorder:
+        before(torch.ones(2))
+        during = torch.compile(lambda x: x + 7, backend=backend, dynamic=False)
+        during(torch.ones(3))
+    assert compiled == [3]  # `before` ran eagerly, recorded op by op
+    assert before(torch.ones(2)).tolist() == [5.0, 5.0] and compiled == [3, 2]
+    assert during(torch.ones(4)).tolist() == [8.0] * 4 and compiled == [3, 2, 4]
+    document = validated_document(recorder, "test")
+    (region,) = [s for s in document.stages["main"] if isinstance(s, CompiledShape)]
+    assert (region.calls, region.chain.inputs[0].tensor.shape) == (1, [3])
+    assert document.recorded.totals is not None and document.recorded.totals.uncovered == []
+
+
+def test_a_compiled_function_keeps_torch_compile_s_attributes() -> None:
+    """What `torch.compile(fn)` returns carries dynamo's attributes (`_torchdynamo_orig_callable`,
+    `get_compiler_config`, ...): under the recorder the function returned had none of them, and
+    `innermost_fn` did not find the program's function. Now they are there, as without it."""
+    from torch._dynamo.eval_frame import innermost_fn
+
+    def double(x: Any) -> Any:
+        return x * 2
+
+    plain = torch.compile(double, backend="aot_eager")
+    with Recorder():
+        recorded = torch.compile(double, backend="aot_eager")
+        assert recorded(torch.ones(2)).tolist() == [2.0, 2.0]
+    assert {k for k in vars(plain) if k.startswith("_torch")} <= set(vars(recorded))
+    assert innermost_fn(recorded) is double and callable(recorded.get_compiler_config)
+
+
+def test_the_program_s_bad_arguments_to_torch_compile_fail_as_without_the_recorder() -> None:
+    """`mode` with `options` is refused by torch.compile (RuntimeError); under the recorder
+    the wrapped compile took both and the program ran on. Now torch checks the arguments as
+    it would (an unknown mode, an unknown keyword: the same errors)."""
+
+    def inc(x: Any) -> Any:
+        return x + 1
+
+    def errors() -> list[str]:
+        found = []
+        for options in ({"mode": "max-autotune", "options": {}}, {"mode": "bogus"}, {"foo": 1}):
+            try:
+                torch.compile(inc, **options)
+                found.append("no error")
+            except (RuntimeError, TypeError) as exc:
+                found.append(f"{type(exc).__name__}: {exc}")
+        return found
+
+    plain = errors()
+    with Recorder():
+        recorded = errors()
+    assert recorded == plain and "no error" not in plain
+
+
+def test_a_data_dependent_branch_is_a_graph_break_said(tmp_path: Path) -> None:
+    """`if x.sum() > 0:` in a region breaks its graph (two graphs, code between them), but
+    dynamo counts that break as `unimplemented`, not `graph_break`: the file said 0 graph
+    breaks. Now it is listed, with dynamo's reason."""
+
+    def program() -> None:
+        @torch.compile(backend="aot_eager")
+        def clip(x: Any) -> Any:
+            if x.sum() > 100:
+                return x * 0
+            return x + 1
+
+        for _ in range(2):
+            assert clip(torch.ones(2)).tolist() == [2.0, 2.0]
+
+    shapes = _recorded(tmp_path, program)
+    assert shapes.recorded is not None and shapes.recorded.compiled is not None
+    ((reason, count),) = shapes.recorded.compiled.graph_breaks.items()
+    assert reason.startswith("Data-dependent branching") and count == 1
+    ((_, why, calls),) = _uncovered(shapes)
+    assert "graph break" in why and calls == 2
