@@ -199,3 +199,12 @@ def dynamo_breaks() -> dict[str, int]:
     for reason, count in counters["unimplemented"].items():
         found[reason] = max(found.get(reason, 0), count)
     return found
+
+
+def plain_options(options: Any) -> dict[str, str | int | float | bool] | None:
+    """The program's Inductor options as a shapes file keeps them (plain values only: others,
+    such as a callable, are left out), for the replay to compile with."""
+    if not isinstance(options, dict) or not options:
+        return None
+    plain = (str, int, float, bool)
+    return {str(k): v for k, v in sorted(options.items()) if isinstance(v, plain)} or None

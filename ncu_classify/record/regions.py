@@ -5,9 +5,9 @@ frame, more with graph breaks, again on a recompile). A call of the compiled mod
 runs with the recorder's modes and module hooks set aside, so dynamo compiles and runs exactly
 what it would without the recorder (a dispatch mode makes it run the frame eagerly; global
 hooks would be traced into the graph); each graph's calls are counted and marked for the
-kernel clock, so its kernels (Inductor's, named as they launch) and time belong to it, and
-the code that ran eagerly between its graphs is named uncovered work. After the program, each
-graph is traced to ATen ops (`region_graph`): a `compiled` shape that capture compiles again."""
+kernel clock (its kernels, named as they launch, and time are its); the code run eagerly
+between its graphs is uncovered work. Each graph is traced to ATen ops after the program
+(`region_graph`): a `compiled` shape that capture compiles again."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ import torch
 
 from ..shapes.chain_shape import CompiledShape
 from ..shapes.chains import Chain
+from . import region_graph
 from .chains import REGION
 from .region_graph import InputLayout, function_name, layouts, module_of, traced_chain
 from .totals import EAGER
@@ -36,8 +37,7 @@ THREAD_REGION = "(compiled region {name}, called in another thread)"
 
 @dataclass
 class Graph:
-    """One graph dynamo compiled: its region, the compile id (`frame/recompile`), the layouts
-    of its inputs, the FX graph, and the recording entry that counts its calls."""
+    """One graph dynamo compiled: its region, compile id, inputs' layouts, FX graph, entry."""
 
     stage: str
     region: str
@@ -47,7 +47,7 @@ class Graph:
     module: torch.fx.GraphModule
     key: str
     backend: str
-    mode: str | None
+    mode: tuple[str | None, Any]  # the program's compile mode and options
     sizes: int = 0  # a dynamic graph: its calls' layouts, in the order they came (0: the first)
 
 
@@ -128,7 +128,7 @@ class Regions:
         else:
             inner = torch._TorchCompileWrapper(backend, mode, settings, dynamic)  # type: ignore[no-untyped-call]
         label = backend if isinstance(backend, str) else getattr(backend, "__name__", "custom")
-        keeper = functools.partial(self._backend, inner, str(label), mode)
+        keeper = functools.partial(self._backend, inner, str(label), (mode, settings))
         compiled = original(model, backend=keeper, **options)
         if isinstance(compiled, torch.nn.Module):
             compiled.forward = self._call(compiled.forward, model)
@@ -197,7 +197,7 @@ class Regions:
             self._calling.pop()
 
     def _backend(
-        self, inner: Callable[..., Any], label: str, mode: str | None,
+        self, inner: Callable[..., Any], label: str, mode: tuple[str | None, Any],
         graph: torch.fx.GraphModule, example_inputs: list[Any],
     ) -> Callable[..., Any]:  # fmt: skip
         """The program's backend on one graph; the graph kept, its calls counted and marked."""
@@ -340,7 +340,8 @@ class Regions:
                 chain = Chain(name=name, calls=calls, untied=[" ".join(why.split())])
             region = CompiledShape(
                 op="compiled", region=graph.region, graph=graph.number, backend=graph.backend,
-                compile_id=graph.compile_id, mode=graph.mode, chain=chain, calls=calls,
+                compile_id=graph.compile_id, mode=graph.mode[0], chain=chain, calls=calls,
+                options=region_graph.plain_options(graph.mode[1]),
                 sizes=graph.sizes or None,
                 compile="default" if graph.backend == "inductor" else None,
             )  # fmt: skip

@@ -30,6 +30,7 @@ from .aten import (
 )
 
 Mode = Literal["eager", "compile"]
+InductorOptions = dict[str, str | int | float | bool]  # torch.compile's `options`
 DATA_DEPENDENT_WHY = "depends on the values"  # the recorder's words for such an op
 
 
@@ -56,7 +57,7 @@ def chain_runner(
     device: str,
     seed: int = 0,
     storages: Storages | None = None,
-    compile_mode: str | None = None,
+    compile_mode: str | InductorOptions | None = None,
 ) -> PreparedChain:
     """The chain as one function on `device` ("cuda", "cpu"), eager or compiled, with its
     inputs drawn from `seed` (the same bytes as an `aten` shape's draws of those layouts)."""
@@ -79,7 +80,7 @@ def chain_runner(
             inputs[number].copy_(originals[number])
     # one graph or an error: a graph break would time pieces of the chain, not the chain
     compiled = (
-        torch.compile(function, fullgraph=True, mode=compile_mode)
+        torch.compile(function, fullgraph=True, **_how(compile_mode))  # type: ignore[call-overload]
         if mode == "compile"
         else function
     )
@@ -97,10 +98,20 @@ def chain_runner(
     )
 
 
-def replay_mode(shape: ChainShape) -> str | None:
-    """The Inductor mode a compiled region replays in: the program's, without CUDA graphs
-    (ncu profiles kernels, not graph launches): max-autotune's kernels, reduce-overhead's
-    default ones."""
+def _how(compile_mode: str | InductorOptions | None) -> dict[str, object]:
+    """torch.compile's keywords for a mode (`mode=`) or Inductor options (`options=`)."""
+    if isinstance(compile_mode, dict):
+        return {"options": compile_mode}
+    return {"mode": compile_mode}
+
+
+def replay_mode(shape: ChainShape) -> str | InductorOptions | None:
+    """How a compiled region replays: the program's Inductor mode or options, without CUDA
+    graphs (ncu profiles kernels, not graph launches): max-autotune's kernels, reduce-overhead's
+    default ones, the options as given."""
+    options = getattr(shape, "options", None)
+    if options:
+        return {**options, "triton.cudagraphs": False}
     mode = getattr(shape, "mode", None)
     return "max-autotune-no-cudagraphs" if mode and "max-autotune" in mode else None
 

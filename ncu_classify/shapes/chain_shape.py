@@ -77,6 +77,7 @@ class CompiledShape(ChainShape):
     backend: str
     compile_id: str | None = None
     mode: str | None = None
+    options: dict[str, str | int | float | bool] | None = None  # the program's Inductor options
     kernels: list[str] = Field(default_factory=list)
     sizes: int | None = Field(default=None, ge=1)  # a dynamic graph's call at other sizes
 

@@ -218,3 +218,27 @@ def test_a_graph_s_first_call_is_compile_time_work(tmp_path: Path) -> None:
     recorder.recording.entries[graph.key].calls = 1
     recorder.regions.settle(once)
     assert once[("shape", graph.key)].ns == 500
+
+
+def test_a_region_replays_with_the_program_s_inductor_options(tmp_path: Path) -> None:
+    """`torch.compile(block, options={...})`: the shape keeps the options (plain values), and
+    the replay compiles with them, CUDA graphs off (ncu profiles kernels, not graph launches)."""
+    from ncu_classify.replay.chain import chain_runner, replay_mode
+
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    net = Net().eval()
+    recorder = Recorder(roots={"net": net})
+    with recorder, torch.no_grad():
+        net.block = torch.compile(
+            net.block, options={"max_autotune": False, "epilogue_fusion": True}
+        )
+        net(torch.randn(1, 4, 3, 6, 6))
+    path = tmp_path / "s.yaml"
+    path.write_text(shapes_yaml(validated_document(recorder, "test")))
+    (region,) = [s for s in load_shapes(path).stages["net"] if isinstance(s, CompiledShape)]
+    assert region.options == {"epilogue_fusion": True, "max_autotune": False}
+    how = replay_mode(region)
+    assert how == {"epilogue_fusion": True, "max_autotune": False, "triton.cudagraphs": False}
+    run, _ = chain_runner(region.chain, "compile", "cpu", compile_mode=how)
+    assert list(run()[0].shape) == [1, 8, 3, 6, 6]
