@@ -25,7 +25,6 @@ from typing import Any
 import torch
 
 from ..shapes.chain_shape import CompiledShape
-from ..shapes.chains import Chain
 from . import region_graph
 from .chains import REGION
 from .region_graph import InputLayout, function_name, layouts, module_of, traced_chain
@@ -67,6 +66,7 @@ class Regions:
     uncompiled: dict[tuple[str, str], int] = field(default_factory=dict)
     _runs: int = 0  # graph calls in the recording thread, so far
     _local: threading.local = field(default_factory=threading.local)  # `_calling`, per thread
+    untraced: list[tuple[str, str, str, int, str]] = field(default_factory=list)
     _finished: bool = False
     _quiet: Any = None
 
@@ -260,8 +260,7 @@ class Regions:
 
     @contextmanager
     def _suspended(self) -> Iterator[bool]:
-        """The recorder's modes and global module hooks set aside (False, nothing done, when
-        a mode of the program's own sits above them)."""
+        """The recorder's modes and global hooks set aside (False: a program's mode is above)."""
         from torch.overrides import _get_current_function_mode, _pop_mode_temporarily
         from torch.utils._python_dispatch import _get_current_dispatch_mode
         from torch.utils._python_dispatch import _pop_mode_temporarily as pop_dispatch
@@ -288,16 +287,15 @@ class Regions:
             for table, number, hook in kept:
                 table[number] = hook
 
-    def settle(self, times: dict[tuple[str, ...], Any] | None) -> None:
-        """Each graph's first call, timed: compile-time work (Inductor benchmarks its kernels'
-        configurations as they first launch), counted with model building (`setup`); the
-        graph's time per call is that of its other calls. A graph called once keeps it."""
-        if times is None:
-            return
+    def settle(self, measured: dict[tuple[str, ...], Any] | None) -> None:
+        """A graph's first call, timed, is compile-time work (Inductor tunes its kernels as they
+        first launch): model building (`setup`); a graph called once keeps it."""
+        times = measured if measured is not None else {}
+        calls_of = {key: calls for _, _, key, calls, _ in self.untraced}
+        calls_of |= {k: e.calls for k, e in self.recorder.recording.entries.items()}
         for graph in self.graphs:
             first = times.pop(("first", graph.key), None)
-            calls = self.recorder.recording.entries[graph.key].calls
-            steady = times.get(("shape", graph.key))
+            calls, steady = calls_of.get(graph.key, 1), times.get(("shape", graph.key))
             if first is None:
                 continue
             if calls < 2 or steady is None:
@@ -315,8 +313,7 @@ class Regions:
         regions = sorted({f"{g.stage}:{g.region}" for g in self.graphs})
         return CompiledNotes(
             regions=regions, graphs=len({g.key for g in self.graphs if not g.sizes}),
-            recompiles=self.recompiles,
-            graph_breaks=self.graph_breaks,
+            recompiles=self.recompiles, graph_breaks=self.graph_breaks,
         )  # fmt: skip
 
     def finish(self) -> None:
@@ -335,9 +332,12 @@ class Regions:
             name = f"{name}:g{graph.number}" + (f":s{graph.sizes}" if graph.sizes else "")
             try:
                 chain = traced_chain(graph.module, graph.inputs, name, calls)
-            except Exception as exc:  # a graph that cannot be traced is kept, saying why
-                why = f"not traced to ATen ops: {type(exc).__name__}: {exc}"[:300]
-                chain = Chain(name=name, calls=calls, untied=[" ".join(why.split())])
+            except Exception as exc:  # uncovered work, saying why: no shape capture can replay
+                why = " ".join(f"not traced to ATen ops: {type(exc).__name__}: {exc}".split())
+                label = f"(compiled region {graph.region}, graph {graph.number})"
+                self.untraced.append((entry.stage, label, graph.key, calls, why[:300]))
+                del entries[graph.key]
+                continue
             region = CompiledShape(
                 op="compiled", region=graph.region, graph=graph.number, backend=graph.backend,
                 compile_id=graph.compile_id, mode=graph.mode[0], chain=chain, calls=calls,

@@ -27,6 +27,7 @@ class RegionCalls(Protocol):
     eager_calls: dict[tuple[str, str], int]
     broken: dict[tuple[str, str], int]
     uncompiled: dict[tuple[str, str], int]
+    untraced: list[tuple[str, str, str, int, str]]  # stage, name, time key, calls, why
 
 
 if TYPE_CHECKING:
@@ -205,4 +206,7 @@ def eager_work(regions: RegionCalls, times: dict[tuple[str, ...], KernelTime] | 
             items.append(uncovered_item(stage, name, why or EAGER_WHY, calls, time, times))
         elif times is None and broken + eager:
             items.append(uncovered_item(stage, name, why, broken + eager, None, None))
+    for stage, name, key, calls, why in regions.untraced:  # no shape: capture cannot replay it
+        time = times.get(("shape", key)) if times is not None else None
+        items.append(uncovered_item(stage, name, why, calls, time, times))
     return items

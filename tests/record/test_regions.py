@@ -242,3 +242,29 @@ def test_a_region_replays_with_the_program_s_inductor_options(tmp_path: Path) ->
     assert how == {"epilogue_fusion": True, "max_autotune": False, "triton.cudagraphs": False}
     run, _ = chain_runner(region.chain, "compile", "cpu", compile_mode=how)
     assert list(run()[0].shape) == [1, 8, 3, 6, 6]
+
+
+def test_a_graph_that_cannot_be_traced_is_uncovered_work_with_why(tmp_path: Path) -> None:
+    """A float argument that changes recompiles the function with the float as a 0-d tensor
+    read by `.item()`: that graph cannot be traced on fake tensors, so it is no shape (capture
+    could not replay it) but uncovered work with its calls and the reason; the first graph
+    (the float baked in) is a shape."""
+    from ncu_classify.cli.entry import run
+
+    script = tmp_path / "floats.py"
+    script.write_text(
+        "import torch\n@torch.compile\ndef scal(x, n: int, f: float):\n    return x * f + n\n"
+        "with torch.no_grad():\n    for f in (1.5, 2.5, 3.5):\n"
+        "        scal(torch.randn(3, 4), 3, f)\n"
+    )
+    out = tmp_path / "s.yaml"
+    assert run(["record", "-o", str(out), "--", "python", str(script)]) == 0
+    shapes = load_shapes(out)
+    regions = [s for s in shapes.stages["main"] if isinstance(s, CompiledShape)]
+    assert [(r.region, r.graph, r.calls, len(r.chain.ops) > 0) for r in regions] == [
+        ("scal", 0, 1, True)
+    ]
+    assert shapes.recorded is not None and shapes.recorded.totals is not None
+    (item,) = shapes.recorded.totals.uncovered
+    assert (item.name, item.calls) == ("(compiled region scal, graph 1)", 2)
+    assert item.why.startswith("not traced to ATen ops: DataDependentOutputException")
