@@ -53,6 +53,7 @@ TORCH_HOMES = {
     "record.timing",
     "record.threads",
     "record.regions",
+    "record.cudagraphs",
     "record.region_graph",
 }
 MAX_LINES = 350

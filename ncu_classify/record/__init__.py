@@ -9,6 +9,7 @@ imports torch. The face is lazy, so that `program` (which runs the user's script
   chain_section  the chains as the shapes file's `chains:` section (no torch)
   regions     torch.compile'd modules and functions, recorded as they run (compiled shapes)
   region_graph  a compiled region's graph traced to ATen ops, as a chain
+  cudagraphs  CUDA graphs: calls captured into a graph, its replays (their kernels, timed)
   timing      the program's kernel time per call (torch.profiler)
   totals      the recording's time ledger: per shape, uncovered, per stage
   shapes_document  a recording as the shapes file will hold it (no torch)

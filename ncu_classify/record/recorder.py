@@ -1,8 +1,7 @@
-"""The recorder: a torch function mode that hands each call to `calls`, a dispatch mode that
-keeps every other device op (`device_ops`), and global module hooks that keep, per thread, the
-stack of modules running, so each call knows its module path and stage. Building the model is
-left out; identical shapes merge with their calls. On a GPU the kernel clock (`timing`) marks
-every call, so that the program's own kernel time per shape comes with the recording."""
+"""The recorder: a torch function mode that hands each call to `calls`, a dispatch mode for
+every other device op (`device_ops`), global module hooks for the stack of modules running
+(each call's path and stage), compiled regions and CUDA graphs; building the model left out.
+On a GPU the kernel clock (`timing`) marks every call: the program's kernel time per shape."""
 
 from __future__ import annotations
 
@@ -23,6 +22,7 @@ from torch.overrides import TorchFunctionMode
 
 from .._version import __version__
 from .calls import CallKwargs, held_as, in_module_setup, name_of, sets_up_parameter, shape_of
+from .cudagraphs import CudaGraphs
 from .dataflow import Dataflow
 from .device_ops import DeviceOps
 from .regions import Regions, eager_work
@@ -54,12 +54,11 @@ class Recording:
 
 
 class Recorder:
-    """`with Recorder(stages=[("transformer.*", "dit")]) as rec: model(...)`, then
-    `rec.shapes_document(command)`. `roots` names top modules (`{"vae": vae}`); otherwise a
-    top module is named after the variable or attribute that holds it in the caller. Calls
-    made in other threads are not seen (torch modes are per thread): their device ops are
-    counted (`threads`) and listed as uncovered work. `chains=False`: no dataflow, no chains.
-    `used`: the stage patterns that named a call's stage (by index)."""
+    """`with Recorder(stages=[("transformer.*", "dit")]) as rec: model(...)`. `roots` names top
+    modules (`{"vae": vae}`), else a top module is named after what holds it in the caller.
+    Calls in other threads are not seen (torch modes are per thread): their device ops are
+    counted (`threads`) as uncovered work. `chains=False`: no dataflow. `used`: the stage
+    patterns that named a call's stage (by index)."""
 
     def __init__(
         self,
@@ -90,6 +89,7 @@ class Recorder:
         self.used: set[int] = set()
         self._thread: threading.Thread | None = None  # the one that entered: modes are its
         self.regions = Regions(self, Entry)  # torch.compile'd modules and functions, as run
+        self.cuda_graphs = CudaGraphs(self)  # CUDA graphs: captured calls, replays
 
     def __enter__(self) -> Recorder:
         self._thread = threading.current_thread()
@@ -104,6 +104,7 @@ class Recorder:
         self._mode.__enter__()
         self.device_ops.__enter__()
         self.regions.__enter__()
+        self.cuda_graphs.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -113,6 +114,7 @@ class Recorder:
         """Stop recording, once, from any thread (the program's `os._exit`); from another
         thread the modes stay with the recording thread, but nothing more is counted."""
         self.regions.__exit__()
+        self.cuda_graphs.__exit__()
         if self._thread is threading.current_thread():
             self.device_ops.__exit__(None, None, None)
             self._mode.__exit__(None, None, None)
@@ -124,6 +126,7 @@ class Recorder:
         self._handles = []
         self.clock.__exit__()
         self.regions.finish()
+        self.cuda_graphs.finish()
         if self.flow is not None:
             self.flow.finish()
 
@@ -170,8 +173,7 @@ class Recorder:
 
     def path(self) -> str:
         """Module path of the innermost module running now ('' outside any module), along the
-        modules actually running: a submodule shared by two parents is named under the one
-        that called it."""
+        modules running: a submodule shared by two parents is named under the one calling."""
         stack = self._stack
         if not stack:
             return ""
@@ -240,8 +242,7 @@ class Recorder:
         hash, so a second recording of the same model writes the same names."""
         if self.inputs_dir is None or not inputs:
             return None
-        size = sum(t.numel() * t.element_size() for t in inputs)
-        if size > self.budget:
+        if (size := sum(t.numel() * t.element_size() for t in inputs)) > self.budget:
             return None
         name = hashlib.sha256(key.encode()).hexdigest()[:16] + ".pt"
         target = self.inputs_dir / name
@@ -276,6 +277,7 @@ class Recorder:
         for stage, shapes in op_stages.items():
             stages.setdefault(stage, []).extend(shapes)
         uncovered += loose_work(self.device_ops.failed, times) + eager_work(self.regions, times)
+        uncovered += self.cuda_graphs.uncovered(times)
         for (stage, name), calls in self.threads.calls.items():
             uncovered.append(uncovered_item(stage, name, WHY, calls, None, times))
         setup = times.get(("setup",)) if times is not None else None

@@ -292,3 +292,41 @@ def test_try_measures_alternatives_beside_the_original(tmp_path: Path) -> None:
     (compiled,) = cast.alternatives
     assert compiled.label == "compiled" and compiled.numerics is not None
     assert compiled.numerics.compared and compiled.numerics.max_abs_error == 0.0
+
+
+def test_record_attributes_a_cuda_graph_s_replays_to_the_graph(tmp_path: Path) -> None:
+    """A program that captures a linear + SiLU into a CUDA graph (after a warm-up call) and
+    replays it 5 times, under `record --save-inputs`: the capture's calls are not calls of
+    their own, the replays' kernels are one uncovered line of 5 calls (not "outside any
+    recorded call"), with their time; the warm-up call is the shape's one call."""
+    from ncu_classify.shapes.file import load_shapes
+
+    script = tmp_path / "graphed.py"
+    script.write_text(
+        "import torch\n"
+        "layer = torch.nn.Linear(1024, 1024, device='cuda')\n"
+        "x = torch.randn(512, 1024, device='cuda')\n"
+        "with torch.no_grad():\n"
+        "    torch.nn.functional.silu(layer(x))\n"
+        "    torch.cuda.synchronize()\n"
+        "    graph = torch.cuda.CUDAGraph()\n"
+        "    with torch.cuda.graph(graph):\n"
+        "        y = torch.nn.functional.silu(layer(x))\n"
+        "    for _ in range(5):\n"
+        "        graph.replay()\n"
+        "    torch.cuda.synchronize()\n"
+    )
+    shapes = tmp_path / "shapes.yaml"
+    argv = ["record", "-o", str(shapes), "--save-inputs", str(tmp_path / "in")]
+    proc = subprocess.run(
+        [*CLI, *argv, "--", "python", str(script)], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    recorded = load_shapes(shapes)
+    (linear,) = [s for s in recorded.stages["main"] if s.op == "linear"]
+    assert linear.calls == 1
+    assert recorded.recorded is not None and recorded.recorded.totals is not None
+    items = {u.name: u for u in recorded.recorded.totals.uncovered}
+    graph = items["(CUDA graph 0, captured in (no module))"]
+    assert graph.calls == 5 and (graph.kernels or 0) >= 10 and (graph.kernel_us or 0) > 0
+    assert "(kernels outside any recorded call)" not in items

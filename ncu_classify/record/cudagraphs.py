@@ -1,0 +1,147 @@
+"""CUDA graphs, as record sees them (issue 40, item 2). While recording, `torch.cuda.CUDAGraph`
+is wrapped: the calls made while a graph is being captured launch nothing (they are recorded
+into the graph) and are not counted as calls of their own: they are kept as what the graph
+holds; each replay is marked for the kernel clock, so the kernels it launches (as one graph
+launch) are the graph's, timed as replayed and counted once, as uncovered work whose cause
+names the calls captured into it. A replay inside a compiled region (Inductor's
+reduce-overhead) is the region's. The wrappers call torch's own methods first and never let
+their bookkeeping fail the program."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+CAUGHT = "(CUDA graph {number}, captured in {where})"
+
+
+@dataclass
+class CapturedGraph:
+    """One graph: where it was captured, the calls captured into it (shape or op key ->
+    calls), and how often it was replayed."""
+
+    number: int
+    stage: str
+    where: str
+    captured: dict[str, int] = field(default_factory=dict)
+    replays: int = 0
+
+
+@dataclass
+class CudaGraphs:
+    """`torch.cuda.CUDAGraph` wrapped for one recording (see the module docstring)."""
+
+    recorder: Any  # the Recorder (record.recorder, which imports this module)
+    graphs: dict[int, CapturedGraph] = field(default_factory=dict)  # by id of the CUDAGraph
+    _before: dict[int, dict[str, int]] = field(default_factory=dict)  # counts at capture start
+    _saved: list[tuple[str, Callable[..., Any]]] = field(default_factory=list)
+    _inputs_dir: Any = None  # the recorder's, while a capture runs
+
+    def __enter__(self) -> CudaGraphs:
+        if torch.cuda.is_available():
+            owner = torch.cuda.CUDAGraph
+            for name, wrap in (
+                ("capture_begin", self._wrap_begin), ("capture_end", self._wrap_end),
+                ("replay", self._wrap_replay),
+            ):  # fmt: skip
+                self._saved.append((name, getattr(owner, name)))
+                setattr(owner, name, wrap(getattr(owner, name)))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for name, original in self._saved:
+            setattr(torch.cuda.CUDAGraph, name, original)
+        self._saved = []
+
+    def _wrap_begin(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def capture_begin(graph: Any, *args: Any, **kwargs: Any) -> Any:
+            self.begin(id(graph))
+            return original(graph, *args, **kwargs)
+
+        return capture_begin
+
+    def _wrap_end(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def capture_end(graph: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(graph, *args, **kwargs)
+            self.end(id(graph))
+            return result
+
+        return capture_end
+
+    def _wrap_replay(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def replay(graph: Any, *args: Any, **kwargs: Any) -> Any:
+            caught = self.graphs.get(id(graph))
+            if caught is None or self.recorder.regions._calling:  # a region's: its mark
+                return original(graph, *args, **kwargs)
+            caught.replays += 1
+            clock = self.recorder.clock
+            mark = clock.begin()
+            try:
+                return original(graph, *args, **kwargs)
+            finally:
+                clock.end(mark, ("cudagraph", str(caught.number)))
+
+        return replay
+
+    def counts(self) -> dict[str, int]:
+        """The calls of every shape and device op recorded so far."""
+        found = {f"shape {k}": e.calls for k, e in self.recorder.recording.entries.items()}
+        found |= {f"op {k}": op.calls for k, op in self.recorder.device_ops.ops.items()}
+        return found
+
+    def begin(self, graph: int) -> None:
+        """A capture starts: the counts it will take back; no input is saved while it runs
+        (a copy to the host is not allowed in a capture)."""
+        if not self.recorder.regions._calling:
+            self._before[graph] = self.counts()
+            self._inputs_dir, self.recorder.inputs_dir = self.recorder.inputs_dir, None
+
+    def end(self, graph: int) -> None:
+        """A capture ended: the calls made during it are the graph's, not calls of their own."""
+        before = self._before.pop(graph, None)
+        if before is None:
+            return
+        self.recorder.inputs_dir = self._inputs_dir
+        stage, where = self.recorder.where()
+        caught = CapturedGraph(len(self.graphs), stage, where or "(no module)")
+        rec = self.recorder
+        for key, calls in self.counts().items():
+            taken = calls - before.get(key, 0)
+            if taken <= 0:
+                continue
+            caught.captured[key] = taken
+            kind, name = key.split(" ", 1)
+            held = rec.recording.entries[name] if kind == "shape" else rec.device_ops.ops[name]
+            held.calls -= taken
+        self.graphs[graph] = caught
+
+    def finish(self) -> None:
+        """Shapes and ops made only inside captures hold no call of their own: dropped (the
+        graph's line names them)."""
+        rec = self.recorder
+        for key in [k for k, e in rec.recording.entries.items() if e.calls <= 0]:
+            del rec.recording.entries[key]
+        for key in [k for k, op in rec.device_ops.ops.items() if op.calls <= 0]:
+            del rec.device_ops.ops[key]
+
+    def uncovered(self, times: dict[tuple[str, ...], Any] | None) -> list[Any]:
+        """Each replayed graph as uncovered work: its replays, its kernels and time."""
+        from .totals import uncovered_item
+
+        items = []
+        for caught in self.graphs.values():
+            if not caught.replays:
+                continue
+            held = sum(caught.captured.values())
+            why = (
+                f"replayed from a CUDA graph (its kernels launch as one graph, timed as"
+                f" replayed): it holds {held} calls captured into it, of"
+                f" {len(caught.captured)} shapes and ops, not counted as calls of their own"
+            )
+            time = times.get(("cudagraph", str(caught.number))) if times is not None else None
+            name = CAUGHT.format(number=caught.number, where=caught.where)
+            items.append(uncovered_item(caught.stage, name, why, caught.replays, time, times))
+        return items
