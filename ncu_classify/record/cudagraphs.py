@@ -58,7 +58,7 @@ class CudaGraphs:
 
     def _wrap_begin(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def capture_begin(graph: Any, *args: Any, **kwargs: Any) -> Any:
-            self.begin(id(graph))
+            _quietly(self.begin, id(graph))
             return original(graph, *args, **kwargs)
 
         return capture_begin
@@ -66,7 +66,7 @@ class CudaGraphs:
     def _wrap_end(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def capture_end(graph: Any, *args: Any, **kwargs: Any) -> Any:
             result = original(graph, *args, **kwargs)
-            self.end(id(graph))
+            _quietly(self.end, id(graph))
             return result
 
         return capture_end
@@ -145,3 +145,12 @@ class CudaGraphs:
             name = CAUGHT.format(number=caught.number, where=caught.where)
             items.append(uncovered_item(caught.stage, name, why, caught.replays, time, times))
         return items
+
+
+def _quietly(step: Callable[[int], None], graph: int) -> None:
+    """A step of the bookkeeping that must never fail the program's capture: on an error the
+    graph is left out (its replays then fall outside every call, as without the wrapper)."""
+    try:
+        step(graph)
+    except Exception:  # recording must never break the user's program
+        pass
