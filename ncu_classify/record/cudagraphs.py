@@ -9,6 +9,7 @@ their bookkeeping fail the program."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -150,7 +151,5 @@ class CudaGraphs:
 def _quietly(step: Callable[[int], None], graph: int) -> None:
     """A step of the bookkeeping that must never fail the program's capture: on an error the
     graph is left out (its replays then fall outside every call, as without the wrapper)."""
-    try:
+    with contextlib.suppress(Exception):  # recording must never break the user's program
         step(graph)
-    except Exception:  # recording must never break the user's program
-        pass
