@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from helpers import ROOT
@@ -69,3 +70,28 @@ def test_the_replay_takes_the_plain_compiled_program_s_time(card) -> None:  # ty
     plain = json.loads(text[text.index("{") : text.rindex("}") + 1])
     per_call = plain["kernel_us_by_section"]["inference"] / 3
     assert round(per_call, 2) == 3416.07 and abs(replayed / per_call - 1) < 0.015
+
+
+def test_capture_plans_and_keeps_a_compiled_shape(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`capture` of the recording on the CPU with the stand-in ncu serving the H200's reports:
+    the compiled shape is one batch member like any other, its manifest line says op
+    `compiled` and its parameters (the region, its chain), and it classifies to the H200's card."""
+    import os
+
+    from ncu_classify.cli.entry import run
+
+    monkeypatch.setenv("PATH", f"{ROOT / 'tests' / 'fakebin'}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_NCU_REPORTS", str(HERE / "cap"))
+    raw = tmp_path / "raw"
+    assert run(["capture", "--shapes", str(HERE / "shapes.yaml"), "-o", str(raw)]) == 0
+    manifest = json.loads((raw / "manifest.json").read_text())
+    (line,) = [s for s in manifest["shapes"] if s["op"] == "compiled"]
+    assert (line["group"], line["status"], line["kernels"]) == (
+        "block:compiled:block:g0:compiled",
+        "ok",
+        13,
+    )
+    assert line["shape_parameters"]["region"] == "block"
+    assert len(line["shape_parameters"]["chain"]["ops"]) >= 6
