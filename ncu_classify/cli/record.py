@@ -268,6 +268,13 @@ def recorded_line(document: ShapesDocument, target: str) -> str:
             f" {counted(compiled.graphs, 'graph')}, {counted(compiled.recompiles, 'recompile')},"
             f" {counted(sum(compiled.graph_breaks.values()), 'graph break')} (recorded.compiled)"
         )
+    if graphs := document.recorded.cuda_graphs:  # CUDA graphs: replays attributed or not
+        spread = sum(1 for g in graphs if g.attributed)
+        parts.append(
+            f"CUDA graphs: {counted(len(graphs), 'graph')},"
+            f" {counted(sum(g.replays for g in graphs), 'replay')}, {spread} spread over their"
+            " shapes (recorded.cuda_graphs)"
+        )
     return (
         f"recorded {counted(len(flat), 'shape')} ({len(flat) - ops} typed,"
         f" {counted(ops, 'device op')}; {counted(sum(s.calls for s in flat), 'call')}) in"

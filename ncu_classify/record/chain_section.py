@@ -31,7 +31,7 @@ def chain_section(recorder: Recorder, document: ShapesDocument) -> dict[str, lis
     flow = recorder.flow
     if flow is None:
         return {}
-    names = _shape_names(recorder, document)
+    names = shape_names(recorder, document)
     totals = document.recorded.totals
     timed = totals is not None and totals.basis == "kernel_time"
     per_mark = recorder.clock.kernel_times()[0] if timed else None
@@ -65,7 +65,7 @@ def chain_section(recorder: Recorder, document: ShapesDocument) -> dict[str, lis
     return stages
 
 
-def _shape_names(recorder: Recorder, document: ShapesDocument) -> dict[tuple[str, str], str]:
+def shape_names(recorder: Recorder, document: ShapesDocument) -> dict[tuple[str, str], str]:
     """("shape", typed entry key) and ("op", op identity) -> the group id the file gives it."""
     from pydantic import TypeAdapter, ValidationError
 

@@ -16,6 +16,8 @@ from typing import Any
 
 import torch
 
+from .timing import KernelTime
+
 CAUGHT = "(CUDA graph {number}, captured in {where})"
 
 
@@ -29,6 +31,8 @@ class CapturedGraph:
     where: str
     captured: dict[str, int] = field(default_factory=dict)
     replays: int = 0
+    attributed: bool = False  # its time was spread over its shapes (`CudaGraphs.attribute`)
+    kernel_ns: int | None = None  # its replays' kernel time, when measured
 
 
 @dataclass
@@ -128,24 +132,100 @@ class CudaGraphs:
         for key in [k for k, op in rec.device_ops.ops.items() if op.calls <= 0]:
             del rec.device_ops.ops[key]
 
+    def held(self, key: str) -> Any:
+        """The shape entry or device op a captured key names; None once dropped."""
+        kind, name = key.split(" ", 1)
+        held = self.recorder.recording.entries if kind == "shape" else self.recorder.device_ops.ops
+        return held.get(name)
+
+    def attribute(self, times: dict[tuple[str, ...], KernelTime] | None) -> None:
+        """Each replayed graph's kernels and time, spread over the calls captured into it by
+        their eager time per call: each shape or op gains the graph's calls of it (captured x
+        replays) and its share, so the replays are covered and counted once. A graph holding
+        a call never run outside it (no eager time to weigh it by) is left uncovered."""
+        for caught in self.graphs.values():
+            graph = times.get(("cudagraph", str(caught.number))) if times else None
+            if times is None or graph is None or not caught.replays:
+                continue
+            caught.kernel_ns = graph.ns
+            weights: dict[str, tuple[Any, KernelTime]] = {}
+            for key, taken in caught.captured.items():
+                held = self.held(key)
+                if held is None or held.calls <= 0:
+                    break  # made only inside the capture: its share is unknown
+                own = times.get(tuple(key.split(" ", 1))) or KernelTime()
+                weights[key] = (held, own.scaled(taken / held.calls))
+            else:
+                caught.attributed = _spread(graph, weights, caught, times)
+
+    def notes(self, names: dict[tuple[str, str], str]) -> list[Any]:
+        """The replayed graphs as the recording's notes, their calls named by the group id
+        of their shape (`names`, from the document)."""
+        from ..shapes.recorded import CudaGraphNote
+
+        notes = []
+        for caught in self.graphs.values():
+            captured: dict[str, int] = {}
+            for key, calls in caught.captured.items():
+                kind, name = key.split(" ", 1)
+                label = names.get((kind, name), f"{kind} (dropped: no eager call)")
+                captured[label] = captured.get(label, 0) + calls
+            ns = caught.kernel_ns
+            notes.append(CudaGraphNote(
+                number=caught.number, stage=caught.stage, where=caught.where,
+                replays=caught.replays, captured=dict(sorted(captured.items())),
+                kernel_us=round(ns / 1000, 3) if ns is not None else None,
+                attributed=caught.attributed,
+            ))  # fmt: skip
+        return notes
+
     def uncovered(self, times: dict[tuple[str, ...], Any] | None) -> list[Any]:
-        """Each replayed graph as uncovered work: its replays, its kernels and time."""
+        """Each replayed graph not attributed to its shapes, as uncovered work: its replays,
+        its kernels and time."""
         from .totals import uncovered_item
 
         items = []
         for caught in self.graphs.values():
-            if not caught.replays:
+            if not caught.replays or caught.attributed:
                 continue
             held = sum(caught.captured.values())
             why = (
                 f"replayed from a CUDA graph (its kernels launch as one graph, timed as"
                 f" replayed): it holds {held} calls captured into it, of"
-                f" {len(caught.captured)} shapes and ops, not counted as calls of their own"
+                f" {len(caught.captured)} shapes and ops, not counted as calls of their own;"
+                f" some never ran outside the graph, so its time is not spread over them"
             )
             time = times.get(("cudagraph", str(caught.number))) if times is not None else None
             name = CAUGHT.format(number=caught.number, where=caught.where)
             items.append(uncovered_item(caught.stage, name, why, caught.replays, time, times))
         return items
+
+
+def _spread(
+    graph: KernelTime,
+    weights: dict[str, tuple[Any, KernelTime]],
+    caught: CapturedGraph,
+    times: dict[tuple[str, ...], KernelTime],
+) -> bool:
+    """Gives each captured call its share of the graph's measured time (by its eager time per
+    call, the kernels by its eager kernels per call; the last takes the rounding), and its
+    calls (captured x replays). False when no captured call launched anything eagerly."""
+    total_ns = sum(w.ns for _, w in weights.values())
+    total_kernels = sum(w.kernels for _, w in weights.values())
+    if total_ns <= 0 or total_kernels <= 0:
+        return False
+    left_ns, left_kernels, left_copy = graph.ns, graph.kernels, graph.copy_ns
+    for number, (key, (held, weight)) in enumerate(weights.items()):
+        last = number == len(weights) - 1
+        ns = left_ns if last else round(graph.ns * weight.ns / total_ns)
+        kernels = left_kernels if last else round(graph.kernels * weight.kernels / total_kernels)
+        copy = left_copy if last else round(graph.copy_ns * weight.ns / total_ns)
+        left_ns, left_kernels, left_copy = left_ns - ns, left_kernels - kernels, left_copy - copy
+        share = KernelTime(kernels, ns, copy)
+        share.names = {n: c * caught.replays for n, c in weight.names.items()}
+        times.setdefault(tuple(key.split(" ", 1)), KernelTime()).merge(share)
+        held.calls += caught.captured[key] * caught.replays
+    return True
 
 
 def _quietly(step: Callable[[int], None], graph: int) -> None:

@@ -12,7 +12,7 @@ from ..core.text import counted
 from ..shapes.aten import AtenShape
 from ..shapes.file import Shape
 from ..shapes.recorded import Recorded, RecordedTotals, UncoveredCall
-from .chain_section import chain_section, chains_yaml
+from .chain_section import chain_section, chains_yaml, shape_names
 from .recorder import Recorder
 from .shapes_document import CallShape, ShapesDocument
 
@@ -53,6 +53,7 @@ def validated_document(recorder: Recorder, command: str, inputs_prefix: str = ""
     totals.uncovered.sort(key=lambda u: (-(u.kernel_us or 0), -u.calls, u.name))
     totals.stages = stage_totals(document.stages, totals.uncovered, described.copies)
     document.chains = chain_section(recorder, document)
+    document.recorded.cuda_graphs = recorder.cuda_graphs.notes(shape_names(recorder, document))
     return document
 
 
@@ -145,6 +146,9 @@ def shapes_yaml(document: ShapesDocument) -> str:
     lines += ["      - " + dumps(item.model_dump(exclude_none=True)) for item in totals.uncovered]
     if recorded.compiled is not None:  # torch.compile'd regions: graphs, recompiles, breaks
         lines.append(f"  compiled: {dumps(recorded.compiled.model_dump())}")
+    if recorded.cuda_graphs:  # CUDA graphs: what each holds, its replays and their time
+        lines.append("  cuda_graphs:")
+        lines += ["    - " + dumps(note.model_dump()) for note in recorded.cuda_graphs]
     lines.append("stages:")
     for stage, members in document.stages.items():
         lines.append(f"  {dumps(stage)}:")  # quoted: a stage named `null` or `123` stays text

@@ -21,6 +21,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .._version import __version__
+from ..shapes.recorded import Recorded, RecordedTotals
 from .calls import CallKwargs, held_as, in_module_setup, name_of, sets_up_parameter, shape_of
 from .cudagraphs import CudaGraphs
 from .dataflow import Dataflow
@@ -260,6 +261,7 @@ class Recorder:
         per call when the program ran on a GPU; the work no shape covers under `totals`."""
         times = measured(self.clock) if self.recording.device != "cpu" else None
         self.regions.settle(times)  # a compiled graph's first call: compile-time work
+        self.cuda_graphs.attribute(times)  # a replayed graph's time, spread over its calls
         stages: dict[str, list[CallShape]] = {}
         for key, entry in self.recording.entries.items():
             shape = {**entry.shape, "calls": entry.calls, "source": ", ".join(entry.sources)}
@@ -277,7 +279,7 @@ class Recorder:
         for stage, shapes in op_stages.items():
             stages.setdefault(stage, []).extend(shapes)
         uncovered += loose_work(self.device_ops.failed, times) + eager_work(self.regions, times)
-        uncovered += self.cuda_graphs.uncovered(times)
+        uncovered += self.cuda_graphs.uncovered(times)  # graphs not attributed
         for (stage, name), calls in self.threads.calls.items():
             uncovered.append(uncovered_item(stage, name, WHY, calls, None, times))
         setup = times.get(("setup",)) if times is not None else None
@@ -285,8 +287,6 @@ class Recorder:
             ("shape", k): e.stage for k, e in self.recording.entries.items()
         }
         stage_of.update({("op", k): op.stage for k, op in self.device_ops.ops.items()})
-        from ..shapes.recorded import Recorded, RecordedTotals
-
         totals = RecordedTotals(
             basis="kernel_time" if times is not None else "calls",
             stages={},  # summed by validated_document, from what the file holds

@@ -111,6 +111,22 @@ class CompiledNotes(BaseModel):
     graph_breaks: dict[str, int] = Field(default_factory=dict)
 
 
+class CudaGraphNote(BaseModel):
+    """One CUDA graph the program captured and replayed, as record saw it: where it was
+    captured, the calls captured into it per replay (the group id of their shape -> calls),
+    its replays and their kernel time, and whether that time was spread over its shapes
+    (`attributed`, by their eager time per call) or left as one uncovered line."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    number: int
+    stage: str
+    where: str
+    replays: int
+    captured: dict[str, int] = Field(default_factory=dict)
+    kernel_us: float | None = None
+    attributed: bool = False
+
+
 class Recorded(BaseModel):
     """How a shapes file was recorded (`ncu-classify record`), and what it could not keep."""
 
@@ -124,3 +140,4 @@ class Recorded(BaseModel):
     ops: list[RecordedOp] = Field(default_factory=list)  # older recordings' device ops
     totals: RecordedTotals | None = None
     compiled: CompiledNotes | None = None
+    cuda_graphs: list[CudaGraphNote] = Field(default_factory=list)

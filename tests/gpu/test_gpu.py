@@ -296,9 +296,11 @@ def test_try_measures_alternatives_beside_the_original(tmp_path: Path) -> None:
 
 def test_record_attributes_a_cuda_graph_s_replays_to_the_graph(tmp_path: Path) -> None:
     """A program that captures a linear + SiLU into a CUDA graph (after a warm-up call) and
-    replays it 5 times, under `record --save-inputs`: the capture's calls are not calls of
-    their own, the replays' kernels are one uncovered line of 5 calls (not "outside any
-    recorded call"), with their time; the warm-up call is the shape's one call."""
+    replays it 5 times, then a second graph holding a linear of a size never run eagerly,
+    replayed twice, under `record --save-inputs`: the capture's calls are not calls of their
+    own; the first graph's replays are spread over its shapes (the linear: 1 + 5 calls, its
+    kernels per call those of the warm-up), the second stays one uncovered line of 2 calls
+    with its kernels and time (not "outside any recorded call"); both listed."""
     from ncu_classify.shapes.file import load_shapes
 
     script = tmp_path / "graphed.py"
@@ -314,6 +316,11 @@ def test_record_attributes_a_cuda_graph_s_replays_to_the_graph(tmp_path: Path) -
         "        y = torch.nn.functional.silu(layer(x))\n"
         "    for _ in range(5):\n"
         "        graph.replay()\n"
+        "    x2 = torch.randn(256, 1024, device='cuda')\n"
+        "    other = torch.cuda.CUDAGraph()\n"
+        "    with torch.cuda.graph(other):\n"
+        "        z = layer(x2)\n"
+        "    other.replay(); other.replay()\n"
         "    torch.cuda.synchronize()\n"
     )
     shapes = tmp_path / "shapes.yaml"
@@ -322,11 +329,19 @@ def test_record_attributes_a_cuda_graph_s_replays_to_the_graph(tmp_path: Path) -
         [*CLI, *argv, "--", "python", str(script)], capture_output=True, text=True, timeout=300
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "CUDA graphs: 2 graphs, 7 replays, 1 spread over their shapes" in proc.stdout
     recorded = load_shapes(shapes)
-    (linear,) = [s for s in recorded.stages["main"] if s.op == "linear"]
-    assert linear.calls == 1
+    linears = {s.M: s for s in recorded.stages["main"] if s.op == "linear"}
+    assert list(linears) == [512]  # the M=256 linear ran only inside the second graph
+    assert linears[512].calls == 6 and (linears[512].real_kernels or 0) >= 1
     assert recorded.recorded is not None and recorded.recorded.totals is not None
+    first, second = recorded.recorded.cuda_graphs
+    assert (first.replays, first.attributed, second.replays, second.attributed) == (
+        5, True, 2, False,
+    )  # fmt: skip
+    assert sum(first.captured.values()) >= 2 and (first.kernel_us or 0) > 0
     items = {u.name: u for u in recorded.recorded.totals.uncovered}
-    graph = items["(CUDA graph 0, captured in (no module))"]
-    assert graph.calls == 5 and (graph.kernels or 0) >= 10 and (graph.kernel_us or 0) > 0
+    assert "(CUDA graph 0, captured in (no module))" not in items
+    graph = items["(CUDA graph 1, captured in (no module))"]
+    assert graph.calls == 2 and (graph.kernels or 0) >= 2 and (graph.kernel_us or 0) > 0
     assert "(kernels outside any recorded call)" not in items

@@ -45,3 +45,62 @@ def test_captured_calls_are_the_graph_s_and_its_replays_are_timed_once() -> None
     )
     assert "holds 4 calls captured into it" in item.why and "not counted" in item.why
     assert recorder.cuda_graphs.uncovered(None)[0].kernel_us is None
+
+
+def test_a_graph_of_calls_seen_eagerly_is_spread_over_their_shapes() -> None:
+    """A warm-up call of a linear and a SiLU, then both captured and the graph replayed 3
+    times: the graph's measured time (4,500 ns, 6 kernels) is spread by their eager time
+    per call (1,000 and 500 ns), so the linear gains 3 calls, 3,000 ns and 3 kernels and the
+    SiLU the rest; the graph is then covered (no uncovered line) and its note names both."""
+    layer = torch.nn.Linear(8, 8)
+    recorder = Recorder(roots={"net": layer})
+    x = torch.randn(4, 8)
+    with recorder, torch.no_grad():
+        F.silu(layer(x))
+        recorder.cuda_graphs.begin(1)
+        F.silu(layer(x))
+        recorder.cuda_graphs.end(1)
+        graph = recorder.cuda_graphs.graphs[1]
+        graph.replays = 3
+    (linear_key,) = [k for k in graph.captured if "linear" in k]
+    (silu_key,) = [k for k in graph.captured if "silu" in k]
+    linear, silu = tuple(linear_key.split(" ", 1)), tuple(silu_key.split(" ", 1))
+    times = {
+        linear: KernelTime(kernels=1, ns=1_000, names={"gemm": 1}),
+        silu: KernelTime(kernels=1, ns=500, names={"silu": 1}),
+        ("cudagraph", "0"): KernelTime(kernels=6, ns=4_500, copy_ns=30),
+    }
+    recorder.cuda_graphs.attribute(times)
+    assert graph.attributed and graph.kernel_ns == 4_500
+    assert recorder.cuda_graphs.held(linear_key).calls == 4
+    assert recorder.cuda_graphs.held(silu_key).calls == 4
+    assert (times[linear].ns, times[linear].kernels, times[linear].names) == (4_000, 4, {"gemm": 4})
+    assert (times[silu].ns, times[silu].kernels, times[silu].copy_ns) == (2_000, 4, 10)
+    assert recorder.cuda_graphs.uncovered(times) == []
+    names = {
+        ("shape" if k.startswith("shape") else "op", k.split(" ", 1)[1]): k[:12]
+        for k in graph.captured
+    }
+    (note,) = recorder.cuda_graphs.notes(names)
+    assert (note.replays, note.kernel_us, note.attributed) == (3, 4.5, True)
+    assert sorted(note.captured.values()) == [1, 1]
+
+
+def test_a_graph_with_a_call_made_only_inside_it_stays_uncovered() -> None:
+    """The SiLU of a new size runs only inside the capture: its share of the graph's time is
+    unknown, so nothing is spread (the linear keeps its eager call) and the graph stays one
+    uncovered line saying why."""
+    layer = torch.nn.Linear(8, 8)
+    recorder = Recorder(roots={"net": layer})
+    with recorder, torch.no_grad():
+        layer(torch.randn(4, 8))
+        recorder.cuda_graphs.begin(1)
+        F.silu(layer(torch.randn(4, 8)) + 1)
+        recorder.cuda_graphs.end(1)
+        recorder.cuda_graphs.graphs[1].replays = 2
+    times = {("cudagraph", "0"): KernelTime(kernels=6, ns=4_500)}
+    recorder.cuda_graphs.attribute(times)
+    assert not recorder.cuda_graphs.graphs[1].attributed
+    assert [e.calls for k, e in recorder.recording.entries.items() if "linear" in k] == [1]
+    (item,) = recorder.cuda_graphs.uncovered(times)
+    assert item.calls == 2 and "some never ran outside the graph" in item.why
