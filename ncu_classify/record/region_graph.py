@@ -38,6 +38,7 @@ class InputLayout:
     dtype: torch.dtype | None = None  # None: a number (`value`)
     device: str = "cpu"
     value: int | float | bool | None = None
+    constant: int | float | bool | None = None  # a one-element host tensor's value
 
 
 def layouts(example_inputs: Sequence[Any]) -> list[InputLayout]:
@@ -49,12 +50,53 @@ def layouts(example_inputs: Sequence[Any]) -> list[InputLayout]:
                 InputLayout(
                     tuple(int(n) for n in value.shape), tuple(int(s) for s in value.stride()),
                     int(value.storage_offset()), value.dtype, value.device.type,
+                    constant=_host_scalar(value),
                 )
             )  # fmt: skip
         else:
             hint = getattr(getattr(value, "node", None), "hint", value)
             found.append(InputLayout(value=hint if isinstance(hint, (int, float, bool)) else None))
     return found
+
+
+def _host_scalar(tensor: torch.Tensor) -> int | float | bool | None:
+    """The value of a one-element tensor on the host (dynamo lifts a Python float the graph
+    reads, such as a norm's scale, into one under dynamic shapes); None for any other."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    if tensor.numel() != 1 or tensor.device.type != "cpu" or isinstance(tensor, FakeTensor):
+        return None
+    try:
+        value = tensor.item()
+    except (RuntimeError, ValueError):  # a tensor without data (meta, functional)
+        return None
+    return value if isinstance(value, (int, float, bool)) else None
+
+
+def constants_folded(graph: torch.fx.GraphModule, inputs: list[InputLayout]) -> Any:
+    """A copy of the graph in which every `.item()` of an input holding a known host scalar
+    is that number (fake tensors have no values to read, so tracing it would fail); the
+    graph as it is when there is none."""
+    import copy
+
+    placeholders = [n for n in graph.graph.nodes if n.op == "placeholder"]
+    known = {
+        node.name: layout.constant
+        for node, layout in zip(placeholders, inputs, strict=False)
+        if layout.constant is not None
+        and any(u.op == "call_method" and u.target == "item" for u in node.users)
+    }
+    if not known:
+        return graph
+    folded = copy.deepcopy(graph.graph)
+    for node in [n for n in folded.nodes if n.op == "placeholder" and n.name in known]:
+        for item in [u for u in node.users if u.op == "call_method" and u.target == "item"]:
+            for use in list(item.users):
+                swap = lambda n, item=item, v=known[node.name]: v if n is item else n  # noqa: E731
+                use.args = torch.fx.node.map_arg(use.args, swap)
+                use.kwargs = torch.fx.node.map_arg(use.kwargs, swap)
+            folded.erase_node(item)
+    return torch.fx.GraphModule(graph, folded)
 
 
 def traced_chain(
@@ -72,7 +114,7 @@ def traced_chain(
             else i.value
             for i in inputs
         ]
-        traced = make_fx(graph, tracing_mode="real")(*args)
+        traced = make_fx(constants_folded(graph, inputs), tracing_mode="real")(*args)
     return _as_chain(traced, name, calls)
 
 

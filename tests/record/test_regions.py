@@ -244,11 +244,13 @@ def test_a_region_replays_with_the_program_s_inductor_options(tmp_path: Path) ->
     assert list(run()[0].shape) == [1, 8, 3, 6, 6]
 
 
-def test_a_graph_that_cannot_be_traced_is_uncovered_work_with_why(tmp_path: Path) -> None:
+def test_a_graph_reading_a_changing_float_is_traced_with_its_compile_time_value(
+    tmp_path: Path,
+) -> None:
     """A float argument that changes recompiles the function with the float as a 0-d tensor
-    read by `.item()`: that graph cannot be traced on fake tensors, so it is no shape (capture
-    could not replay it) but uncovered work with its calls and the reason; the first graph
-    (the float baked in) is a shape."""
+    read by `.item()` (fake tensors have no value for it): the graph is traced with the value
+    the program compiled it with (2.5) as a constant, so it is a shape with its 2 calls (the
+    kernel is the same; it reads the float as a constant, not an argument), not uncovered."""
     from ncu_classify.cli.entry import run
 
     script = tmp_path / "floats.py"
@@ -261,10 +263,50 @@ def test_a_graph_that_cannot_be_traced_is_uncovered_work_with_why(tmp_path: Path
     assert run(["record", "-o", str(out), "--", "python", str(script)]) == 0
     shapes = load_shapes(out)
     regions = [s for s in shapes.stages["main"] if isinstance(s, CompiledShape)]
-    assert [(r.region, r.graph, r.calls, len(r.chain.ops) > 0) for r in regions] == [
-        ("scal", 0, 1, True)
-    ]
+    assert [(r.region, r.graph, r.calls) for r in regions] == [("scal", 0, 1), ("scal", 1, 2)]
+    muls = [op.args for op in regions[1].chain.ops if op.overload == "aten.mul.Tensor"]
+    assert muls == [[{"input": 0}, 2.5]]
     assert shapes.recorded is not None and shapes.recorded.totals is not None
-    (item,) = shapes.recorded.totals.uncovered
-    assert (item.name, item.calls) == ("(compiled region scal, graph 1)", 2)
-    assert item.why.startswith("not traced to ATen ops: DataDependentOutputException")
+    assert shapes.recorded.totals.uncovered == []
+
+
+class Scaled(torch.nn.Module):
+    """An RMS norm with a Python float scale (as the Wan VAE's): under dynamic shapes dynamo
+    lifts the float into a one-element tensor input the graph reads with `.item()`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = 8**0.5
+        self.conv = torch.nn.Conv3d(8, 8, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(F.normalize(x, dim=1) * self.scale)
+
+
+def test_a_dynamic_graph_reading_a_lifted_float_is_traced_with_its_value(tmp_path: Path) -> None:
+    """`torch.compile(dynamic=True)` of a block reading a float attribute (the H200's Wan
+    decode, recompiled with dynamic sizes, left 7 such graphs "not traced": fake tensors have
+    no value for `.item()`): the float is the graph's constant, the region one compiled shape
+    whose chain multiplies by 8 ** 0.5, and its replay gives the block's numbers."""
+    from ncu_classify.replay.chain import chain_runner
+
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(Scaled()).eval()
+    recorder = Recorder(roots={"net": net})
+    with recorder, torch.no_grad():
+        net[0] = torch.compile(net[0], dynamic=True)
+        net(torch.randn(1, 8, 2, 4, 4))
+    path = tmp_path / "s.yaml"
+    path.write_text(shapes_yaml(validated_document(recorder, "test")))
+    shapes = load_shapes(path)
+    assert shapes.recorded is not None and shapes.recorded.totals is not None
+    assert shapes.recorded.totals.uncovered == []
+    (region,) = [s for s in shapes.stages["net"] if isinstance(s, CompiledShape)]
+    muls = [op for op in region.chain.ops if op.overload == "aten.mul.Tensor"]
+    assert [op.args[1] for op in muls] == [8**0.5]
+    run, inputs = chain_runner(region.chain, "compile", "cpu")
+    x, weight, bias = (t for t in inputs if t.dim() > 0)
+    (out,) = run()
+    expected = F.conv3d(F.normalize(x, dim=1) * 8**0.5, weight, bias)
+    torch.testing.assert_close(out, expected, atol=1e-4, rtol=1e-4)
