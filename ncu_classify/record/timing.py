@@ -18,6 +18,8 @@ from typing import Any
 import torch
 
 MARK = "ncu_classify#"
+COMPILING = " (dynamo_timed)"  # the suffix of torch.compile's own profiler ranges
+TUNING = -2  # kernel_times' key for kernels launched inside one: compile-time work
 
 
 @dataclass
@@ -161,8 +163,11 @@ def attribute(events: Iterable[Any]) -> tuple[dict[int, KernelTime], KernelTime]
     """Kernel (and copy) time per innermost mark from a profiler's events, and the time of
     those that fell outside every mark. A device event names, by correlation id, the PyTorch op
     or range it was launched from (the innermost one: CUPTI's external correlation); that op's
-    start lies in the innermost mark open on its thread then."""
+    start lies in the innermost mark open on its thread then. Kernels launched inside one of
+    torch.compile's own ranges (`... (dynamo_timed)`: Inductor benchmarking a Triton kernel's
+    configs at its first launch, compiling) are compile-time work, under `TUNING`."""
     marks: dict[int, list[tuple[int, int, int]]] = {}  # thread -> (start, end, number)
+    compiling: dict[int, list[tuple[int, int, int]]] = {}  # thread -> torch.compile's ranges
     frontend: dict[int, tuple[int, int]] = {}  # correlation id -> (thread, start) of an op
     device: list[tuple[int, int, bool, str]] = []  # (linked correlation id, ns, copy, name)
     for event in events:
@@ -172,6 +177,10 @@ def attribute(events: Iterable[Any]) -> tuple[dict[int, KernelTime], KernelTime]
                 marks.setdefault(event.start_thread_id(), []).append(
                     (event.start_ns(), event.end_ns(), int(name[len(MARK) :]))
                 )
+            elif name.endswith(COMPILING):
+                compiling.setdefault(event.start_thread_id(), []).append(
+                    (event.start_ns(), event.end_ns(), TUNING)
+                )
             if event.linked_correlation_id() == 0:
                 frontend[event.correlation_id()] = (event.start_thread_id(), event.start_ns())
         elif not name.startswith(MARK) and not _annotation(event):
@@ -180,10 +189,13 @@ def attribute(events: Iterable[Any]) -> tuple[dict[int, KernelTime], KernelTime]
     per_mark: dict[int, KernelTime] = {}
     outside = KernelTime()
     finders = {thread: InnermostMark(spans) for thread, spans in marks.items()}
+    tuners = {thread: InnermostMark(spans) for thread, spans in compiling.items()}
     for linked, ns, copy, name in device:
         thread, start = frontend.get(linked, (None, 0))
         finder = finders.get(thread) if thread is not None else None
         number = finder.at(start) if finder is not None else None
+        tuner = tuners.get(thread) if thread is not None else None
+        number = TUNING if tuner is not None and tuner.at(start) is not None else number
         time = outside if number is None else per_mark.setdefault(number, KernelTime())
         time.add(ns, copy=copy, name=name)
     return per_mark, outside

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..shapes.file import Shape
 from ..shapes.recorded import StageTime, UncoveredCall
 from .shapes_document import CallShape
-from .timing import KernelClock, KernelTime
+from .timing import TUNING, KernelClock, KernelTime
 
 EAGER = "(code run eagerly between the graphs of compiled region {name})"
 EAGER_WHY = "ran eagerly between a compiled region's graphs (a graph break): not seen op by op"
@@ -44,7 +44,8 @@ def measured(clock: KernelClock) -> dict[tuple[str, ...], KernelTime] | None:
     per_mark, outside = clock.kernel_times()
     times: dict[tuple[str, ...], KernelTime] = {}
     for number, time in per_mark.items():
-        target = clock.resolve(number) or ("loose", OUTSIDE_STAGE)
+        target = ("setup",) if number == TUNING else clock.resolve(number)
+        target = target or ("loose", OUTSIDE_STAGE)
         total = times.setdefault(target, KernelTime())
         total.merge(time)
         total.marks += 1

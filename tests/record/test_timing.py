@@ -211,3 +211,32 @@ def test_a_timed_recording_is_written_again_byte_for_byte_from_its_models() -> N
     stages = ShapesFile.model_validate(data, strict=False).stages
     written = shapes_yaml(ShapesDocument(recorded=recorded, stages=stages))
     assert written.split("\n", 2)[2] == text.split("\n", 2)[2]
+
+
+def test_kernels_launched_inside_torch_compile_s_own_ranges_are_compile_time_work() -> None:
+    """A compiled graph's first call (mark 0) launches its Triton kernel once for real and,
+    inside Inductor's `CachingAutotuner.benchmark_all_configs (dynamo_timed)` range, 3 times
+    more while benchmarking configs (with the L2 flush between): those go to `TUNING`, which
+    `measured` counts as model building (`setup`), not as the graph's time."""
+    from ncu_classify.record.timing import TUNING, Mark
+
+    bench = "CachingAutotuner.benchmark_all_configs (dynamo_timed)"
+    events = [
+        Event(f"{MARK}0", CPU, 0, 1000, 1, 1, 0, annotation=True),
+        Event(bench, CPU, 10, 500, 1, 2, 0),
+        Event("triton_poi_fused_0", CUDA, 20, 30, 0, 30, 2),
+        Event("aten::zero_", CPU, 40, 45, 1, 3, 0),
+        Event("vectorized_elementwise_kernel", CUDA, 46, 90, 0, 31, 3),
+        Event("triton_poi_fused_0", CUDA, 100, 110, 0, 32, 2),
+        Event("triton_poi_fused_0", CUDA, 120, 130, 0, 33, 2),
+        Event("triton_poi_fused_0", CUDA, 600, 610, 0, 34, 1),  # the call's own launch
+    ]
+    per_mark, outside = attribute(events)
+    assert (per_mark[0].kernels, per_mark[0].ns) == (1, 10)
+    assert (per_mark[TUNING].kernels, per_mark[TUNING].ns) == (4, 74)
+    assert outside.kernels == 0
+    clock = KernelClock(enabled=True)
+    clock.events, clock.marks = events, [Mark(None, ("shape", "graph"))]
+    times = measured(clock)
+    assert times is not None
+    assert (times[("setup",)].ns, times[("shape", "graph")].ns) == (74, 10)
