@@ -141,8 +141,9 @@ class CudaGraphs:
     def attribute(self, times: dict[tuple[str, ...], KernelTime] | None) -> None:
         """Each replayed graph's kernels and time, spread over the calls captured into it by
         their eager time per call: each shape or op gains the graph's calls of it (captured x
-        replays) and its share, so the replays are covered and counted once. A graph holding
-        a call never run outside it (no eager time to weigh it by) is left uncovered."""
+        replays) and its share, so the replays are covered and counted once. Only when the
+        calls seen outside the graph account for every kernel it launched (by name): a call
+        made only inside the capture that launched one leaves the graph uncovered."""
         for caught in self.graphs.values():
             graph = times.get(("cudagraph", str(caught.number))) if times else None
             if times is None or graph is None or not caught.replays:
@@ -151,11 +152,10 @@ class CudaGraphs:
             weights: dict[str, tuple[Any, KernelTime]] = {}
             for key, taken in caught.captured.items():
                 held = self.held(key)
-                if held is None or held.calls <= 0:
-                    break  # made only inside the capture: its share is unknown
-                own = times.get(tuple(key.split(" ", 1))) or KernelTime()
-                weights[key] = (held, own.scaled(taken / held.calls))
-            else:
+                if held is not None and held.calls > 0:  # else made only inside the capture
+                    own = times.get(tuple(key.split(" ", 1))) or KernelTime()
+                    weights[key] = (held, own.scaled(taken / held.calls))
+            if _accounted(graph, [w for _, w in weights.values()], caught.replays):
                 caught.attributed = _spread(graph, weights, caught, times)
 
     def notes(self, names: dict[tuple[str, str], str]) -> list[Any]:
@@ -193,12 +193,25 @@ class CudaGraphs:
                 f"replayed from a CUDA graph (its kernels launch as one graph, timed as"
                 f" replayed): it holds {held} calls captured into it, of"
                 f" {len(caught.captured)} shapes and ops, not counted as calls of their own;"
-                f" some never ran outside the graph, so its time is not spread over them"
+                f" some of its kernels come from calls made only inside the graph, so its"
+                f" time is not spread over them"
             )
             time = times.get(("cudagraph", str(caught.number))) if times is not None else None
             name = CAUGHT.format(number=caught.number, where=caught.where)
             items.append(uncovered_item(caught.stage, name, why, caught.replays, time, times))
         return items
+
+
+def _accounted(graph: KernelTime, weights: list[KernelTime], replays: int) -> bool:
+    """Whether the calls seen eagerly launch, per replay, every kernel the graph launched: each
+    of its kernel names, as often (by count where no names were kept)."""
+    if not graph.names:
+        return graph.kernels / replays <= sum(w.kernels for w in weights) + 0.5
+    known: dict[str, int] = {}
+    for weight in weights:
+        for name, count in weight.names.items():
+            known[name] = known.get(name, 0) + count
+    return all(count / replays <= known.get(name, 0) + 0.5 for name, count in graph.names.items())
 
 
 def _spread(

@@ -103,4 +103,40 @@ def test_a_graph_with_a_call_made_only_inside_it_stays_uncovered() -> None:
     assert not recorder.cuda_graphs.graphs[1].attributed
     assert [e.calls for k, e in recorder.recording.entries.items() if "linear" in k] == [1]
     (item,) = recorder.cuda_graphs.uncovered(times)
-    assert item.calls == 2 and "some never ran outside the graph" in item.why
+    assert item.calls == 2 and "calls made only inside the graph" in item.why
+
+
+def test_a_call_made_only_inside_the_capture_that_launches_nothing_does_not_stop_the_spread() -> (
+    None
+):
+    """The capture also makes a tensor of ones (no eager call of that size; here its fill kernel
+    is not among the graph's, as for a call that launches nothing): the graph's kernels,
+    by name, are all launched by the linear and the SiLU seen eagerly, so its time is spread
+    over them (the new call is no call of its own); a graph launching a kernel name no
+    eager call launches is not."""
+    layer = torch.nn.Linear(8, 8)
+    recorder = Recorder(roots={"net": layer})
+    x = torch.randn(4, 8)
+    with recorder, torch.no_grad():
+        F.silu(layer(x))
+        for number in (1, 2):
+            recorder.cuda_graphs.begin(number)
+            F.silu(layer(x))
+            torch.ones(5, 3)
+            recorder.cuda_graphs.end(number)
+            recorder.cuda_graphs.graphs[number].replays = 2
+    first = recorder.cuda_graphs.graphs[1]
+    assert any(recorder.cuda_graphs.held(k) is None for k in first.captured)  # the ones
+    linear, silu = (
+        tuple(next(k for k in first.captured if word in k).split(" ", 1))
+        for word in ("linear", "silu")
+    )
+    times = {
+        linear: KernelTime(kernels=1, ns=1_000, names={"gemm": 1}),
+        silu: KernelTime(kernels=1, ns=500, names={"silu": 1}),
+        ("cudagraph", "0"): KernelTime(kernels=4, ns=3_000, names={"gemm": 2, "silu": 2}),
+        ("cudagraph", "1"): KernelTime(kernels=6, ns=3_000, names={"gemm": 2, "silu": 2, "x": 2}),
+    }
+    recorder.cuda_graphs.attribute(times)
+    assert first.attributed and not recorder.cuda_graphs.graphs[2].attributed
+    assert (times[linear].ns, times[silu].ns) == (3_000, 1_500)
