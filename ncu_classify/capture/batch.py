@@ -25,24 +25,34 @@ def plan_batches(
     max_batch: int = 0,
     taken: frozenset[str] = frozenset(),
     per_stage: bool = True,
+    bands: dict[str, int] | None = None,
 ) -> list[Batch]:
-    """One batch per stage in file order (or one for all, named `all`), cut into chunks of
-    `max_batch` shapes; names avoid `taken` (reports already in the folder, on --resume)."""
-    by_stage: dict[str, list[ShapeEntry]] = {}
+    """One batch per stage in order of first appearance (or one for all, named `all`), cut
+    into chunks of `max_batch` shapes and, given `bands` (group -> time band, capture by
+    time), into one piece per band, the pieces of every stage's first band before those of
+    the next; a stage in more than one piece names them `stage-1`, `stage-2`, ...; names
+    avoid `taken` (reports already in the folder, on --resume)."""
+    by_stage: dict[str, dict[int, list[ShapeEntry]]] = {}
     for entry in entries:
-        by_stage.setdefault(entry.stage if per_stage else "all", []).append(entry)
-    batches = []
-    for stage, members in by_stage.items():
-        size = max_batch or len(members)
-        chunks = [members[i : i + size] for i in range(0, len(members), size)]
-        for number, chunk in enumerate(chunks, 1):
+        band = (bands or {}).get(entry.group, 0)
+        stage = entry.stage if per_stage else "all"
+        by_stage.setdefault(stage, {}).setdefault(band, []).append(entry)
+    pieces: list[tuple[int, str, list[ShapeEntry]]] = []
+    for stage, banded in by_stage.items():
+        chunks = [
+            (band, members[i : i + (max_batch or len(members))])
+            for band, members in sorted(banded.items())
+            for i in range(0, len(members), max_batch or len(members))
+        ]
+        for number, (band, chunk) in enumerate(chunks, 1):
             name = stage if len(chunks) == 1 else f"{stage}-{number}"
             attempt = 1
             while name in taken:
                 attempt += 1
                 name = f"{stage}-{number}.r{attempt}" if len(chunks) > 1 else f"{stage}.r{attempt}"
-            batches.append(Batch(name, chunk))
-    return batches
+            pieces.append((band, name, chunk))
+    pieces.sort(key=lambda piece: piece[0])  # stable: stages in order within a band
+    return [Batch(name, chunk) for _, name, chunk in pieces]
 
 
 def gpu_batches(

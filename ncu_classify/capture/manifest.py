@@ -171,6 +171,27 @@ def manifest_shape(entry: ShapeEntry) -> ManifestShape:
     )
 
 
+class BelowTarget(BaseModel):
+    """A shape `capture --coverage` left out: below the target, not captured (not failed, not
+    pending); coverage counts its recorded time as not covered, saying why."""
+
+    model_config = ConfigDict(extra="forbid")
+    group: str
+    stage: str
+    calls: int = Field(ge=1)
+    real_calls: int | None = Field(default=None, ge=1)
+    real_us: NonNegative | None = Field(default=None, description="program time per call (us)")
+
+
+def below_target(entry: ShapeEntry) -> BelowTarget:
+    """The manifest's line for a shape below the coverage target."""
+    shape = entry.shape
+    return BelowTarget(
+        group=entry.group, stage=entry.stage, calls=shape.calls, real_calls=shape.real_calls,
+        real_us=shape.real_us,
+    )  # fmt: skip
+
+
 class DrillRequest(BaseModel):
     """What a drill-down capture was asked to settle: the cards file and the shapes chosen."""
 
@@ -245,6 +266,13 @@ class Manifest(BaseModel):
         strict=True,
         description="every launch with the card metrics, not durations alone",
     )
+    coverage_target_pct: float | None = Field(
+        default=None, gt=0, le=100, description="capture --coverage: the share of each stage's"
+        " recorded kernel time its largest shapes were captured to cover",
+    )  # fmt: skip
+    below_target: list[BelowTarget] = Field(
+        default_factory=list, description="the shapes left out below that target"
+    )
 
 
 def write_manifest(folder: Path, manifest: Manifest) -> Path:
@@ -256,7 +284,10 @@ def write_manifest(folder: Path, manifest: Manifest) -> Path:
         for index, batch in enumerate(manifest.batches)
         if batch.dropped_source_bytes is None and batch.sources_kept is None
     }
-    text = manifest.model_dump_json(indent=2, exclude={"batches": unasked} if unasked else None)
+    exclude: dict[str, Any] = {"batches": unasked} if unasked else {}
+    if manifest.coverage_target_pct is None and not manifest.below_target:
+        exclude |= {"coverage_target_pct": True, "below_target": True}  # older releases read it
+    text = manifest.model_dump_json(indent=2, exclude=exclude or None)
     write_text_atomic(path, text + "\n")
     return path
 

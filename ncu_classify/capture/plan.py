@@ -8,8 +8,9 @@ refused here, with the bytes it needs, before any process starts.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Literal
 
 from ..core.errors import ShapesError, UsageError
 from ..read.names import is_report_name, report_stem
@@ -27,9 +28,11 @@ from .manifest import (
     report_kept,
 )
 from .ncu_cmd import ncu_argv
+from .order import is_timed, largest_first, time_bands, wanted_groups
 from .repeats import DURATION_METRIC, timed, with_times
 from .shards import select_shard
 
+CaptureOrder = Literal["time", "file"]
 # No GPU made has more memory (B300: 288 GB): the bound when the GPU is not known (dry run).
 LARGEST_GPU_BYTES = 300 * 2**30
 
@@ -57,6 +60,8 @@ class CaptureOptions:
     # A folder where the counters batch writes a sample of each shape's output (`try`'s numerics)
     keep_outputs: Path | None = None
     durations_only: bool = False  # every batch asks ncu for the duration alone (`try --program`)
+    order: CaptureOrder = "time"  # largest program time first (a timed recording), or file order
+    coverage_pct: float | None = None  # --coverage: each stage's largest shapes up to this share
 
     @property
     def timed_repeats(self) -> bool:
@@ -95,12 +100,13 @@ class Plan:
     shapes_sha256: str  # of the bytes read, as the manifest records it
     out: Path
     options: CaptureOptions
-    entries: list[ShapeEntry]  # this shard's shapes (the drill-down's alone), in file order
+    entries: list[ShapeEntry]  # this shard's shapes (the drill-down's alone), in capture order
     batches: list[Batch]
     argv: dict[str, list[str]]
     kept: list[ManifestShape]
     previous: Manifest | None
     seen: FolderMark  # what the folder held when planned
+    below: list[ShapeEntry] = field(default_factory=list)  # --coverage: left out, below it
 
     @property
     def drill(self) -> DrillRequest | None:
@@ -160,23 +166,56 @@ def plan_capture(
     options = replace(options, drill=drill, shard_method=method)
     entries = drill_entries(select_shard(shapes.entries(), *options.shard, method), drill)
     entries = recorded_inputs(shapes_path, entries)
+    if previous is not None:
+        check_resumable(previous, shapes, sha256, options, out)
+        if options.coverage_pct is None:  # --resume keeps the capture's target unless given
+            options = replace(options, coverage_pct=previous.coverage_target_pct)
+    done = {
+        r.group: r
+        for r in (previous.shapes if previous else [])
+        if r.status == "ok" and report_kept(out, r.report)
+    }
+    entries, below = _by_time(shapes_path, shapes, entries, options, set(done))
     check_fits(shapes_path, entries, gpu_bytes or LARGEST_GPU_BYTES)
     seen = folder_mark(out)
     todo, kept, untimed, taken = entries, [], [], seen[0]  # never write over a report or log
     if previous is not None:
-        check_resumable(previous, shapes, sha256, options, out)
-        done = {
-            r.group: r for r in previous.shapes if r.status == "ok" and report_kept(out, r.report)
-        }
         kept = [done[e.group] for e in entries if e.group in done]
         untimed = [e for e in entries if e.group in done and not timed(done[e.group], out)]
         todo = [e for e in entries if e.group not in done]
         taken |= frozenset(b.name for b in previous.batches)
-    batches = _batches(todo, untimed, taken, options)
+    bands = time_bands(entries) if options.order == "time" and is_timed(shapes) else None
+    batches = _batches(todo, untimed, taken, options, bands)
     argv = {b.name: batch_argv(b, out, options) for b in batches}
     return Plan(
-        shapes_path, shapes, sha256, out, options, entries, batches, argv, kept, previous, seen
-    )
+        shapes_path, shapes, sha256, out, options, entries, batches, argv, kept, previous, seen,
+        below,
+    )  # fmt: skip
+
+
+def _by_time(
+    shapes_path: Path,
+    shapes: ShapesFile,
+    entries: list[ShapeEntry],
+    options: CaptureOptions,
+    done: set[str],
+) -> tuple[list[ShapeEntry], list[ShapeEntry]]:
+    """This shard's shapes to capture, in capture order (largest program time first when the
+    file is a timed recording and `--order time`), and those `--coverage` leaves out below its
+    target (a shape captured before stays, whatever the target now)."""
+    below: list[ShapeEntry] = []
+    if options.coverage_pct is not None:
+        if not is_timed(shapes):
+            raise UsageError(
+                f"{shapes_path}: --coverage needs the recorded program's kernel time, and this"
+                " shapes file has none (record it on a GPU with ncu-classify record)"
+            )
+        wanted = wanted_groups(shapes, options.coverage_pct) | done
+        below = [e for e in entries if e.group not in wanted]
+        entries = [e for e in entries if e.group in wanted]
+    if options.order == "time" and is_timed(shapes):
+        entries = largest_first(entries)
+    return entries, below
 
 
 def on_host(plan: Plan, ncu_path: str, gpu_bytes: int | None) -> Plan:
@@ -214,13 +253,15 @@ def _batches(
     untimed: list[ShapeEntry],
     taken: frozenset[str],
     options: CaptureOptions,
+    bands: dict[str, int] | None = None,
 ) -> list[Batch]:
-    """The batches of the shapes to capture (one per stage, or one per GPU), each followed by
-    its duration-only batch under --repeat; `untimed` (--resume) are timed in one more."""
+    """The batches of the shapes to capture (one per stage, cut at the time `bands` when
+    capturing by time, or one per GPU), each followed by its duration-only batch under
+    --repeat; `untimed` (--resume) are timed in one more."""
     if not options.per_stage and len(options.gpus) > 1:
         batches = gpu_batches(entries, options.gpus, options.max_batch, taken)
     else:
-        batches = plan_batches(entries, options.max_batch, taken, options.per_stage)
+        batches = plan_batches(entries, options.max_batch, taken, options.per_stage, bands)
     return with_times(batches, untimed, taken) if options.timed_repeats else batches
 
 

@@ -27,7 +27,14 @@ from .drill import capture_metrics
 from .folder import capture_lock, writing
 from .host import Host, counters_refused, probe
 from .jobs import check_job_script
-from .manifest import HostInfo, Manifest, ManifestShape, manifest_shape, write_manifest
+from .manifest import (
+    HostInfo,
+    Manifest,
+    ManifestShape,
+    below_target,
+    manifest_shape,
+    write_manifest,
+)
 from .ncu import BatchRun, Stop, run_ncu_batch
 from .outcome import apply_status, count_kernels
 from .plan import CaptureOptions, Plan, batch_argv, on_host, plan_capture
@@ -73,6 +80,8 @@ def _capture(plan: Plan, host: Host, progress: CaptureProgress | None) -> Manife
     manifest = plan.previous or _new_manifest(plan)
     manifest.shapes = [records[e.group] for e in plan.entries if e.group in records]
     manifest.shard = f"{options.shard[0]}/{options.shard[1]}"
+    manifest.coverage_target_pct = options.coverage_pct
+    manifest.below_target = [below_target(e) for e in plan.below]
     manifest.host = _with(
         manifest.host,
         gpus=host.gpus,

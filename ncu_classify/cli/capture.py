@@ -13,7 +13,15 @@ import typer
 from ..core.errors import CaptureError, UsageError
 from ..core.paths import short_names
 from .app import EXIT_INTERRUPTED, app, errors, examples
-from .options import parse_gpus, parse_shard, positive_float, positive_int, repeat_count
+from .options import (
+    capture_order,
+    coverage_percent,
+    parse_gpus,
+    parse_shard,
+    positive_float,
+    positive_int,
+    repeat_count,
+)
 from .terminal import (
     capture_progress,
     print_interrupted,
@@ -24,6 +32,7 @@ from .terminal import (
 
 if TYPE_CHECKING:
     from ..capture.manifest import DrillRequest
+    from ..capture.order import StageShares
 
 
 @app.command(
@@ -33,6 +42,7 @@ if TYPE_CHECKING:
         "ncu-classify capture --shapes shapes.yaml -o raw/ --one-process --gpus 0,1 --resume",
         "ncu-classify capture --shapes shapes.yaml -o drill/ --drill-down cards.json --one-process",
         "ncu-classify capture --shapes shapes.yaml -o raw5/ --one-process --repeat 5",
+        "ncu-classify capture --shapes recorded.yaml -o raw/ --coverage 99.5",
     ),
 )
 def capture_command(
@@ -105,6 +115,26 @@ def capture_command(
             " then shows nothing)"
         ),
     ] = False,
+    order: Annotated[
+        str,
+        typer.Option(
+            metavar="[time|file]",
+            callback=capture_order,
+            help="time: the shapes of a recording made on a GPU by their program time, largest"
+            " first, so that whatever stops the capture the shapes done matter most; file:"
+            " the shapes file's order",
+        ),
+    ] = "time",
+    coverage: Annotated[
+        float | None,
+        typer.Option(
+            metavar="PERCENT",
+            help="capture, per stage, the largest shapes until they cover this share of the"
+            " stage's recorded kernel time; the rest are listed as below the target (needs a"
+            " recording made on a GPU; --resume keeps the capture's target unless given)",
+            callback=coverage_percent,
+        ),
+    ] = None,
 ) -> None:
     """Replay every shape under ncu into OUTPUT (reports + manifest.json)."""
     from ..capture.run import CaptureOptions, capture, plan_capture
@@ -128,6 +158,8 @@ def capture_command(
         repeat=repeat,
         repeat_counters=repeat_counters,
         drop_sources=drop_sources,
+        order="file" if order == "file" else "time",
+        coverage_pct=coverage,
     )
     with errors():
         output = output_folder(output_given)
@@ -140,7 +172,7 @@ def capture_command(
             print_plan(plan_capture(shapes, output, options, gpu_bytes))
             return
     try:
-        with errors(), capture_progress() as progress:
+        with errors(), capture_progress(stage_shares(shapes)) as progress:
             manifest = capture(shapes, output, options, progress=progress)
     except typer.Exit as stopped:
         if stopped.exit_code == EXIT_INTERRUPTED:
@@ -155,6 +187,19 @@ def capture_command(
     if problems:
         with errors():
             raise CaptureError(f"{'; '.join(problems)}; see {output / 'manifest.json'}")
+
+
+def stage_shares(shapes: Path) -> StageShares | None:
+    """Each stage's recorded time and its shapes' shares, for the progress line (None for a
+    file without recorded times, or one capture will refuse and say why)."""
+    from ..capture.order import StageShares
+    from ..core.errors import NcuClassifyError
+    from ..shapes.file import read_shapes
+
+    try:
+        return StageShares.of(read_shapes(shapes)[0])
+    except (NcuClassifyError, OSError):
+        return None
 
 
 def drill_request(cards_path: Path, classes: list[str]) -> DrillRequest:

@@ -53,3 +53,17 @@ def parse_shard(text: str) -> tuple[int, int]:
     if not match or not 1 <= int(match.group(1)) <= int(match.group(2)):
         raise typer.BadParameter(f"{text!r}: expected K/N with 1 <= K <= N, e.g. 2/8")
     return int(match.group(1)), int(match.group(2))
+
+
+def coverage_percent(value: float | None) -> float | None:
+    """--coverage: a share of each stage's kernel time, more than 0 and at most 100 percent."""
+    if value is not None and not 0 < value <= 100:  # also refuses nan
+        raise typer.BadParameter(f"{value}: a percentage more than 0 and at most 100")
+    return value
+
+
+def capture_order(value: str) -> str:
+    """--order: `time` (largest program time first) or `file`."""
+    if value not in ("time", "file"):
+        raise typer.BadParameter(f"{value!r}: time or file")
+    return value

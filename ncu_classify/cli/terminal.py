@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from ..capture.manifest import DrillRequest, Manifest
+    from ..capture.order import StageShares
     from ..capture.plan import Plan
     from ..cards.model import CardFile
     from ..present.summary import SummaryBy
@@ -57,8 +58,22 @@ def print_plan(plan: Plan) -> None:
     if timed:
         line += f"; {timed} shapes to measure {plan.repeat - 1} more times (--repeat {plan.repeat})"
     out.print(line)
+    if plan.options.coverage_pct is not None:
+        out.print(below_line(plan))
     if plan.drill is not None:
         out.print(drill_line(plan.drill))
+
+
+def below_line(plan: Plan) -> str:
+    """What `--coverage` leaves out of this shard: its shapes below the target, their time."""
+    from ..capture.order import program_us
+
+    below = plan.below
+    time = sum(program_us(e) or 0 for e in below) / 1000
+    return (
+        f"# --coverage {plan.options.coverage_pct:g}: {counted(len(below), 'shape')} below the"
+        f" target, {time:,.3f} ms of the program's kernel time, not captured"
+    )
 
 
 def drill_line(drill: DrillRequest) -> str:
@@ -94,20 +109,30 @@ def progress_bar(console: Console, text: str, auto_refresh: bool = True) -> Prog
 
 
 @contextmanager
-def capture_progress() -> Iterator[Callable[[int, int, str, str], None]]:
+def capture_progress(
+    shares: StageShares | None = None,
+) -> Iterator[Callable[[int, int, str, str], None]]:
     """A progress bar on a terminal's stderr for capture (descriptions are plain text, never
     markup), drawn from the first shape on, so that a refusal before any work stays the only
-    line there; nothing when stderr is a file."""
+    line there, with the share of each stage's recorded kernel time the shapes captured so
+    far cover (a recording made on a GPU); nothing when stderr is a file."""
     if not err.is_terminal:
         yield lambda *_: None
         return
     bar = progress_bar(err, "{task.description}")
     task = bar.add_task("capture", total=None)
 
+    captured: list[str] = []
+
     def progress(done: int, total: int, group: str, status: str) -> None:
         if not bar.live.is_started:
             bar.start()
-        bar.update(task, completed=done, total=total, description=f"{status:6} {group}")
+        text = f"{status:6} {group}"
+        if shares is not None:
+            captured.extend([group] if status == "ok" else [])
+            covered = shares.covered(captured)
+            text += "".join(f" | {stage} {pct:.1f} %" for stage, pct in covered.items())
+        bar.update(task, completed=done, total=total, description=text)
 
     try:
         yield progress

@@ -1,13 +1,14 @@
 """The cards of a recorded program set against the program: per stage, the program's kernel time
 (or calls) from the recording's totals, the part whose shapes have cards, the cards' own
 replayed time, and what no card covers (work the recording could not turn into a shape, shapes
-whose capture failed, shapes not in this capture), largest first.
+whose capture failed, shapes `capture --coverage` left below its target, shapes not in this
+capture), largest first.
 
 Captures of one shapes file (the shards of a job array) are reckoned together."""
 
 from __future__ import annotations
 
-from ..capture.manifest import Manifest
+from ..capture.manifest import BelowTarget, Manifest
 from ..cards.coverage import StageCoverage, UncoveredWork
 from ..cards.fidelity import has_kernels
 from ..cards.model import Card
@@ -21,23 +22,33 @@ def program_coverage(captures: list[tuple[Manifest, list[Card]]]) -> list[StageC
     """Coverage of every recorded program among the captures (one per shapes file), stages in
     the order the recording lists them. Each capture's cards are its manifest's shapes, in
     order, then cards of kernels its reports hold beyond them (not counted here)."""
-    by_file: dict[str, tuple[RecordedTotals, dict[str, Card]]] = {}
+    by_file: dict[str, tuple[RecordedTotals, dict[str, Card], dict[str, BelowTarget]]] = {}
     for manifest, cards in captures:
         if manifest.recorded_totals is None:
             continue
-        _, known = by_file.setdefault(manifest.shapes_sha256, (manifest.recorded_totals, {}))
+        _, known, below = by_file.setdefault(
+            manifest.shapes_sha256, (manifest.recorded_totals, {}, {})
+        )
         for card in cards[: len(manifest.shapes)]:  # its shapes' cards (leftovers follow)
             old = known.get(card.group)  # a shape in two captures: the one that measured it
             if old is None or (not has_kernels(old) and has_kernels(card)):
                 known[card.group] = card
+        below.update({shape.group: shape for shape in manifest.below_target})
     return [
-        stage_coverage(stage, totals, [c for c in cards.values() if c.stage == stage])
-        for totals, cards in by_file.values()
+        stage_coverage(
+            stage,
+            totals,
+            [c for c in cards.values() if c.stage == stage],
+            [b for g, b in below.items() if b.stage == stage and g not in cards],
+        )
+        for totals, cards, below in by_file.values()
         for stage in totals.stages
     ]
 
 
-def stage_coverage(stage: str, totals: RecordedTotals, cards: list[Card]) -> StageCoverage:
+def stage_coverage(
+    stage: str, totals: RecordedTotals, cards: list[Card], below: list[BelowTarget] | None = None
+) -> StageCoverage:
     """One stage: what its cards stand for and what they do not."""
     timed = totals.basis == "kernel_time"
     whole = totals.stages[stage]
@@ -53,6 +64,7 @@ def stage_coverage(stage: str, totals: RecordedTotals, cards: list[Card]) -> Sta
         if u.stage == stage
     ]
     uncovered += [failed_shape(card, timed) for card in cards if not has_kernels(card)]
+    uncovered += below_target_work(below or [], timed)
     covered_us = sum((c.real_us or 0) * recorded_calls(c) for c in covered) if timed else None
     covered_calls = sum(recorded_calls(c) for c in covered)
     amount = whole.kernel_us if timed else whole.calls
@@ -84,6 +96,23 @@ def failed_shape(card: Card, timed: bool) -> UncoveredWork:
     time = card.real_us * recorded_calls(card) if timed and card.real_us is not None else None
     calls = recorded_calls(card)
     return UncoveredWork(name=card.group, why=f"no card: {why}", calls=calls, real_us=time)
+
+
+def below_target_work(below: list[BelowTarget], timed: bool) -> list[UncoveredWork]:
+    """The shapes a capture left below its coverage target, as one item of the stage."""
+    if not below:
+        return []
+    calls = sum(b.real_calls or b.calls for b in below)
+    time = sum((b.real_us or 0) * (b.real_calls or b.calls) for b in below) if timed else None
+    return [
+        UncoveredWork(
+            name=f"({len(below)} shape{'s' if len(below) != 1 else ''} below the coverage target)",
+            why="below the target of capture --coverage: the stage's smallest shapes, not captured"
+            " (capture --resume --coverage with a higher target takes them)",
+            calls=calls,
+            real_us=round(time, 3) if time is not None else None,
+        )
+    ]
 
 
 def remainder(

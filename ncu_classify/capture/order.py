@@ -1,0 +1,129 @@
+"""Capture by time (issue 41): a recording knows each shape's real kernel time, and that time is
+concentrated (the largest 37-43 % of a video model's shapes hold 99 % of it), so capture takes
+the largest shapes first, whatever stops it, and with `--coverage P` only the largest shapes
+of each stage until P % of the stage's recorded kernel time is covered; the rest are kept in
+the manifest as below the target (not failed, not pending).
+
+A shape's time is the program's: `real_us` x the calls the recording saw. The target is
+reckoned against the stage's whole recorded time (its uncovered work included), over the
+shapes file's shapes, never a shard's: every shard of a job array cuts at the same place, so
+their captures add up to the target. Shapes without a recorded time are always captured."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..core.errors import UsageError
+from ..shapes.file import ShapeEntry, ShapesFile
+
+
+def program_us(entry: ShapeEntry) -> float | None:
+    """The program's kernel time of a shape per run (real_us x the calls the recording saw);
+    None for a shape the recording did not time."""
+    shape = entry.shape
+    if shape.real_us is None:
+        return None
+    return shape.real_us * (shape.real_calls or shape.calls)
+
+
+def is_timed(shapes: ShapesFile) -> bool:
+    """Whether the file carries the recorded program's kernel time (a recording made on a GPU)."""
+    recorded = shapes.recorded
+    timed = recorded is not None and recorded.totals is not None
+    return timed and recorded.totals.basis == "kernel_time"  # type: ignore[union-attr]
+
+
+def largest_first(entries: list[ShapeEntry]) -> list[ShapeEntry]:
+    """The shapes by their program time, largest first (untimed shapes after the timed ones,
+    ties in file order)."""
+    ranked = sorted(enumerate(entries), key=lambda item: (-(program_us(item[1]) or -1.0), item[0]))
+    return [entry for _, entry in ranked]
+
+
+BANDS = (
+    50.0,
+    90.0,
+    99.0,
+)  # shares of a stage's time where capture by time starts a new ncu process
+
+
+def time_bands(entries: list[ShapeEntry]) -> dict[str, int]:
+    """Each shape's time band within its stage, shapes taken largest first: 0 while the
+    shapes before it hold less than 90 % of the stage's time, 1 below 99 %, 2 for the rest.
+    One ncu process per stage would finish a stage's smallest shapes before the next stage's
+    largest: cut at the bands, every stage's largest shapes are captured first."""
+    bands: dict[str, int] = {}
+    by_stage: dict[str, list[ShapeEntry]] = {}
+    for entry in largest_first(entries):
+        by_stage.setdefault(entry.stage, []).append(entry)
+    for members in by_stage.values():
+        whole = sum(program_us(e) or 0 for e in members)
+        before = 0.0
+        for entry in members:
+            share = 100 * before / whole if whole else 0.0
+            bands[entry.group] = sum(share >= limit for limit in BANDS)
+            before += program_us(entry) or 0
+    return bands
+
+
+def wanted_groups(shapes: ShapesFile, target_pct: float) -> set[str]:
+    """The group ids `--coverage target_pct` captures: per stage, the largest shapes until
+    their time reaches the target share of the stage's recorded kernel time (all of them
+    when the stage's uncovered work keeps it below the target), and every untimed shape."""
+    if not is_timed(shapes):
+        raise UsageError(
+            "--coverage needs the recorded program's kernel time: this shapes file was not"
+            " recorded on a GPU by ncu-classify record (no real_us per shape)"
+        )
+    stages = shapes.recorded.totals.stages  # type: ignore[union-attr]
+    wanted: set[str] = set()
+    by_stage: dict[str, list[ShapeEntry]] = {}
+    for entry in shapes.entries():
+        if program_us(entry) is None:
+            wanted.add(entry.group)
+        else:
+            by_stage.setdefault(entry.stage, []).append(entry)
+    for stage, members in by_stage.items():
+        whole = stages[stage].kernel_us if stage in stages else None
+        if not whole:
+            whole = sum(program_us(e) or 0 for e in members)
+        goal, covered = whole * target_pct / 100, 0.0
+        for entry in largest_first(members):
+            if covered >= goal:
+                break
+            wanted.add(entry.group)
+            covered += program_us(entry) or 0
+    return wanted
+
+
+@dataclass(frozen=True)
+class StageShares:
+    """Each stage's recorded kernel time and its shapes' shares, for the progress line: the
+    share of a stage's time the shapes captured so far cover."""
+
+    whole_us: dict[str, float]
+    shape_us: dict[str, tuple[str, float]]  # group -> (stage, program time)
+
+    @staticmethod
+    def of(shapes: ShapesFile) -> StageShares | None:
+        """The shares of a timed shapes file; None for one without recorded times."""
+        if not is_timed(shapes):
+            return None
+        stages = shapes.recorded.totals.stages  # type: ignore[union-attr]
+        shape_us = {e.group: (e.stage, program_us(e) or 0.0) for e in shapes.entries()}
+        whole = {stage: t.kernel_us or 0.0 for stage, t in stages.items()}
+        return StageShares(whole, shape_us)
+
+    def covered(self, done: Iterable[str]) -> dict[str, float]:
+        """Per stage with shapes done, the percent of its recorded time they cover."""
+        sums: dict[str, float] = {}
+        for group in done:
+            stage, time = self.shape_us.get(group, ("", 0.0))
+            if stage:
+                sums[stage] = sums.get(stage, 0.0) + time
+        return {
+            stage: 100 * total / self.whole_us[stage]
+            for stage, total in sums.items()
+            if self.whole_us.get(stage)
+        }

@@ -1,0 +1,216 @@
+"""Capture by time (issue 41, items 1 and 2), on the H200's recordings: the Wan 2.1 14B step +
+decode recorded on the H200 (254 shapes, every one timed) for the order, the coverage cut and
+the time bands; the compiled block (fixtures/compiled_h200) captured by the stand-in ncu from
+the H200's reports for the manifest, the coverage lines and --resume with a higher target."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import lzma
+import os
+from pathlib import Path
+
+import pytest
+from helpers import ROOT
+
+from ncu_classify.capture.order import largest_first, program_us, time_bands, wanted_groups
+from ncu_classify.capture.plan import CaptureOptions, plan_capture
+from ncu_classify.capture.shards import run_cost
+from ncu_classify.shapes.file import ShapesFile, read_shapes
+
+WAN = ROOT / "reports" / "record" / "wan_14b_480x832_h200_shapes.yaml.xz"
+BLOCK = ROOT / "fixtures" / "compiled_h200"
+
+
+@pytest.fixture(scope="module")
+def wan(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Wan 14B recording, decompressed."""
+    path = tmp_path_factory.mktemp("wan") / "shapes.yaml"
+    path.write_bytes(lzma.decompress(WAN.read_bytes()))
+    return path
+
+
+def _shares(shapes: ShapesFile, groups: set[str]) -> dict[str, tuple[int, int, float]]:
+    """Per stage: its shapes, those among `groups`, and the percent of its time they hold."""
+    found: dict[str, tuple[int, int, float]] = {}
+    totals = shapes.recorded.totals.stages  # type: ignore[union-attr]
+    for stage, total in totals.items():
+        members = [e for e in shapes.entries() if e.stage == stage]
+        kept = [e for e in members if e.group in groups]
+        share = 100 * sum(program_us(e) or 0 for e in kept) / (total.kernel_us or 1)
+        found[stage] = (len(members), len(kept), round(share, 3))
+    return found
+
+
+def test_shapes_go_largest_first(wan: Path) -> None:
+    """By program time (real_us x recorded calls), largest first: the decode's 96-channel
+    conv3d at 482x834 (84.2 ms), then the DiT's QKV-sized linear (71.5 ms); never a smaller
+    shape before a larger one."""
+    shapes, _ = read_shapes(wan)
+    ordered = largest_first(shapes.entries())
+    assert len(ordered) == 254
+    assert [round(program_us(e) or 0) for e in ordered[:3]] == [84212, 71510, 46559]
+    assert (
+        ordered[0].group == "vae:conv3d:in1x96x6x482x834_w96x96x3x3x3_s1x1x1_p0x0x0:fp32:tf32:bias"
+    )
+    assert ordered[1].group == "dit:linear:M4680_N5120_K5120:bf16:bias"
+    times = [program_us(e) or 0 for e in ordered]
+    assert all(a >= b for a, b in itertools.pairwise(times))
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        (99.0, {"dit": (60, 27, 99.31), "output": (11, 10, 99.006), "vae": (183, 112, 99.039)}),
+        (99.5, {"dit": (60, 29, 99.567), "output": (11, 11, 100.0), "vae": (183, 127, 99.517)}),
+        (99.9, {"dit": (60, 36, 99.915), "output": (11, 11, 100.0), "vae": (183, 152, 99.9)}),
+    ],
+)
+def test_the_target_takes_each_stage_s_largest_shapes_up_to_it(
+    wan: Path, target: float, expected: dict[str, tuple[int, int, float]]
+) -> None:
+    """Per stage, the fewest largest shapes whose time reaches the target share of the
+    stage's recorded kernel time: one shape fewer (the smallest taken) falls below it."""
+    shapes, _ = read_shapes(wan)
+    wanted = wanted_groups(shapes, target)
+    assert _shares(shapes, wanted) == expected
+    for stage in ("dit", "vae"):
+        taken = [e for e in largest_first(shapes.entries()) if e.group in wanted]
+        smallest = [e for e in taken if e.stage == stage][-1]
+        assert _shares(shapes, wanted - {smallest.group})[stage][2] < target
+
+
+def test_every_shard_cuts_at_the_same_place(wan: Path, tmp_path: Path) -> None:
+    """The three shards of a job array at --coverage 99.5 capture, together, exactly the
+    shapes the whole file's cut takes, and list the rest below the target, once each."""
+    shapes, _ = read_shapes(wan)
+    wanted = wanted_groups(shapes, 99.5)
+    taken: list[str] = []
+    below: list[str] = []
+    for index in (1, 2, 3):
+        options = CaptureOptions(coverage_pct=99.5, shard=(index, 3))
+        plan = plan_capture(wan, tmp_path / f"s{index}", options)
+        taken += [e.group for e in plan.entries]
+        below += [e.group for e in plan.below]
+    assert sorted(taken) == sorted(wanted) and len(taken) == 167
+    assert sorted(below) == sorted({e.group for e in shapes.entries()} - wanted)
+
+
+def test_every_stage_s_largest_shapes_come_before_any_stage_s_smallest(
+    wan: Path, tmp_path: Path
+) -> None:
+    """One ncu process per stage would finish the decode's smallest shapes before the DiT's
+    largest; cut at 50, 90 and 99 % of each stage's time, every stage's first half goes
+    first. At half the capture's estimated cost, each stage is over 90 % covered (in file
+    order, the decode was at 68.8 %)."""
+    plan = plan_capture(wan, tmp_path / "raw", CaptureOptions())
+    assert [b.name for b in plan.batches][:4] == ["vae-1", "dit-1", "output-1", "vae-2"]
+    assert len(plan.batches) == 12
+    bands = time_bands(plan.entries)
+    assert [bands[e.group] for e in plan.batches[0].entries] == [0] * len(plan.batches[0].entries)
+
+    def at_half(batches: list) -> dict[str, float]:  # type: ignore[type-arg]
+        order = [e for b in batches for e in b.entries]
+        budget, spent, done = sum(run_cost(e) for e in order) / 2, 0.0, {}
+        for entry in order:
+            if spent >= budget:
+                break
+            spent += run_cost(entry)
+            done[entry.stage] = done.get(entry.stage, 0.0) + (program_us(entry) or 0)
+        whole = plan.shapes.recorded.totals.stages  # type: ignore[union-attr]
+        return {s: round(100 * t / (whole[s].kernel_us or 1), 2) for s, t in done.items()}
+
+    assert at_half(plan.batches) == {"vae": 98.57, "dit": 91.03, "output": 90.81}
+    by_file = plan_capture(wan, tmp_path / "raw", CaptureOptions(order="file"))
+    assert at_half(by_file.batches)["vae"] == 68.78
+
+
+@pytest.fixture
+def stand_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stand-in ncu, serving the H200's reports of the compiled block."""
+    monkeypatch.setenv("PATH", f"{ROOT / 'tests' / 'fakebin'}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_NCU_REPORTS", str(BLOCK / "cap"))
+    for name in ("FAKE_NCU_MODE", "FAKE_SHAPE_SECONDS", "FAKE_NCU_LOG"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_a_target_leaves_the_smallest_shapes_out_and_resume_takes_them(
+    stand_in: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The block's recording at --coverage 60: the region (10.4 ms, its stage's all) and the
+    cast (437.4 us of main's 640.9 us: 68.2 %) are captured, the draw (203.6 us) is below the
+    target in the manifest and every coverage line says it; --resume without --coverage keeps
+    the target (nothing to do), --resume --coverage 100 captures the draw alone."""
+    from ncu_classify.cli.entry import run
+
+    raw, shapes = tmp_path / "raw", str(BLOCK / "shapes.yaml")
+    assert run(["capture", "--shapes", shapes, "-o", str(raw), "--coverage", "60"]) == 0
+    manifest = json.loads((raw / "manifest.json").read_text())
+    assert [s["group"] for s in manifest["shapes"]] == [
+        "block:compiled:block:g0:compiled",
+        "main:aten._to_copy.default:1x128x8x240x360:bf16",
+    ]
+    assert manifest["coverage_target_pct"] == 60.0
+    assert manifest["below_target"] == [
+        {"group": "main:aten.randn.default", "stage": "main", "calls": 1, "real_calls": 1,
+         "real_us": 203.647}
+    ]  # fmt: skip
+    line = (
+        "coverage main: 68.2 % of 0.641 ms of the program's kernel time (torch.profiler at"
+        " record); replayed 0.437 ms; not covered: (1 shape below the coverage target)"
+        " 0.204 ms (1 call)"
+    )
+    assert line in _summary(raw, tmp_path / "cards.json", capsys)
+    assert "(1 shape below the coverage target) 0.204 ms" in _next(tmp_path / "cards.json", capsys)
+    from ncu_classify.cli.app import read_cards
+    from ncu_classify.present.frames import coverage_frame
+
+    frame = coverage_frame(read_cards(tmp_path / "cards.json"))
+    (row,) = frame[frame["item"] == "(1 shape below the coverage target)"].itertuples()
+    assert (row.stage, row.calls) == ("main", 1)
+    assert round(row.real_us_per_inference, 3) == 203.647
+    assert run(["capture", "--shapes", shapes, "-o", str(raw), "--resume"]) == 0
+    assert len(json.loads((raw / "manifest.json").read_text())["batches"]) == 2
+    argv = ["capture", "--shapes", shapes, "-o", str(raw), "--resume", "--coverage", "100"]
+    assert run(argv) == 0
+    manifest = json.loads((raw / "manifest.json").read_text())
+    assert manifest["below_target"] == [] and manifest["coverage_target_pct"] == 100.0
+    assert manifest["batches"][-1]["groups"] == ["main:aten.randn.default"]
+    assert "coverage main: 100.0 %" in _summary(raw, tmp_path / "cards2.json", capsys)
+
+
+def _summary(raw: Path, cards: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """The capture folder classified, and its summary's text."""
+    from ncu_classify.cli.entry import run
+
+    assert run(["classify", str(raw), "-o", str(cards)]) == 0
+    capsys.readouterr()
+    assert run(["summary", str(cards)]) == 0
+    return capsys.readouterr().out
+
+
+def test_a_target_without_recorded_times_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A hand-written shapes file has no program times: one line naming it, exit 2, no folder."""
+    from ncu_classify.cli.entry import run
+
+    smoke = ROOT / "fixtures" / "shapes" / "smoke.yaml"
+    argv = ["capture", "--shapes", str(smoke), "-o", str(tmp_path / "raw"), "--coverage", "99"]
+    assert run(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"ncu-classify: error: {smoke}: --coverage needs the recorded program's kernel time,"
+        " and this shapes file has none (record it on a GPU with ncu-classify record)"
+    ]
+    assert not (tmp_path / "raw" / "manifest.json").exists()
+
+
+def _next(cards: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """`next`'s text for a cards file."""
+    from ncu_classify.cli.entry import run
+
+    capsys.readouterr()
+    run(["next", str(cards)])
+    return capsys.readouterr().out
