@@ -6,6 +6,7 @@ reports through read/.
 - batch: the shapes one ncu process replays
 - drill: drill-down captures (the shapes chosen, the warp-state counters added)
 - shards: which shapes a shard captures (--shard K/N) and what a shape costs
+- order: capture by time: largest first, the time bands, the --coverage cut
 - repeats: the duration-only batches of --repeat N
 - ncu_cmd: the ncu command line of a batch
 - plan: the plan, made once: shapes kept, batches, command lines (--dry-run prints it)
