@@ -143,6 +143,11 @@ def capture_command(
     if drill_class and drill_down is None:
         with errors():
             raise UsageError("--drill-class needs --drill-down CARDS")
+    if coverage is not None and drill_down is not None:
+        with errors():
+            raise UsageError(
+                "--coverage and --drill-down: a drill-down captures the shapes it names"
+            )
     if repeat_counters and repeat < 2:
         with errors():
             raise UsageError("--repeat-counters needs --repeat N with N of 2 or more")
