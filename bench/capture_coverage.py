@@ -1,0 +1,118 @@
+"""Capture by time, measured (issue 41): a recorded shapes file captured whole, at
+`--coverage P`, and whole again but stopped by SIGTERM at half the whole capture's time; each
+classified. Prints the seconds of each, the target's share of the whole capture's time, and per
+stage the share of the program's kernel time the cards cover. Needs a GPU host with ncu.
+
+    python bench/capture_coverage.py --shapes wan.yaml --work /tmp/cov [--coverage 99.5]
+        [--scale 4] [--skip-whole SECONDS] [--dry-run]
+
+`--scale N` first writes a scaled recording: the file's stages copied N times under new stage
+names (`dit`, `dit_2`, ...), each copy with the recording's own shapes, times (`real_us`, calls)
+and per-stage totals, so the scaled file has N times the shapes with the recording's own
+distribution of time per shape (the Wan 14B recording x 4: 1,016 shapes). `--skip-whole S`
+takes the whole capture's time as given (seconds) instead of measuring it, for the SIGTERM
+run. `--dry-run` writes the scaled file and prints the plans (shapes, batches, below target).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+from copy import deepcopy
+from pathlib import Path
+
+from ruamel.yaml import YAML
+
+CLI = [sys.executable, "-m", "ncu_classify"]
+
+
+def scaled(shapes: Path, copies: int, out: Path) -> Path:
+    """The recording with its stages copied `copies` times under new names (see above)."""
+    yaml = YAML()
+    yaml.width = 4096
+    data = yaml.load(shapes.read_text())
+    stages = data["stages"]
+    totals = data["recorded"]["totals"]
+    original = list(stages)
+    for copy in range(2, copies + 1):
+        for stage in original:
+            stages[f"{stage}_{copy}"] = deepcopy(stages[stage])
+            if stage in totals["stages"]:
+                totals["stages"][f"{stage}_{copy}"] = deepcopy(totals["stages"][stage])
+    data.pop("chains", None)
+    with out.open("w") as handle:
+        yaml.dump(data, handle)
+    return out
+
+
+def timed(argv: list[str], log: Path, stop_after: float | None = None) -> tuple[float, int]:
+    """Seconds and exit code of a command (its output to `log`); SIGTERM after `stop_after`."""
+    start = time.perf_counter()
+    with log.open("w") as handle:
+        proc = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT)
+        try:
+            code = proc.wait(timeout=stop_after)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGTERM)
+            code = proc.wait()
+    return time.perf_counter() - start, code
+
+
+def coverage(raw: Path, work: Path, name: str) -> dict[str, float | None]:
+    """The capture folder classified; per stage, the percent of its kernel time covered."""
+    cards = work / f"{name}.json"
+    subprocess.run([*CLI, "classify", str(raw), "-o", str(cards)], capture_output=True)
+    if not cards.exists():
+        return {}
+    found = json.loads(cards.read_text()).get("coverage", [])
+    return {stage["stage"]: stage["coverage_pct"] for stage in found}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shapes", type=Path, required=True)
+    parser.add_argument("--work", type=Path, required=True)
+    parser.add_argument("--coverage", type=float, default=99.5)
+    parser.add_argument("--scale", type=int, default=1)
+    parser.add_argument("--skip-whole", type=float, default=None)
+    parser.add_argument("--dry-run", action="store_true")
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    shapes = args.shapes
+    if args.scale > 1:
+        shapes = scaled(shapes, args.scale, args.work / f"scaled_x{args.scale}.yaml")
+    if args.dry_run:
+        for extra in ([], ["--coverage", str(args.coverage)]):
+            argv = [*CLI, "capture", "--shapes", str(shapes), "-o", str(args.work / "plan")]
+            done = subprocess.run([*argv, "--dry-run", *extra], capture_output=True, text=True)
+            told = [ln for ln in done.stdout.splitlines() if re.match(r"# (\d|--)", ln)]
+            print(" ".join(extra) or "whole:", *told)
+        return
+    base = [*CLI, "capture", "--shapes", str(shapes), "--one-process"]
+    whole_s = args.skip_whole
+    if whole_s is None:
+        whole_s, _ = timed([*base, "-o", str(args.work / "whole")], args.work / "whole.log")
+        print(
+            f"whole: {whole_s:.1f} s, coverage {coverage(args.work / 'whole', args.work, 'whole')}"
+        )
+    target = [*base, "-o", str(args.work / "target"), "--coverage", str(args.coverage)]
+    target_s, _ = timed(target, args.work / "target.log")
+    print(
+        f"--coverage {args.coverage}: {target_s:.1f} s ({100 * target_s / whole_s:.1f} % of the"
+        f" whole), coverage {coverage(args.work / 'target', args.work, 'target')}"
+    )
+    half = [*base, "-o", str(args.work / "half")]
+    half_s, code = timed(half, args.work / "half.log", stop_after=whole_s / 2)
+    print(
+        f"SIGTERM at {whole_s / 2:.1f} s (exit {code}, {half_s:.1f} s): coverage"
+        f" {coverage(args.work / 'half', args.work, 'half')}"
+    )
+
+
+if __name__ == "__main__":
+    main()
