@@ -11,7 +11,8 @@ names (`dit`, `dit_2`, ...), each copy with the recording's own shapes, times (`
 and per-stage totals, so the scaled file has N times the shapes with the recording's own
 distribution of time per shape (the Wan 14B recording x 4: 1,016 shapes). `--skip-whole S`
 takes the whole capture's time as given (seconds) instead of measuring it, for the SIGTERM
-run. `--dry-run` writes the scaled file and prints the plans (shapes, batches, below target).
+run; `--no-half` skips that run. `--dry-run` writes the scaled file and prints the plans
+(shapes, below target).
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ def main() -> None:
     parser.add_argument("--scale", type=int, default=1)
     parser.add_argument("--skip-whole", type=float, default=None)
     parser.add_argument("--dry-run", action="store_true")
+    parser.add_argument("--no-half", action="store_true", help="skip the SIGTERM run")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     shapes = args.shapes
@@ -106,6 +108,8 @@ def main() -> None:
         f"--coverage {args.coverage}: {target_s:.1f} s ({100 * target_s / whole_s:.1f} % of the"
         f" whole), coverage {coverage(args.work / 'target', args.work, 'target')}"
     )
+    if args.no_half:
+        return
     half = [*base, "-o", str(args.work / "half")]
     half_s, code = timed(half, args.work / "half.log", stop_after=whole_s / 2)
     print(
