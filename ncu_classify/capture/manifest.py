@@ -84,6 +84,7 @@ SHAPE_IDENTITY = (
     "input_sha256",
     "real_us",
     "real_kernels",
+    "real_kernel_names",
     "real_calls",
 )
 
@@ -107,6 +108,9 @@ class ManifestShape(BaseModel):
     )
     real_kernels: NonNegative | None = Field(
         default=None, description="kernels per call in the recorded program"
+    )
+    real_kernel_names: dict[str, NonNegative] | None = Field(
+        default=None, description="the recorded program's kernels -> launches per call"
     )
     real_calls: int | None = Field(
         default=None, ge=1, description="calls the recording saw (calls may have been edited)"
@@ -149,7 +153,7 @@ def manifest_shape(entry: ShapeEntry) -> ManifestShape:
         by_alias=True,
         exclude={
             "op", "name", "note", "calls", "source", "inputs_file", "real_us", "real_kernels",
-            "real_calls",
+            "real_kernel_names", "real_calls",
         },
     )  # fmt: skip
     if hasattr(entry.shape, "output"):
@@ -167,6 +171,7 @@ def manifest_shape(entry: ShapeEntry) -> ManifestShape:
         input_source="recorded" if entry.shape.inputs_file else "seeded",
         real_us=entry.shape.real_us,
         real_kernels=entry.shape.real_kernels,
+        real_kernel_names=entry.shape.real_kernel_names,
         real_calls=entry.shape.real_calls,
     )
 
@@ -256,7 +261,14 @@ def write_manifest(folder: Path, manifest: Manifest) -> Path:
         for index, batch in enumerate(manifest.batches)
         if batch.dropped_source_bytes is None and batch.sources_kept is None
     }
-    text = manifest.model_dump_json(indent=2, exclude={"batches": unasked} if unasked else None)
+    # and the program's kernel names only where a recording named them
+    unnamed = {
+        index: {"real_kernel_names"}
+        for index, shape in enumerate(manifest.shapes)
+        if shape.real_kernel_names is None
+    }
+    exclude = {key: value for key, value in (("batches", unasked), ("shapes", unnamed)) if value}
+    text = manifest.model_dump_json(indent=2, exclude=exclude or None)
     write_text_atomic(path, text + "\n")
     return path
 
