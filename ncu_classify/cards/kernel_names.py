@@ -16,6 +16,7 @@ from .model import Card
 ANONYMOUS = ("(anonymous namespace)::", "<unnamed>::")
 COPY = re.compile(r"direct_copy_kernel|copy_kernel|CopyKernel")  # a copy, not a cat or a set
 NAMED = 3  # kernels named per kind of difference; the rest are counted
+CUT_AT = 160  # record cuts a name to this length (record.totals.NAME_CHARS; a test keeps both)
 MISMATCH = 0.5  # launches per call apart for a kernel to count as missing or extra
 
 
@@ -77,8 +78,11 @@ def launches(card: Card) -> list[Launches] | None:
         else:
             total = None if seen.program is None or count is None else seen.program + count
             found[base] = Launches(base, seen.full, total, 0)
+    cut = [key for key, item in found.items() if len(item.full) >= CUT_AT]
     for kernel in card.kernels:
         base = base_name(kernel.kernel)
+        if base not in found:  # a program's name record cut inside the base name
+            base = next((key for key in cut if base.startswith(key)), base)
         seen = found.get(base) or Launches(base, kernel.kernel, 0.0, 0)
         found[base] = Launches(base, seen.full, seen.program, seen.replayed + 1)
     return list(found.values())

@@ -6,6 +6,7 @@ one base name; the compiled block launched in its replay exactly the kernels the
 from __future__ import annotations
 
 import lzma
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -177,3 +178,27 @@ def test_capture_hands_the_program_s_names_to_the_card(
     card = next(c for c in classify([raw], rules, jobs=1).cards if c.op == "aten._to_copy.default")
     assert card.real_kernel_names == {PROFILER_COPY: 1.0}
     assert kernel_cause(card) is None and fidelity_note(card, 1.2) == CACHES
+
+
+def test_a_name_record_cut_inside_its_base_name_still_matches() -> None:
+    """cuDNN's indexed conv kernel is 167 characters long: the compiled Wan decode's recording
+    kept its first 160, ncu (the committed 480x832 workload's cards) the whole; the card's
+    conv is the program's (tests/record/test_timing.py: record cuts where this expects)."""
+    from ncu_classify.cards.files import load_card_file
+    from ncu_classify.cards.kernel_names import CUT_AT
+
+    stem = "sm80_xmma_fprop_implicit_gemm_indexed_wo_smem_tf32f32_tf32f32_f32_nhwckrsc_nhwc_"
+    workload = load_card_file(ROOT / "fixtures" / "workload_h200_480x832" / "cards.json")
+    card = next(c for c in workload.cards if any(k.kernel.startswith(stem) for k in c.kernels))
+    full = next(k.kernel for k in card.kernels if k.kernel.startswith(stem))
+    decode = lzma.decompress((HERE / "wan_decode_shapes.yaml.xz").read_bytes()).decode()
+    assert (len(full), f'"{full[:CUT_AT]}"' in decode, f'"{full}"' in decode) == (167, True, False)
+    others = {
+        name: float(count)
+        for name, count in Counter(k.kernel for k in card.kernels).items()
+        if not name.startswith(stem)
+    }
+    named = card.model_copy(update={"real_kernel_names": {full[:CUT_AT]: 1.0, **others}})
+    assert kernel_cause(named) is None
+    cut_short = card.model_copy(update={"real_kernel_names": {full[:100]: 1.0, **others}})
+    assert kernel_cause(cut_short) is not None  # only record's own cut is read as one

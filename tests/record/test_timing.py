@@ -266,6 +266,10 @@ def test_each_shape_keeps_its_kernel_names_per_call() -> None:
     assert len(kept) == 40 and all(len(name) <= 160 for name in kept)
     assert list(kept)[:4] == [stem[:160], "a", "b", "k00"]
     assert kept[stem[:160]] == 1.5 and kept["a"] == 0.5
+    from ncu_classify.cards.kernel_names import CUT_AT
+    from ncu_classify.record.totals import NAME_CHARS
+
+    assert NAME_CHARS == CUT_AT  # fidelity reads a 160-character name as cut
 
 
 def test_shapes_of_one_group_merge_their_kernel_names() -> None:
