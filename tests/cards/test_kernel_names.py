@@ -202,3 +202,32 @@ def test_a_name_record_cut_inside_its_base_name_still_matches() -> None:
     assert kernel_cause(named) is None
     cut_short = card.model_copy(update={"real_kernel_names": {full[:100]: 1.0, **others}})
     assert kernel_cause(cut_short) is not None  # only record's own cut is read as one
+
+
+def test_every_view_gives_the_kernel_cause(cards: dict[str, Card], tmp_path: Path) -> None:
+    """`summary --by fidelity` (the CSV, every timed card) and the pages' fidelity tables
+    (HTML, Markdown) give the missing copy kernel as the strided conv's cause."""
+    import csv
+    import html
+
+    from ncu_classify.cards.files import write_card_file
+    from ncu_classify.cli.entry import run
+    from ncu_classify.core.text import md_text
+    from ncu_classify.present.page import page_html, page_markdown
+
+    card = _strided_conv(cards)
+    note = fidelity(card).note  # type: ignore[union-attr]
+    assert note is not None and "`direct_copy_kernel` (1 per call)" in note
+    path = tmp_path / "cards.json"
+    write_card_file(path, _file([card, cards["compiled"]]))
+    out = tmp_path / "fidelity.csv"
+    assert run(["summary", str(path), "--by", "fidelity", "--csv", "-o", str(out)]) == 0
+    rows = list(csv.DictReader(out.open()))
+    assert [(row["group"], row["note"]) for row in rows] == [
+        (card.group, note),
+        (cards["compiled"].group, ""),
+    ]
+    loaded = [("cards.json", _file([card]))]
+    escaped = html.escape(note, quote=False).replace("'", "&#39;")
+    assert f"<td>{escaped}</td>" in page_html(loaded, "t")
+    assert f"| 0.450 | {md_text(note)} |" in page_markdown(loaded, "t")
