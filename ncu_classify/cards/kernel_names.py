@@ -24,11 +24,23 @@ def base_name(name: str) -> str:
     """A kernel's name as both torch.profiler and ncu give it: `void `, namespaces, template
     arguments and the parameter list dropped (`void at::native::elementwise_kernel<128, 4,
     ...>(int, ...)` -> `elementwise_kernel`; `triton_poi_fused_add_7` as it is)."""
+    text = _plain(name)
+    cut = min((i for i in (text.find("<"), text.find("(")) if i >= 0), default=len(text))
+    return text[:cut].strip().rsplit("::", 1)[-1]
+
+
+def _plain(name: str) -> str:
+    """The name without `void ` and anonymous namespaces."""
     text = name.strip().removeprefix("void ")
     for anonymous in ANONYMOUS:
         text = text.replace(anonymous, "")
-    cut = min((i for i in (text.find("<"), text.find("(")) if i >= 0), default=len(text))
-    return text[:cut].strip().rsplit("::", 1)[-1]
+    return text
+
+
+def _cut_in_base(name: str) -> bool:
+    """A program's name record cut before its template arguments or parameters began."""
+    text = _plain(name)
+    return len(name) >= CUT_AT and "<" not in text and "(" not in text
 
 
 def is_copy(name: str) -> bool:
@@ -78,7 +90,7 @@ def launches(card: Card) -> list[Launches] | None:
         else:
             total = None if seen.program is None or count is None else seen.program + count
             found[base] = Launches(base, seen.full, total, 0)
-    cut = [key for key, item in found.items() if len(item.full) >= CUT_AT]
+    cut = [key for key, item in found.items() if _cut_in_base(item.full)]
     for kernel in card.kernels:
         base = base_name(kernel.kernel)
         if base not in found:  # a program's name record cut inside the base name

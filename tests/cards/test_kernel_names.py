@@ -231,3 +231,21 @@ def test_every_view_gives_the_kernel_cause(cards: dict[str, Card], tmp_path: Pat
     escaped = html.escape(note, quote=False).replace("'", "&#39;")
     assert f"<td>{escaped}</td>" in page_html(loaded, "t")
     assert f"| 0.450 | {md_text(note)} |" in page_markdown(loaded, "t")
+
+
+def test_a_name_cut_inside_its_template_matches_only_its_own_base(
+    cards: dict[str, Card],
+) -> None:
+    """The recording's copy kernel, cut inside its template arguments, is `elementwise_kernel`
+    and no longer name that merely starts alike (the replay's `elementwise_kernel_with_index`
+    is another kernel)."""
+    copy = cards["aten._to_copy.default"]
+    kernel = copy.kernels[0].model_copy(
+        update={"kernel": "void at::native::elementwise_kernel_with_index<int>(int)"}
+    )
+    card = copy.model_copy(update={"kernels": [kernel], "real_kernel_names": {PROFILER_COPY: 1.0}})
+    assert kernel_cause(card) == (
+        "the program ran a copy kernel, `direct_copy_kernel` (1 per call), that the replay did"
+        " not: its input was likely a strided view; the replay's is contiguous; the replay ran"
+        " `elementwise_kernel_with_index` (1 per call), the program did not"
+    )
