@@ -84,6 +84,7 @@ SHAPE_IDENTITY = (
     "input_sha256",
     "real_us",
     "real_kernels",
+    "real_kernel_names",
     "real_calls",
 )
 
@@ -107,6 +108,9 @@ class ManifestShape(BaseModel):
     )
     real_kernels: NonNegative | None = Field(
         default=None, description="kernels per call in the recorded program"
+    )
+    real_kernel_names: dict[str, NonNegative] | None = Field(
+        default=None, description="the recorded program's kernels -> launches per call"
     )
     real_calls: int | None = Field(
         default=None, ge=1, description="calls the recording saw (calls may have been edited)"
@@ -149,7 +153,7 @@ def manifest_shape(entry: ShapeEntry) -> ManifestShape:
         by_alias=True,
         exclude={
             "op", "name", "note", "calls", "source", "inputs_file", "real_us", "real_kernels",
-            "real_calls",
+            "real_kernel_names", "real_calls",
         },
     )  # fmt: skip
     if hasattr(entry.shape, "output"):
@@ -167,6 +171,7 @@ def manifest_shape(entry: ShapeEntry) -> ManifestShape:
         input_source="recorded" if entry.shape.inputs_file else "seeded",
         real_us=entry.shape.real_us,
         real_kernels=entry.shape.real_kernels,
+        real_kernel_names=entry.shape.real_kernel_names,
         real_calls=entry.shape.real_calls,
     )
 
@@ -284,7 +289,15 @@ def write_manifest(folder: Path, manifest: Manifest) -> Path:
         for index, batch in enumerate(manifest.batches)
         if batch.dropped_source_bytes is None and batch.sources_kept is None
     }
-    exclude: dict[str, Any] = {"batches": unasked} if unasked else {}
+    # and the program's kernel names only where a recording named them
+    unnamed = {
+        index: {"real_kernel_names"}
+        for index, shape in enumerate(manifest.shapes)
+        if shape.real_kernel_names is None
+    }
+    exclude: dict[str, Any] = {
+        key: value for key, value in (("batches", unasked), ("shapes", unnamed)) if value
+    }
     if manifest.coverage_target_pct is None and not manifest.below_target:
         exclude |= {"coverage_target_pct": True, "below_target": True}  # older releases read it
     text = manifest.model_dump_json(indent=2, exclude=exclude or None)

@@ -7,6 +7,7 @@ legacy format read as it comes). Judges nothing: verdicts/ does.
   machine     what the cards were measured on: GPU, capture, software
   coverage    how much of the recorded program the cards cover, per stage
   fidelity    replayed time per call against the program's own time
+  kernel_names the program's kernels against the replay's, by name (fidelity's cause)
   headroom    time left on the table: kernel roofs, speed of light, next moves
   drill       the drill-down section of a kernel and a card's settled verdict
   repeats     repeated measurements on a card (capture --repeat)

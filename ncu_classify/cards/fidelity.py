@@ -7,6 +7,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from ..core.text import counted
+from .kernel_names import kernel_cause
 from .model import Card
 
 FIDELITY_TOLERANCE = 0.10  # a replay further than this from the program's time is listed
@@ -50,13 +51,18 @@ def fidelity(card: Card) -> Fidelity | None:
 
 
 def fidelity_note(card: Card, ratio: float) -> str:
-    """The likely cause of a replay that differs from the program's call."""
+    """The likely cause of a replay that differs from the program's call: the kernels it
+    launched differently (named, where the recording named the program's), else caches or
+    clocks (only where both ran the same kernels, or the program's are not named)."""
     notes = []
     kernels = card.real_kernels
     if kernels is not None and abs(kernels - len(card.kernels)) >= 0.5:
         notes.append(
             f"{counted(len(card.kernels), 'kernel')} replayed, {kernels:g} per call in the program"
         )
+    cause = kernel_cause(card)
+    if cause is not None:
+        return "; ".join([*notes, cause])
     l2 = card.gpu.l2_bytes if isinstance(card.gpu.l2_bytes, (int, float)) else L2_BYTES_UNKNOWN_GPU
     size = card.nominal_bytes
     if ratio > 1 and size is not None and size < l2:

@@ -26,10 +26,10 @@ from .hot_units import HotUnit
 from .machine import CaptureInfo, GpuInfo
 from .repeats import KernelRepeats, Measurement
 
-SCHEMA_VERSION = "1.7"  # 1.2: tensor_pct over elapsed cycles; 1.3: captures, calls,
+SCHEMA_VERSION = "1.8"  # 1.2: tensor_pct over elapsed cycles; 1.3: captures, calls,
 # source; 1.4: coverage of a recorded program, real_us and real_kernels per card; 1.5:
 # drill_down per kernel, settled per card; 1.6: repeats per kernel, measurement per card;
-# 1.7: rules_yaml, and paths named the same from any working folder
+# 1.7: rules_yaml, and paths named the same from any working folder; 1.8: real_kernel_names
 SCOPE = (
     "Isolated replays under Nsight Compute kernel replay (each kernel serialised, caches flushed"
     " between passes, clocks left unlocked with --clock-control none); classifications are per"
@@ -128,6 +128,10 @@ class Card(BaseModel):
     )
     real_kernels: NonNegative | None = Field(
         default=None, description="kernels per call in the recorded program"
+    )
+    real_kernel_names: dict[str, NonNegative] | None = Field(
+        default=None,
+        description="the recorded program's kernels (torch.profiler's names) -> launches per call",
     )
     real_calls: int | None = Field(
         default=None, ge=1, description="calls the recording saw (calls may have been edited)"
@@ -228,4 +232,4 @@ CLASSIFY_FIELDS = frozenset(Card.model_fields) - {
     "measurement",
 }
 # written only for shapes whose recording timed them on a GPU
-RECORDED_ONLY = ("real_us", "real_kernels", "real_calls")
+RECORDED_ONLY = ("real_us", "real_kernels", "real_kernel_names", "real_calls")

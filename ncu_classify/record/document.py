@@ -15,6 +15,7 @@ from ..shapes.recorded import Recorded, RecordedTotals, UncoveredCall
 from .chain_section import chain_section, chains_yaml, shape_names
 from .recorder import Recorder
 from .shapes_document import CallShape, ShapesDocument
+from .totals import NAMES_KEPT
 
 
 def validated_document(recorder: Recorder, command: str, inputs_prefix: str = "") -> ShapesDocument:
@@ -101,10 +102,23 @@ def _merge(kept: dict[str, Shape], gid: str, shape: Shape) -> None:
     if first.real_kernels is not None and shape.real_kernels is not None:
         weighted = first.real_kernels * first.calls + shape.real_kernels * shape.calls
         first.real_kernels = round(weighted / calls, 4)
+    if first.real_kernel_names is not None and shape.real_kernel_names is not None:
+        first.real_kernel_names = _merged_names(first, shape)
     first.calls = first.real_calls = calls
     sources = (first.source or "").split(", ")
     sources += [s for s in (shape.source or "").split(", ") if s not in sources]
     first.source = ", ".join(sources)
+
+
+def _merged_names(first: Shape, shape: Shape) -> dict[str, float]:
+    """Two shapes' kernel names -> launches per call, as one shape of both their calls."""
+    launches: dict[str, float] = {}
+    for part in (first, shape):
+        for name, per_call in (part.real_kernel_names or {}).items():
+            launches[name] = launches.get(name, 0.0) + per_call * part.calls
+    calls = first.calls + shape.calls
+    kept = sorted(launches, key=lambda name: (-launches[name], name))[:NAMES_KEPT]
+    return {name: round(launches[name] / calls, 4) for name in kept}
 
 
 def shapes_yaml(document: ShapesDocument) -> str:

@@ -70,15 +70,32 @@ def copy_time(
     return copies
 
 
-def per_call(time: KernelTime | None, calls: int, timed: bool) -> dict[str, float]:
-    """`real_us` and `real_kernels` per call of a shape, when the recording was timed."""
+NAME_CHARS = 160  # a kernel name kept is cut to this length
+NAMES_KEPT = 40  # the most launched kernel names kept per shape
+
+
+def per_call(time: KernelTime | None, calls: int, timed: bool) -> dict[str, Any]:
+    """`real_us`, `real_kernels` and `real_kernel_names` (launches per call) of a shape, when
+    the recording was timed."""
     if not timed:
         return {}
     time = time or KernelTime()
     return {
         "real_us": round(time.ns / 1000 / calls, 4),
         "real_kernels": round(time.kernels / calls, 4),
+        "real_kernel_names": kernel_names(time.names, calls),
     }
+
+
+def kernel_names(launches: dict[str, int], calls: int) -> dict[str, float]:
+    """The kernels a shape launched, the most launched first (then by name), as launches per
+    call: names cut to 160 characters (those that then read alike add up), at most 40 of them,
+    so that a templated kernel's signature cannot swell the shapes file."""
+    cut: dict[str, int] = {}
+    for name, count in launches.items():
+        cut[name[:NAME_CHARS]] = cut.get(name[:NAME_CHARS], 0) + count
+    kept = sorted(cut, key=lambda name: (-cut[name], name))[:NAMES_KEPT]
+    return {name: round(cut[name] / calls, 4) for name in kept}
 
 
 def document_ops(

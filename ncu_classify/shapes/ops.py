@@ -43,13 +43,13 @@ class OpShape(BaseModel):
     calls: PositiveInt = 1
     # Where a recorded shape came from: module paths, numbers of repeated blocks as `*`.
     source: str | None = None
-    # The real inputs `record --save-inputs` kept (torch.save of a list of tensors), replayed
-    # instead of seeded random ones; relative to the shapes file's folder.
+    # The real inputs `record --save-inputs` kept (a torch.save'd list), replayed for seeded ones.
     inputs_file: str | None = None
-    # The real program's kernel time per call (us) and kernels per call, as `record` measured
-    # them on a GPU (torch.profiler); replay fidelity and coverage are reckoned against them.
+    # The real program's kernel time (us), kernels and their names -> launches (torch.profiler's,
+    # <= 160 characters, the 40 most launched) per call, as `record` measured them on a GPU.
     real_us: NonNegative | None = None
     real_kernels: NonNegative | None = None
+    real_kernel_names: dict[str, NonNegative] | None = None
     # The calls the recording saw (real_us is per one of them); `calls` may be edited to weigh
     # the summaries (50 denoising steps), coverage sets the recorded ones against the program.
     real_calls: PositiveInt | None = None
@@ -59,7 +59,7 @@ class OpShape(BaseModel):
 
     WRITE_TAIL: ClassVar[tuple[str, ...]] = (  # the shared fields, written after the op's own
         "compile", "note", "calls", "source", "real_calls", "inputs_file", "real_us",
-        "real_kernels",
+        "real_kernels", "real_kernel_names",
     )  # fmt: skip
 
     def written(self) -> ShapeFields:

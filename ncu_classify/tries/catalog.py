@@ -29,7 +29,8 @@ ATTENTION_KERNELS = {
 OUTSIDE_TORCH = ("fa3_fwd", "flash_attn_interface")  # FlashAttention-3 wheels, when importable
 HEAVY_ATEN = ("conv", "mm", "bmm", "addmm", "linear", "attention", "matmul")
 TILE = 128  # rows of the largest common wgmma output tile edge on sm90 (nvjet, CUTLASS)
-RECORDED_ONLY = ("real_us", "real_kernels", "real_calls", "inputs_file", "name")
+RECORDED_ONLY = ("real_us", "real_kernels", "real_kernel_names", "real_calls", "inputs_file",
+                 "name")  # fmt: skip
 
 
 class Alternative(BaseModel):

@@ -23,7 +23,8 @@ from ..shapes.ops import (
 )
 
 ProgramMove = Literal["bf16", "channels_last", "bf16_channels_last"]
-RECORDED_ONLY = ("real_us", "real_kernels", "real_calls", "inputs_file", "name")
+RECORDED_ONLY = ("real_us", "real_kernels", "real_kernel_names", "real_calls", "inputs_file",
+                 "name")  # fmt: skip
 _SHAPE: TypeAdapter[Shape] = TypeAdapter(Shape)
 
 

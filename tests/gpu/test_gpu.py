@@ -153,6 +153,13 @@ def test_every_device_op_is_timed_captured_and_covered(tmp_path: Path) -> None:
     assert {"aten.mul.Tensor", "aten.sum.dim_IntList"} <= ops
     assert any(op.startswith("aten.add_.") for op in ops)  # the in-place add
     assert "aten.clone.default" in ops  # the strided copy of .contiguous()
+    from ncu_classify.cards.kernel_names import is_copy
+
+    for entry in entries:  # the kernels each shape launched, by name (issue 41, item 4)
+        names = entry.shape.real_kernel_names or {}
+        assert abs(sum(names.values()) - (entry.shape.real_kernels or 0)) < 0.01, entry.group
+    clone = next(e.shape for e in entries if e.shape.aten_op() == "aten.clone.default")
+    assert any(is_copy(name) for name in clone.real_kernel_names or {})
     raw = tmp_path / "raw"
     proc = subprocess.run(
         [*CLI, "capture", "--shapes", str(shapes), "-o", str(raw), "--one-process"],
@@ -175,6 +182,7 @@ def test_every_device_op_is_timed_captured_and_covered(tmp_path: Path) -> None:
     # the replayed kernels take about what the program's did (4096^2 fp32 elementwise ops
     # stream 64-128 MB: no cache warmth to speak of)
     assert 0.7 < coverage["replayed_us"] / coverage["real_us"] < 1.4
+    assert all(card["real_kernel_names"] for card in cards["cards"])  # handed on by capture
 
 
 def test_drill_down_captures_the_unsettled_shapes_and_merges_into_their_cards(

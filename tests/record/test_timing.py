@@ -240,3 +240,54 @@ def test_kernels_launched_inside_torch_compile_s_own_ranges_are_compile_time_wor
     times = measured(clock)
     assert times is not None
     assert (times[("setup",)].ns, times[("shape", "graph")].ns) == (74, 10)
+
+
+def test_each_shape_keeps_its_kernel_names_per_call() -> None:
+    """The kernels a target launched, by name, as launches per call (issue 41, item 4): the
+    most launched first; names cut at 160 characters (two signatures alike up to there add up),
+    at most 40 names."""
+    from ncu_classify.record.timing import KernelTime, Mark
+    from ncu_classify.record.totals import kernel_names, per_call
+
+    clock = KernelClock(enabled=True)
+    clock.events = _trace()
+    clock.marks = [Mark(None, ("loose", "dit")), Mark(0, ("op", "key"))]
+    times = measured(clock)
+    assert times is not None
+    assert per_call(times[("op", "key")], 2, True) == {
+        "real_us": 0.005, "real_kernels": 0.5, "real_kernel_names": {"mul_kernel": 0.5}
+    }  # fmt: skip
+    assert per_call(None, 3, True)["real_kernel_names"] == {}
+    assert per_call(times[("op", "key")], 2, False) == {}
+    stem = "void at::native::elementwise_kernel<128, 4, " + "x" * 150
+    launches = {f"{stem}A>(int)": 2, f"{stem}B>(int)": 1, "b": 1, "a": 1}
+    launches.update({f"k{n:02d}": 1 for n in range(40)})
+    kept = kernel_names(KernelTime(names=launches).names, 2)
+    assert len(kept) == 40 and all(len(name) <= 160 for name in kept)
+    assert list(kept)[:4] == [stem[:160], "a", "b", "k00"]
+    assert kept[stem[:160]] == 1.5 and kept["a"] == 0.5
+    from ncu_classify.cards.kernel_names import CUT_AT
+    from ncu_classify.record.totals import NAME_CHARS
+
+    assert NAME_CHARS == CUT_AT  # fidelity reads a 160-character name as cut
+
+
+def test_shapes_of_one_group_merge_their_kernel_names() -> None:
+    """Two calls that make one typed shape (a matmul and a linear of one size) add their
+    kernel launches, weighted by calls; the names are written after `real_kernels`."""
+    from ncu_classify.record.document import _merge
+    from ncu_classify.shapes.ops import LinearShape
+
+    def linear(calls: int, names: dict[str, float]) -> LinearShape:
+        return LinearShape.model_validate(
+            {"op": "linear", "M": 8, "N": 8, "K": 8, "calls": calls, "real_us": 4.0,
+             "real_kernels": sum(names.values()), "real_kernel_names": names}
+        )  # fmt: skip
+
+    kept: dict = {}  # type: ignore[type-arg]
+    _merge(kept, "dit:linear", linear(3, {"nvjet_a": 1.0}))
+    _merge(kept, "dit:linear", linear(1, {"nvjet_b": 1.0, "splitK_reduce": 1.0}))
+    (shape,) = kept.values()
+    assert shape.real_kernel_names == {"nvjet_a": 0.75, "nvjet_b": 0.25, "splitK_reduce": 0.25}
+    assert shape.real_kernels == 1.25 and shape.calls == 4
+    assert list(shape.written())[-2:] == ["real_kernels", "real_kernel_names"]
