@@ -13,8 +13,9 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter
 from ..cards.model import Card
 from ..cards.rollup import dominant
 from ..shapes.aten import AtenShape
+from ..shapes.attention import AttentionShape
 from ..shapes.file import Shape
-from ..shapes.ops import AttentionShape, CastShape, Conv2dShape, Conv3dShape, LinearShape
+from ..shapes.ops import CastShape, Conv2dShape, Conv3dShape, LinearShape
 
 MoveKind = Literal[
     "baseline", "layout", "dtype", "attention_backend", "tile_padding", "compile", "fuse", "fold"
