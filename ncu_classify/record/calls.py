@@ -224,10 +224,10 @@ def _attention(func: Any, args: tuple[Any, ...], kwargs: CallKwargs, result: Any
     dropout = _arg(args, kwargs, 4, "dropout_p", 0.0)
     if dropout:
         shape["dropout_p"] = float(dropout)
-    if (scale := kwargs.get("scale")) is not None:
+    if (scale := _arg(args, kwargs, 6, "scale")) is not None:
         shape["scale"] = float(scale)
-    if (gqa := kwargs.get("enable_gqa")) is not None:
-        shape["enable_gqa"] = bool(gqa)
+    if _arg(args, kwargs, 7, "enable_gqa"):  # False, as diffusers passes it, is SDPA's default
+        shape["enable_gqa"] = True
     return shape, [q, k, v]
 
 
