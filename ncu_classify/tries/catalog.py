@@ -76,6 +76,11 @@ def _variant(shape: Shape, label: str, kind: MoveKind, why: str, **change: Any) 
     """The shape with `change` applied, validated as a shapes file would be; the recording's
     own figures and inputs are left out (every alternative draws the same seeded inputs)."""
     fields = {k: v for k, v in shape.written().items() if k not in RECORDED_ONLY}
+    if "memory_format" in change:  # the move's premise: the tensors are channels-last
+        fields.pop("layout", None)
+    mask = fields.get("mask")
+    if "dtype" in change and isinstance(mask, dict) and mask["dtype"] != "bool":
+        fields["mask"] = {**mask, "dtype": change["dtype"]}  # an additive mask follows
     changed = _SHAPE.validate_python({**fields, **change}, strict=False)
     return Alternative(label=label, kind=kind, why=why, shape=changed)
 

@@ -77,3 +77,33 @@ def test_a_layout_that_does_not_fit_is_refused_naming_the_input() -> None:
         Conv3dShape.model_validate({**conv, "layout": {"input": {"strides": [1, 2, 3, 4]}}})
     with pytest.raises(ValidationError, match=r"layout\.bias: no such input"):
         Conv3dShape.model_validate({**conv, "layout": {"bias": {"strides": [1]}}})
+
+
+def test_a_laid_out_id_is_not_read_back_as_a_plain_shape(recorded: dict) -> None:
+    """A report read without its manifest names a plain shape by its id; a strided or masked
+    one, whose id holds a digest, is not taken for the plain shape of the same dims."""
+    from ncu_classify.verdicts.group_ids import parse_group_id
+
+    plain = parse_group_id(CONV)
+    assert plain is not None and plain.shape.layout is None and plain.group == CONV
+    assert parse_group_id(ATTENTION) is not None  # the unmasked attention
+    laid = [g for g, s in recorded.items() if s.op in ("conv3d", "attention")]
+    laid = [g for g in laid if g not in (CONV, ATTENTION)]
+    assert len(laid) == 3 and [parse_group_id(g) for g in laid] == [None] * 3
+
+
+def test_program_moves_keep_a_layout_and_a_mask_consistent(recorded: dict) -> None:
+    """`try --program`: bf16 turns an fp32 additive mask bf16 with the attention (SDPA takes
+    a float mask of the query's dtype only); channels-last drops a conv's strided input
+    layout (the move's premise is channels-last tensors)."""
+    from ncu_classify.tries.program import changed_shape
+
+    [masked] = [s for s in recorded.values() if s.op == "attention" and s.mask]
+    additive = masked.model_copy(update={"mask": masked.mask.model_copy(update={"dtype": "fp32"})})
+    moved = changed_shape(additive, "bf16")
+    assert (moved.dtype, moved.mask.dtype, moved.mask.strides) == ("bf16", "bf16", [12, 12, 0, 1])
+    assert changed_shape(masked, "bf16").mask.dtype == "bool"
+    [strided, *_] = [s for g, s in recorded.items() if s.op == "conv3d" and g != CONV]
+    last = changed_shape(strided, "channels_last")
+    assert last.memory_format == "channels_last_3d" and last.layout is None
+    assert changed_shape(strided, "bf16").layout == strided.layout
