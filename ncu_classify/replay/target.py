@@ -2,9 +2,9 @@
 
 Torch, as in inputs and aten (replay/ and record/ alone import it). For each shape it builds
 inputs from a fixed seed (replay.inputs: on the GPU, the same bytes on any machine; laid out
-as the program's, with attention's mask, by replay.layouts), warms the
-op up outside any NVTX range (cuDNN/cuBLAS heuristics and autotuning land there and are not
-profiled), then runs it once inside the range named by the shape's group id.
+as the program's, with attention's mask, by replay.layouts), warms the op up outside any NVTX
+range (cuDNN/cuBLAS heuristics and autotuning land there and are not profiled), then runs it
+once inside the range named by the shape's group id.
 One JSON line per shape goes to the status file, flushed at once, so that a crash loses nothing
 already replayed.
 

@@ -76,8 +76,8 @@ def _variant(shape: Shape, label: str, kind: MoveKind, why: str, **change: Any) 
     """The shape with `change` applied, validated as a shapes file would be; the recording's
     own figures and inputs are left out (every alternative draws the same seeded inputs)."""
     fields = {k: v for k, v in shape.written().items() if k not in RECORDED_ONLY}
-    if "memory_format" in change:  # the move's premise: the tensors are channels-last
-        fields.pop("layout", None)
+    if {"memory_format", "M", "N", "K"} & set(change):  # channels-last or padded tensors:
+        fields.pop("layout", None)  # not the program's views any more
     mask = fields.get("mask")
     if "dtype" in change and isinstance(mask, dict) and mask["dtype"] != "bool":
         fields["mask"] = {**mask, "dtype": change["dtype"]}  # an additive mask follows
@@ -155,11 +155,14 @@ def _padding_moves(card: Card, shape: LinearShape) -> list[Alternative]:
 
 def _attention_moves(card: Card, shape: AttentionShape) -> list[Alternative]:
     """Every other SDPA backend, and FlashAttention-3 (listed as failed where not installed);
-    never the backend the kernel already is."""
+    never the backend the kernel already is; SDPA's alone for a masked attention (or one with
+    dropout or a scale: the other kernels take none here)."""
     names = " ".join(k.kernel for k in card.kernels)
     running = [b for b, tells in ATTENTION_KERNELS.items() if any(t in names for t in tells)]
     moves = []
-    for backend in [*ATTENTION_KERNELS, *OUTSIDE_TORCH]:
+    extras = (shape.mask, shape.dropout_p, shape.scale, shape.enable_gqa)
+    sdpa_only = any(x is not None for x in extras)
+    for backend in [*ATTENTION_KERNELS, *([] if sdpa_only else OUTSIDE_TORCH)]:
         if backend in running or backend in shape.backends():
             continue
         now = f"its kernel is {running[0]}'s" if running else "its kernel's backend is unknown"
