@@ -46,6 +46,7 @@ TORCH_HOMES = {
     "replay.outputs",
     "replay.aten",
     "replay.chain",
+    "replay.layouts",
     "record.recorder",
     "record.dataflow",
     "record.calls",

@@ -17,6 +17,7 @@ from ..read.names import COMPRESSIONS, REPORT_SUFFIXES
 from ..replay.protocol import InputDraws, ReplayPhases
 from ..shapes.aten import aten_nominal_bytes
 from ..shapes.file import ShapeEntry
+from ..shapes.layouts import PLAIN_WHEN_ABSENT
 from ..shapes.recorded import RecordedTotals
 
 MANIFEST_NAME = "manifest.json"
@@ -156,6 +157,9 @@ def manifest_shape(entry: ShapeEntry) -> ManifestShape:
             "real_kernel_names", "real_calls",
         },
     )  # fmt: skip
+    for field in PLAIN_WHEN_ABSENT:  # a plain typed shape's parameters as they always read
+        if field in params and params[field] is None:
+            del params[field]
     if hasattr(entry.shape, "output"):
         params["output"] = entry.shape.output()
     return ManifestShape(

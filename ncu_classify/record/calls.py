@@ -1,7 +1,8 @@
 """From one torch call to a shapes-file mapping: the call's shape (linear, matmul, conv2d/3d,
-SDPA, cast) and its inputs, or whether it only builds the model (a parameter cast or
-initialiser). Calls that are no typed shape are left to the device ops they dispatch. And
-the name a top module goes by in the code that runs it."""
+SDPA, cast) and its inputs, each input's strides and storage offset where it was no plain
+tensor (`layout`) and SDPA's mask, dropout and scale, or whether it only builds the model (a
+parameter cast or initialiser). Calls that are no typed shape are left to the device ops they
+dispatch. And the name a top module goes by in the code that runs it."""
 
 from __future__ import annotations
 
@@ -94,6 +95,9 @@ def _linear(func: Any, args: tuple[Any, ...], kwargs: CallKwargs, result: Any) -
         return None
     k, n = weight.shape[1], weight.shape[0]
     shape = _linear_shape(x.numel() // k, n, k, x.dtype, bias is not None)
+    _lay_out(
+        shape, {"x": (x, (x.numel() // k, k)), "weight": (weight, (n, k)), "bias": (bias, (n,))}
+    )
     return shape, [x.reshape(-1, k), weight, *([bias] if bias is not None else [])]
 
 
@@ -131,6 +135,10 @@ def _matmul(func: Any, args: tuple[Any, ...], kwargs: CallKwargs, result: Any) -
         return None
     shape = _linear_shape(a.numel() // k, n, k, a.dtype, bias is not None)
     shape["note"] = "recorded from a matmul (x @ w); replayed as F.linear (x @ w.T)"
+    # w = b.t(): plain when b is contiguous (the note's x @ w.T) or a transposed weight
+    w = None if b.is_contiguous() else b.t()
+    named = {"x": (a, (a.numel() // k, k)), "weight": (w, (n, k)), "bias": (bias, (n,))}
+    _lay_out(shape, named)
     tensors = [a.reshape(-1, k), b.t(), *([bias.reshape(-1)] if bias is not None else [])]
     return shape, tensors
 
@@ -179,6 +187,9 @@ def _conv(func: Any, args: tuple[Any, ...], kwargs: CallKwargs, result: Any) -> 
         "memory_format": layout if last else "contiguous",
         "bias": bias is not None,
     }
+    plain = _LAYOUTS[layout] if last else torch.contiguous_format
+    named = {"input": (x, tuple(x.shape)), "weight": (weight, tuple(weight.shape))}
+    _lay_out(shape, {**named, "bias": (bias, (weight.shape[0],))}, plain)
     return shape, [x, weight, *([bias] if bias is not None else [])]
 
 
@@ -191,6 +202,8 @@ def _attention(func: Any, args: tuple[Any, ...], kwargs: CallKwargs, result: Any
     same = q.dim() == k.dim() == v.dim() == 4 and k.shape[1] == q.shape[1] == v.shape[1]
     if not same or v.shape[-1] != q.shape[-1] or q.dtype not in DTYPE_NAMES:
         return None  # grouped-query, unbatched or another value width: left to device ops
+    if mask is not None and not (isinstance(mask, torch.Tensor) and mask.dtype in MASK_DTYPES):
+        return None  # a mask of another dtype: left to device ops
     batch, heads, q_len, head_dim = q.shape
     keys = k.shape[2]
     shape: CallShape = {
@@ -205,14 +218,60 @@ def _attention(func: Any, args: tuple[Any, ...], kwargs: CallKwargs, result: Any
         "causal": causal,
         "dtype": DTYPE_NAMES[q.dtype],
     }
-    notes = []
+    _lay_out(shape, {name: (t, tuple(t.shape)) for name, t in zip(_QKV, (q, k, v), strict=True)})
     if mask is not None:
-        notes.append("the model passed an attention mask; the replay runs without one")
-    if _arg(args, kwargs, 4, "dropout_p", 0.0):
-        notes.append("the model used dropout; the replay runs without it")
-    if notes:
-        shape["note"] = "; ".join(notes)
+        shape["mask"] = _mask(mask)
+    dropout = _arg(args, kwargs, 4, "dropout_p", 0.0)
+    if dropout:
+        shape["dropout_p"] = float(dropout)
+    if (scale := _arg(args, kwargs, 6, "scale")) is not None:
+        shape["scale"] = float(scale)
+    if _arg(args, kwargs, 7, "enable_gqa"):  # False, as diffusers passes it, is SDPA's default
+        shape["enable_gqa"] = True
     return shape, [q, k, v]
+
+
+_QKV = ("query", "key", "value")
+MASK_DTYPES = {torch.bool: "bool", **DTYPE_NAMES}
+
+
+def _mask(mask: torch.Tensor) -> CallShape:
+    """SDPA's attn_mask as the shape keeps it: dims, dtype, strides, storage offset (no
+    values: reading them would stop the program on a GPU)."""
+    return {
+        "shape": list(mask.shape),
+        "dtype": MASK_DTYPES[mask.dtype],
+        "strides": list(mask.stride()),
+        "offset": mask.storage_offset(),
+    }
+
+
+def _plain(tensor: torch.Tensor, fmt: torch.memory_format) -> bool:
+    """Laid out as the shape implies: contiguous (a 1-D bias), or in the memory format."""
+    if tensor.dim() in (4, 5) and fmt is not torch.contiguous_format:
+        return tensor.is_contiguous(memory_format=fmt)
+    return tensor.is_contiguous()
+
+
+def _lay_out(
+    shape: CallShape,
+    named: dict[str, tuple[torch.Tensor | None, tuple[int, ...]]],
+    fmt: torch.memory_format = torch.contiguous_format,
+) -> None:
+    """Add `layout` to a typed shape: each input (name -> tensor, the shape's dims for it)
+    that is no plain tensor, with its strides, storage offset and, when its dims are not the
+    shape's (a linear's (batch, tokens, K) input), its dims; nothing when all are plain, so
+    the shapes of a contiguous program read as before."""
+    layout: CallShape = {}
+    for name, (tensor, dims) in named.items():
+        if tensor is None or _plain(tensor, fmt):
+            continue
+        given = {"strides": list(tensor.stride()), "offset": tensor.storage_offset()}
+        layout[name] = (
+            given if tuple(tensor.shape) == dims else {"shape": list(tensor.shape), **given}
+        )
+    if layout:
+        shape["layout"] = layout
 
 
 def _cast(func: Any, args: tuple[Any, ...], kwargs: CallKwargs, result: Any) -> Any:
@@ -226,12 +285,13 @@ def _cast(func: Any, args: tuple[Any, ...], kwargs: CallKwargs, result: Any) -> 
         return None
     if x.numel() == 0:
         return None
-    shape = {
+    shape: CallShape = {
         "op": "cast",
         "shape": list(x.shape),
         "from": DTYPE_NAMES[x.dtype],
         "to": CAST_TARGETS[result.dtype],
     }
+    _lay_out(shape, {"x": (x, tuple(x.shape))})
     return shape, [x]
 
 

@@ -6,6 +6,7 @@ package that imports torch; capture/ imports only its protocol (torch-free).
 - inputs: seeded input draws (`hashed_normal_v1`) and recorded inputs (torch)
 - aten: a recorded device op rebuilt with its layouts and called by overload (torch)
 - chain: a recorded chain of device ops as one function, eager or compiled (torch)
+- layouts: a typed shape's inputs in the program's layout, attention's mask (torch)
 - target: the replay loop, the op builders and the machine facts (torch)
 - outputs: a sample of each output, for `try`'s numerics (torch)
 - __main__: the command line ncu runs

@@ -1,9 +1,10 @@
 """Replay shapes on the GPU, each once inside its own NVTX range; run by capture under ncu.
 
 Torch, as in inputs and aten (replay/ and record/ alone import it). For each shape it builds
-inputs from a fixed seed (replay.inputs: on the GPU, the same bytes on any machine), warms the
-op up outside any NVTX range (cuDNN/cuBLAS heuristics and autotuning land there and are not
-profiled), then runs it once inside the range named by the shape's group id.
+inputs from a fixed seed (replay.inputs: on the GPU, the same bytes on any machine; laid out
+as the program's, with attention's mask, by replay.layouts), warms the op up outside any NVTX
+range (cuDNN/cuBLAS heuristics and autotuning land there and are not profiled), then runs it
+once inside the range named by the shape's group id.
 One JSON line per shape goes to the status file, flushed at once, so that a crash loses nothing
 already replayed.
 
@@ -25,12 +26,14 @@ import torch.nn.functional as F
 
 from ..read.names import REPEAT_RANGE
 from ..shapes.aten import AtenShape
+from ..shapes.attention import AttentionShape
 from ..shapes.chain_shape import ChainShape
 from ..shapes.file import ShapeEntry
-from ..shapes.ops import AttentionShape, CastShape, Conv2dShape, Conv3dShape, LinearShape
+from ..shapes.ops import CastShape, Conv2dShape, Conv3dShape, LinearShape
 from .aten import NotReplayable, Storages, prepare
 from .chain import Mode, chain_runner, replay_mode
 from .inputs import DTYPES, InputSource, Unsupported, start_draws
+from .layouts import attention_mask, placed
 from .outputs import write_sample
 from .protocol import BatchFile, read_batch, serve_batch
 
@@ -45,18 +48,18 @@ Op = Callable[[], Any]
 
 
 def _linear(s: LinearShape, draw: InputSource) -> tuple[list[torch.Tensor], Op]:
-    cpu = draw.all(s.inputs())
-    x, w, *b = (t.cuda() for t in cpu)
+    cpu, (x, w, *b) = placed(s, draw)
     torch.backends.cuda.matmul.allow_tf32 = s.allow_tf32
     return cpu, lambda: F.linear(x, w, b[0] if b else None)
 
 
 def _conv3d(s: Conv3dShape, draw: InputSource) -> tuple[list[torch.Tensor], Op]:
-    cpu = draw.all(s.inputs())
     fmt = (
         torch.channels_last_3d if s.memory_format == "channels_last_3d" else torch.contiguous_format
     )
-    x, w, *b = (t.cuda().contiguous(memory_format=fmt) if t.dim() == 5 else t.cuda() for t in cpu)
+    cpu, (x, w, *b) = placed(
+        s, draw, lambda t: t.contiguous(memory_format=fmt) if t.dim() == 5 else t
+    )
     torch.backends.cudnn.allow_tf32 = s.allow_tf32
     return cpu, lambda: F.conv3d(
         x, w, b[0] if b else None, s.stride, s.padding, s.dilation, s.groups
@@ -64,13 +67,13 @@ def _conv3d(s: Conv3dShape, draw: InputSource) -> tuple[list[torch.Tensor], Op]:
 
 
 def _attention(s: AttentionShape, draw: InputSource) -> tuple[list[torch.Tensor], Op]:
-    cpu = draw.all(s.inputs())
-    q, k, v = (t.cuda() for t in cpu)
+    cpu, (q, k, v) = placed(s, draw)
     k, v = k[:, :, : s.valid_keys], v[:, :, : s.valid_keys]  # padded buffer, valid prefix
+    mask = attention_mask(s.mask, q.device) if s.mask is not None else None
     problems = []
     for backend in s.backends():
         try:
-            op = _attention_op(backend, s, q, k, v)
+            op = _attention_op(backend, s, q, k, v, mask)
             op()  # a backend that cannot run this shape fails here, before the warm-up
         except (Unsupported, RuntimeError) as exc:
             problems.append(f"{backend}: {str(exc).splitlines()[0]}")
@@ -84,10 +87,20 @@ _chosen: list[str | None] = [None]  # attention backend that ran the current sha
 
 
 def _attention_op(
-    backend: str, s: AttentionShape, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
+    backend: str,
+    s: AttentionShape,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None,
 ) -> Op:
+    sdpa_only = [
+        n for n in ("mask", "dropout_p", "scale", "enable_gqa") if getattr(s, n) is not None
+    ]
     if backend.startswith("sdpa"):
-        return _sdpa(backend, s, q, k, v)
+        return _sdpa(backend, s, q, k, v, mask)
+    if sdpa_only:
+        raise Unsupported(f"{backend} takes no {', '.join(sdpa_only)} here (the sdpa backends do)")
     module = _import_backend(BACKEND_MODULES[backend])
     # flash_attn takes (batch, seq, heads, dim); transpose views keep the padded key buffer.
     qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
@@ -96,17 +109,31 @@ def _attention_op(
 
 
 def _conv2d(s: Conv2dShape, draw: InputSource) -> tuple[list[torch.Tensor], Op]:
-    cpu = draw.all(s.inputs())
     fmt = torch.channels_last if s.memory_format == "channels_last" else torch.contiguous_format
-    x, w, *b = (t.cuda().contiguous(memory_format=fmt) if t.dim() == 4 else t.cuda() for t in cpu)
+    cpu, (x, w, *b) = placed(
+        s, draw, lambda t: t.contiguous(memory_format=fmt) if t.dim() == 4 else t
+    )
     torch.backends.cudnn.allow_tf32 = s.allow_tf32
     return cpu, lambda: F.conv2d(
         x, w, b[0] if b else None, s.stride, s.padding, s.dilation, s.groups
     )
 
 
-def _sdpa(name: str, s: AttentionShape, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Op:
+def _sdpa(
+    name: str,
+    s: AttentionShape,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None,
+) -> Op:
+    """SDPA by backend with the program's arguments: its mask, dropout, scale and GQA flag
+    where the shape records them (only those: an unmasked shape's call is as before)."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    given = {"attn_mask": mask, "dropout_p": s.dropout_p, "scale": s.scale,
+             "enable_gqa": s.enable_gqa}  # fmt: skip
+    extra: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
 
     backend = {
         "sdpa_flash": SDPBackend.FLASH_ATTENTION,
@@ -116,9 +143,9 @@ def _sdpa(name: str, s: AttentionShape, q: torch.Tensor, k: torch.Tensor, v: tor
 
     def run() -> Any:
         if backend is None:  # `sdpa`: PyTorch picks, as in the recorded model
-            return F.scaled_dot_product_attention(q, k, v, is_causal=s.causal)
+            return F.scaled_dot_product_attention(q, k, v, is_causal=s.causal, **extra)
         with sdpa_kernel(backend):
-            return F.scaled_dot_product_attention(q, k, v, is_causal=s.causal)
+            return F.scaled_dot_product_attention(q, k, v, is_causal=s.causal, **extra)
 
     return run
 
@@ -131,8 +158,7 @@ def _import_backend(name: str) -> Any:
 
 
 def _cast(s: CastShape, draw: InputSource) -> tuple[list[torch.Tensor], Op]:
-    cpu = draw.all(s.inputs())
-    x = cpu[0].cuda()
+    cpu, (x,) = placed(s, draw)
     return cpu, lambda: x.to(DTYPES[s.to])
 
 

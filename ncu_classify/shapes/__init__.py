@@ -1,7 +1,9 @@
 """The shapes-file grammar: which op shapes a capture replays, torch-free (record/ writes it,
 capture/ and replay/ read it, verdicts/ reads group ids back with it).
 
-- ops: the op shapes (linear, conv2d/3d, attention, cast), their group ids and nominal work
+- ops: the typed op shapes (linear, conv2d/3d, cast), their group ids and nominal work
+- attention: the attention shape, with the mask, dropout and scale the program passed
+- layouts: a typed shape's inputs as the program laid them out (strides, offset), its mask
 - aten: recorded device ops (`aten` shapes): tensor layouts, arguments, nominal bytes
 - recorded: what a recording adds (`recorded:`: per-stage totals, older op lists)
 - chains: the chains of device ops a recording found (`chains:`), each an op list with links

@@ -13,10 +13,10 @@ from ..core.errors import ShapesError
 from ..core.textio import decode_text, read_bytes
 from ..core.yamlio import MAX_YAML_BYTES, validate_yaml
 from .aten import AtenShape
+from .attention import AttentionShape
 from .chain_shape import ChainShape, CompiledShape
 from .chains import Chain
 from .ops import (
-    AttentionShape,
     CastShape,
     Conv2dShape,
     Conv3dShape,

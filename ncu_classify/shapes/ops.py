@@ -1,6 +1,7 @@
-"""The op shapes capture can replay (linear, conv3d, conv2d, attention, cast): each one's
-parameters as the shapes file gives them, strictly validated, with its stable id, the FLOPs and
-bytes it nominally moves, and the inputs its replay draws."""
+"""The op shapes capture can replay (linear, conv3d, conv2d, cast; attention in `attention`):
+each one's parameters as the shapes file gives them, strictly validated, with its stable id,
+the FLOPs and bytes it nominally moves, and the inputs its replay draws (as the program laid
+them out, where a shape's `layout` says: `layouts`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..core.units import NonNegative
+from .layouts import Layouts, layout_tags
 
 Dtype = Literal["bf16", "fp16", "fp32"]
 CastTarget = Literal["bf16", "fp16", "fp32", "uint8"]  # video frames leave as uint8
@@ -71,6 +73,7 @@ class OpShape(BaseModel):
         head = [names["op"], names["name"]]
         tail = [names[n] for n in self.WRITE_TAIL]
         own = [a for a in names.values() if a not in head and a not in tail]
+        own.sort(key=lambda a: a == "layout")  # a typed shape's layout after its own fields
         return {key: given[key] for key in [*head, *own, *tail] if key in given}
 
     def key(self) -> str:
@@ -105,7 +108,52 @@ class OpShape(BaseModel):
         return drawn + self.output_bytes()
 
 
-class LinearShape(OpShape):
+class TypedShape(OpShape):
+    """A typed op (linear, conv, attention, cast): its inputs are plain tensors of the shape's
+    dims (contiguous, or in its memory format) unless `layout` gives, by input name, how the
+    program laid one out (`shapes.layouts`); the replay then draws that input's whole storage
+    and views it so."""
+
+    layout: Layouts | None = None
+    INPUT_NAMES: ClassVar[tuple[str, ...]] = ()  # in the order of `plain_inputs`
+
+    @model_validator(mode="after")
+    def _layout_fits(self) -> TypedShape:
+        names, plain_inputs = self.input_names(), self.plain_inputs()
+        plain = dict(zip(names, (dims for dims, _, _ in plain_inputs), strict=True))
+        for name, given in (self.layout or {}).items():
+            if name not in plain:
+                raise ValueError(f"layout.{name}: no such input (inputs: {', '.join(plain)})")
+            given.check(name, plain[name])
+        return self
+
+    def plain_inputs(self) -> list[InputSpec]:
+        """The inputs as plain tensors of the shape's dims: (dims, dtype, scale), in order."""
+        raise NotImplementedError
+
+    def input_names(self) -> list[str]:
+        """The inputs' names, as `layout` keys them, in order."""
+        return list(self.INPUT_NAMES[: len(self.plain_inputs())])
+
+    def inputs(self) -> list[InputSpec]:
+        """The plain inputs, each with a recorded layout drawn as its whole storage (dims
+        (span,)): the replay views that storage as the program's tensor (`replay.layouts`)."""
+        layout = self.layout or {}
+        return [
+            ((layout[name].span(dims),), dtype, scale) if name in layout else (dims, dtype, scale)
+            for name, (dims, dtype, scale) in zip(
+                self.input_names(), self.plain_inputs(), strict=True
+            )
+        ]
+
+    def extra_tags(self) -> list[str]:
+        """The id's tags for what the shape keeps beyond its plain form (`strided` and a
+        digest when it has a layout); none for a plain shape, whose id stays as it was."""
+        layout = {k: v.model_dump(exclude_none=True) for k, v in (self.layout or {}).items()}
+        return layout_tags({"layout": layout or None}, ["strided"])
+
+
+class LinearShape(TypedShape):
     """`F.linear(x[M,K], w[N,K], bias[N])`."""
 
     op: Literal["linear"]
@@ -115,10 +163,12 @@ class LinearShape(OpShape):
     dtype: Dtype = "bf16"
     bias: bool = False
     allow_tf32: bool = False
+    INPUT_NAMES: ClassVar[tuple[str, ...]] = ("x", "weight", "bias")
 
     def key(self) -> str:
         tags = [self.dtype] + (["tf32"] if self.dtype == "fp32" and self.allow_tf32 else [])
         tags += ["bias"] if self.bias else []
+        tags += self.extra_tags()
         return f"linear:M{self.M}_N{self.N}_K{self.K}:" + ":".join(tags)
 
     def aten_op(self) -> str:
@@ -131,7 +181,7 @@ class LinearShape(OpShape):
         elems = self.M * self.K + self.N * self.K + self.M * self.N + (self.N if self.bias else 0)
         return elems * DTYPE_BYTES[self.dtype]
 
-    def inputs(self) -> list[InputSpec]:
+    def plain_inputs(self) -> list[InputSpec]:
         specs: list[InputSpec] = [
             ((self.M, self.K), self.dtype, 1.0),
             ((self.N, self.K), self.dtype, self.K**-0.5),
@@ -142,7 +192,7 @@ class LinearShape(OpShape):
         return self.M * self.N * DTYPE_BYTES[self.dtype]
 
 
-class _Conv(OpShape):
+class _Conv(TypedShape):
     """What conv2d and conv3d share: NC + spatial dims, the output arithmetic, the id, the
     FLOPs and bytes. Subclasses fix the number of spatial dims by their field types."""
 
@@ -158,6 +208,7 @@ class _Conv(OpShape):
     bias: bool = False
     _name: ClassVar[str] = "conv"
     _layout_tag: ClassVar[str] = "cl"
+    INPUT_NAMES: ClassVar[tuple[str, ...]] = ("input", "weight", "bias")
 
     @model_validator(mode="after")
     def _consistent(self) -> _Conv:
@@ -194,6 +245,7 @@ class _Conv(OpShape):
         tags = [self.dtype] + (["tf32"] if self.dtype == "fp32" and self.allow_tf32 else [])
         tags += [self._layout_tag] if self.memory_format != "contiguous" else []
         tags += ["bias"] if self.bias else []
+        tags += self.extra_tags()
         return f"{self._name}:" + "_".join(parts) + ":" + ":".join(tags)
 
     def aten_op(self) -> str:
@@ -207,7 +259,7 @@ class _Conv(OpShape):
         elems = math.prod(self.input) + math.prod(self.weight) + math.prod(self.output())
         return (elems + (self.weight[0] if self.bias else 0)) * DTYPE_BYTES[self.dtype]
 
-    def inputs(self) -> list[InputSpec]:
+    def plain_inputs(self) -> list[InputSpec]:
         scale = math.prod(self.weight[1:]) ** -0.5
         specs: list[InputSpec] = [
             (tuple(self.input), self.dtype, 1.0),
@@ -250,89 +302,18 @@ class Conv2dShape(_Conv):
     _layout_tag: ClassVar[str] = "cl"
 
 
-# `sdpa`: F.scaled_dot_product_attention left to pick its kernel, as a recorded model did.
-AttentionBackend = Literal[
-    "sdpa",
-    "sdpa_flash",
-    "sdpa_efficient",
-    "sdpa_cudnn",
-    "flash_attn",
-    "flash_attn_interface",
-    "fa3_fwd",
-]
-
-
-class AttentionShape(OpShape):
-    """Scaled dot-product attention; keys beyond `valid_keys` are allocated but not attended."""
-
-    op: Literal["attention"]
-    # One backend, or a preference list: the first one that runs here is used (and recorded).
-    backend: AttentionBackend | Annotated[list[AttentionBackend], Field(min_length=1)] = (
-        "sdpa_cudnn"
-    )
-    substitutes_for: str | None = None  # the op the legacy pipeline ran, e.g. flash_attn_v3
-    batch: PositiveInt = 1
-    heads: PositiveInt
-    head_dim: PositiveInt
-    q_len: PositiveInt
-    valid_keys: PositiveInt
-    allocated_keys: PositiveInt | None = None
-    role: Literal["self", "cross"] = "self"
-    causal: bool = False
-    dtype: Dtype = "bf16"
-
-    @model_validator(mode="after")
-    def _keys(self) -> AttentionShape:
-        if self.allocated_keys is not None and self.allocated_keys < self.valid_keys:
-            raise ValueError(f"allocated_keys {self.allocated_keys} < valid_keys {self.valid_keys}")
-        return self
-
-    def key(self) -> str:
-        keys = f"k{self.valid_keys}"
-        if self.allocated_keys and self.allocated_keys != self.valid_keys:
-            keys += f"of{self.allocated_keys}"
-        body = f"{self.role}_b{self.batch}_h{self.heads}_d{self.head_dim}_q{self.q_len}_{keys}"
-        tags = [self.dtype] + (["causal"] if self.causal else [])
-        return f"{self.substitutes_for or '+'.join(self.backends())}:{body}:" + ":".join(tags)
-
-    def backends(self) -> list[str]:
-        """Backends to try, in order."""
-        return list(self.backend) if isinstance(self.backend, list) else [self.backend]
-
-    def aten_op(self) -> str:
-        return self.substitutes_for or "+".join(self.backends())
-
-    def nominal_flops(self) -> int:
-        # QK^T and PV: 2 GEMMs of 2*q*k*d FLOPs per head; causal attends about half the pairs.
-        full = 4 * self.batch * self.heads * self.q_len * self.valid_keys * self.head_dim
-        return full // 2 if self.causal else full
-
-    def nominal_bytes(self) -> int:
-        q_and_out = 2 * self.batch * self.heads * self.q_len * self.head_dim
-        k_and_v = 2 * self.batch * self.heads * self.valid_keys * self.head_dim
-        return (q_and_out + k_and_v) * DTYPE_BYTES[self.dtype]
-
-    def inputs(self) -> list[InputSpec]:
-        keys = self.allocated_keys or self.valid_keys  # the padded buffer is drawn whole
-        q = (self.batch, self.heads, self.q_len, self.head_dim)
-        kv = (self.batch, self.heads, keys, self.head_dim)
-        return [(q, self.dtype, 1.0), (kv, self.dtype, 1.0), (kv, self.dtype, 1.0)]
-
-    def output_bytes(self) -> int:
-        rows = self.batch * self.heads * self.q_len
-        return rows * self.head_dim * DTYPE_BYTES[self.dtype] + rows * 4  # out + logsumexp
-
-
-class CastShape(OpShape):
+class CastShape(TypedShape):
     """`x.to(dtype)`: a pure memory-bound elementwise copy."""
 
     op: Literal["cast"]
     shape: Annotated[list[PositiveInt], Field(min_length=1)]
     from_: Dtype = Field(alias="from")
     to: CastTarget
+    INPUT_NAMES: ClassVar[tuple[str, ...]] = ("x",)
 
     def key(self) -> str:
-        return f"cast:{'x'.join(map(str, self.shape))}:{self.from_}-{self.to}"
+        tags = "".join(f":{tag}" for tag in self.extra_tags())
+        return f"cast:{'x'.join(map(str, self.shape))}:{self.from_}-{self.to}{tags}"
 
     def aten_op(self) -> str:
         return "aten.to.dtype"
@@ -343,7 +324,7 @@ class CastShape(OpShape):
     def nominal_bytes(self) -> int:
         return math.prod(self.shape) * (DTYPE_BYTES[self.from_] + DTYPE_BYTES[self.to])
 
-    def inputs(self) -> list[InputSpec]:
+    def plain_inputs(self) -> list[InputSpec]:
         return [(tuple(self.shape), self.from_, 1.0)]
 
     def output_bytes(self) -> int:

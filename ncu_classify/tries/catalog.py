@@ -13,8 +13,9 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter
 from ..cards.model import Card
 from ..cards.rollup import dominant
 from ..shapes.aten import AtenShape
+from ..shapes.attention import AttentionShape
 from ..shapes.file import Shape
-from ..shapes.ops import AttentionShape, CastShape, Conv2dShape, Conv3dShape, LinearShape
+from ..shapes.ops import CastShape, Conv2dShape, Conv3dShape, LinearShape
 
 MoveKind = Literal[
     "baseline", "layout", "dtype", "attention_backend", "tile_padding", "compile", "fuse", "fold"
@@ -76,6 +77,11 @@ def _variant(shape: Shape, label: str, kind: MoveKind, why: str, **change: Any) 
     """The shape with `change` applied, validated as a shapes file would be; the recording's
     own figures and inputs are left out (every alternative draws the same seeded inputs)."""
     fields = {k: v for k, v in shape.written().items() if k not in RECORDED_ONLY}
+    if {"memory_format", "M", "N", "K"} & set(change):  # channels-last or padded tensors:
+        fields.pop("layout", None)  # not the program's views any more
+    mask = fields.get("mask")
+    if "dtype" in change and isinstance(mask, dict) and mask["dtype"] != "bool":
+        fields["mask"] = {**mask, "dtype": change["dtype"]}  # an additive mask follows
     changed = _SHAPE.validate_python({**fields, **change}, strict=False)
     return Alternative(label=label, kind=kind, why=why, shape=changed)
 
@@ -150,11 +156,14 @@ def _padding_moves(card: Card, shape: LinearShape) -> list[Alternative]:
 
 def _attention_moves(card: Card, shape: AttentionShape) -> list[Alternative]:
     """Every other SDPA backend, and FlashAttention-3 (listed as failed where not installed);
-    never the backend the kernel already is."""
+    never the backend the kernel already is; SDPA's alone for a masked attention (or one with
+    dropout or a scale: the other kernels take none here)."""
     names = " ".join(k.kernel for k in card.kernels)
     running = [b for b, tells in ATTENTION_KERNELS.items() if any(t in names for t in tells)]
     moves = []
-    for backend in [*ATTENTION_KERNELS, *OUTSIDE_TORCH]:
+    extras = (shape.mask, shape.dropout_p, shape.scale, shape.enable_gqa)
+    sdpa_only = any(x is not None for x in extras)
+    for backend in [*ATTENTION_KERNELS, *([] if sdpa_only else OUTSIDE_TORCH)]:
         if backend in running or backend in shape.backends():
             continue
         now = f"its kernel is {running[0]}'s" if running else "its kernel's backend is unknown"

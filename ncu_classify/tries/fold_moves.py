@@ -195,6 +195,8 @@ def _conv(entry: ShapeEntry | None, padded: TensorSpec) -> Conv | None:
         dtype = LONG_DTYPE[shape.dtype]
         if shape.input != padded.shape or dtype != padded.dtype or any(shape.padding):
             return None
+        if shape.layout and "input" in shape.layout:
+            return None  # it read another view than the pad's dense output
         last = shape.memory_format != "contiguous"
         weight = dense_spec(shape.weight, dtype, last)
         bias = dense_spec([shape.weight[0]], dtype, False) if shape.bias else None

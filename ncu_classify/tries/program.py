@@ -12,9 +12,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from ..shapes.aten import AtenShape
+from ..shapes.attention import AttentionShape
 from ..shapes.file import Shape, ShapeEntry, ShapesFile
 from ..shapes.ops import (
-    AttentionShape,
     CastShape,
     Conv2dShape,
     Conv3dShape,
@@ -60,9 +60,12 @@ def changed_shape(shape: Shape, move: ProgramMove) -> Shape | None:
         if layout:
             last = "channels_last_3d" if isinstance(shape, Conv3dShape) else "channels_last"
             fields["memory_format"] = last
+            fields.pop("layout", None)  # the move's premise: its tensors are channels-last
     elif isinstance(shape, (LinearShape, AttentionShape)) and bf16 and shape.dtype == "fp32":
         fields["dtype"] = "bf16"
         fields.pop("allow_tf32", None)
+        if isinstance(fields.get("mask"), dict) and fields["mask"]["dtype"] == "fp32":
+            fields["mask"] = {**fields["mask"], "dtype": "bf16"}  # an additive mask follows
     elif isinstance(shape, CastShape) and bf16 and shape.from_ == "fp32":
         if shape.to == "bf16":
             return None  # the tensor is bf16 already: no cast

@@ -16,8 +16,8 @@ from typing import get_args
 from pydantic import ValidationError
 
 from ..capture.manifest import ManifestShape, manifest_shape
+from ..shapes.attention import AttentionBackend
 from ..shapes.file import ShapeEntry, group_id
-from ..shapes.ops import AttentionBackend
 
 _STAGE = re.compile(r"[A-Za-z0-9_]+")
 _KEYS = re.compile(r"k(\d+)(?:of(\d+))?")

@@ -249,3 +249,28 @@ def test_a_size_the_script_cannot_place_is_left_out(script: ModuleType) -> None:
         scaler.tensor(from_row_1, "vae", "aten.clone.default")
     with pytest.raises(script.Unmappable):  # a bare 60 may be H/8
         scaler.argument([60, 2], "vae", "aten.add.Tensor", [])
+
+
+def test_a_typed_shapes_layout_and_mask_scale_with_it(script: ModuleType) -> None:
+    """A VAE conv_shortcut fed a frames-first view stays frames-first at 704x1280 (its strides
+    rebuilt from the scaled dims, the weight's layout kept); a DiT padding mask follows the
+    tokens."""
+    scaler = script.Scaler(script.Setting(480, 832, 9), script.Setting(704, 1280, 9))
+    source = "vae.decoder.up_blocks.*.resnets.*.conv_shortcut"
+    conv = {"op": "conv3d", "input": [1, 192, 1, 120, 208], "weight": [384, 192, 1, 1, 1],
+            "dtype": "fp32", "bias": True, "source": source,
+            "layout": {"input": {"strides": [4792320, 24960, 4792320, 208, 1], "offset": 0},
+                       "weight": {"strides": [1, 384, 1, 1, 1], "offset": 0}}}  # fmt: skip
+    new = scaler.shape(conv, "vae")
+    assert new["input"] == [1, 192, 1, 176, 320]
+    assert new["layout"] == {
+        "input": {"strides": [192 * 176 * 320, 176 * 320, 192 * 176 * 320, 320, 1], "offset": 0},
+        "weight": conv["layout"]["weight"],
+    }
+    mask = {"shape": [1, 1, 1, 4680], "dtype": "bool", "strides": [4680, 4680, 4680, 1]}
+    attention = {"op": "attention", "backend": "sdpa", "heads": 40, "head_dim": 128,
+                 "q_len": 4680, "valid_keys": 4680, "mask": {**mask, "offset": 0}}  # fmt: skip
+    new = scaler.shape(attention, "dit")
+    assert (new["valid_keys"], new["mask"]["shape"], new["mask"]["strides"]) == (
+        10560, [1, 1, 1, 10560], [10560, 10560, 10560, 1],
+    )  # fmt: skip

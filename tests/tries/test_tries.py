@@ -320,3 +320,32 @@ def test_a_chain_beyond_its_tolerance_is_flagged_never_ranked() -> None:
     assert compiled.saving_us == 78.539 and rope.winner is None
     assert compiled.numerics is not None and compiled.numerics.within is False
     assert (compiled.numerics.max_rel_error, compiled.numerics.tolerance_of) == (0.0019531, "fp32")
+
+
+def test_a_masked_attention_and_a_strided_conv_get_moves_they_can_run(
+    wan: CardFile, recorded: ShapesFile
+) -> None:
+    """The Wan DiT's self-attention card with a padding mask: SDPA's other backends only (the
+    FlashAttention-3 wheels take no mask here); the VAE's first conv fed a frames-first view:
+    its channels-last moves drop the view (their premise is channels-last tensors), its bf16
+    move keeps it."""
+    from ncu_classify.shapes.layouts import AttentionMask, InputLayout
+    from ncu_classify.tries.catalog import alternatives
+
+    cards = {c.group: c for c in wan.cards}
+    shapes = {e.group: e.shape for e in recorded.entries()}
+    group = "dit:sdpa:self_b1_h40_d128_q4680_k4680:bf16"
+    mask = AttentionMask(shape=[1, 1, 1, 4680], dtype="bool", strides=[4680, 4680, 4680, 1])
+    masked = shapes[group].model_copy(update={"mask": mask})
+    labels = [a.label for a in alternatives(cards[group], masked)]
+    assert labels == ["as_recorded", "sdpa_flash", "sdpa_efficient"]
+    assert all(a.shape.mask == mask for a in alternatives(cards[group], masked))
+    conv = "vae:conv3d:in1x16x3x62x106_w384x16x3x3x3_s1x1x1_p0x0x0:fp32:tf32:bias"
+    _, c, f, h, w = shapes[conv].input
+    view = InputLayout(strides=[c * f * h * w, h * w, c * h * w, w, 1])
+    strided = shapes[conv].model_copy(update={"layout": {"input": view}})
+    moves = {a.label: a.shape.layout for a in alternatives(cards[conv], strided)}
+    assert moves == {
+        "as_recorded": {"input": view}, "channels_last_3d": None, "bf16": {"input": view},
+        "bf16_channels_last_3d": None,
+    }  # fmt: skip
