@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic.main import IncEx
 
 from ..core.atomic import write_text_atomic
 from ..core.errors import ManifestError
@@ -299,7 +300,7 @@ def write_manifest(folder: Path, manifest: Manifest) -> Path:
         for index, shape in enumerate(manifest.shapes)
         if shape.real_kernel_names is None
     }
-    exclude: dict[str, Any] = {
+    exclude: dict[str, IncEx | bool] = {
         key: value for key, value in (("batches", unasked), ("shapes", unnamed)) if value
     }
     if manifest.coverage_target_pct is None and not manifest.below_target:

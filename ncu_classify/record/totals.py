@@ -5,7 +5,7 @@ the two, so that coverage is reckoned against everything the program ran on the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from ..shapes.file import Shape
 from ..shapes.recorded import StageTime, UncoveredCall
@@ -74,7 +74,15 @@ NAME_CHARS = 160  # a kernel name kept is cut to this length
 NAMES_KEPT = 40  # the most launched kernel names kept per shape
 
 
-def per_call(time: KernelTime | None, calls: int, timed: bool) -> dict[str, Any]:
+class PerCall(TypedDict, total=False):
+    """What a timed recording says of each call of a shape."""
+
+    real_us: float
+    real_kernels: float
+    real_kernel_names: dict[str, float]
+
+
+def per_call(time: KernelTime | None, calls: int, timed: bool) -> PerCall:
     """`real_us`, `real_kernels` and `real_kernel_names` (launches per call) of a shape, when
     the recording was timed."""
     if not timed:

@@ -14,6 +14,7 @@ already replayed.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import time
 import traceback
@@ -131,9 +132,15 @@ def _sdpa(
     where the shape records them (only those: an unmasked shape's call is as before)."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    given = {"attn_mask": mask, "dropout_p": s.dropout_p, "scale": s.scale,
-             "enable_gqa": s.enable_gqa}  # fmt: skip
-    extra: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
+    attend = functools.partial(F.scaled_dot_product_attention, q, k, v, is_causal=s.causal)
+    if mask is not None:  # only the arguments the shape records: else the call is as before
+        attend = functools.partial(attend, attn_mask=mask)
+    if s.dropout_p is not None:
+        attend = functools.partial(attend, dropout_p=s.dropout_p)
+    if s.scale is not None:
+        attend = functools.partial(attend, scale=s.scale)
+    if s.enable_gqa:
+        attend = functools.partial(attend, enable_gqa=True)
 
     backend = {
         "sdpa_flash": SDPBackend.FLASH_ATTENTION,
@@ -143,9 +150,9 @@ def _sdpa(
 
     def run() -> Any:
         if backend is None:  # `sdpa`: PyTorch picks, as in the recorded model
-            return F.scaled_dot_product_attention(q, k, v, is_causal=s.causal, **extra)
+            return attend()
         with sdpa_kernel(backend):
-            return F.scaled_dot_product_attention(q, k, v, is_causal=s.causal, **extra)
+            return attend()
 
     return run
 
