@@ -50,7 +50,8 @@ BANDS = (
 
 def time_bands(entries: list[ShapeEntry]) -> dict[str, int]:
     """Each shape's time band within its stage, shapes taken largest first: 0 while the
-    shapes before it hold less than 90 % of the stage's time, 1 below 99 %, 2 for the rest.
+    shapes before it hold less than 50 % of the stage's time, 1 below 90 %, 2 below 99 %,
+    3 for the rest.
     One ncu process per stage would finish a stage's smallest shapes before the next stage's
     largest: cut at the bands, every stage's largest shapes are captured first."""
     bands: dict[str, int] = {}

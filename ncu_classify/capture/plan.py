@@ -184,7 +184,10 @@ def plan_capture(
         untimed = [e for e in entries if e.group in done and not timed(done[e.group], out)]
         todo = [e for e in entries if e.group not in done]
         taken |= frozenset(b.name for b in previous.batches)
-    bands = time_bands(entries) if options.order == "time" and is_timed(shapes) else None
+    # cut at the time bands only where each stage is a process of its own: --one-process
+    # asked for one process, and its shapes are already largest first across the stages
+    by_time = options.order == "time" and options.per_stage and is_timed(shapes)
+    bands = time_bands(entries) if by_time else None
     batches = _batches(todo, untimed, taken, options, bands)
     argv = {b.name: batch_argv(b, out, options) for b in batches}
     return Plan(

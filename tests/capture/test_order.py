@@ -229,3 +229,13 @@ def test_the_progress_line_gives_each_stage_s_share_so_far(wan: Path) -> None:
         "vae": 26.82,
         "dit": 27.48,
     }
+
+
+def test_one_process_stays_one_process_in_time_order(wan: Path, tmp_path: Path) -> None:
+    """--one-process on one GPU asks for one ncu process (each start costs 6-10 s): the Wan
+    recording's 254 shapes in one batch, largest first across the stages, not cut at the
+    time bands into four."""
+    plan = plan_capture(wan, tmp_path / "raw", CaptureOptions(per_stage=False))
+    assert [(b.name, len(b.entries)) for b in plan.batches] == [("all", 254)]
+    times = [program_us(e) or 0 for e in plan.batches[0].entries]
+    assert all(a >= b for a, b in itertools.pairwise(times))
