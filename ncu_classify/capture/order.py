@@ -117,14 +117,15 @@ class StageShares:
         return StageShares(whole, shape_us)
 
     def covered(self, done: Iterable[str]) -> dict[str, float]:
-        """Per stage with shapes done, the percent of its recorded time they cover."""
+        """Per stage with shapes done, the percent of its recorded time they cover, stages in
+        the recording's order (whatever order `done` comes in)."""
         sums: dict[str, float] = {}
         for group in done:
             stage, time = self.shape_us.get(group, ("", 0.0))
             if stage:
                 sums[stage] = sums.get(stage, 0.0) + time
         return {
-            stage: 100 * total / self.whole_us[stage]
-            for stage, total in sums.items()
-            if self.whole_us.get(stage)
+            stage: 100 * sums[stage] / whole
+            for stage, whole in self.whole_us.items()
+            if stage in sums and whole
         }

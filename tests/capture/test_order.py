@@ -239,3 +239,43 @@ def test_one_process_stays_one_process_in_time_order(wan: Path, tmp_path: Path) 
     assert [(b.name, len(b.entries)) for b in plan.batches] == [("all", 254)]
     times = [program_us(e) or 0 for e in plan.batches[0].entries]
     assert all(a >= b for a, b in itertools.pairwise(times))
+
+
+def _progress_text(
+    monkeypatch: pytest.MonkeyPatch, wan: Path, calls: list[tuple[str, str]], before: list[str]
+) -> str:
+    """The progress line's last text on a 100-column terminal after `calls` (group, status),
+    the shapes of `before` captured by an earlier run (--resume)."""
+    import io
+    import re
+
+    from rich.console import Console
+
+    from ncu_classify.capture.order import StageShares
+    from ncu_classify.cli import terminal
+
+    sink = io.StringIO()
+    console = Console(file=sink, force_terminal=True, width=100, highlight=False, markup=False)
+    monkeypatch.setattr(terminal, "err", console)
+    shapes, _ = read_shapes(wan)
+    with terminal.capture_progress(StageShares.of(shapes), before) as progress:
+        for done, (group, status) in enumerate(calls, 1):
+            progress(done, len(calls), group, status)
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", sink.getvalue()).splitlines()[-1]
+
+
+def test_the_progress_line_counts_each_shape_once_and_shows_the_shares(
+    monkeypatch: pytest.MonkeyPatch, wan: Path
+) -> None:
+    """Under --repeat the times batch reports a shape again (ok): it is counted once (it was
+    counted twice: vae 53.6 %); a failed shape counts nothing; the shares come before the
+    long group id, so a 100-column terminal shows them (after it, they were cut off); on
+    --resume the shapes captured before count from the start; stages in the recording's
+    order."""
+    shapes, _ = read_shapes(wan)
+    conv, linear = (e.group for e in largest_first(shapes.entries())[:2])
+    calls = [(conv, "ok"), (linear, "failed"), (conv, "ok")]
+    line = _progress_text(monkeypatch, wan, calls, [])
+    assert "vae 26.8 % " in line and "dit" not in line.split("ok")[0]
+    line = _progress_text(monkeypatch, wan, [(conv, "ok")], [linear])
+    assert "dit 27.5 % | vae 26.8 % | ok " in line
