@@ -91,7 +91,7 @@ def wanted_groups(shapes: ShapesFile, target_pct: float) -> set[str]:
             whole = sum(program_us(e) or 0 for e in members)
         goal, covered = whole * target_pct / 100, 0.0
         for entry in largest_first(members):
-            if covered >= goal:
+            if covered >= goal and target_pct < 100:  # 100: every shape, of no time too
                 break
             wanted.add(entry.group)
             covered += program_us(entry) or 0

@@ -279,3 +279,18 @@ def test_the_progress_line_counts_each_shape_once_and_shows_the_shares(
     assert "vae 26.8 % " in line and "dit" not in line.split("ok")[0]
     line = _progress_text(monkeypatch, wan, [(conv, "ok")], [linear])
     assert "dit 27.5 % | vae 26.8 % | ok " in line
+
+
+def test_a_target_of_100_takes_every_shape_even_one_of_no_time(tmp_path: Path) -> None:
+    """The block's recording with its draw edited to 0 us (the stage's total with it): at 99 %
+    the cast alone reaches the target; at 100 % ("takes every shape") the draw too (it was
+    left out once the cast had covered the whole stage)."""
+    text = (BLOCK / "shapes.yaml").read_text()
+    text = text.replace("real_us: 203.647", "real_us: 0.0").replace(
+        '"kernel_us": 641.022', '"kernel_us": 437.375'
+    )
+    path = tmp_path / "shapes.yaml"
+    path.write_text(text)
+    shapes, _ = read_shapes(path)
+    assert "main:aten.randn.default" not in wanted_groups(shapes, 99.0)
+    assert wanted_groups(shapes, 100.0) == {e.group for e in shapes.entries()}
