@@ -124,6 +124,12 @@ class Plan:
         return self.options.shard_method
 
     @property
+    def by_time(self) -> bool:
+        """Whether the batches are in capture-by-time order (largest program time first),
+        the order each GPU's queue must keep."""
+        return self.options.order == "time" and is_timed(self.shapes)
+
+    @property
     def input_draws(self) -> InputDraws:
         """The generator of seeded inputs: a resumed capture keeps its own."""
         return self.previous.input_draws if self.previous else "hashed_normal_v1"

@@ -294,3 +294,25 @@ def test_a_target_of_100_takes_every_shape_even_one_of_no_time(tmp_path: Path) -
     shapes, _ = read_shapes(path)
     assert "main:aten.randn.default" not in wanted_groups(shapes, 99.0)
     assert wanted_groups(shapes, 100.0) == {e.group for e in shapes.entries()}
+
+
+def test_each_gpu_runs_its_batches_largest_time_first(wan: Path, tmp_path: Path) -> None:
+    """--gpus 0,1 (one process per stage piece): the pieces are dealt to the GPUs by their
+    shapes, largest first, for balance, and each GPU then runs its own in the plan's order,
+    every stage's first band before its later ones (dealt by size, GPU 0 ran vae-3's 62
+    shapes of the decode's 90-99 % band first and the decode's largest conv3d third). With
+    --order file, today's order."""
+    from ncu_classify.capture.run import _schedule
+
+    plan = plan_capture(wan, tmp_path / "raw", CaptureOptions(gpus=(0, 1), coverage_pct=99.5))
+    queues = _schedule(plan.batches, (0, 1), plan.by_time)
+    assert [[b.name for b in queue] for queue in queues.values()] == [
+        ["vae-1", "output-1", "vae-3", "dit-3", "output-3", "output-4"],
+        ["dit-1", "vae-2", "dit-2", "output-2", "vae-4", "dit-4"],
+    ]
+    assert sorted(len(b.entries) for q in queues.values() for b in q) == sorted(
+        len(b.entries) for b in plan.batches
+    )
+    by_file = plan_capture(wan, tmp_path / "raw", CaptureOptions(gpus=(0, 1), order="file"))
+    assert not by_file.by_time
+    assert [b.name for b in _schedule(by_file.batches, (0, 1), by_file.by_time)[0]] == ["vae"]
