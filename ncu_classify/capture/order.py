@@ -50,7 +50,8 @@ BANDS = (
 
 def time_bands(entries: list[ShapeEntry]) -> dict[str, int]:
     """Each shape's time band within its stage, shapes taken largest first: 0 while the
-    shapes before it hold less than 90 % of the stage's time, 1 below 99 %, 2 for the rest.
+    shapes before it hold less than 50 % of the stage's time, 1 below 90 %, 2 below 99 %,
+    3 for the rest.
     One ncu process per stage would finish a stage's smallest shapes before the next stage's
     largest: cut at the bands, every stage's largest shapes are captured first."""
     bands: dict[str, int] = {}
@@ -90,7 +91,7 @@ def wanted_groups(shapes: ShapesFile, target_pct: float) -> set[str]:
             whole = sum(program_us(e) or 0 for e in members)
         goal, covered = whole * target_pct / 100, 0.0
         for entry in largest_first(members):
-            if covered >= goal:
+            if covered >= goal and target_pct < 100:  # 100: every shape, of no time too
                 break
             wanted.add(entry.group)
             covered += program_us(entry) or 0
@@ -116,14 +117,15 @@ class StageShares:
         return StageShares(whole, shape_us)
 
     def covered(self, done: Iterable[str]) -> dict[str, float]:
-        """Per stage with shapes done, the percent of its recorded time they cover."""
+        """Per stage with shapes done, the percent of its recorded time they cover, stages in
+        the recording's order (whatever order `done` comes in)."""
         sums: dict[str, float] = {}
         for group in done:
             stage, time = self.shape_us.get(group, ("", 0.0))
             if stage:
                 sums[stage] = sums.get(stage, 0.0) + time
         return {
-            stage: 100 * total / self.whole_us[stage]
-            for stage, total in sums.items()
-            if self.whole_us.get(stage)
+            stage: 100 * sums[stage] / whole
+            for stage, whole in self.whole_us.items()
+            if stage in sums and whole
         }

@@ -124,6 +124,12 @@ class Plan:
         return self.options.shard_method
 
     @property
+    def by_time(self) -> bool:
+        """Whether the batches are in capture-by-time order (largest program time first),
+        the order each GPU's queue must keep."""
+        return self.options.order == "time" and is_timed(self.shapes)
+
+    @property
     def input_draws(self) -> InputDraws:
         """The generator of seeded inputs: a resumed capture keeps its own."""
         return self.previous.input_draws if self.previous else "hashed_normal_v1"
@@ -184,7 +190,10 @@ def plan_capture(
         untimed = [e for e in entries if e.group in done and not timed(done[e.group], out)]
         todo = [e for e in entries if e.group not in done]
         taken |= frozenset(b.name for b in previous.batches)
-    bands = time_bands(entries) if options.order == "time" and is_timed(shapes) else None
+    # cut at the time bands only where each stage is a process of its own: --one-process
+    # asked for one process, and its shapes are already largest first across the stages
+    by_time = options.order == "time" and options.per_stage and is_timed(shapes)
+    bands = time_bands(entries) if by_time else None
     batches = _batches(todo, untimed, taken, options, bands)
     argv = {b.name: batch_argv(b, out, options) for b in batches}
     return Plan(

@@ -211,7 +211,7 @@ class _Run:
         kills) before it is raised again."""
         threads = [
             threading.Thread(target=self.queue, args=item, name=f"capture-gpu-{item[0]}")
-            for item in _schedule(self.plan.batches, self.options.gpus).items()
+            for item in _schedule(self.plan.batches, self.options.gpus, self.plan.by_time).items()
         ]
         for thread in threads:
             thread.start()
@@ -240,9 +240,13 @@ def _join(threads: list[threading.Thread]) -> None:
         thread.join()
 
 
-def _schedule(batches: list[Batch], gpus: tuple[int, ...]) -> dict[int | None, list[Batch]]:
+def _schedule(
+    batches: list[Batch], gpus: tuple[int, ...], keep_order: bool = False
+) -> dict[int | None, list[Batch]]:
     """Batches per GPU: those planned for a device on it, the others largest first to the GPU
-    with the fewest shapes queued."""
+    with the fewest shapes queued; with `keep_order` (capture by time) each GPU then runs its
+    batches in the plan's order, every stage's largest shapes first (dealt largest first, a
+    stage's many smallest shapes ran before the few largest)."""
     if not gpus:
         return {None: list(batches)}
     queues: dict[int | None, list[Batch]] = {g: [] for g in gpus}
@@ -256,6 +260,9 @@ def _schedule(batches: list[Batch], gpus: tuple[int, ...]) -> dict[int | None, l
         else:
             queue = queues[min(queues, key=lambda g: sum(len(b.entries) for b in queues[g]))]
         queue += [batch] + ([follows[batch.name]] if batch.name in follows else [])
+    if keep_order:
+        place = {id(batch): index for index, batch in enumerate(batches)}
+        queues = {gpu: sorted(queue, key=lambda b: place[id(b)]) for gpu, queue in queues.items()}
     return {gpu: queue for gpu, queue in queues.items() if queue}
 
 

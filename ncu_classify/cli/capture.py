@@ -177,7 +177,8 @@ def capture_command(
             print_plan(plan_capture(shapes, output, options, gpu_bytes))
             return
     try:
-        with errors(), capture_progress(stage_shares(shapes)) as progress:
+        before = captured_before(output) if resume else []
+        with errors(), capture_progress(stage_shares(shapes), before) as progress:
             manifest = capture(shapes, output, options, progress=progress)
     except typer.Exit as stopped:
         if stopped.exit_code == EXIT_INTERRUPTED:
@@ -205,6 +206,19 @@ def stage_shares(shapes: Path) -> StageShares | None:
         return StageShares.of(read_shapes(shapes)[0])
     except (NcuClassifyError, OSError):
         return None
+
+
+def captured_before(output: Path) -> list[str]:
+    """The shapes an earlier run of a capture being resumed captured (ok), for the progress
+    line's shares; none when its manifest cannot be read (capture then says why)."""
+    from ..capture.manifest import MANIFEST_NAME, read_manifest
+    from ..core.errors import NcuClassifyError
+
+    try:
+        manifest = read_manifest(output / MANIFEST_NAME)
+    except (NcuClassifyError, OSError):
+        return []
+    return [shape.group for shape in manifest.shapes if shape.status == "ok"]
 
 
 def drill_request(cards_path: Path, classes: list[str]) -> DrillRequest:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shlex
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -110,28 +110,30 @@ def progress_bar(console: Console, text: str, auto_refresh: bool = True) -> Prog
 
 @contextmanager
 def capture_progress(
-    shares: StageShares | None = None,
+    shares: StageShares | None = None, before: Iterable[str] = ()
 ) -> Iterator[Callable[[int, int, str, str], None]]:
     """A progress bar on a terminal's stderr for capture (descriptions are plain text, never
     markup), drawn from the first shape on, so that a refusal before any work stays the only
     line there, with the share of each stage's recorded kernel time the shapes captured so
-    far cover (a recording made on a GPU); nothing when stderr is a file."""
+    far cover (a recording made on a GPU; `before`: those an earlier run captured, on
+    --resume), ahead of the long group id that a narrow terminal cuts; each shape counted
+    once (a --repeat times batch reports it again); nothing when stderr is a file."""
     if not err.is_terminal:
         yield lambda *_: None
         return
     bar = progress_bar(err, "{task.description}")
     task = bar.add_task("capture", total=None)
 
-    captured: list[str] = []
+    captured = set(before)
 
     def progress(done: int, total: int, group: str, status: str) -> None:
         if not bar.live.is_started:
             bar.start()
         text = f"{status:6} {group}"
         if shares is not None:
-            captured.extend([group] if status == "ok" else [])
+            captured.update([group] if status == "ok" else [])
             covered = shares.covered(captured)
-            text += "".join(f" | {stage} {pct:.1f} %" for stage, pct in covered.items())
+            text = "".join(f"{stage} {pct:.1f} % | " for stage, pct in covered.items()) + text
         bar.update(task, completed=done, total=total, description=text)
 
     try:

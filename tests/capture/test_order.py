@@ -229,3 +229,90 @@ def test_the_progress_line_gives_each_stage_s_share_so_far(wan: Path) -> None:
         "vae": 26.82,
         "dit": 27.48,
     }
+
+
+def test_one_process_stays_one_process_in_time_order(wan: Path, tmp_path: Path) -> None:
+    """--one-process on one GPU asks for one ncu process (each start costs 6-10 s): the Wan
+    recording's 254 shapes in one batch, largest first across the stages, not cut at the
+    time bands into four."""
+    plan = plan_capture(wan, tmp_path / "raw", CaptureOptions(per_stage=False))
+    assert [(b.name, len(b.entries)) for b in plan.batches] == [("all", 254)]
+    times = [program_us(e) or 0 for e in plan.batches[0].entries]
+    assert all(a >= b for a, b in itertools.pairwise(times))
+
+
+def _progress_text(
+    monkeypatch: pytest.MonkeyPatch, wan: Path, calls: list[tuple[str, str]], before: list[str]
+) -> str:
+    """The progress line's last text on a 100-column terminal after `calls` (group, status),
+    the shapes of `before` captured by an earlier run (--resume)."""
+    import io
+    import re
+
+    from rich.console import Console
+
+    from ncu_classify.capture.order import StageShares
+    from ncu_classify.cli import terminal
+
+    sink = io.StringIO()
+    console = Console(file=sink, force_terminal=True, width=100, highlight=False, markup=False)
+    monkeypatch.setattr(terminal, "err", console)
+    shapes, _ = read_shapes(wan)
+    with terminal.capture_progress(StageShares.of(shapes), before) as progress:
+        for done, (group, status) in enumerate(calls, 1):
+            progress(done, len(calls), group, status)
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", sink.getvalue()).splitlines()[-1]
+
+
+def test_the_progress_line_counts_each_shape_once_and_shows_the_shares(
+    monkeypatch: pytest.MonkeyPatch, wan: Path
+) -> None:
+    """Under --repeat the times batch reports a shape again (ok): it is counted once (it was
+    counted twice: vae 53.6 %); a failed shape counts nothing; the shares come before the
+    long group id, so a 100-column terminal shows them (after it, they were cut off); on
+    --resume the shapes captured before count from the start; stages in the recording's
+    order."""
+    shapes, _ = read_shapes(wan)
+    conv, linear = (e.group for e in largest_first(shapes.entries())[:2])
+    calls = [(conv, "ok"), (linear, "failed"), (conv, "ok")]
+    line = _progress_text(monkeypatch, wan, calls, [])
+    assert "vae 26.8 % " in line and "dit" not in line.split("ok")[0]
+    line = _progress_text(monkeypatch, wan, [(conv, "ok")], [linear])
+    assert "dit 27.5 % | vae 26.8 % | ok " in line
+
+
+def test_a_target_of_100_takes_every_shape_even_one_of_no_time(tmp_path: Path) -> None:
+    """The block's recording with its draw edited to 0 us (the stage's total with it): at 99 %
+    the cast alone reaches the target; at 100 % ("takes every shape") the draw too (it was
+    left out once the cast had covered the whole stage)."""
+    text = (BLOCK / "shapes.yaml").read_text()
+    text = text.replace("real_us: 203.647", "real_us: 0.0").replace(
+        '"kernel_us": 641.022', '"kernel_us": 437.375'
+    )
+    path = tmp_path / "shapes.yaml"
+    path.write_text(text)
+    shapes, _ = read_shapes(path)
+    assert "main:aten.randn.default" not in wanted_groups(shapes, 99.0)
+    assert wanted_groups(shapes, 100.0) == {e.group for e in shapes.entries()}
+
+
+def test_each_gpu_runs_its_batches_largest_time_first(wan: Path, tmp_path: Path) -> None:
+    """--gpus 0,1 (one process per stage piece): the pieces are dealt to the GPUs by their
+    shapes, largest first, for balance, and each GPU then runs its own in the plan's order,
+    every stage's first band before its later ones (dealt by size, GPU 0 ran vae-3's 62
+    shapes of the decode's 90-99 % band first and the decode's largest conv3d third). With
+    --order file, today's order."""
+    from ncu_classify.capture.run import _schedule
+
+    plan = plan_capture(wan, tmp_path / "raw", CaptureOptions(gpus=(0, 1), coverage_pct=99.5))
+    queues = _schedule(plan.batches, (0, 1), plan.by_time)
+    assert [[b.name for b in queue] for queue in queues.values()] == [
+        ["vae-1", "output-1", "vae-3", "dit-3", "output-3", "output-4"],
+        ["dit-1", "vae-2", "dit-2", "output-2", "vae-4", "dit-4"],
+    ]
+    assert sorted(len(b.entries) for q in queues.values() for b in q) == sorted(
+        len(b.entries) for b in plan.batches
+    )
+    by_file = plan_capture(wan, tmp_path / "raw", CaptureOptions(gpus=(0, 1), order="file"))
+    assert not by_file.by_time
+    assert [b.name for b in _schedule(by_file.batches, (0, 1), by_file.by_time)[0]] == ["vae"]
