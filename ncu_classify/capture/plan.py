@@ -191,9 +191,10 @@ def plan_capture(
         todo = [e for e in entries if e.group not in done]
         taken |= frozenset(b.name for b in previous.batches)
     # cut at the time bands only where each stage is a process of its own: --one-process
-    # asked for one process, and its shapes are already largest first across the stages
+    # asked for one process, and its shapes are already largest first across the stages; a
+    # drill-down captures a few chosen shapes again, one process per stage as before
     by_time = options.order == "time" and options.per_stage and is_timed(shapes)
-    bands = time_bands(entries) if by_time else None
+    bands = time_bands(entries) if by_time and options.drill is None else None
     batches = _batches(todo, untimed, taken, options, bands)
     argv = {b.name: batch_argv(b, out, options) for b in batches}
     return Plan(

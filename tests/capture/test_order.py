@@ -316,3 +316,25 @@ def test_each_gpu_runs_its_batches_largest_time_first(wan: Path, tmp_path: Path)
     by_file = plan_capture(wan, tmp_path / "raw", CaptureOptions(gpus=(0, 1), order="file"))
     assert not by_file.by_time
     assert [b.name for b in _schedule(by_file.batches, (0, 1), by_file.by_time)[0]] == ["vae"]
+
+
+def test_a_drill_down_keeps_one_process_per_stage(wan: Path, tmp_path: Path) -> None:
+    """A drill-down captures a few chosen shapes again: one process per stage, not cut at the
+    time bands (46 shapes became 9 processes), its shapes still largest first."""
+    from ncu_classify.capture.manifest import DrillRequest
+
+    shapes, _ = read_shapes(wan)
+    chosen = [e.group for e in shapes.entries()][:40:4]
+    drill = DrillRequest(
+        cards_file="cards.json", cards_sha256="0" * 64, selected=dict.fromkeys(chosen, "unresolved")
+    )
+    plan = plan_capture(wan, tmp_path / "drill", CaptureOptions(drill=drill))
+    assert sorted(b.name for b in plan.batches) == sorted({e.stage for e in plan.entries})
+    times = [program_us(e) or 0 for b in plan.batches for e in b.entries]
+    assert sum(len(b.entries) for b in plan.batches) == 10
+    assert all(
+        a >= b
+        for batch in plan.batches
+        for a, b in itertools.pairwise([program_us(e) or 0 for e in batch.entries])
+    )
+    assert times
