@@ -11,35 +11,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..core.kernel_names import base_name, plain_name
 from .model import Card
 
-ANONYMOUS = ("(anonymous namespace)::", "<unnamed>::")
 COPY = re.compile(r"direct_copy_kernel|copy_kernel|CopyKernel")  # a copy, not a cat or a set
 NAMED = 3  # kernels named per kind of difference; the rest are counted
 CUT_AT = 160  # record cuts a name to this length (record.totals.NAME_CHARS; a test keeps both)
 MISMATCH = 0.5  # launches per call apart for a kernel to count as missing or extra
 
 
-def base_name(name: str) -> str:
-    """A kernel's name as both torch.profiler and ncu give it: `void `, namespaces, template
-    arguments and the parameter list dropped (`void at::native::elementwise_kernel<128, 4,
-    ...>(int, ...)` -> `elementwise_kernel`; `triton_poi_fused_add_7` as it is)."""
-    text = _plain(name)
-    cut = min((i for i in (text.find("<"), text.find("(")) if i >= 0), default=len(text))
-    return text[:cut].strip().rsplit("::", 1)[-1]
-
-
-def _plain(name: str) -> str:
-    """The name without `void ` and anonymous namespaces."""
-    text = name.strip().removeprefix("void ")
-    for anonymous in ANONYMOUS:
-        text = text.replace(anonymous, "")
-    return text
-
-
 def _cut_in_base(name: str) -> bool:
     """A program's name record cut before its template arguments or parameters began."""
-    text = _plain(name)
+    text = plain_name(name)
     return len(name) >= CUT_AT and "<" not in text and "(" not in text
 
 

@@ -11,6 +11,7 @@ clock     the wall clock of stamped outputs (SOURCE_DATE_EPOCH)
 ordering  the order stages are shown in
 metrics   the metric catalog: card keys, ncu names, units
 units     ncu's units converted to the card's
+kernel_names a kernel's base name, as torch.profiler and ncu both give it
 counters  the roofline counters
 stalls    the drill-down counters (warp states and deciders)
 measured  figures not measured: NaN read as missing, never 0

@@ -217,6 +217,20 @@ def stage_totals(
     }
 
 
+def its_kernels(time: KernelTime, named: int = 4) -> str:
+    """The kernels behind a line of uncovered work, most launched first by base name (what
+    the code not seen op by op ran: a conv, copies, norms), as `; its kernels: A x48, ...`."""
+    from ..core.kernel_names import base_name
+
+    counts: dict[str, int] = {}
+    for name, launches in time.names.items():
+        counts[base_name(name)] = counts.get(base_name(name), 0) + launches
+    ranked = sorted(counts, key=lambda n: (-counts[n], n))
+    told = [f"{n} x{counts[n]}" for n in ranked[:named]]
+    rest = f" and {len(ranked) - named} more" if len(ranked) > named else ""
+    return f"; its kernels: {', '.join(told)}{rest}" if told else ""
+
+
 def eager_work(regions: RegionCalls, times: dict[tuple[str, ...], KernelTime] | None) -> list[Any]:
     """The code each region ran eagerly, as uncovered work: when timed, the kernels its calls
     launched outside its graphs; else its calls that ran more than one graph (the code between
@@ -229,7 +243,8 @@ def eager_work(regions: RegionCalls, times: dict[tuple[str, ...], KernelTime] | 
         why = "; ".join(w for w, n in ((EAGER_WHY, broken), (UNCOMPILED_WHY, eager)) if n)
         time = times.get(("region", stage, name)) if times is not None else None
         if time is not None and time.kernels:
-            items.append(uncovered_item(stage, name, why or EAGER_WHY, calls, time, times))
+            why = (why or EAGER_WHY) + its_kernels(time)
+            items.append(uncovered_item(stage, name, why, calls, time, times))
         elif times is None and broken + eager:
             items.append(uncovered_item(stage, name, why, broken + eager, None, None))
     for stage, name, key, calls, why in regions.untraced:  # no shape: capture cannot replay it

@@ -146,3 +146,21 @@ def test_the_compiled_wan_decode_as_it_ran() -> None:
     (eager,) = [u for u in recorded.totals.uncovered if u.stage == "vae"]
     assert eager.name == "(code run eagerly between the graphs of compiled region vae.decoder)"
     assert eager.kernel_us == 237641.699
+
+
+def test_eager_code_between_graphs_names_its_kernels() -> None:
+    """The uncovered line of a region's eager code says what it ran, by the kernels' base
+    names, most launched first: here the names the block's graph launched on the H200 (cuDNN's
+    conv by its cut name, Inductor's Triton kernels), two of each, the conv four times."""
+    from ncu_classify.record.timing import KernelTime
+    from ncu_classify.record.totals import its_kernels
+
+    shapes = load_shapes(HERE / "shapes.yaml")
+    (region,) = [s for s in shapes.stages["block"] if isinstance(s, CompiledShape)]
+    time = KernelTime(kernels=20, ns=1, names={n: 2 for n in region.kernels})
+    conv = next(n for n in region.kernels if n.startswith("sm90_xmma"))
+    time.names[conv] = 4
+    told = its_kernels(time)
+    assert told.startswith(f"; its kernels: {conv} x4, triton_per_fused_clone_")
+    assert told.endswith(" and 5 more") and told.count(" x2") == 3
+    assert its_kernels(KernelTime()) == ""
