@@ -37,8 +37,12 @@ def is_timed(shapes: ShapesFile) -> bool:
 def largest_first(entries: list[ShapeEntry]) -> list[ShapeEntry]:
     """The shapes by their program time, largest first (untimed shapes after the timed ones,
     ties in file order)."""
-    ranked = sorted(enumerate(entries), key=lambda item: (-(program_us(item[1]) or -1.0), item[0]))
-    return [entry for _, entry in ranked]
+
+    def rank(item: tuple[int, ShapeEntry]) -> tuple[float, int]:
+        time = program_us(item[1])
+        return (-(time if time is not None else -1.0), item[0])  # a shape of 0 us is timed
+
+    return [entry for _, entry in sorted(enumerate(entries), key=rank)]
 
 
 BANDS = (

@@ -215,6 +215,8 @@ def _by_time(
     target (a shape captured before stays, whatever the target now)."""
     below: list[ShapeEntry] = []
     if options.coverage_pct is not None:
+        if not 0 < options.coverage_pct <= 100:  # (the CLI checks it too; the library here)
+            raise UsageError(f"--coverage {options.coverage_pct}: more than 0 and at most 100")
         if not is_timed(shapes):
             raise UsageError(
                 f"{shapes_path}: --coverage needs the recorded program's kernel time, and this"

@@ -338,3 +338,21 @@ def test_a_drill_down_keeps_one_process_per_stage(wan: Path, tmp_path: Path) -> 
         for a, b in itertools.pairwise([program_us(e) or 0 for e in batch.entries])
     )
     assert times
+
+
+def test_a_shape_of_no_time_is_timed_and_the_library_checks_the_target(
+    wan: Path, tmp_path: Path
+) -> None:
+    """A recorded shape whose kernels took 0 us sorts last among the timed shapes, before an
+    untimed one; `plan_capture` itself refuses a target out of (0, 100] with one line."""
+    from ncu_classify.core.errors import UsageError
+
+    shapes, _ = read_shapes(wan)
+    first, second, third = shapes.entries()[:3]
+    zero = first.model_copy(update={"shape": first.shape.model_copy(update={"real_us": 0.0})})
+    untimed = second.model_copy(update={"shape": second.shape.model_copy(update={"real_us": None})})
+    ordered = largest_first([untimed, zero, third])
+    assert [e.group for e in ordered] == [third.group, zero.group, untimed.group]
+    for bad in (-5.0, 0.0, 100.5, float("nan")):
+        with pytest.raises(UsageError, match="--coverage"):
+            plan_capture(wan, tmp_path / "raw", CaptureOptions(coverage_pct=bad))
