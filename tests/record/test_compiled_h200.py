@@ -148,6 +148,7 @@ def test_the_compiled_wan_decode_as_it_ran() -> None:
     assert eager.kernel_us == 237641.699
 
 
+@pytest.mark.needs("torch")
 def test_eager_code_between_graphs_names_its_kernels() -> None:
     """The uncovered line of a region's eager code says what it ran, by the kernels' base
     names, most launched first: here the names the block's graph launched on the H200 (cuDNN's
