@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ..core.errors import UsageError
 from ..shapes.file import ShapeEntry, ShapesFile
+from .shards import run_cost
 
 
 def program_us(entry: ShapeEntry) -> float | None:
@@ -45,31 +46,43 @@ def largest_first(entries: list[ShapeEntry]) -> list[ShapeEntry]:
     return [entry for _, entry in sorted(enumerate(entries), key=rank)]
 
 
-BANDS = (
-    50.0,
-    90.0,
-    99.0,
-)  # shares of a stage's time where capture by time starts a new ncu process
+BANDS = (50.0, 90.0, 99.0)  # shares of a stage's time where capture by time starts a process
+PROCESS_START_S = 8.0  # an ncu process's start (6-10 s): a piece costing less joins the one before
 
 
 def time_bands(entries: list[ShapeEntry]) -> dict[str, int]:
     """Each shape's time band within its stage, shapes taken largest first: 0 while the
     shapes before it hold less than 50 % of the stage's time, 1 below 90 %, 2 below 99 %,
-    3 for the rest.
-    One ncu process per stage would finish a stage's smallest shapes before the next stage's
-    largest: cut at the bands, every stage's largest shapes are captured first."""
+    3 for the rest. One ncu process per stage would finish a stage's smallest shapes before
+    the next stage's largest: cut at the bands, every stage's largest shapes are captured
+    first. A band whose shapes cost less than a process start (capture's cost model) joins
+    the band before it: a small stage stays one process."""
     bands: dict[str, int] = {}
     by_stage: dict[str, list[ShapeEntry]] = {}
     for entry in largest_first(entries):
         by_stage.setdefault(entry.stage, []).append(entry)
     for members in by_stage.values():
         whole = sum(program_us(e) or 0 for e in members)
-        before = 0.0
+        before, cut = 0.0, []
         for entry in members:
             share = 100 * before / whole if whole else 0.0
-            bands[entry.group] = sum(share >= limit for limit in BANDS)
+            cut.append(sum(share >= limit for limit in BANDS))
             before += program_us(entry) or 0
+        bands.update(zip([e.group for e in members], _joined(members, cut), strict=True))
     return bands
+
+
+def _joined(members: list[ShapeEntry], cut: list[int]) -> list[int]:
+    """The bands of a stage's shapes (largest first) after each band that costs less than a
+    process start has joined the one before it (the first band keeps its number)."""
+    cost: dict[int, float] = {}
+    for entry, band in zip(members, cut, strict=True):
+        cost[band] = cost.get(band, 0.0) + run_cost(entry)
+    kept: dict[int, int] = {}
+    for band in sorted(cost):
+        earlier = [kept[b] for b in sorted(kept)]
+        kept[band] = earlier[-1] if earlier and cost[band] < PROCESS_START_S else band
+    return [kept[band] for band in cut]
 
 
 def wanted_groups(shapes: ShapesFile, target_pct: float) -> set[str]:

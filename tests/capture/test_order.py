@@ -101,12 +101,16 @@ def test_every_stage_s_largest_shapes_come_before_any_stage_s_smallest(
     wan: Path, tmp_path: Path
 ) -> None:
     """One ncu process per stage would finish the decode's smallest shapes before the DiT's
-    largest; cut at 50, 90 and 99 % of each stage's time, every stage's first half goes
-    first. At half the capture's estimated cost, each stage is over 90 % covered (in file
-    order, the decode was at 68.8 %)."""
+    largest; cut at 50, 90 and 99 % of each stage's time (a band costing less than a process
+    start joining the one before: the DiT's first three bands, the whole output stage), every
+    stage's first piece goes first: 7 processes instead of 3 (12 without the joins). At half
+    the capture's estimated cost, each stage is over 90 % covered (in file order, the decode
+    was at 68.8 %)."""
     plan = plan_capture(wan, tmp_path / "raw", CaptureOptions())
-    assert [b.name for b in plan.batches][:4] == ["vae-1", "dit-1", "output-1", "vae-2"]
-    assert len(plan.batches) == 12
+    assert [(b.name, len(b.entries)) for b in plan.batches] == [
+        ("vae-1", 4), ("dit-1", 27), ("output", 11), ("vae-2", 37), ("vae-3", 71),
+        ("vae-4", 71), ("dit-2", 33),
+    ]  # fmt: skip
     bands = time_bands(plan.entries)
     assert [bands[e.group] for e in plan.batches[0].entries] == [0] * len(plan.batches[0].entries)
 
@@ -121,7 +125,7 @@ def test_every_stage_s_largest_shapes_come_before_any_stage_s_smallest(
         whole = plan.shapes.recorded.totals.stages  # type: ignore[union-attr]
         return {s: round(100 * t / (whole[s].kernel_us or 1), 2) for s, t in done.items()}
 
-    assert at_half(plan.batches) == {"vae": 98.57, "dit": 91.03, "output": 90.81}
+    assert at_half(plan.batches) == {"vae": 97.74, "dit": 99.31, "output": 100.0}
     by_file = plan_capture(wan, tmp_path / "raw", CaptureOptions(order="file"))
     assert at_half(by_file.batches)["vae"] == 68.78
 
@@ -307,8 +311,8 @@ def test_each_gpu_runs_its_batches_largest_time_first(wan: Path, tmp_path: Path)
     plan = plan_capture(wan, tmp_path / "raw", CaptureOptions(gpus=(0, 1), coverage_pct=99.5))
     queues = _schedule(plan.batches, (0, 1), plan.by_time)
     assert [[b.name for b in queue] for queue in queues.values()] == [
-        ["vae-1", "output-1", "vae-3", "dit-3", "output-3", "output-4"],
-        ["dit-1", "vae-2", "dit-2", "output-2", "vae-4", "dit-4"],
+        ["vae-3", "vae-4"],
+        ["vae-1", "dit", "output", "vae-2"],
     ]
     assert sorted(len(b.entries) for q in queues.values() for b in q) == sorted(
         len(b.entries) for b in plan.batches
