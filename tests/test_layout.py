@@ -52,6 +52,8 @@ TORCH_HOMES = {
     "record.calls",
     "record.device_ops",
     "record.timing",
+    "record.profiled_calls",
+    "record.region_ops",
     "record.threads",
     "record.regions",
     "record.cudagraphs",

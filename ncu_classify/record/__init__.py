@@ -9,6 +9,8 @@ imports torch. The face is lazy, so that `program` (which runs the user's script
   chain_section  the chains as the shapes file's `chains:` section (no torch)
   regions     torch.compile'd modules and functions, recorded as they run (compiled shapes)
   region_graph  a compiled region's graph traced to ATen ops, as a chain
+  region_ops  the code a region ran eagerly between its graphs, op by op (torch.profiler)
+  profiled_calls  an ATen op as the profiler saw it, made an `aten` call a replay can run
   cudagraphs  CUDA graphs: calls captured into a graph, its replays (their kernels, timed)
   timing      the program's kernel time per call (torch.profiler)
   totals      the recording's time ledger: per shape, uncovered, per stage

@@ -26,7 +26,8 @@ from .calls import CallKwargs, held_as, in_module_setup, name_of, sets_up_parame
 from .cudagraphs import CudaGraphs
 from .dataflow import Dataflow
 from .device_ops import DeviceOps
-from .regions import Regions, eager_work
+from .region_ops import region_ops
+from .regions import Regions
 from .shapes_document import CallShape, DescribedCalls
 from .threads import WHY, OtherThreads
 from .timing import KernelClock
@@ -166,8 +167,7 @@ class Recorder:
 
     def _below(self, parent: torch.nn.Module, module: torch.nn.Module) -> str | None:
         """`module`'s path inside `parent` (cached), or None."""
-        key = (id(parent), id(module))
-        if key not in self._relative:
+        if (key := (id(parent), id(module))) not in self._relative:
             found = next((n for n, m in parent.named_modules() if m is module and n), None)
             self._relative[key] = found
         return self._relative[key]
@@ -198,8 +198,6 @@ class Recorder:
                 return stage
         top = path.split(".", 1)[0] if path else "main"
         return re.sub(r"[^A-Za-z0-9_]", "_", top) or "main"
-
-    # --- what a call was -------------------------------------------------------------------
 
     def observe(
         self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: CallKwargs, result: Any
@@ -262,6 +260,7 @@ class Recorder:
         times = measured(self.clock) if self.recording.device != "cpu" else None
         self.regions.settle(times)  # a compiled graph's first call: compile-time work
         self.cuda_graphs.attribute(times)  # a replayed graph's time, spread over its calls
+        eager = region_ops(self.clock, times)  # a region's eager code, op by op (profiled)
         stages: dict[str, list[CallShape]] = {}
         for key, entry in self.recording.entries.items():
             shape = {**entry.shape, "calls": entry.calls, "source": ", ".join(entry.sources)}
@@ -276,9 +275,9 @@ class Recorder:
                 ]
             stages.setdefault(entry.stage, []).append(shape)
         op_stages, uncovered = document_ops(self.device_ops, times)
-        for stage, shapes in op_stages.items():
+        for stage, shapes in [*op_stages.items(), *eager.shapes().items()]:
             stages.setdefault(stage, []).extend(shapes)
-        uncovered += loose_work(self.device_ops.failed, times) + eager_work(self.regions, times)
+        uncovered += loose_work(self.device_ops.failed, times) + eager.work(self.regions, times)
         uncovered += self.cuda_graphs.uncovered(times)  # graphs not attributed
         for (stage, name), calls in self.threads.calls.items():
             uncovered.append(uncovered_item(stage, name, WHY, calls, None, times))

@@ -51,6 +51,17 @@ class KernelTime:
             self.marks, names,
         )  # fmt: skip
 
+    def take(self, other: KernelTime) -> None:
+        """Take away kernels now told to another target (the ops of a region's eager code)."""
+        self.kernels -= other.kernels
+        self.ns -= other.ns
+        for name, count in other.names.items():
+            left = self.names.get(name, 0) - count
+            if left > 0:
+                self.names[name] = left
+            else:
+                self.names.pop(name, None)
+
     def merge(self, other: KernelTime) -> None:
         self.kernels += other.kernels
         self.ns += other.ns
@@ -67,6 +78,18 @@ class Mark:
     target: tuple[str, ...] | None = None  # None: its parent's
 
 
+@dataclass(frozen=True)
+class Launch:
+    """One kernel of a watched mark (a compiled region's eager code), with the thread and start
+    of the PyTorch op that launched it, so that the op can be named (`region_ops`)."""
+
+    mark: int
+    thread: int
+    start: int
+    ns: int
+    name: str
+
+
 @dataclass
 class KernelClock:
     """Marks calls while torch.profiler runs (only when `enabled`: a CUDA device is there)."""
@@ -79,6 +102,7 @@ class KernelClock:
     broken: str | None = None  # why the measurement was lost (the program's own profiler)
     _guards: list[tuple[Any, str, Any]] = field(default_factory=list)
     _times: tuple[dict[int, KernelTime], KernelTime] | None = None  # attributed once
+    launches: list[Launch] = field(default_factory=list)  # kernels of the watched marks
 
     def __enter__(self) -> KernelClock:
         if self.enabled:
@@ -87,7 +111,9 @@ class KernelClock:
             activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
             with warnings.catch_warnings():  # torch's note on profiler cycles: not the user's
                 warnings.simplefilter("ignore", UserWarning)
-                self._profiler = profile(activities=activities)
+                self._profiler = profile(
+                    activities=activities, record_shapes=True, experimental_config=_config()
+                )
                 self._profiler.__enter__()
             self._guards = _refuse_other_profilers()
         return self
@@ -153,19 +179,38 @@ class KernelClock:
 
     def kernel_times(self) -> tuple[dict[int, KernelTime], KernelTime]:
         """Kernel time per innermost mark, and the kernels launched outside any mark (the
-        shapes and the chains both read them: attributed once)."""
+        shapes and the chains both read them: attributed once). The kernels of a compiled
+        region's own mark (its eager code: no mark inside) are also kept one by one."""
         if self._times is None:
-            self._times = attribute(self.events)
+            watched = {n for n, m in enumerate(self.marks) if m.target and m.target[0] == REGION}
+            self._times = attribute(self.events, watched, self.launches)
         return self._times
 
 
-def attribute(events: Iterable[Any]) -> tuple[dict[int, KernelTime], KernelTime]:
+REGION = "region"  # the target of a compiled region's own mark: its eager code
+
+
+def _config() -> Any:
+    """The profiler's overload names (torch >= 2.7), so that an op's schema is known; None
+    where this torch has no such option (the schemas are then matched by their arguments)."""
+    from torch._C._profiler import _ExperimentalConfig
+
+    try:
+        return _ExperimentalConfig(capture_overload_names=True)
+    except TypeError:
+        return None
+
+
+def attribute(
+    events: Iterable[Any], watched: set[int] | None = None, launches: list[Launch] | None = None
+) -> tuple[dict[int, KernelTime], KernelTime]:
     """Kernel (and copy) time per innermost mark from a profiler's events, and the time of
     those that fell outside every mark. A device event names, by correlation id, the PyTorch op
     or range it was launched from (the innermost one: CUPTI's external correlation); that op's
     start lies in the innermost mark open on its thread then. Kernels launched inside one of
     torch.compile's own ranges (`... (dynamo_timed)`: Inductor benchmarking a Triton kernel's
-    configs at its first launch, compiling) are compile-time work, under `TUNING`."""
+    configs at its first launch, compiling) are compile-time work, under `TUNING`. A kernel of
+    a `watched` mark is also told to `launches`, with its op's thread and start."""
     marks: dict[int, list[tuple[int, int, int]]] = {}  # thread -> (start, end, number)
     compiling: dict[int, list[tuple[int, int, int]]] = {}  # thread -> torch.compile's ranges
     frontend: dict[int, tuple[int, int]] = {}  # correlation id -> (thread, start) of an op
@@ -198,6 +243,8 @@ def attribute(events: Iterable[Any]) -> tuple[dict[int, KernelTime], KernelTime]
         number = TUNING if tuner is not None and tuner.at(start) is not None else number
         time = outside if number is None else per_mark.setdefault(number, KernelTime())
         time.add(ns, copy=copy, name=name)
+        if watched and number in watched and not copy and launches is not None:
+            launches.append(Launch(number, thread or 0, start, ns, name))
     return per_mark, outside
 
 
@@ -230,6 +277,16 @@ class InnermostMark:
                 return self.spans[index][2]
             index = self.parents[index]
         return None
+
+    def chain(self, moment: int) -> list[int]:
+        """The numbers of every span that holds `moment`, the innermost first."""
+        index = bisect.bisect_right(self.starts, moment) - 1
+        held: list[int] = []
+        while index >= 0:
+            if self.spans[index][1] >= moment:
+                held.append(self.spans[index][2])
+            index = self.parents[index]
+        return held
 
 
 PROFILER_TAKEN = (

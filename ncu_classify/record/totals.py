@@ -5,6 +5,7 @@ the two, so that coverage is reckoned against everything the program ran on the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from ..shapes.file import Shape
@@ -231,10 +232,15 @@ def its_kernels(time: KernelTime, named: int = 4) -> str:
     return f"; its kernels: {', '.join(told)}{rest}" if told else ""
 
 
-def eager_work(regions: RegionCalls, times: dict[tuple[str, ...], KernelTime] | None) -> list[Any]:
+def eager_work(
+    regions: RegionCalls,
+    times: dict[tuple[str, ...], KernelTime] | None,
+    said: Callable[[tuple[str, ...]], str] = lambda _: "",
+) -> list[Any]:
     """The code each region ran eagerly, as uncovered work: when timed, the kernels its calls
-    launched outside its graphs; else its calls that ran more than one graph (the code between
-    them) or none (the whole call eager); the cause says which, as the calls counted it."""
+    launched outside its graphs that no profiled op stands for (`said` names the ops the profile
+    did not describe); else its calls that ran more than one graph (the code between them) or
+    none (the whole call eager); the cause says which, as the calls counted it."""
     items = []
     for where, calls in regions.eager_calls.items():
         stage, region = where
@@ -243,7 +249,7 @@ def eager_work(regions: RegionCalls, times: dict[tuple[str, ...], KernelTime] | 
         why = "; ".join(w for w, n in ((EAGER_WHY, broken), (UNCOMPILED_WHY, eager)) if n)
         time = times.get(("region", stage, name)) if times is not None else None
         if time is not None and time.kernels:
-            why = (why or EAGER_WHY) + its_kernels(time)
+            why = (why or EAGER_WHY) + its_kernels(time) + said(("region", stage, name))
             items.append(uncovered_item(stage, name, why, calls, time, times))
         elif times is None and broken + eager:
             items.append(uncovered_item(stage, name, why, broken + eager, None, None))

@@ -353,3 +353,48 @@ def test_record_attributes_a_cuda_graph_s_replays_to_the_graph(tmp_path: Path) -
     graph = items["(CUDA graph 1, captured in (no module))"]
     assert graph.calls == 2 and (graph.kernels or 0) >= 2 and (graph.kernel_us or 0) > 0
     assert "(kernels outside any recorded call)" not in items
+
+
+def test_record_names_a_compiled_region_s_eager_code_op_by_op(tmp_path: Path) -> None:
+    """A compiled block that breaks its graph between its conv and a scale, with a pad and a
+    cat run eagerly after the break: the kernels of the code between the graphs are `aten`
+    shapes of the stage (from torch.profiler), each with its calls and kernels; the region's
+    uncovered eager work is gone, and the stage is covered whole."""
+    from ncu_classify.shapes.file import load_shapes
+
+    script = tmp_path / "broken.py"
+    script.write_text(
+        "import torch\n"
+        "import torch.nn.functional as F\n"
+        "class Block(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.norm = torch.nn.GroupNorm(8, 64)\n"
+        "        self.conv = torch.nn.Conv3d(64, 64, 3, padding=1)\n"
+        "    def forward(self, x):\n"
+        "        h = self.conv(F.silu(self.norm(x)))\n"
+        "        torch._dynamo.graph_break()\n"
+        "        h = torch.cat([h[:, :, -1:], F.pad(h, (0, 0, 0, 0, 1, 0))], dim=2)\n"
+        "        return h * 2\n"
+        "block = Block().cuda()\n"
+        "block.compile()\n"
+        "x = torch.randn(1, 64, 8, 64, 64, device='cuda')\n"
+        "with torch.no_grad():\n"
+        "    for _ in range(3):\n"
+        "        block(x)\n"
+        "    torch.cuda.synchronize()\n"
+    )
+    shapes = tmp_path / "shapes.yaml"
+    proc = subprocess.run(
+        [*CLI, "record", "-o", str(shapes), "--", "python", str(script)],
+        capture_output=True, text=True, timeout=400,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    recorded = load_shapes(shapes)
+    eager = [s for s in recorded.stages["block"] if s.op == "aten" and s.source == "block"]
+    told = {s.overload: s for s in eager}  # type: ignore[union-attr]
+    assert {"aten.cat.default", "aten.constant_pad_nd.default"} <= set(told)
+    assert all(s.calls == 3 and (s.real_kernels or 0) >= 1 for s in told.values())
+    assert recorded.recorded is not None and recorded.recorded.totals is not None
+    items = [u for u in recorded.recorded.totals.uncovered if "compiled region" in u.name]
+    assert all((u.kernel_us or 0) == 0 for u in items), items

@@ -291,3 +291,16 @@ def test_shapes_of_one_group_merge_their_kernel_names() -> None:
     assert shape.real_kernel_names == {"nvjet_a": 0.75, "nvjet_b": 0.25, "splitK_reduce": 0.25}
     assert shape.real_kernels == 1.25 and shape.calls == 4
     assert list(shape.written())[-2:] == ["real_kernels", "real_kernel_names"]
+
+
+def test_a_watched_mark_s_kernels_are_told_one_by_one_with_their_op() -> None:
+    """A compiled region's own mark is watched: each of its kernels (not its copies) is kept
+    with the thread and start of the op that launched it, beside the per-mark sums."""
+    launches: list[Any] = []
+    per_mark, _ = attribute(_trace(), {1}, launches)
+    assert [(x.mark, x.thread, x.start, x.ns, x.name) for x in launches] == [
+        (1, 1, 12, 10, "mul_kernel")
+    ]
+    assert per_mark[1].kernels == 1  # the sums are unchanged
+    spans = InnermostMark([(0, 100, 0), (10, 50, 1), (12, 20, 2), (30, 40, 3)])
+    assert (spans.chain(15), spans.chain(35), spans.chain(150)) == ([2, 1, 0], [3, 1, 0], [])

@@ -1,0 +1,177 @@
+"""An ATen op as torch.profiler saw it (`record_shapes`), made an `aten` call a replay can
+run: the overload (named by the profiler, or the one schema its inputs fit) and each argument
+as the recorder writes it (a tensor as shape, dtype and strides, a dtype or memory format by
+name). Used for the code a compiled region ran eagerly, which no torch mode sees (`region_ops`).
+
+The profiler keeps less than a dispatch mode: no strings (`pad`'s mode, `div`'s rounding), no
+list of optional tensors (`index`), no storage offset (0 is taken), no device (a 0-d float64
+or int64 tensor is taken for a Python number, which stays on the host), and no dtypes inside
+a tensor list (`cat`: taken from the code beside it, and said in the shape's note). An op
+with an argument it lost is not described; its caller or its callees may be."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+import torch
+
+from ..shapes.aten import Keywords
+
+# The profiler's names of tensor dtypes (C++ type names) -> torch's.
+TENSOR_DTYPES = {
+    "float": "float32", "double": "float64", "c10::Half": "float16",
+    "c10::BFloat16": "bfloat16", "long int": "int64", "int": "int32", "short int": "int16",
+    "signed char": "int8", "unsigned char": "uint8", "bool": "bool",
+    "c10::complex<float>": "complex64", "c10::complex<double>": "complex128",
+    "c10::Float8_e4m3fn": "float8_e4m3fn", "c10::Float8_e5m2": "float8_e5m2",
+}  # fmt: skip
+# c10::ScalarType, MemoryFormat and Layout, as the profiler writes them (their enum values).
+SCALAR_TYPES = {
+    0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16", 6: "float32",
+    7: "float64", 9: "complex64", 10: "complex128", 11: "bool", 15: "bfloat16",
+    23: "float8_e5m2", 24: "float8_e4m3fn",
+}  # fmt: skip
+MEMORY_FORMATS = {0: "contiguous_format", 1: "preserve_format", 2: "channels_last",
+                  3: "channels_last_3d"}  # fmt: skip
+LAYOUTS = {0: "strided"}
+HOST_NUMBERS = ("float64", "int64")  # a 0-d tensor of these: a Python number, on the host
+SCALARS = ("int", "SymInt", "float", "bool", "number", "Scalar")
+LISTED_SCALARS = ("List[int]", "List[SymInt]", "List[float]", "List[bool]")
+
+
+class _Layout(TypedDict):
+    shape: list[int]
+    dtype: str
+    strides: list[int]
+    offset: int
+
+
+class TensorFields(_Layout, total=False):
+    """A tensor argument's fields, as the recorder writes them (`shapes.aten.TensorSpec`)."""
+
+    device: str
+
+
+class TensorArgument(TypedDict):
+    tensor: TensorFields
+
+
+@dataclass(frozen=True)
+class OpEvent:
+    """One ATen op the profiler recorded, with its inputs in schema order."""
+
+    name: str  # `aten::cat`
+    overload: str  # '' when the profiler did not name it (or it is `default`)
+    start: int
+    end: int
+    dtypes: list[str]
+    shapes: list[Any]
+    strides: list[Any]
+    concrete: list[Any]
+
+    @classmethod
+    def of(cls, event: Any) -> OpEvent:
+        """The op of a kineto event (`profile(record_shapes=True)`)."""
+        overload = getattr(event, "overload_name", None)
+        return cls(
+            event.name(), overload() if overload is not None else "", event.start_ns(),
+            event.end_ns(), list(event.dtypes()), list(event.structured_input_shapes()),
+            list(event.structured_input_strides()), list(event.concrete_inputs()),
+        )  # fmt: skip
+
+    def tensor_dtypes(self) -> list[str]:
+        """The dtypes (torch's names) of its tensor inputs, in order."""
+        return [TENSOR_DTYPES[d] for d in self.dtypes if d in TENSOR_DTYPES]
+
+
+@dataclass(frozen=True)
+class ProfiledCall:
+    """An op as an `aten` call: overload, positional and keyword arguments, and a note."""
+
+    overload: str
+    args: list[Any]
+    kwargs: Keywords
+    note: str | None = None
+
+
+class Lost(ValueError):
+    """An argument the profiler did not keep: the op cannot be described."""
+
+
+def described(op: OpEvent, list_dtype: str | None) -> ProfiledCall:
+    """The op as an `aten` call, or Lost saying which argument the profile lacks; a tensor
+    list's dtype is `list_dtype` when the op has no other tensor to take it from."""
+    base = op.name.removeprefix("aten::")
+    packet = getattr(torch.ops.aten, base, None)
+    if not op.name.startswith("aten::") or packet is None:
+        raise Lost(f"{op.name} is no ATen op")
+    named = op.overload or "default"
+    others = [o for o in packet.overloads() if o != named]
+    own = op.tensor_dtypes()
+    fill = own[0] if own else list_dtype
+    problems = []
+    for overload in [named, *others] if named in packet.overloads() else others:
+        schema = getattr(packet, overload)._schema
+        try:
+            return _fitted(op, schema, fill, f"aten.{base}.{overload}")
+        except Lost as exc:
+            problems.append(str(exc))
+    raise Lost(problems[0] if problems else f"{op.name}: no overload takes its inputs")
+
+
+def _fitted(op: OpEvent, schema: Any, fill: str | None, overload: str) -> ProfiledCall:
+    """The op's inputs fitted to one schema's arguments (Lost where they do not fit)."""
+    if len(schema.arguments) != len(op.dtypes):
+        raise Lost(
+            f"{op.name}: {len(op.dtypes)} inputs, not the {len(schema.arguments)} of one schema"
+        )
+    args: list[Any] = []
+    kwargs: Keywords = {}
+    guessed = False
+    for index, argument in enumerate(schema.arguments):
+        kind = str(argument.real_type)
+        found = (op.dtypes[index], op.shapes[index], op.strides[index], op.concrete[index])
+        if kind == "List[Tensor]" and found[0] == "TensorList" and not op.tensor_dtypes():
+            guessed = True
+        value = _value(kind, *found, fill, f"{op.name} argument {argument.name}")
+        (kwargs.__setitem__(argument.name, value) if argument.kwarg_only else args.append(value))
+    note = "its tensor list's dtype is taken from the code beside it (not profiled)"
+    return ProfiledCall(overload, args, kwargs, note if guessed else None)
+
+
+def _value(kind: str, dtype: str, shape: Any, strides: Any, concrete: Any, fill: str | None,
+           where: str) -> Any:  # fmt: skip
+    """One argument of schema type `kind` from what the profiler kept of it."""
+    if kind.startswith("Optional[") and dtype == "" and concrete is None:
+        return None  # (an optional device too: a factory's device is the replay's own)
+    kind = (
+        kind.removeprefix("Optional[").removesuffix("]") if kind.startswith("Optional[") else kind
+    )
+    if kind == "Tensor" and dtype in TENSOR_DTYPES:
+        return _tensor(shape, strides, TENSOR_DTYPES[dtype])
+    if kind == "List[Tensor]" and dtype == "TensorList" and fill is not None:
+        return [_tensor(s, st, fill) for s, st in zip(shape, strides, strict=True)]
+    if kind in SCALARS and dtype == "Scalar" and concrete is not None:
+        return {"float": str(concrete)} if _infinite(concrete) else concrete
+    if kind in LISTED_SCALARS and dtype == "ScalarList" and isinstance(concrete, list):
+        return concrete
+    tables = {"ScalarType": SCALAR_TYPES, "MemoryFormat": MEMORY_FORMATS, "Layout": LAYOUTS}
+    if kind in tables and dtype == "Scalar" and concrete in tables[kind]:
+        return tables[kind][concrete]
+    raise Lost(f"{where} ({kind}) is not in the profile")
+
+
+def _tensor(shape: Any, strides: Any, dtype: str) -> TensorArgument:
+    """A tensor argument as the recorder writes it (a 0-d float64 or int64: on the host)."""
+    if not isinstance(shape, list) or not isinstance(strides, list) or len(shape) != len(strides):
+        raise Lost(f"a tensor of shape {shape!r} and strides {strides!r}")
+    spec: TensorFields = {"shape": shape, "dtype": dtype, "strides": strides, "offset": 0}
+    if not shape and dtype in HOST_NUMBERS:
+        spec["device"] = "cpu"
+    return {"tensor": spec}
+
+
+def _infinite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)

@@ -1,0 +1,163 @@
+"""The code a compiled region ran eagerly, op by op (issue 40). Its calls run with the
+recorder's modes set aside (a dispatch mode would make dynamo recompile or skip the frame), so
+what dynamo runs eagerly between the region's graphs (a graph break's code, a frame it skipped,
+a block past its recompile limit) is seen only by torch.profiler. Each kernel of a region's own
+mark is traced to the ATen op that launched it, and up to the outermost op around that one
+which the profile describes whole (`profiled_calls`): that op is an `aten` shape of the stage,
+with its calls, kernels and time; the kernels of ops it cannot describe stay the region's
+uncovered eager work, which then names those ops."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from .device_ops import why_not_replayed
+from .profiled_calls import Lost, OpEvent, ProfiledCall, described
+from .shapes_document import CallShape
+from .timing import InnermostMark, KernelClock, KernelTime, Launch
+from .totals import RegionCalls, eager_work, per_call
+
+
+@dataclass
+class EagerOp:
+    """One distinct op of a region's eager code, and the kernels its calls launched."""
+
+    stage: str
+    region: str
+    call: ProfiledCall
+    time: KernelTime = field(default_factory=KernelTime)
+    seen: set[tuple[int, int]] = field(default_factory=set)  # (thread, op number): its calls
+
+
+Spans = list[tuple[int, int, int]]  # (start, end, number) of one thread's ATen ops
+
+
+@dataclass
+class RegionOps:
+    """The ops of every region's eager code, and per region the ops it could not describe."""
+
+    ops: dict[str, EagerOp] = field(default_factory=dict)
+    lost: dict[tuple[str, ...], dict[str, set[tuple[int, int]]]] = field(default_factory=dict)
+
+    def shapes(self) -> dict[str, list[CallShape]]:
+        """The ops as `aten` shapes per stage, with their real time per call."""
+        stages: dict[str, list[CallShape]] = {}
+        for op in self.ops.values():
+            calls = len(op.seen)
+            shape: CallShape = {"op": "aten", "overload": op.call.overload, "args": op.call.args}
+            if op.call.kwargs:
+                shape["kwargs"] = op.call.kwargs
+            if op.call.note:
+                shape["note"] = op.call.note
+            shape.update({"calls": calls, "source": op.region, "real_calls": calls})
+            shape.update(per_call(op.time, calls, True))
+            stages.setdefault(op.stage, []).append(shape)
+        return stages
+
+    def work(
+        self, regions: RegionCalls, times: dict[tuple[str, ...], KernelTime] | None
+    ) -> list[Any]:
+        """The regions' eager work left uncovered (`totals.eager_work`), naming the ops the
+        profile could not describe."""
+        return eager_work(regions, times, self.said)
+
+    def said(self, target: tuple[str, ...]) -> str:
+        """`; ops not described from the profile: aten::index x4` for a region's eager work."""
+        lost = self.lost.get(target)
+        if not lost:
+            return ""
+        ranked = sorted(lost, key=lambda n: (-len(lost[n]), n))
+        told = ", ".join(f"{name} x{len(lost[name])}" for name in ranked[:4])
+        return f"; ops the profile does not describe: {told}"
+
+
+def region_ops(clock: KernelClock, times: dict[tuple[str, ...], KernelTime] | None) -> RegionOps:
+    """Each region's eager kernels told to the ops that launched them; what moves to an op is
+    taken from the region's eager time in `times`."""
+    found = RegionOps()
+    if times is None or not clock.launches:
+        return found
+    ops = _aten_ops(clock.events, {launch.thread for launch in clock.launches})
+    finders = {thread: InnermostMark(spans) for thread, (spans, _) in ops.items()}
+    made: dict[tuple[int, int], OpEvent] = {}  # an op read from its event once, when needed
+
+    def op_of(thread: int, number: int) -> OpEvent:
+        if (thread, number) not in made:
+            made[(thread, number)] = OpEvent.of(ops[thread][1][number])
+        return made[(thread, number)]
+
+    described_at: dict[tuple[int, int], tuple[int, ProfiledCall] | None] = {}
+    chains: list[tuple[Launch, tuple[str, ...], list[int]]] = []
+    dtypes: dict[tuple[str, ...], Counter[str]] = {}
+    for launch in clock.launches:
+        target = clock.marks[launch.mark].target
+        if target is None or target not in times or launch.thread not in finders:
+            continue
+        chain = finders[launch.thread].chain(launch.start)
+        chains.append((launch, target, chain))
+        counts = dtypes.setdefault(target, Counter())
+        for number in chain:
+            counts.update(op_of(launch.thread, number).tensor_dtypes())
+    for launch, target, chain in chains:
+        common = dtypes[target].most_common(1)
+        fill = common[0][0] if common else None
+        where = (launch.thread, chain[0] if chain else -1)
+        if where not in described_at:
+            events = [op_of(launch.thread, number) for number in chain]
+            described_at[where] = _outermost(events, chain, fill)
+        chosen = described_at[where]
+        if chosen is None:
+            name = op_of(*where).name if chain else "(no ATen op)"
+            lost = found.lost.setdefault(target, {}).setdefault(name, set())
+            lost.add(where)
+            continue
+        number, call = chosen
+        key = json.dumps([target[1], call.overload, call.args, call.kwargs], sort_keys=True)
+        op = found.ops.setdefault(key, EagerOp(target[1], _region(target), call))
+        op.time.add(launch.ns, name=launch.name)
+        op.seen.add((launch.thread, number))
+        moved = KernelTime()
+        moved.add(launch.ns, name=launch.name)
+        times[target].take(moved)
+    return found
+
+
+def _region(target: tuple[str, ...]) -> str:
+    """The region's name from its eager target's label (`totals.EAGER`)."""
+    label = target[2] if len(target) > 2 else ""
+    return label.rsplit("compiled region ", 1)[-1].removesuffix(")") or "-"
+
+
+def _aten_ops(events: list[Any], threads: set[int]) -> dict[int, tuple[Spans, list[Any]]]:
+    """The ATen ops the profiler recorded on these threads: spans and their events by number."""
+    found: dict[int, tuple[Spans, list[Any]]] = {}
+    cpu = torch._C._autograd.DeviceType.CPU
+    for event in events:
+        if event.device_type() != cpu or event.start_thread_id() not in threads:
+            continue
+        if not event.name().startswith("aten::"):
+            continue
+        spans, ops = found.setdefault(event.start_thread_id(), ([], []))
+        spans.append((event.start_ns(), event.end_ns(), len(ops)))
+        ops.append(event)
+    return found
+
+
+def _outermost(
+    events: list[OpEvent], chain: list[int], fill: str | None
+) -> tuple[int, ProfiledCall] | None:
+    """The outermost op of a chain (both innermost first: the ops and their numbers) that the
+    profile describes whole, with its number."""
+    for event, number in reversed(list(zip(events, chain, strict=True))):
+        try:
+            call = described(event, fill)
+        except Lost:
+            continue
+        if why_not_replayed(call.overload, call.args) is None:  # (not a data-dependent op)
+            return number, call
+    return None

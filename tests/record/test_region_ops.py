@@ -1,0 +1,177 @@
+"""A compiled region's eager code, op by op, from torch.profiler (issue 40): real profiles of
+CPU torch (`record_shapes`), each ATen op made an `aten` call and replayed on the CPU to the
+program's output; the kernels of a region's mark told to the outermost op the profile
+describes whole. There are no kernels on the CPU: the grouping test gives each leaf op one
+stand-in launch (its start, 1 us), on the real profile; the H200 test is in tests/gpu."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from helpers import import_or_skip
+
+torch = import_or_skip("torch")
+
+import torch.nn.functional as F  # noqa: E402
+from torch.profiler import ProfilerActivity, profile  # noqa: E402
+
+from ncu_classify.record.profiled_calls import (  # noqa: E402
+    MEMORY_FORMATS,
+    SCALAR_TYPES,
+    TENSOR_DTYPES,
+    Lost,
+    OpEvent,
+    described,
+)
+from ncu_classify.record.region_ops import region_ops  # noqa: E402
+from ncu_classify.record.timing import KernelClock, KernelTime, Launch, Mark, _config  # noqa: E402
+from ncu_classify.record.totals import EAGER  # noqa: E402
+from ncu_classify.replay.aten import Storages, prepare  # noqa: E402
+from ncu_classify.shapes.aten import AtenShape  # noqa: E402
+
+WEIGHT, FRAMES = torch.randn(8, 8, 3, 3, 3), torch.tensor([0, 1])
+
+
+def _code(x: torch.Tensor) -> torch.Tensor:
+    """What a causal-VAE block runs between graphs: norm, SiLU, a causal pad, a conv3d, the
+    cache concatenated, a scale, a cast and a frames-first copy; an index by a tensor."""
+    y = F.pad(F.silu(F.group_norm(x, 4)), (1, 1, 1, 1, 2, 0))
+    h = F.conv3d(y, WEIGHT)
+    y = torch.cat([h[:, :, -1:], h], dim=2)
+    y = (y * 0.5 + 1).to(torch.bfloat16)
+    return y.permute(0, 2, 1, 3, 4).contiguous()[FRAMES]
+
+
+def _events(calls: int = 1) -> list[Any]:
+    x = torch.randn(2, 8, 4, 6, 6)
+    with profile(
+        activities=[ProfilerActivity.CPU], record_shapes=True, experimental_config=_config()
+    ) as prof:
+        for _ in range(calls):
+            _code(x)
+    return list(prof.profiler.kineto_results.events())
+
+
+def _aten(events: list[Any]) -> list[Any]:
+    return [e for e in events if e.name().startswith("aten::")]
+
+
+def _outermost(events: list[Any]) -> list[Any]:
+    """The ATen ops no other ATen op holds (what the program called)."""
+    ops = _aten(events)
+    inside = {
+        id(e) for e in ops for o in ops
+        if o is not e and o.start_ns() <= e.start_ns() and e.end_ns() <= o.end_ns()
+    }  # fmt: skip
+    return [e for e in ops if id(e) not in inside]
+
+
+def test_each_op_the_program_called_is_described_and_replays_to_its_output() -> None:
+    """The calls as the profiler saw them: `pad` and `index` lose an argument (a string, a list
+    of optional tensors); every other op replays to the program's output shape and dtype."""
+    told: list[tuple[str, list[int], str]] = []
+    lost: list[str] = []
+    for event in _outermost(_events()):
+        try:
+            call = described(OpEvent.of(event), "float32")
+        except Lost as exc:
+            lost.append(f"{event.name()}: {exc}")
+            continue
+        shape = AtenShape.model_validate(
+            {"op": "aten", "overload": call.overload, "args": call.args, "kwargs": call.kwargs},
+            strict=False,
+        )
+        out = prepare(shape, 0, "cpu", Storages()).run()
+        told.append((call.overload, list(out.shape), str(out.dtype).removeprefix("torch.")))
+    assert told == [
+        ("aten.group_norm.default", [2, 8, 4, 6, 6], "float32"),
+        ("aten.silu.default", [2, 8, 4, 6, 6], "float32"),
+        ("aten.conv3d.default", [2, 8, 4, 6, 6], "float32"),
+        ("aten.slice.Tensor", [2, 8, 1, 6, 6], "float32"),
+        ("aten.cat.default", [2, 8, 5, 6, 6], "float32"),
+        ("aten.mul.Tensor", [2, 8, 5, 6, 6], "float32"),
+        ("aten.add.Tensor", [2, 8, 5, 6, 6], "float32"),
+        ("aten.to.dtype", [2, 8, 5, 6, 6], "bfloat16"),
+        ("aten.permute.default", [2, 5, 8, 6, 6], "bfloat16"),
+        ("aten.contiguous.default", [2, 5, 8, 6, 6], "bfloat16"),
+    ]
+    assert lost == [
+        "aten::pad: aten::pad argument mode (str) is not in the profile",
+        "aten::index: aten::index argument indices (List[Optional[Tensor]]) is not in the profile",
+    ]
+
+
+def test_the_profiler_s_dtype_and_enum_names_are_torch_s() -> None:
+    """Each dtype the tables name, profiled: a tensor's C++ type name and the ScalarType and
+    MemoryFormat numbers a cast and a copy carry map back to torch's names."""
+    dtypes = [getattr(torch, name) for name in SCALAR_TYPES.values()]
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        for dtype in dtypes:
+            torch.zeros(2, 3, 4, 5, 6).to(dtype).clone()
+        torch.zeros(2, 3, 4, 5, 6).contiguous(memory_format=torch.channels_last_3d)
+        torch.zeros(2, 3, 4, 5).clone(memory_format=torch.channels_last)
+    events = _aten(list(prof.profiler.kineto_results.events()))
+    casts = [e.concrete_inputs()[1] for e in events if e.name() == "aten::to"]
+    assert [SCALAR_TYPES[n] for n in casts] == [str(d).removeprefix("torch.") for d in dtypes]
+    clones = [e.dtypes()[0] for e in events if e.name() == "aten::clone"]
+    assert [TENSOR_DTYPES[d] for d in clones[: len(dtypes)]] == list(SCALAR_TYPES.values())
+    formats = [e.concrete_inputs()[-1] for e in events if e.name() == "aten::clone"]
+    assert [MEMORY_FORMATS[n] for n in formats[-2:]] == ["channels_last_3d", "channels_last"]
+
+
+KERNEL_OPS = ("native_group_norm", "silu", "fill_", "copy_", "mkldnn_convolution", "cat",
+              "mul", "add", "index")  # fmt: skip
+
+
+def _stand_in(events: list[Any]) -> tuple[KernelClock, tuple[str, ...]]:
+    """A clock whose one region mark holds the profile: one launch (1 us) at the start of each
+    op that launches a kernel on a GPU (a copy of a 0-d scalar is a host copy: none)."""
+    target = ("region", "vae", EAGER.format(name="decoder.up"))
+    clock = KernelClock(enabled=False, events=events, marks=[Mark(None, target)])
+    for op in _aten(events):
+        name = op.name().removeprefix("aten::")
+        if name in KERNEL_OPS and op.structured_input_shapes()[0] != []:
+            launch = Launch(0, op.start_thread_id(), op.start_ns(), 1000, f"{name}_kernel")
+            clock.launches.append(launch)
+    return clock, target
+
+
+def test_a_region_s_kernels_go_to_the_outermost_op_the_profile_describes() -> None:
+    """Two calls of the code: each op it called is one shape of 2 calls with its kernels; the
+    pad's kernels go to the `constant_pad_nd` it called (its mode is not profiled); the index's
+    kernel stays the region's, naming it; what moved is taken from the region's time."""
+    clock, target = _stand_in(_events(calls=2))
+    before = KernelTime()
+    for launch in clock.launches:
+        before.add(launch.ns, name=launch.name)
+    total, times = before.kernels, {target: before}
+    found = region_ops(clock, times)
+    (shapes,) = found.shapes().values()
+    told = {s["overload"]: (s["calls"], s["real_kernels"], s["source"]) for s in shapes}
+    assert told["aten.conv3d.default"][:2] == (2, 1.0)  # its mkldnn convolution's launch
+    assert told["aten.constant_pad_nd.default"][:2] == (2, 2.0)  # fill_ + copy_
+    assert told["aten.group_norm.default"] == (2, 1.0, "decoder.up")
+    assert told["aten.to.dtype"][:2] == told["aten.contiguous.default"][:2] == (2, 1.0)
+    assert "aten.pad.default" not in told and "aten.index.Tensor" not in told
+    cat = next(s for s in shapes if s["overload"] == "aten.cat.default")
+    assert cat["note"] == "its tensor list's dtype is taken from the code beside it (not profiled)"
+    assert cat["args"][0][0]["tensor"]["dtype"] == "float32"
+    left = times[target]
+    assert (left.kernels, left.ns) == (2, 2000)  # the index's kernel, twice
+    assert list(left.names) == ["index_kernel"]
+    assert found.said(target) == "; ops the profile does not describe: aten::index x2"
+    moved = sum(s["real_kernels"] * s["calls"] for s in shapes)
+    assert moved + left.kernels == total  # every kernel counted once
+
+
+@pytest.mark.parametrize("timed", [False, True])
+def test_nothing_moves_without_a_timed_region(timed: bool) -> None:
+    """Untimed (no GPU) or no region kernels: no shapes, the times untouched."""
+    clock, target = _stand_in(_events())
+    if not timed:
+        assert region_ops(clock, None).ops == {}
+        return
+    clock.launches = []
+    times = {target: KernelTime(kernels=3, ns=3000)}
+    assert region_ops(clock, times).ops == {} and times[target].kernels == 3
