@@ -73,12 +73,14 @@ class OpEvent:
 
     @classmethod
     def of(cls, event: Any) -> OpEvent:
-        """The op of a kineto event (`profile(record_shapes=True)`)."""
-        overload = getattr(event, "overload_name", None)
+        """The op of a kineto event (`profile(record_shapes=True)`); a field this torch's
+        events lack reads empty (the op is then not described)."""
         return cls(
-            event.name(), overload() if overload is not None else "", event.start_ns(),
-            event.end_ns(), list(event.dtypes()), list(event.structured_input_shapes()),
-            list(event.structured_input_strides()), list(event.concrete_inputs()),
+            event.name(), _field(event, "overload_name") or "", event.start_ns(),
+            event.end_ns(), list(_field(event, "dtypes") or []),
+            list(_field(event, "structured_input_shapes", "shapes") or []),
+            list(_field(event, "structured_input_strides", "strides") or []),
+            list(_field(event, "concrete_inputs") or []),
         )  # fmt: skip
 
     def tensor_dtypes(self) -> list[str]:
@@ -123,6 +125,8 @@ def described(op: OpEvent, list_dtype: str | None) -> ProfiledCall:
 
 def _fitted(op: OpEvent, schema: Any, fill: str | None, overload: str) -> ProfiledCall:
     """The op's inputs fitted to one schema's arguments (Lost where they do not fit)."""
+    if not len(op.shapes) == len(op.strides) == len(op.concrete) == len(op.dtypes):
+        raise Lost(f"{op.name}: the profile's inputs are incomplete")
     if len(schema.arguments) != len(op.dtypes):
         raise Lost(
             f"{op.name}: {len(op.dtypes)} inputs, not the {len(schema.arguments)} of one schema"
@@ -171,6 +175,15 @@ def _tensor(shape: Any, strides: Any, dtype: str) -> TensorArgument:
     if not shape and dtype in HOST_NUMBERS:
         spec["device"] = "cpu"
     return {"tensor": spec}
+
+
+def _field(event: Any, *names: str) -> Any:
+    """The first of these fields a kineto event has (torch's profiler grew them over time)."""
+    for name in names:
+        reader = getattr(event, name, None)
+        if reader is not None:
+            return reader()
+    return None
 
 
 def _infinite(value: Any) -> bool:

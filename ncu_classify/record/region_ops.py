@@ -43,6 +43,7 @@ class RegionOps:
 
     ops: dict[str, EagerOp] = field(default_factory=dict)
     lost: dict[tuple[str, ...], dict[str, set[tuple[int, int]]]] = field(default_factory=dict)
+    broken: str | None = None  # why the profile could not be read op by op (nothing moved)
 
     def shapes(self) -> dict[str, list[CallShape]]:
         """The ops as `aten` shapes per stage, with their real time per call."""
@@ -67,7 +68,10 @@ class RegionOps:
         return eager_work(regions, times, self.said)
 
     def said(self, target: tuple[str, ...]) -> str:
-        """`; ops not described from the profile: aten::index x4` for a region's eager work."""
+        """`; ops the profile does not describe: aten::index x4` for a region's eager work (or
+        why the profile could not be read op by op)."""
+        if self.broken is not None:
+            return f"; its ops could not be read from the profile: {self.broken}"
         lost = self.lost.get(target)
         if not lost:
             return ""
@@ -78,10 +82,26 @@ class RegionOps:
 
 def region_ops(clock: KernelClock, times: dict[tuple[str, ...], KernelTime] | None) -> RegionOps:
     """Each region's eager kernels told to the ops that launched them; what moves to an op is
-    taken from the region's eager time in `times`."""
-    found = RegionOps()
+    taken from the region's eager time in `times`. Should the profile not read as expected (a
+    torch without the fields), nothing moves and the region's eager work says why: recording
+    never fails on it."""
     if times is None or not clock.launches:
-        return found
+        return RegionOps()
+    try:
+        found, moves = _traced(clock, times)
+    except Exception as exc:  # (the user's recording must not be lost to it)
+        return RegionOps(broken=" ".join(f"{type(exc).__name__}: {exc}".split())[:200])
+    for target, moved in moves:
+        times[target].take(moved)
+    return found
+
+
+def _traced(
+    clock: KernelClock, times: dict[tuple[str, ...], KernelTime]
+) -> tuple[RegionOps, list[tuple[tuple[str, ...], KernelTime]]]:
+    """The ops of the regions' eager code, and the kernel time each region gives up to them."""
+    found = RegionOps()
+    moves: list[tuple[tuple[str, ...], KernelTime]] = []
     ops = _aten_ops(clock.events, {launch.thread for launch in clock.launches})
     finders = {thread: InnermostMark(spans) for thread, (spans, _) in ops.items()}
     made: dict[tuple[int, int], OpEvent] = {}  # an op read from its event once, when needed
@@ -123,8 +143,8 @@ def region_ops(clock: KernelClock, times: dict[tuple[str, ...], KernelTime] | No
         op.seen.add((launch.thread, number))
         moved = KernelTime()
         moved.add(launch.ns, name=launch.name)
-        times[target].take(moved)
-    return found
+        moves.append((target, moved))
+    return found, moves
 
 
 def _region(target: tuple[str, ...]) -> str:

@@ -37,7 +37,7 @@ for way in graph compile; do
   python3 -m ncu_classify summary $W/cards.json 2>&1 | grep coverage | cut -c1-400
   if [ $way = graph ]; then
     step timeout 90 python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_gpu.py \
-      -k "cuda_graph" > /tmp/pytest.log 2>&1
+      -k "cuda_graph or eager_code" > /tmp/pytest.log 2>&1
     tail -1 /tmp/pytest.log
   fi
 done

@@ -175,3 +175,45 @@ def test_nothing_moves_without_a_timed_region(timed: bool) -> None:
     clock.launches = []
     times = {target: KernelTime(kernels=3, ns=3000)}
     assert region_ops(clock, times).ops == {} and times[target].kernels == 3
+
+
+def test_a_profile_that_does_not_read_as_expected_moves_nothing_and_says_why() -> None:
+    """An event of another torch's profiler (no `device_type`): the recording goes on, the
+    region's time stays its own, and its uncovered line says why."""
+
+    class Odd:
+        def name(self) -> str:
+            return "aten::mul"
+
+    clock, target = _stand_in(_events())
+    clock.events = [*clock.events, Odd()]
+    times = {target: KernelTime(kernels=len(clock.launches), ns=1000 * len(clock.launches))}
+    found = region_ops(clock, times)
+    assert found.ops == {} and times[target].kernels == len(clock.launches)
+    assert found.said(target) == (
+        "; its ops could not be read from the profile: AttributeError: 'Odd' object has no"
+        " attribute 'device_type'"
+    )
+
+
+def test_an_event_without_the_structured_fields_reads_empty_and_is_not_described() -> None:
+    """A kineto event of a torch without `structured_input_shapes` nor `shapes`: the op is
+    not described (Lost), rather than a failure."""
+
+    class Bare:
+        def name(self) -> str:
+            return "aten::silu"
+
+        def start_ns(self) -> int:
+            return 5
+
+        def end_ns(self) -> int:
+            return 9
+
+        def dtypes(self) -> list[str]:
+            return ["float"]
+
+    op = OpEvent.of(Bare())
+    assert (op.overload, op.shapes, op.strides, op.concrete) == ("", [], [], [])
+    with pytest.raises(Lost, match="the profile's inputs are incomplete"):
+        described(op, None)
