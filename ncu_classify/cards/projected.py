@@ -55,3 +55,12 @@ class Projection(BaseModel):
     unprojected: list[Unprojected] = Field(
         default_factory=list, description="kernels not projected, with why: listed, not guessed"
     )
+
+    def line(self) -> str:
+        """The line every view of a projected file shows first."""
+        missing = len(self.unprojected)
+        return (
+            f"projected: onto {self.target} from {self.source} cards ({self.measured}): a model,"
+            f" not a measurement; {self.projected_kernels} of {self.kernels} kernels projected"
+            + (f", {missing} not (the file's projection.unprojected says why)" if missing else "")
+        )
