@@ -22,7 +22,7 @@ from typing import TypeVar
 from ..core.errors import CardsError
 from .gpus import GpuSpec, gpu_for_device
 from .machine import GpuInfo, first_gpu
-from .model import Card, CardFile, KernelCard
+from .model import SCHEMA_VERSION, Card, CardFile, KernelCard
 from .projected import KernelProjection, Projection, Unprojected
 
 MODEL = (
@@ -256,7 +256,8 @@ def project(
         projected_kernels=count - len(unprojected),
         unprojected=unprojected,
     )
-    return cards.model_copy(update={"cards": out, "projection": projection})
+    update = {"cards": out, "projection": projection, "schema_version": SCHEMA_VERSION}
+    return cards.model_copy(update=update)
 
 
 def _target_info(spec: GpuSpec) -> GpuInfo:
