@@ -24,6 +24,7 @@ from .gpus import GpuSpec, gpu_for_device
 from .machine import GpuInfo, first_gpu
 from .model import SCHEMA_VERSION, Card, CardFile, KernelCard
 from .projected import KernelProjection, Projection, Unprojected
+from .projection_figures import LEVELS, Ratios, project_card_roofline, project_roofline
 
 MODEL = (
     "Each kernel keeps the fraction of its binding roof it reached on the source GPU; its time"
@@ -51,7 +52,9 @@ ASSUMPTIONS = [
     "wgmma kernels (hgmma) reach the same fraction of the target's dense peak of their dtype on"
     " any architecture; mma.sync kernels (hmma) are projected only within one compute"
     " capability (no datasheet gives their peak)",
-    "no card-level MFU is carried over: the card roofline keeps executed FLOPs only",
+    "every ceiling of the target (a kernel's roofline, a card's dense peak) is the one ncu"
+    " measured on the source x the table's target / source figure; a kernel keeps its work"
+    " (FLOPs, bytes per level), so its roofline and the card's MFU are found again from them",
     "unresolved and latency-limited kernels scale as latency-bound ones",
     "classes, verdicts and every metric but dur_us are the source's: the projection moves"
     " time, it does not re-measure",
@@ -71,57 +74,6 @@ CLASS_RULES = {
     "unresolved_no_dominant_limiter": "latency",
 }
 M = TypeVar("M", Card, KernelCard)
-FAMILY_DTYPE = {"bf16": "bf16", "fp16": "fp16", "fp16acc": "fp16", "tf32": "tf32"}
-
-
-class Ratios:
-    """Source over target figures of the table: what each rule multiplies a time by."""
-
-    def __init__(self, source: GpuSpec, target: GpuSpec) -> None:
-        self.source, self.target = source, target
-        self.same_cc = source.compute_capability == target.compute_capability
-
-    def clock(self) -> float:
-        """Source over target maximum SM clock."""
-        return _ratio(self.source.sm_clock_max_mhz.value, self.target.sm_clock_max_mhz.value)
-
-    def sms(self) -> float:
-        """Source over target SM count."""
-        return _ratio(self.source.sm_count.value, self.target.sm_count.value)
-
-    def level(self, level: str) -> tuple[float | None, str | None]:
-        """The ratio for a memory level (dram, l2, l1), or None and why."""
-        if level == "l1":
-            return self.clock() * self.sms(), None
-        src, tgt = (getattr(g, f"{level}_tbps") for g in (self.source, self.target))
-        if src.value is None or tgt.value is None:
-            gpu = self.source.name if src.value is None else self.target.name
-            return None, f"the GPU table has no {level.upper()} bandwidth for {gpu}"
-        return src.value / tgt.value, None
-
-    def compute(self, family: str | None) -> tuple[float | None, str | None]:
-        """The ratio of the peaks of a FLOP family (hgmma_bf16, hmma_tf32, fp32), or why not."""
-        if family is None:
-            return None, "the kernel executed no FLOPs the report counts"
-        if family == "fp32":
-            return _ratio(self.source.fp32_tflops.value, self.target.fp32_tflops.value), None
-        kind, _, dtype = family.partition("_")
-        if kind == "hmma" and not self.same_cc:
-            return None, (
-                f"{family} is mma.sync, whose peak no datasheet gives across compute"
-                f" capabilities ({self.source.compute_capability} -> "
-                f"{self.target.compute_capability})"
-            )
-        src = getattr(self.source.dense_tflops.value, FAMILY_DTYPE.get(dtype, ""), None)
-        tgt = getattr(self.target.dense_tflops.value, FAMILY_DTYPE.get(dtype, ""), None)
-        if src is None or tgt is None:
-            return None, f"the GPU table has no dense {dtype} peak for both GPUs"
-        return src / tgt, None
-
-
-def _ratio(src: float | None, tgt: float | None) -> float:
-    assert src is not None and tgt is not None  # sm_count and clock are checked on load
-    return src / tgt
 
 
 def kernel_rule(kernel: KernelCard) -> str | None:
@@ -170,9 +122,6 @@ def floor_factor(kernel: KernelCard, ratios: Ratios) -> tuple[float, str | None]
         if ratio is not None and min(achieved / peak, 1.0) * ratio > best[0]:
             best = (min(achieved / peak, 1.0) * ratio, name)
     return best
-
-
-LEVELS = ("dram", "l2", "l1")
 
 
 def project_kernel(kernel: KernelCard, ratios: Ratios) -> KernelProjection:
@@ -237,11 +186,11 @@ def project(
         kernels = []
         for kernel in card.kernels:
             done = project_kernel(kernel, ratios)
-            kernels.append(_projected_kernel(kernel, done))
+            kernels.append(_projected_kernel(kernel, done, ratios))
             if done.rule is None:
                 why = done.why or ""
                 unprojected.append(Unprojected(group=card.group, kernel=kernel.kernel, why=why))
-        out.append(_projected_card(card, kernels, gpu))
+        out.append(_projected_card(card, kernels, gpu, ratios))
     count = sum(len(card.kernels) for card in cards.cards)
     projection = Projection(
         measured=measured,
@@ -275,37 +224,40 @@ def _target_info(spec: GpuSpec) -> GpuInfo:
     )
 
 
-def _projected_kernel(kernel: KernelCard, done: KernelProjection) -> KernelCard:
-    """The kernel with its projected time (None where it was not projected)."""
+def _projected_kernel(kernel: KernelCard, done: KernelProjection, ratios: Ratios) -> KernelCard:
+    """The kernel with its projected time and roofline (neither where it was not projected)."""
     metrics = dict(kernel.metrics)
+    roofline = None
     if done.factor is not None and done.source_us is not None:
         metrics["dur_us"] = round(done.source_us * done.factor, 6)
+        if kernel.roofline is not None:
+            roofline = project_roofline(kernel.roofline, done.factor, ratios)
     else:
         metrics["dur_us"] = None
-    return _copy(kernel, metrics=metrics, projection=done, repeats=None)
+    return _copy(kernel, metrics=metrics, projection=done, repeats=None, roofline=roofline)
 
 
-def _projected_card(card: Card, kernels: list[KernelCard], gpu: GpuInfo) -> Card:
-    """The card with its projected kernels, summed time and achieved TFLOP/s on the target."""
+def _projected_card(card: Card, kernels: list[KernelCard], gpu: GpuInfo, ratios: Ratios) -> Card:
+    """The card with its projected kernels, summed time, achieved TFLOP/s and MFU figures."""
     times = [k.metrics.get("dur_us") for k in kernels]
     summed = round(sum(t for t in times if t is not None), 6) if None not in times else None
     if not kernels:
         summed = card.summed_kernel_us
-    achieved = None
-    if summed and card.nominal_mac_flops:
-        achieved = round(card.nominal_mac_flops / (summed * 1e-6) / 1e12, 3)
-    roofline = card.roofline
-    if roofline is not None:
-        roofline = type(roofline)(executed_flops=roofline.executed_flops,
-                                  useful_over_executed=roofline.useful_over_executed,
-                                  mfu_pct=None, peak_tflops=None)  # fmt: skip
-    notes = list(card.notes)
+    flops = card.nominal_mac_flops
+    achieved = round(flops / (summed * 1e6), 3) if flops and summed else None
+    changes: dict[str, object] = {"kernels": kernels, "summed_kernel_us": summed, "gpu": gpu}
+    changes |= {"achieved_tflops": achieved, "measurement": None}
+    if card.roofline is not None:
+        params = card.shape_parameters
+        changes["roofline"] = project_card_roofline(card.roofline, params, flops, summed, ratios)
     missing = sum(t is None for t in times)
     if missing:
-        notes.append(f"projected: {missing} of {len(kernels)} kernels not projected (see each"
-                     " kernel's projection.why): no summed time")  # fmt: skip
-    return _copy(card, kernels=kernels, summed_kernel_us=summed, achieved_tflops=achieved,
-                 gpu=gpu, roofline=roofline, measurement=None, notes=notes)  # fmt: skip
+        changes["notes"] = [
+            *card.notes,
+            f"projected: {missing} of {len(kernels)} kernels not projected (see each kernel's"
+            " projection.why): no summed time",
+        ]
+    return _copy(card, **changes)
 
 
 def _copy(model: M, **changes: object) -> M:

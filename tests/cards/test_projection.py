@@ -59,6 +59,12 @@ def test_a_dram_bound_kernel_onto_an_h100_takes_the_bandwidth_ratio(measured: Ca
     assert kernel.metrics["dur_us"] == round(79.456 * 1.432836, 6) == 113.847417
     card = next(c for c in h100.cards if c.group == DRAM_CARD)
     assert card.summed_kernel_us == 113.847417 and card.gpu.name == "NVIDIA H100 80GB HBM3"
+    before, after = _kernel(measured, DRAM_CARD).roofline, kernel.roofline
+    assert before is not None and after is not None
+    assert before.bandwidth_tbps["dram"] == 4.8085  # ncu's, on the H200
+    assert after.bandwidth_tbps["dram"] == float(f"{4.8085 / 1.432836:.6g}") == 3.35593
+    assert after.binding == before.binding == "dram"  # at the same share of the lower roof
+    assert after.pct_of_roof == pytest.approx(before.pct_of_roof, 1e-5)
 
 
 def test_a_tensor_bound_gemm_keeps_its_time_on_an_h100_and_not_on_an_a100(
@@ -133,6 +139,12 @@ def test_h200_onto_h200_is_the_identity(measured: CardFile) -> None:
         for k0, k1 in zip(before.kernels, after.kernels, strict=True):
             assert k1.projection and k1.projection.factor == 1.0
             assert k1.metrics == k0.metrics
+            if k0.roofline is not None:  # found again from the same figures: within rounding
+                assert k1.roofline is not None and k1.roofline.binding == k0.roofline.binding
+                assert k1.roofline.pct_of_roof == pytest.approx(k0.roofline.pct_of_roof, 1e-5)
+        if before.roofline is not None and before.roofline.mfu_pct is not None:
+            assert after.roofline is not None
+            assert after.roofline.mfu_pct == pytest.approx(before.roofline.mfu_pct, 1e-5)
 
 
 def test_the_cli_writes_a_marked_projection_byte_identical_twice(
