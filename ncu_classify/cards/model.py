@@ -105,8 +105,8 @@ class KernelCard(BaseModel):
     )
     projection: KernelProjection | None = Field(
         default=None,
-        description="a projected file: how dur_us was projected (the other metrics, hot units"
-        " and margin stay the source GPU's measurements)",
+        description="a projected file: how dur_us was projected (its roofline is found again"
+        " on the target; the other metrics, hot units and margin stay the source GPU's)",
     )
     legacy_fields: LegacyFields = Field(default_factory=dict)
 

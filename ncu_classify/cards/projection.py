@@ -30,8 +30,9 @@ MODEL = (
     "Each kernel keeps the fraction of its binding roof it reached on the source GPU; its time"
     " scales by the rule its class calls for, with the GPU table's figures (datasheet peaks at"
     " the maximum clocks), and never falls below its work over the target's peak at any level"
-    " it uses. Projected, not measured: only dur_us (and the times summed from it) is the"
-    " target's; every other metric is the source GPU's measurement."
+    " it uses. Projected, not measured: dur_us and what is made from it (summed times,"
+    " achieved rates, a kernel's roofline, a card's MFU) are the target's; classes, verdicts"
+    " and every other metric are the source GPU's measurements."
 )
 RULES = {
     "compute": "x source dense peak / target dense peak of the FLOP family the kernel used",
