@@ -42,7 +42,9 @@ class Projection(BaseModel):
     which model."""
 
     model_config = ConfigDict(extra="forbid")
-    measured: str = Field(description="the cards file projected, as given")
+    measured: str = Field(
+        description="the cards file projected, named as `inputs` are (the same from any folder)"
+    )
     source: str = Field(description="the GPU table's key of the GPU the cards were measured on")
     target: str = Field(description="the GPU table's key of the GPU projected onto")
     source_gpu: GpuSpec = Field(description="the table's figures used for the source")

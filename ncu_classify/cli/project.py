@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from ..core.paths import short_names
 from ..core.text import counted, printable
 from ..present.tables import check_kind
 from .app import (
@@ -61,7 +62,8 @@ def project_command(
         onto = gpu_spec(to)
         measured = read_cards(cards_file)
         origin = source_gpu(measured, cards_file, source)
-        cards = project(measured, str(cards_file), origin, onto)
+        named = short_names([cards_file])[0]  # as every output names its inputs
+        cards = project(measured, named, origin, onto)
         target.write_text(card_file_text(cards))
     console = human(target)
     print_summary(cards, console)

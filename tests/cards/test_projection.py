@@ -240,3 +240,35 @@ def test_odd_outputs_are_refused_before_any_work(
 ) -> None:
     assert run(["project", str(CARDS), "--to", "H100-SXM", "-o", output]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_report_names_a_projection_and_whence_from_any_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here, there = tmp_path / "a.json", tmp_path / "b.json"
+    assert run(["project", str(CARDS), "--to", "A100-SXM4-80GB", "-o", str(here)]) == 0
+    monkeypatch.chdir(CARDS.parent)
+    assert run(["project", "cards.json", "--to", "A100-SXM4-80GB", "-o", str(there)]) == 0
+    assert here.read_bytes() == there.read_bytes()
+    page = tmp_path / "page.md"
+    assert run(["report", str(here), "-o", str(page)]) == 0
+    assert (
+        "  - **projected: onto A100-SXM4-80GB from H200 cards"
+        r" (workload\_h200\_480x832/cards.json): a model, not a"
+        " measurement; 78 of 78 kernels projected**" in page.read_text()
+    )
+
+
+def test_a_figure_without_its_source_is_refused(tmp_path: Path) -> None:
+    from ncu_classify.cards.gpus import GPU_TABLE
+    from ncu_classify.core.errors import GpuTableError
+
+    text = GPU_TABLE.read_text().replace(
+        "sm_count: {value: 108, source: ", "sm_count: {value: 108, sourse: ", 1
+    )
+    bad = tmp_path / "gpus.yaml"
+    bad.write_text(text)
+    with pytest.raises(GpuTableError) as caught:
+        gpu_table(bad)
+    assert str(caught.value).startswith(f"{bad}:")
+    assert "A100-SXM4-80GB.sm_count" in str(caught.value)
