@@ -272,3 +272,20 @@ def test_a_figure_without_its_source_is_refused(tmp_path: Path) -> None:
         gpu_table(bad)
     assert str(caught.value).startswith(f"{bad}:")
     assert "A100-SXM4-80GB.sm_count" in str(caught.value)
+
+
+@pytest.mark.parametrize("gpu", ["H100-SXM", "A100-SXM4-80GB"])
+def test_the_committed_projection_summaries_are_what_project_writes(
+    derived_cards: Path, tmp_path: Path, gpu: str
+) -> None:
+    """reports/project: the recorded Wan 14B cards (regenerate.sh's, the session's own here)
+    projected onto the GPU, summed per stage and class, equal the committed summary; every
+    kernel projected."""
+    projected, summary = tmp_path / "p.json", tmp_path / "s.csv"
+    source = derived_cards / "cards_wan_480x832.json"
+    assert run(["project", str(source), "--to", gpu, "-o", str(projected)]) == 0
+    assert run(["summary", str(projected), "--csv", "-o", str(summary)]) == 0
+    committed = ROOT / "reports" / "project" / f"summary_wan_480x832_{gpu}.csv"
+    assert summary.read_text() == committed.read_text()
+    done = load_card_file(projected).projection
+    assert done is not None and (done.kernels, done.projected_kernels) == (136, 136)
