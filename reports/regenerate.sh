@@ -58,6 +58,17 @@ done
 ncu-classify next reports/record/cards_wan14b_every_op_480x832.json -o reports/headroom/next_wan14b.md
 ncu-classify next reports/record/cards_wan14b_every_op_480x832.json -o reports/headroom/next_wan14b.csv
 python reports/headroom/conv_floor.py > reports/headroom/conv_floor.md
+# Projections onto other GPUs of the table (issue 42; no other GPU kind has captured yet): the
+# recorded Wan 14B cards (recorded ops, every op) onto an H100 SXM and an A100; what changes
+for gpu in H100-SXM A100-SXM4-80GB; do
+  for name in wan_480x832 wan14b_every_op_480x832; do
+    cards="reports/project/cards_${name}_${gpu}.json"
+    ncu-classify project "reports/record/cards_$name.json" --to "$gpu" -o "$cards" >/dev/null
+    ncu-classify summary "$cards" --csv -o "reports/project/summary_${name}_${gpu}.csv"
+  done
+  ncu-classify diff reports/record/cards_wan_480x832.json \
+    "reports/project/cards_wan_480x832_${gpu}.json" -o "reports/project/diff_wan_480x832_${gpu}.md"
+done
 bash reports/diff/make.sh
 bash reports/repeat/make.sh
 while IFS= read -r command; do

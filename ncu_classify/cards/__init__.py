@@ -16,6 +16,10 @@ legacy format read as it comes). Judges nothing: verdicts/ does.
   files       cards files on disk: read, one card per line, write
   legacy      the legacy in-house format -> our CardFile
   legacy_fit  the legacy fields fitted to the card models, losing nothing
+  gpus        the table of GPUs a projection uses (data/gpus.yaml), each figure with its source
+  projected   the projection block of a projected file and of each kernel
+  projection  a cards file projected onto another GPU by each kernel's binding roof
+  projection_figures  the table ratios; a kernel's roofline and a card's MFU on the target
 """
 
 from __future__ import annotations

@@ -114,7 +114,7 @@ class KernelJson:
         return made[1] if made is not None and made[0] is kernel else None
 
 
-OPTIONAL_HEAD = ("legacy_fields", "coverage", "rules_yaml")
+OPTIONAL_HEAD = ("legacy_fields", "coverage", "rules_yaml", "projection")
 
 
 def card_file_text(cards: CardFile, made: KernelJson | None = None) -> str:

@@ -24,12 +24,14 @@ from .drill import DrillDown, Settled
 from .figures import CardRoofline, Margin, Roofline
 from .hot_units import HotUnit
 from .machine import CaptureInfo, GpuInfo
+from .projected import KernelProjection, Projection
 from .repeats import KernelRepeats, Measurement
 
-SCHEMA_VERSION = "1.8"  # 1.2: tensor_pct over elapsed cycles; 1.3: captures, calls,
+SCHEMA_VERSION = "1.9"  # 1.2: tensor_pct over elapsed cycles; 1.3: captures, calls,
 # source; 1.4: coverage of a recorded program, real_us and real_kernels per card; 1.5:
 # drill_down per kernel, settled per card; 1.6: repeats per kernel, measurement per card;
-# 1.7: rules_yaml, and paths named the same from any working folder; 1.8: real_kernel_names
+# 1.7: rules_yaml, and paths named the same from any working folder; 1.8: real_kernel_names;
+# 1.9: projection (ncu-classify project) per file and per kernel
 SCOPE = (
     "Isolated replays under Nsight Compute kernel replay (each kernel serialised, caches flushed"
     " between passes, clocks left unlocked with --clock-control none); classifications are per"
@@ -100,6 +102,11 @@ class KernelCard(BaseModel):
     )
     repeats: KernelRepeats | None = Field(
         default=None, description="its figures over the repeats of capture --repeat N"
+    )
+    projection: KernelProjection | None = Field(
+        default=None,
+        description="a projected file: how dur_us was projected (its roofline is found again"
+        " on the target; the other metrics, hot units and margin stay the source GPU's)",
     )
     legacy_fields: LegacyFields = Field(default_factory=dict)
 
@@ -214,6 +221,11 @@ class CardFile(BaseModel):
     summary: dict[str, int]
     by_stage: dict[str, dict[str, int]]
     scope: str | None = SCOPE
+    projection: Projection | None = Field(
+        default=None,
+        description="set: the file is a projection onto another GPU (ncu-classify project), not"
+        " a measurement",
+    )
     legacy_fields: LegacyFields = Field(default_factory=dict)
 
 
@@ -224,6 +236,7 @@ CLASSIFY_KERNEL_FIELDS = frozenset(KernelCard.model_fields) - {
     "legacy_fields",
     "drill_down",
     "repeats",
+    "projection",
 }
 CLASSIFY_FIELDS = frozenset(Card.model_fields) - {
     "notes",

@@ -9,6 +9,7 @@ one command line and returns its exit code (tests call it).
   classify    `classify` and `reclassify` (the work is in verdicts/)
   present     `summary`, `next`, `report`, `schema` and `metrics`
   compare     `diff` (the work is in compare/)
+  project     `project` (the work is in cards/projection)
   record      `record` (the work is in record/)
   tries       `try` (the work is in tries/)
   options     command-line values typer cannot check (exit 2)

@@ -9,7 +9,7 @@ import os
 import sys
 
 from ..core.errors import OutputError
-from . import capture, classify, compare, present, record, tries  # noqa: F401  (register)
+from . import capture, classify, compare, present, project, record, tries  # noqa: F401  (register)
 from .app import EXIT_CODES, EXIT_INTERNAL, EXIT_INTERRUPTED, app, exit_code_for
 from .interrupts import sigterm_as_interrupt
 from .streams import forgiving_std_streams, open_std_streams

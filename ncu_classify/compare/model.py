@@ -51,6 +51,9 @@ class SideHeader(Model):
         default_factory=Software,
         description="driver, ncu, CUDA, torch, cuDNN of its first capture; {} if none was read",
     )
+    projection: str | None = Field(
+        default=None, exclude=True, description="a projected file: its projection line"
+    )
 
 
 class SideFigures(Model):

@@ -120,6 +120,7 @@ def side_header(cards: CardFile, path: str, kept: list[Card]) -> SideHeader:
         gpu=gpu,
         peaks=_peaks(k for c in kept for k in c.kernels),
         software=cards.captures[0].software() if cards.captures else Software(),
+        projection=cards.projection.line() if cards.projection is not None else None,
     )
 
 

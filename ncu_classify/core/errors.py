@@ -37,6 +37,10 @@ class NoiseError(InputFileError):
     """A noise file (diff's tolerances) is invalid; the message names the file, line and field."""
 
 
+class GpuTableError(InputFileError):
+    """The table of GPUs a projection uses is invalid; the message names the file and field."""
+
+
 class ManifestError(InputFileError):
     """A capture manifest cannot be read or does not validate."""
 

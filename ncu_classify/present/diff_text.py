@@ -129,7 +129,9 @@ def _side_line(name: str, side: SideHeader) -> str:
     rules = side.rules_id or "no rules recorded"
     tool = side.tool_version or side.source_format
     return (
-        f"{name}: {side.path} ({counted(side.cards, 'card')}; {what}"
+        f"{name}: {side.path} ({counted(side.cards, 'card')}; "
+        + (f"{side.projection}; " if side.projection else "")
+        + f"{what}"
         + (f"; peaks {peaks}" if peaks else "")
         + f"; rules {rules}; {tool}; {side.generated_at})"
     )

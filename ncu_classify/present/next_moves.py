@@ -98,6 +98,9 @@ class NextMoves(BaseModel):
     measured: list[StageMeasured] = Field(
         default_factory=list, description="per stage: what the measured moves save"
     )
+    projection: str | None = Field(
+        default=None, exclude=True, description="a projected cards file: its projection line"
+    )
 
 
 def per_inference(measured: float, recoverable: float | None) -> tuple[float | None, float | None]:
@@ -178,6 +181,7 @@ def next_moves(
         stages=[per_stage[name] for name in stage_order([*(m.stage for m in moves), *per_stage])],
         overall=stage_totals(kept, lambda _: OVERALL).get(OVERALL) or _NOTHING,
         moves=[m.model_copy(update={"rank": n}) for n, m in enumerate(moves, 1)],
+        projection=cards.projection.line() if cards.projection is not None else None,
     )
 
 

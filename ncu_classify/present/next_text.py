@@ -103,10 +103,12 @@ def stage_notes(advice: NextMoves) -> list[str]:
 
 
 def coverage_lines(advice: NextMoves) -> list[str]:
-    """What share of the recorded program's kernel time these figures cover, per stage."""
+    """What share of the recorded program's kernel time these figures cover, per stage (after
+    the projection line of a projected file)."""
+    projected = [advice.projection] if advice.projection else []
     if not advice.coverage:
-        return [f"coverage: unknown: {advice.coverage_unknown or UNKNOWN}"]
-    return [stage_line(stage) for stage in advice.coverage]
+        return [*projected, f"coverage: unknown: {advice.coverage_unknown or UNKNOWN}"]
+    return [*projected, *(stage_line(stage) for stage in advice.coverage)]
 
 
 def flag_lines(advice: NextMoves) -> list[str]:

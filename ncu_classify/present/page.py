@@ -132,6 +132,7 @@ def page_markdown(
                 f" captured {header['captured']}; {counted(int(header['cards']), 'card')}"
             )
         )
+        lines += [f"  - **{md_text(header['projection'])}**"] if "projection" in header else []
         lines += [f"  - **warning**: {md_text(w)}" for w in f.warnings]
     lines += _coverage_markdown(view)
     lines += _fidelity_markdown(view)

@@ -261,10 +261,7 @@ def _header(label: str, cards: CardFile) -> list[tuple[str, str]]:
             if gpu.name is not None
             else "not recorded",
         ),
-        (
-            "SM clock seen",
-            f"{clocks[0]:.3f}-{clocks[1]:.3f} GHz" if clocks else "not recorded",
-        ),
+        ("SM clock seen", f"{clocks[0]:.3f}-{clocks[1]:.3f} GHz" if clocks else "not recorded"),
     ]
     for key, name in (
         ("driver", "driver"),
@@ -277,6 +274,7 @@ def _header(label: str, cards: CardFile) -> list[tuple[str, str]]:
     ):
         value = getattr(capture, key)
         lines.append((name, "not recorded" if value is None else str(value)))
+    lines[1:1] = [("projection", cards.projection.line())] if cards.projection else []
     lines += [
         ("rules", _rules(cards)),
         ("classified", cards.generated_at or "not recorded"),

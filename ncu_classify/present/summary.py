@@ -178,7 +178,8 @@ def summary_notes(cards: CardFile, by: SummaryBy = "stage") -> list[str]:
     for fidelity how many cards are off, then the coverage of every stage (or that it is
     unknown)."""
     fidelity = [fidelity_line(cards)] if by == "fidelity" else []
-    return fidelity + stability_lines(cards) + coverage_lines(cards)
+    projected = [cards.projection.line()] if cards.projection is not None else []
+    return projected + fidelity + stability_lines(cards) + coverage_lines(cards)
 
 
 def summary_cells(
