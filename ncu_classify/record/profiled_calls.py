@@ -188,3 +188,41 @@ def _field(event: Any, *names: str) -> Any:
 
 def _infinite(value: Any) -> bool:
     return isinstance(value, float) and not math.isfinite(value)
+
+
+# ATen ops that are a typed shape's call, with the torch function the recorder sees for it
+# (same positional arguments), so that a profiled conv or linear is the shape it is eagerly.
+TYPED = {
+    "aten.conv3d.default": "conv3d", "aten.conv2d.default": "conv2d",
+    "aten.linear.default": "linear",
+    "aten.scaled_dot_product_attention.default": "scaled_dot_product_attention",
+}  # fmt: skip
+
+
+def typed(call: ProfiledCall) -> Any:
+    """The typed shape (linear, conv, attention, cast) the recorder writes for this call when
+    it sees it eagerly, built on meta tensors of the profiled layouts; None for other ops."""
+    from torch.nn import functional
+
+    from .calls import shape_of
+
+    args = [_meta(value) for value in call.args]
+    if call.overload in TYPED:
+        func: Any = getattr(functional, TYPED[call.overload])
+        return shape_of(func, tuple(args), {}, None)[0]
+    if call.overload == "aten.to.dtype" and not call.kwargs and isinstance(args[0], torch.Tensor):
+        target = getattr(torch, args[1])
+        result = torch.empty(args[0].shape, dtype=target, device="meta")
+        return shape_of(torch.Tensor.to, (args[0], target), {}, result)[0]
+    return None
+
+
+def _meta(value: Any) -> Any:
+    """A recorded argument with each tensor made a meta tensor of its layout."""
+    if isinstance(value, dict) and "tensor" in value:
+        spec = value["tensor"]
+        dtype = getattr(torch, spec["dtype"])
+        return torch.empty_strided(spec["shape"], spec["strides"], dtype=dtype, device="meta")
+    if isinstance(value, list):
+        return [_meta(v) for v in value]
+    return value

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from .device_ops import why_not_replayed
-from .profiled_calls import Lost, OpEvent, ProfiledCall, described
+from .profiled_calls import Lost, OpEvent, ProfiledCall, described, typed
 from .shapes_document import CallShape
 from .timing import InnermostMark, KernelClock, KernelTime, Launch
 from .totals import RegionCalls, eager_work, per_call
@@ -46,13 +46,15 @@ class RegionOps:
     broken: str | None = None  # why the profile could not be read op by op (nothing moved)
 
     def shapes(self) -> dict[str, list[CallShape]]:
-        """The ops as `aten` shapes per stage, with their real time per call."""
+        """The ops as shapes per stage, with their real time per call: a conv, linear, attention
+        or cast as the typed shape the recorder writes for it eagerly, any other as `aten`."""
         stages: dict[str, list[CallShape]] = {}
         for op in self.ops.values():
             calls = len(op.seen)
-            shape: CallShape = {"op": "aten", "overload": op.call.overload, "args": op.call.args}
-            if op.call.kwargs:
-                shape["kwargs"] = op.call.kwargs
+            shape: CallShape = typed(op.call) or {
+                "op": "aten", "overload": op.call.overload, "args": op.call.args,
+                **({"kwargs": op.call.kwargs} if op.call.kwargs else {}),
+            }  # fmt: skip
             if op.call.note:
                 shape["note"] = op.call.note
             shape.update({"calls": calls, "source": op.region, "real_calls": calls})

@@ -148,13 +148,15 @@ def test_a_region_s_kernels_go_to_the_outermost_op_the_profile_describes() -> No
     total, times = before.kernels, {target: before}
     found = region_ops(clock, times)
     (shapes,) = found.shapes().values()
-    told = {s["overload"]: (s["calls"], s["real_kernels"], s["source"]) for s in shapes}
-    assert told["aten.conv3d.default"][:2] == (2, 1.0)  # its mkldnn convolution's launch
+    told = {
+        s.get("overload", s["op"]): (s["calls"], s["real_kernels"], s["source"]) for s in shapes
+    }
+    assert told["conv3d"][:2] == (2, 1.0)  # typed; its mkldnn convolution's launch
     assert told["aten.constant_pad_nd.default"][:2] == (2, 2.0)  # fill_ + copy_
     assert told["aten.group_norm.default"] == (2, 1.0, "decoder.up")
-    assert told["aten.to.dtype"][:2] == told["aten.contiguous.default"][:2] == (2, 1.0)
+    assert told["cast"][:2] == told["aten.contiguous.default"][:2] == (2, 1.0)
     assert "aten.pad.default" not in told and "aten.index.Tensor" not in told
-    cat = next(s for s in shapes if s["overload"] == "aten.cat.default")
+    cat = next(s for s in shapes if s.get("overload") == "aten.cat.default")
     assert cat["note"] == "its tensor list's dtype is taken from the code beside it (not profiled)"
     assert cat["args"][0][0]["tensor"]["dtype"] == "float32"
     left = times[target]
@@ -217,3 +219,30 @@ def test_an_event_without_the_structured_fields_reads_empty_and_is_not_described
     assert (op.overload, op.shapes, op.strides, op.concrete) == ("", [], [], [])
     with pytest.raises(Lost, match="the profile's inputs are incomplete"):
         described(op, None)
+
+
+def test_a_profiled_conv_and_cast_are_the_typed_shapes_the_recorder_writes_eagerly() -> None:
+    """The same code recorded eagerly (the recorder's modes) and profiled: its conv3d and its
+    cast made typed shapes from the profile are exactly the recorder's (so the two recordings'
+    cards match by group id); an op of no typed shape stays `aten`."""
+    from ncu_classify.record.profiled_calls import typed
+    from ncu_classify.record.recorder import Recorder
+
+    x = torch.randn(2, 8, 4, 6, 6)
+    recorder = Recorder()
+    with recorder, torch.no_grad():
+        _code(x)
+    eager = {e.shape["op"]: e.shape for e in recorder.recording.entries.values()}
+    made = {}
+    for event in _outermost(_events()):
+        try:
+            shape = typed(described(OpEvent.of(event), "float32"))
+        except Lost:
+            continue
+        if shape is not None:
+            made[shape["op"]] = shape
+    assert sorted(made) == ["cast", "conv3d"]
+    assert made["conv3d"] == eager["conv3d"] and made["cast"] == eager["cast"]
+    assert made["conv3d"]["input"] == [2, 8, 6, 8, 8]
+    silu = next(e for e in _outermost(_events()) if e.name() == "aten::silu")
+    assert typed(described(OpEvent.of(silu), None)) is None
