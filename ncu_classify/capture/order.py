@@ -11,6 +11,7 @@ their captures add up to the target. Shapes without a recorded time are always c
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -122,16 +123,30 @@ class StageShares:
 
     whole_us: dict[str, float]
     shape_us: dict[str, tuple[str, float]]  # group -> (stage, program time)
+    part: dict[str, float] | None = None  # a shard's: the percent of each stage it holds
 
     @staticmethod
-    def of(shapes: ShapesFile) -> StageShares | None:
-        """The shares of a timed shapes file; None for one without recorded times."""
+    def of(shapes: ShapesFile, shard: Iterable[str] | None = None) -> StageShares | None:
+        """The shares of a timed shapes file; None for one without recorded times. `shard`:
+        the groups of the shard this capture takes, whose share of each stage the line says."""
         if not is_timed(shapes):
             return None
         stages = shapes.recorded.totals.stages  # type: ignore[union-attr]
         shape_us = {e.group: (e.stage, program_us(e) or 0.0) for e in shapes.entries()}
         whole = {stage: t.kernel_us or 0.0 for stage, t in stages.items()}
-        return StageShares(whole, shape_us)
+        shares = StageShares(whole, shape_us)
+        if shard is None:
+            return shares
+        return dataclasses.replace(shares, part=shares.covered(shard))
+
+    def told(self, done: Iterable[str]) -> str:
+        """`dit 27.5 % | vae 26.8 % | ` (a shard's: `dit 12.1 % of 25.0 % | `)."""
+        parts = self.part or {}
+        return "".join(
+            f"{stage} {pct:.1f} %" + (f" of {parts[stage]:.1f} %" if stage in parts else "")
+            + " | "
+            for stage, pct in self.covered(done).items()
+        )  # fmt: skip
 
     def covered(self, done: Iterable[str]) -> dict[str, float]:
         """Per stage with shapes done, the percent of its recorded time they cover, stages in

@@ -33,6 +33,7 @@ from .terminal import (
 if TYPE_CHECKING:
     from ..capture.manifest import DrillRequest
     from ..capture.order import StageShares
+    from ..capture.plan import CaptureOptions
 
 
 @app.command(
@@ -178,7 +179,8 @@ def capture_command(
             return
     try:
         before = captured_before(output) if resume else []
-        with errors(), capture_progress(stage_shares(shapes), before) as progress:
+        shares = stage_shares(shapes, options)
+        with errors(), capture_progress(shares, before) as progress:
             manifest = capture(shapes, output, options, progress=progress)
     except typer.Exit as stopped:
         if stopped.exit_code == EXIT_INTERRUPTED:
@@ -195,15 +197,21 @@ def capture_command(
             raise CaptureError(f"{'; '.join(problems)}; see {output / 'manifest.json'}")
 
 
-def stage_shares(shapes: Path) -> StageShares | None:
-    """Each stage's recorded time and its shapes' shares, for the progress line (None for a
-    file without recorded times, or one capture will refuse and say why)."""
+def stage_shares(shapes: Path, options: CaptureOptions) -> StageShares | None:
+    """Each stage's recorded time and its shapes' shares, for the progress line, with a
+    shard's own share of each stage (None for a file without recorded times, or one capture
+    will refuse and say why)."""
     from ..capture.order import StageShares
+    from ..capture.shards import select_shard
     from ..core.errors import NcuClassifyError
     from ..shapes.file import read_shapes
 
     try:
-        return StageShares.of(read_shapes(shapes)[0])
+        read = read_shapes(shapes)[0]
+        if options.shard == (1, 1):
+            return StageShares.of(read)
+        shard = select_shard(read.entries(), *options.shard, options.shard_method)
+        return StageShares.of(read, [e.group for e in shard])
     except (NcuClassifyError, OSError):
         return None
 

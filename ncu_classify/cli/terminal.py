@@ -132,8 +132,7 @@ def capture_progress(
         text = f"{status:6} {group}"
         if shares is not None:
             captured.update([group] if status == "ok" else [])
-            covered = shares.covered(captured)
-            text = "".join(f"{stage} {pct:.1f} % | " for stage, pct in covered.items()) + text
+            text = shares.told(captured) + text
         bar.update(task, completed=done, total=total, description=text)
 
     try:

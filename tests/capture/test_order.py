@@ -360,3 +360,36 @@ def test_a_shape_of_no_time_is_timed_and_the_library_checks_the_target(
     for bad in (-5.0, 0.0, 100.5, float("nan")):
         with pytest.raises(UsageError, match="--coverage"):
             plan_capture(wan, tmp_path / "raw", CaptureOptions(coverage_pct=bad))
+
+
+def test_a_shard_s_progress_line_says_its_own_share_of_each_stage(
+    monkeypatch: pytest.MonkeyPatch, wan: Path
+) -> None:
+    """Shard 1 of 4 holds about a quarter of each stage: its line says how much of the stage
+    it has covered and of how much it holds (the whole stage's share alone never reached 100 %
+    in a shard, and read as a capture stopped short)."""
+    import io
+    import re
+
+    from rich.console import Console
+
+    from ncu_classify.capture.order import StageShares
+    from ncu_classify.capture.shards import select_shard
+    from ncu_classify.cli import terminal
+
+    shapes, _ = read_shapes(wan)
+    shard = [e.group for e in select_shard(shapes.entries(), 1, 4)]
+    shares = StageShares.of(shapes, shard)
+    assert shares is not None and shares.part is not None
+    assert sorted(shares.part) == ["dit", "output", "vae"]
+    assert 100 > sum(shares.part.values()) > 0
+    assert shares.covered(shard) == shares.part  # the whole shard done: its own share
+    sink = io.StringIO()
+    console = Console(file=sink, force_terminal=True, width=200, highlight=False, markup=False)
+    monkeypatch.setattr(terminal, "err", console)
+    first = largest_first([e for e in shapes.entries() if e.group in shard])[0]
+    with terminal.capture_progress(shares) as progress:
+        progress(1, len(shard), first.group, "ok")
+    line = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", sink.getvalue()).splitlines()[-1]
+    done = shares.covered([first.group])[first.stage]
+    assert f"{first.stage} {done:.1f} % of {shares.part[first.stage]:.1f} % | ok " in line
