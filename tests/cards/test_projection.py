@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -316,4 +317,26 @@ def test_cards_of_another_gpu_or_of_two_gpus_are_refused_not_projected_as_one(
         f"ncu-classify: error: {mixed}: measured on 2 GPUs (NVIDIA H100 80GB HBM3, NVIDIA H200);"
         " project the cards of one GPU at a time"
     )
+    assert not out.exists()
+
+
+class _Interrupting:
+    """A WRITE_ORDER whose reading is interrupted (SIGTERM while a card's GPU is written)."""
+
+    def __iter__(self) -> Iterator[str]:
+        raise KeyboardInterrupt
+
+
+def test_an_interrupt_while_the_cards_are_written_is_exit_130_not_a_bug(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pydantic reports a KeyboardInterrupt raised in a serializer as a
+    PydanticSerializationError: a SIGTERM 15 s into a 40,800-kernel projection was an
+    "internal error ... (a bug)", exit 1."""
+    from ncu_classify.cards.machine import GpuInfo
+
+    monkeypatch.setattr(GpuInfo, "WRITE_ORDER", _Interrupting())
+    out = tmp_path / "o.json"
+    assert run(["project", str(CARDS), "--to", "H100-SXM", "-o", str(out)]) == 130
+    assert capsys.readouterr().err == "ncu-classify: interrupted\n"
     assert not out.exists()
