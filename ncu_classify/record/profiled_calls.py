@@ -209,7 +209,8 @@ def typed(call: ProfiledCall) -> Any:
     args = [_meta(value) for value in call.args]
     if call.overload in TYPED:
         func: Any = getattr(functional, TYPED[call.overload])
-        return shape_of(func, tuple(args), {}, None)[0]
+        kwargs = {key: _meta(value) for key, value in call.kwargs.items()}  # sdpa's scale
+        return shape_of(func, tuple(args), kwargs, None)[0]
     if call.overload == "aten.to.dtype" and not call.kwargs and isinstance(args[0], torch.Tensor):
         target = getattr(torch, args[1])
         result = torch.empty(args[0].shape, dtype=target, device="meta")
