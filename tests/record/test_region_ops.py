@@ -272,3 +272,25 @@ def test_a_profiled_attention_keeps_its_keyword_only_scale() -> None:
     made = typed(described(OpEvent.of(event), None))
     assert made == eager
     assert (made["scale"], made["valid_keys"], made["heads"]) == (0.25, 10, 4)
+
+
+def test_an_optional_string_the_profile_does_not_keep_is_lost_not_none() -> None:
+    """`div(x, y, rounding_mode="floor")`: the profiler keeps no strings, and an absent
+    optional reads the same, so the mode was described as None (a true division replayed for
+    a floor division); now the op is not described, and says which argument it lacks."""
+    x, y = torch.randn(4, 8), torch.randn(4, 8)
+    with profile(
+        activities=[ProfilerActivity.CPU], record_shapes=True, experimental_config=_config()
+    ) as prof:
+        torch.div(x, y, rounding_mode="floor")
+        torch.div(x, 2, rounding_mode="trunc")
+        torch.div(x, y)
+    events = _outermost(list(prof.profiler.kineto_results.events()))
+    told = []
+    for event in events:
+        try:
+            told.append(described(OpEvent.of(event), None).overload)
+        except Lost as exc:
+            told.append(str(exc))
+    lost = "aten::div argument rounding_mode (Optional[str]) is not in the profile"
+    assert told == [lost, lost, "aten.div.Tensor"]
