@@ -164,7 +164,15 @@ def source_gpu(cards: CardFile, path: Path, given: str | None) -> tuple[str, Gpu
     if cards.projection is not None:
         raise CardsError(f"{path}: already a projection (onto {cards.projection.target})")
     if given is not None:
-        return gpu_spec(given, "--from")
+        key, spec = gpu_spec(given, "--from")
+        _check_from(cards, path, key, spec)
+        return key, spec
+    names = sorted({card.gpu.name for card in cards.cards if card.gpu.name})
+    if len(names) > 1:
+        raise CardsError(
+            f"{path}: measured on {len(names)} GPUs ({', '.join(names)}); project the cards of"
+            " one GPU at a time"
+        )
     name = first_gpu(card.gpu for card in cards.cards).name
     found = gpu_for_device(name)
     if found is None:
@@ -173,6 +181,23 @@ def source_gpu(cards: CardFile, path: Path, given: str | None) -> tuple[str, Gpu
             " name the table's GPU it is with --from"
         )
     return found
+
+
+def _check_from(cards: CardFile, path: Path, key: str, spec: GpuSpec) -> None:
+    """CardsError if a card records an SM count or compute capability other than `--from`'s:
+    the table's ratios (SMs, waves, peaks) would be another GPU's."""
+    for index, card in enumerate(cards.cards):
+        gpu = card.gpu
+        cc = f"{gpu.cc_major}.{gpu.cc_minor}" if gpu.cc_major is not None else None
+        sms = spec.sm_count.value
+        if (gpu.sm_count is not None and gpu.sm_count != sms) or (
+            cc is not None and cc != spec.compute_capability
+        ):
+            raise CardsError(
+                f"{path}: cards[{index}] was measured on {gpu.name or 'a GPU'} ({gpu.sm_count}"
+                f" SMs, compute capability {cc}), not on {key} ({sms:g} SMs, compute"
+                f" capability {spec.compute_capability}): --from names the GPU the cards ran on"
+            )
 
 
 def project(

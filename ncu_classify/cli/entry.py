@@ -46,7 +46,7 @@ def run(argv: list[str]) -> int:
         if _is_click_error(exc):
             error_line(f"{exc.format_message()} (see --help)")  # type: ignore[attr-defined]
             return int(exc.exit_code)  # type: ignore[attr-defined]
-        if type(exc).__name__ == "Abort":
+        if type(exc).__name__ == "Abort" or _wrapped_interrupt(exc):
             err.print("ncu-classify: interrupted")
             return EXIT_INTERRUPTED
         if os.environ.get("NCU_CLASSIFY_DEBUG"):
@@ -59,6 +59,12 @@ def run(argv: list[str]) -> int:
     if result == EXIT_INTERRUPTED:  # ours (app.errors), or typer's for an interrupt it caught
         err.print("ncu-classify: interrupted")  # in parsing or before a command's errors()
     return result if isinstance(result, int) else 0
+
+
+def _wrapped_interrupt(exc: BaseException) -> bool:
+    """A Ctrl-C or SIGTERM that landed in one of our pydantic serializers (`Facts._held`):
+    pydantic turns it into a PydanticSerializationError that only names it."""
+    return type(exc).__name__ == "PydanticSerializationError" and "KeyboardInterrupt" in str(exc)
 
 
 def _is_click_error(exc: BaseException) -> bool:

@@ -70,7 +70,7 @@ def project_command(
     done = cards.projection
     assert done is not None
     console.print(
-        f"projected {counted(done.projected_kernels, 'kernel')} of {done.kernels} from"
+        f"projected {counted(done.projected_kernels, 'kernel')} of {done.kernels:,} from"
         f" {done.source} onto {done.target}; wrote {counted(len(cards.cards), 'card')} to"
         f" {printable(str(target))}"
     )

@@ -3,11 +3,12 @@ run: the overload (named by the profiler, or the one schema its inputs fit) and 
 as the recorder writes it (a tensor as shape, dtype and strides, a dtype or memory format by
 name). Used for the code a compiled region ran eagerly, which no torch mode sees (`region_ops`).
 
-The profiler keeps less than a dispatch mode: no strings (`pad`'s mode, `div`'s rounding), no
-list of optional tensors (`index`), no storage offset (0 is taken), no device (a 0-d float64
-or int64 tensor is taken for a Python number, which stays on the host), and no dtypes inside
-a tensor list (`cat`: taken from the code beside it, and said in the shape's note). An op
-with an argument it lost is not described; its caller or its callees may be."""
+The profiler keeps less than a dispatch mode: no strings (`pad`'s mode, `div`'s rounding,
+which reads as None: an optional string is never taken for None), no list of optional tensors
+(`index`), no storage offset (0 is taken), no device (a 0-d float64 or int64 tensor is taken
+for a Python number, which stays on the host), and no dtypes inside a tensor list (`cat`:
+taken from the code beside it, and said in the shape's note). An op with an argument it lost
+is not described; its caller or its callees may be."""
 
 from __future__ import annotations
 
@@ -148,6 +149,8 @@ def _fitted(op: OpEvent, schema: Any, fill: str | None, overload: str) -> Profil
 def _value(kind: str, dtype: str, shape: Any, strides: Any, concrete: Any, fill: str | None,
            where: str) -> Any:  # fmt: skip
     """One argument of schema type `kind` from what the profiler kept of it."""
+    if kind == "Optional[str]":  # no strings are kept: `div`'s "floor" would read as None
+        raise Lost(f"{where} ({kind}) is not in the profile")
     if kind.startswith("Optional[") and dtype == "" and concrete is None:
         return None  # (an optional device too: a factory's device is the replay's own)
     kind = (
@@ -209,7 +212,8 @@ def typed(call: ProfiledCall) -> Any:
     args = [_meta(value) for value in call.args]
     if call.overload in TYPED:
         func: Any = getattr(functional, TYPED[call.overload])
-        return shape_of(func, tuple(args), {}, None)[0]
+        kwargs = {key: _meta(value) for key, value in call.kwargs.items()}  # sdpa's scale
+        return shape_of(func, tuple(args), kwargs, None)[0]
     if call.overload == "aten.to.dtype" and not call.kwargs and isinstance(args[0], torch.Tensor):
         target = getattr(torch, args[1])
         result = torch.empty(args[0].shape, dtype=target, device="meta")

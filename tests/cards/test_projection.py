@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -289,3 +290,53 @@ def test_the_committed_projection_summaries_are_what_project_writes(
     assert summary.read_text() == committed.read_text()
     done = load_card_file(projected).projection
     assert done is not None and (done.kernels, done.projected_kernels) == (136, 136)
+
+
+def test_cards_of_another_gpu_or_of_two_gpus_are_refused_not_projected_as_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--from must be the GPU the cards ran on (its SM count and compute capability: the
+    waves and every ratio are the table's), and a file of two GPUs is not projected as the
+    first card's GPU."""
+    out = tmp_path / "o.json"
+    assert run(["project", str(CARDS), "--from", "A100", "--to", "H200", "-o", str(out)]) == 2
+    capsys.readouterr()
+    args = ["project", str(CARDS), "--from", "A100-SXM4-80GB", "--to", "H200", "-o", str(out)]
+    assert run(args) == 3
+    assert capsys.readouterr().err.strip() == (
+        f"ncu-classify: error: {CARDS}: cards[0] was measured on NVIDIA H200 (132 SMs, compute"
+        " capability 9.0), not on A100-SXM4-80GB (108 SMs, compute capability 8.0): --from"
+        " names the GPU the cards ran on"
+    )
+    doc = json.loads(CARDS.read_text())
+    doc["cards"][-1]["gpu"]["name"] = "NVIDIA H100 80GB HBM3"
+    mixed = tmp_path / "mixed.json"
+    mixed.write_text(json.dumps(doc))
+    assert run(["project", str(mixed), "--to", "A100-SXM4-80GB", "-o", str(out)]) == 3
+    assert capsys.readouterr().err.strip() == (
+        f"ncu-classify: error: {mixed}: measured on 2 GPUs (NVIDIA H100 80GB HBM3, NVIDIA H200);"
+        " project the cards of one GPU at a time"
+    )
+    assert not out.exists()
+
+
+class _Interrupting:
+    """A WRITE_ORDER whose reading is interrupted (SIGTERM while a card's GPU is written)."""
+
+    def __iter__(self) -> Iterator[str]:
+        raise KeyboardInterrupt
+
+
+def test_an_interrupt_while_the_cards_are_written_is_exit_130_not_a_bug(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pydantic reports a KeyboardInterrupt raised in a serializer as a
+    PydanticSerializationError: a SIGTERM 15 s into a 40,800-kernel projection was an
+    "internal error ... (a bug)", exit 1."""
+    from ncu_classify.cards.machine import GpuInfo
+
+    monkeypatch.setattr(GpuInfo, "WRITE_ORDER", _Interrupting())
+    out = tmp_path / "o.json"
+    assert run(["project", str(CARDS), "--to", "H100-SXM", "-o", str(out)]) == 130
+    assert capsys.readouterr().err == "ncu-classify: interrupted\n"
+    assert not out.exists()

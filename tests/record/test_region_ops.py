@@ -246,3 +246,51 @@ def test_a_profiled_conv_and_cast_are_the_typed_shapes_the_recorder_writes_eager
     assert made["conv3d"]["input"] == [2, 8, 6, 8, 8]
     silu = next(e for e in _outermost(_events()) if e.name() == "aten::silu")
     assert typed(described(OpEvent.of(silu), None)) is None
+
+
+def test_a_profiled_attention_keeps_its_keyword_only_scale() -> None:
+    """The profile gives sdpa's `scale` and `enable_gqa` as keyword-only arguments: the typed
+    shape made from it is the recorder's, scale included (it was dropped: another group id
+    than the eager recording's, and a replay at the default scale)."""
+    from ncu_classify.record.profiled_calls import typed
+    from ncu_classify.record.recorder import Recorder
+
+    q, kv = torch.randn(1, 4, 6, 8), torch.randn(1, 4, 10, 8)
+
+    def attend() -> None:
+        F.scaled_dot_product_attention(q, kv, kv, scale=0.25)
+
+    recorder = Recorder()
+    with recorder, torch.no_grad():
+        attend()
+    (eager,) = [e.shape for e in recorder.recording.entries.values()]
+    with profile(
+        activities=[ProfilerActivity.CPU], record_shapes=True, experimental_config=_config()
+    ) as prof:
+        attend()
+    (event,) = _outermost(list(prof.profiler.kineto_results.events()))
+    made = typed(described(OpEvent.of(event), None))
+    assert made == eager
+    assert (made["scale"], made["valid_keys"], made["heads"]) == (0.25, 10, 4)
+
+
+def test_an_optional_string_the_profile_does_not_keep_is_lost_not_none() -> None:
+    """`div(x, y, rounding_mode="floor")`: the profiler keeps no strings, and an absent
+    optional reads the same, so the mode was described as None (a true division replayed for
+    a floor division); now the op is not described, and says which argument it lacks."""
+    x, y = torch.randn(4, 8), torch.randn(4, 8)
+    with profile(
+        activities=[ProfilerActivity.CPU], record_shapes=True, experimental_config=_config()
+    ) as prof:
+        torch.div(x, y, rounding_mode="floor")
+        torch.div(x, 2, rounding_mode="trunc")
+        torch.div(x, y)
+    events = _outermost(list(prof.profiler.kineto_results.events()))
+    told = []
+    for event in events:
+        try:
+            told.append(described(OpEvent.of(event), None).overload)
+        except Lost as exc:
+            told.append(str(exc))
+    lost = "aten::div argument rounding_mode (Optional[str]) is not in the profile"
+    assert told == [lost, lost, "aten.div.Tensor"]
