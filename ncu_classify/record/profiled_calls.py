@@ -2,13 +2,14 @@
 run: the overload (named by the profiler, or the one schema its inputs fit) and each argument
 as the recorder writes it (a tensor as shape, dtype and strides, a dtype or memory format by
 name). Used for the code a compiled region ran eagerly, which no torch mode sees (`region_ops`).
+Scalars and scalar lists come from the kineto event; tensors from the profile's event tree
+(dtype, strides and device, tensor lists included: every torch since 2.0), or, without it,
+from the event's own shapes and strides (torch >= 2.12: no device, no dtypes in a list).
 
 The profiler keeps less than a dispatch mode: no strings (`pad`'s mode, `div`'s rounding,
 which reads as None: an optional string is never taken for None), no list of optional tensors
-(`index`), no storage offset (0 is taken), no device (a 0-d float64 or int64 tensor is taken
-for a Python number, which stays on the host), and no dtypes inside a tensor list (`cat`:
-taken from the code beside it, and said in the shape's note). An op with an argument it lost
-is not described; its caller or its callees may be."""
+(`index`), no storage offset (0 is taken). An op with an argument it lost is not described;
+its caller or its callees may be."""
 
 from __future__ import annotations
 
@@ -60,33 +61,99 @@ class TensorArgument(TypedDict):
 
 
 @dataclass(frozen=True)
+class Held:
+    """A tensor input as the profile kept it; `dtype` None inside a tensor list of a torch
+    whose events name no dtypes there, `host` None where the device is not known."""
+
+    shape: list[int]
+    strides: list[int]
+    dtype: str | None
+    host: bool | None
+
+
+Input = Held | list[Held] | None  # a tensor, a tensor list, or another argument
+
+
+@dataclass(frozen=True)
 class OpEvent:
-    """One ATen op the profiler recorded, with its inputs in schema order."""
+    """One ATen op the profiler recorded, with its inputs in schema order: each one's type
+    name and value (scalars, scalar lists) from the kineto event, its tensors from the event
+    tree (`node`: dtypes, strides and device, in every torch since 2.0) or, without it, from
+    the event's own shapes and strides (torch >= 2.12)."""
 
     name: str  # `aten::cat`
     overload: str  # '' when the profiler did not name it (or it is `default`)
     start: int
     end: int
     dtypes: list[str]
-    shapes: list[Any]
-    strides: list[Any]
     concrete: list[Any]
+    tensors: list[Input]  # empty: the profile kept no tensor layouts
 
     @classmethod
-    def of(cls, event: Any) -> OpEvent:
-        """The op of a kineto event (`profile(record_shapes=True)`); a field this torch's
-        events lack reads empty (the op is then not described)."""
+    def of(cls, event: Any, node: Any = None) -> OpEvent:
+        """The op of a kineto event (`profile(record_shapes=True)`) and, where given, its node
+        of the event tree; a field this torch's events lack reads empty (the op is then not
+        described)."""
+        dtypes = list(_field(event, "dtypes") or [])
+        tensors = _from_tree(node, len(dtypes)) if node is not None else None
+        if tensors is None:
+            shapes = list(_field(event, "structured_input_shapes") or [])
+            strides = list(_field(event, "structured_input_strides") or [])
+            tensors = _from_event(dtypes, shapes, strides)
         return cls(
             event.name(), _field(event, "overload_name") or "", event.start_ns(),
-            event.end_ns(), list(_field(event, "dtypes") or []),
-            list(_field(event, "structured_input_shapes", "shapes") or []),
-            list(_field(event, "structured_input_strides", "strides") or []),
-            list(_field(event, "concrete_inputs") or []),
+            event.end_ns(), dtypes, list(_field(event, "concrete_inputs") or []), tensors,
         )  # fmt: skip
 
     def tensor_dtypes(self) -> list[str]:
         """The dtypes (torch's names) of its tensor inputs, in order."""
-        return [TENSOR_DTYPES[d] for d in self.dtypes if d in TENSOR_DTYPES]
+        return [t.dtype for t in _flat(self.tensors) if t.dtype is not None]
+
+    def on_device(self) -> bool:
+        """Whether a tensor input is known to be on the device (not the host)."""
+        return any(t.host is False for t in _flat(self.tensors))
+
+
+def _flat(inputs: list[Input]) -> list[Held]:
+    return [t for i in inputs for t in (i if isinstance(i, list) else [i]) if t is not None]
+
+
+def _from_tree(node: Any, count: int) -> list[Input] | None:
+    """The tensor inputs an event-tree node kept (None when they do not line up)."""
+    inputs = list(getattr(node.extra_fields, "inputs", None) or [])
+    if len(inputs) != count:
+        return None
+    return [_held_list(i) if isinstance(i, list) else _held(i) for i in inputs]
+
+
+def _held(value: Any) -> Held | None:
+    """A tensor of the event tree (`_TensorMetadata`), else None."""
+    if type(value).__name__ != "_TensorMetadata":
+        return None
+    dtype = str(value.dtype).removeprefix("torch.")
+    return Held(list(value.sizes), list(value.strides), dtype, value.device.type == "cpu")
+
+
+def _held_list(values: list[Any]) -> list[Held] | None:
+    held = [_held(v) for v in values]
+    return [h for h in held if h is not None] if all(h is not None for h in held) else None
+
+
+def _from_event(dtypes: list[str], shapes: list[Any], strides: list[Any]) -> list[Input]:
+    """The tensor inputs from a kineto event's own shapes and strides (no devices; a tensor
+    list's dtypes unknown), empty when this torch's events have none."""
+    if not len(shapes) == len(strides) == len(dtypes):
+        return []
+    found: list[Input] = []
+    for kind, shape, stride in zip(dtypes, shapes, strides, strict=True):
+        if kind in TENSOR_DTYPES and isinstance(shape, list) and isinstance(stride, list):
+            found.append(Held(shape, stride, TENSOR_DTYPES[kind], None))
+        elif kind == "TensorList" and isinstance(shape, list) and isinstance(stride, list):
+            pairs = zip(shape, stride, strict=False)
+            found.append([Held(list(a), list(b), None, None) for a, b in pairs])
+        else:
+            found.append(None)
+    return found
 
 
 @dataclass(frozen=True)
@@ -126,7 +193,7 @@ def described(op: OpEvent, list_dtype: str | None) -> ProfiledCall:
 
 def _fitted(op: OpEvent, schema: Any, fill: str | None, overload: str) -> ProfiledCall:
     """The op's inputs fitted to one schema's arguments (Lost where they do not fit)."""
-    if not len(op.shapes) == len(op.strides) == len(op.concrete) == len(op.dtypes):
+    if not len(op.tensors) == len(op.concrete) == len(op.dtypes):
         raise Lost(f"{op.name}: the profile's inputs are incomplete")
     if len(schema.arguments) != len(op.dtypes):
         raise Lost(
@@ -134,32 +201,39 @@ def _fitted(op: OpEvent, schema: Any, fill: str | None, overload: str) -> Profil
         )
     args: list[Any] = []
     kwargs: Keywords = {}
-    guessed = False
+    guessed, device = False, op.on_device()
     for index, argument in enumerate(schema.arguments):
-        kind = str(argument.real_type)
-        found = (op.dtypes[index], op.shapes[index], op.strides[index], op.concrete[index])
-        if kind == "List[Tensor]" and found[0] == "TensorList" and not op.tensor_dtypes():
-            guessed = True
-        value = _value(kind, *found, fill, f"{op.name} argument {argument.name}")
+        kind, held = str(argument.real_type), op.tensors[index]
+        where = f"{op.name} argument {argument.name}"
+        if isinstance(held, list) and any(t.dtype is None for t in held):
+            guessed, held = True, [_filled(t, fill, where) for t in held]
+        value = _value(kind, op.dtypes[index], op.concrete[index], held, device, where)
         (kwargs.__setitem__(argument.name, value) if argument.kwarg_only else args.append(value))
     note = "its tensor list's dtype is taken from the code beside it (not profiled)"
     return ProfiledCall(overload, args, kwargs, note if guessed else None)
 
 
-def _value(kind: str, dtype: str, shape: Any, strides: Any, concrete: Any, fill: str | None,
-           where: str) -> Any:  # fmt: skip
-    """One argument of schema type `kind` from what the profiler kept of it."""
+def _filled(held: Held, fill: str | None, where: str) -> Held:
+    """A tensor of a list whose dtype the profile did not name, given the code's dtype."""
+    if fill is None:
+        raise Lost(f"{where}: its tensors' dtype is not in the profile")
+    return Held(held.shape, held.strides, held.dtype or fill, held.host)
+
+
+def _value(kind: str, dtype: str, concrete: Any, held: Input, device: bool, where: str) -> Any:
+    """One argument of schema type `kind` from what the profiler kept of it (`device`: the op
+    has a tensor on the device, so a host tensor is marked as one)."""
     if kind == "Optional[str]":  # no strings are kept: `div`'s "floor" would read as None
         raise Lost(f"{where} ({kind}) is not in the profile")
-    if kind.startswith("Optional[") and dtype == "" and concrete is None:
+    if kind.startswith("Optional[") and dtype == "" and concrete is None and held is None:
         return None  # (an optional device too: a factory's device is the replay's own)
     kind = (
         kind.removeprefix("Optional[").removesuffix("]") if kind.startswith("Optional[") else kind
     )
-    if kind == "Tensor" and dtype in TENSOR_DTYPES:
-        return _tensor(shape, strides, TENSOR_DTYPES[dtype])
-    if kind == "List[Tensor]" and dtype == "TensorList" and fill is not None:
-        return [_tensor(s, st, fill) for s, st in zip(shape, strides, strict=True)]
+    if kind == "Tensor" and isinstance(held, Held):
+        return _tensor(held, device)
+    if kind == "List[Tensor]" and isinstance(held, list):
+        return [_tensor(t, device) for t in held]
     if kind in SCALARS and dtype == "Scalar" and concrete is not None:
         return {"float": str(concrete)} if _infinite(concrete) else concrete
     if kind in LISTED_SCALARS and dtype == "ScalarList" and isinstance(concrete, list):
@@ -170,12 +244,17 @@ def _value(kind: str, dtype: str, shape: Any, strides: Any, concrete: Any, fill:
     raise Lost(f"{where} ({kind}) is not in the profile")
 
 
-def _tensor(shape: Any, strides: Any, dtype: str) -> TensorArgument:
-    """A tensor argument as the recorder writes it (a 0-d float64 or int64: on the host)."""
-    if not isinstance(shape, list) or not isinstance(strides, list) or len(shape) != len(strides):
-        raise Lost(f"a tensor of shape {shape!r} and strides {strides!r}")
-    spec: TensorFields = {"shape": shape, "dtype": dtype, "strides": strides, "offset": 0}
-    if not shape and dtype in HOST_NUMBERS:
+def _tensor(held: Held, device: bool) -> TensorArgument:
+    """A tensor argument as the recorder writes it: on the host (`device: cpu`) when it is
+    known to be there in an op that uses the device, or, the device unknown, when it is a
+    0-d float64 or int64 (a Python number)."""
+    if len(held.shape) != len(held.strides) or held.dtype is None:
+        raise Lost(f"a tensor of shape {held.shape!r} and strides {held.strides!r}")
+    spec: TensorFields = {
+        "shape": held.shape, "dtype": held.dtype, "strides": held.strides, "offset": 0,
+    }  # fmt: skip
+    host = held.host if held.host is not None else (not held.shape and held.dtype in HOST_NUMBERS)
+    if host and (device or held.host is None):
         spec["device"] = "cpu"
     return {"tensor": spec}
 

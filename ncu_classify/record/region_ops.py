@@ -106,22 +106,24 @@ def _traced(
     moves: list[tuple[tuple[str, ...], KernelTime]] = []
     ops = _aten_ops(clock.events, {launch.thread for launch in clock.launches})
     finders = {thread: InnermostMark(spans) for thread, (spans, _) in ops.items()}
+    chains: list[tuple[Launch, tuple[str, ...], list[int]]] = []
+    for launch in clock.launches:
+        target = clock.marks[launch.mark].target
+        if target is not None and target in times and launch.thread in finders:
+            chains.append((launch, target, finders[launch.thread].chain(launch.start)))
+    wanted = {ops[x.thread][1][n].correlation_id() for x, _, chain in chains for n in chain}
+    nodes = _tree_nodes(clock.results, wanted)
     made: dict[tuple[int, int], OpEvent] = {}  # an op read from its event once, when needed
 
     def op_of(thread: int, number: int) -> OpEvent:
         if (thread, number) not in made:
-            made[(thread, number)] = OpEvent.of(ops[thread][1][number])
+            event = ops[thread][1][number]
+            made[(thread, number)] = OpEvent.of(event, nodes.get(event.correlation_id()))
         return made[(thread, number)]
 
     described_at: dict[tuple[int, int], tuple[int, ProfiledCall] | None] = {}
-    chains: list[tuple[Launch, tuple[str, ...], list[int]]] = []
     dtypes: dict[tuple[str, ...], Counter[str]] = {}
-    for launch in clock.launches:
-        target = clock.marks[launch.mark].target
-        if target is None or target not in times or launch.thread not in finders:
-            continue
-        chain = finders[launch.thread].chain(launch.start)
-        chains.append((launch, target, chain))
+    for launch, target, chain in chains:
         counts = dtypes.setdefault(target, Counter())
         for number in chain:
             counts.update(op_of(launch.thread, number).tensor_dtypes())
@@ -167,6 +169,22 @@ def _aten_ops(events: list[Any], threads: set[int]) -> dict[int, tuple[Spans, li
         spans, ops = found.setdefault(event.start_thread_id(), ([], []))
         spans.append((event.start_ns(), event.end_ns(), len(ops)))
         ops.append(event)
+    return found
+
+
+def _tree_nodes(results: Any, wanted: set[int]) -> dict[int, Any]:
+    """The event tree's nodes of these ops, by correlation id: their tensors' dtypes, strides
+    and devices (none when this profile has no tree)."""
+    tree = getattr(results, "experimental_event_tree", None)
+    if tree is None or not wanted:
+        return {}
+    found: dict[int, Any] = {}
+    stack = list(tree())
+    while stack:
+        node = stack.pop()
+        if node.correlation_id in wanted and node.name.startswith("aten::"):
+            found[node.correlation_id] = node
+        stack.extend(node.children)
     return found
 
 

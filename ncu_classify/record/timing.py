@@ -103,6 +103,7 @@ class KernelClock:
     _guards: list[tuple[Any, str, Any]] = field(default_factory=list)
     _times: tuple[dict[int, KernelTime], KernelTime] | None = None  # attributed once
     launches: list[Launch] = field(default_factory=list)  # kernels of the watched marks
+    results: Any = None  # the profiler's results (`region_ops` reads their event tree)
 
     def __enter__(self) -> KernelClock:
         if self.enabled:
@@ -130,7 +131,8 @@ class KernelClock:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
                 profiler.__exit__(None, None, None)
-            self.events = list(profiler.profiler.kineto_results.events())
+            self.results = profiler.profiler.kineto_results  # (its event tree, when asked)
+            self.events = list(self.results.events())
         except RuntimeError as exc:  # the program started and stopped a profiler of its own
             self.broken = " ".join(str(exc).split())[:200]
             self.events = []

@@ -6,6 +6,7 @@ stand-in launch (its start, 1 us), on the real profile; the H200 test is in test
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -43,6 +44,9 @@ def _code(x: torch.Tensor) -> torch.Tensor:
     return y.permute(0, 2, 1, 3, 4).contiguous()[FRAMES]
 
 
+RESULTS: list[Any] = []  # the last profile's results (their event tree)
+
+
 def _events(calls: int = 1) -> list[Any]:
     x = torch.randn(2, 8, 4, 6, 6)
     with profile(
@@ -50,7 +54,31 @@ def _events(calls: int = 1) -> list[Any]:
     ) as prof:
         for _ in range(calls):
             _code(x)
+    RESULTS[:] = [prof.profiler.kineto_results]
     return list(prof.profiler.kineto_results.events())
+
+
+class OldEvent:
+    """A kineto event as torch 2.11's (the H200's) has it: no structured shapes or strides
+    (torch 2.12 added them), its other fields as they are."""
+
+    def __init__(self, event: Any) -> None:
+        self._event = event
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("structured_input"):
+            raise AttributeError(name)
+        return getattr(self._event, name)
+
+
+def _nodes() -> dict[int, Any]:
+    """The last profile's event-tree nodes of ATen ops, by correlation id."""
+    found, stack = {}, list(RESULTS[0].experimental_event_tree())
+    while stack:
+        node = stack.pop()
+        found[node.correlation_id] = node
+        stack.extend(node.children)
+    return found
 
 
 def _aten(events: list[Any]) -> list[Any]:
@@ -216,7 +244,7 @@ def test_an_event_without_the_structured_fields_reads_empty_and_is_not_described
             return ["float"]
 
     op = OpEvent.of(Bare())
-    assert (op.overload, op.shapes, op.strides, op.concrete) == ("", [], [], [])
+    assert (op.overload, op.tensors, op.concrete) == ("", [], [])
     with pytest.raises(Lost, match="the profile's inputs are incomplete"):
         described(op, None)
 
@@ -294,3 +322,47 @@ def test_an_optional_string_the_profile_does_not_keep_is_lost_not_none() -> None
             told.append(str(exc))
     lost = "aten::div argument rounding_mode (Optional[str]) is not in the profile"
     assert told == [lost, lost, "aten.div.Tensor"]
+
+
+def test_without_structured_shapes_the_event_tree_gives_the_same_calls() -> None:
+    """torch 2.11's kineto events have no strides: each op is described from its node of the
+    event tree instead, to the same call, save the tensor list's dtype, which the tree names
+    (no note), and the host mark of a Python number, which the tree, knowing every tensor is on
+    the host here, leaves off (as the eager recorder does on the CPU); without the tree,
+    nothing is described."""
+    events = _outermost(_events())
+    nodes = _nodes()
+    same = 0
+    for event in events:
+        try:
+            new = described(OpEvent.of(event), "float32")
+        except Lost:
+            continue
+        old = described(OpEvent.of(OldEvent(event), nodes[event.correlation_id()]), None)
+        assert "device" not in str(old.args)
+        unmarked = json.loads(json.dumps(new.args).replace(', "device": "cpu"', ""))
+        assert (old.overload, old.args, old.kwargs) == (new.overload, unmarked, new.kwargs)
+        assert old.note is None
+        same += 1
+    assert same == 10
+    conv = next(e for e in events if e.name() == "aten::conv3d")
+    with pytest.raises(Lost, match="the profile's inputs are incomplete"):
+        described(OpEvent.of(OldEvent(conv)), None)
+
+
+def test_the_tree_path_groups_a_region_s_kernels_as_the_structured_one() -> None:
+    """The grouping test's profile read as on torch 2.11 (events without strides, the tree
+    from the profile's results): the same shapes, calls and kernels (the host marks apart, as
+    above)."""
+    clock, target = _stand_in(_events(calls=2))
+    times = {target: KernelTime(kernels=len(clock.launches), ns=1000 * len(clock.launches))}
+    new = region_ops(clock, times).shapes()
+    clock.events = [OldEvent(e) for e in clock.events]
+    clock.results = RESULTS[0]
+    times = {target: KernelTime(kernels=len(clock.launches), ns=1000 * len(clock.launches))}
+    old = region_ops(clock, times).shapes()
+    for shapes in (old["vae"], new["vae"]):
+        for shape in shapes:
+            shape.pop("note", None)
+    unmarked = json.loads(json.dumps(new).replace(', "device": "cpu"', ""))
+    assert old == unmarked and len(old["vae"]) == 9
