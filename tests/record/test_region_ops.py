@@ -7,6 +7,7 @@ stand-in launch (its start, 1 us), on the real profile; the H200 test is in test
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -366,3 +367,103 @@ def test_the_tree_path_groups_a_region_s_kernels_as_the_structured_one() -> None
             shape.pop("note", None)
     unmarked = json.loads(json.dumps(new).replace(', "device": "cpu"', ""))
     assert old == unmarked and len(old["vae"]) == 9
+
+
+class Kernel:
+    """A stand-in GPU kernel event (CPU torch has none) launched by a real profiled op."""
+
+    def __init__(self, op: Any, number: int) -> None:
+        self.op, self.number = op, number
+
+    def name(self) -> str:
+        return f"{self.op.name().removeprefix('aten::')}_kernel"
+
+    def device_type(self) -> Any:
+        return torch._C._autograd.DeviceType.CUDA
+
+    def start_ns(self) -> int:
+        return self.op.start_ns()
+
+    def end_ns(self) -> int:
+        return self.op.start_ns() + 1000
+
+    def duration_ns(self) -> int:
+        return 1000
+
+    def start_thread_id(self) -> int:
+        return 0
+
+    def correlation_id(self) -> int:
+        return 10**9 + self.number
+
+    def linked_correlation_id(self) -> int:
+        return int(self.op.correlation_id())
+
+    def is_user_annotation(self) -> bool:
+        return False
+
+
+@torch._dynamo.disable
+def _cached(h: torch.Tensor) -> torch.Tensor:
+    """What dynamo runs eagerly inside a compiled block (a function it may not trace): the
+    causal cache concatenated to the padded frames, scaled."""
+    return torch.cat([h[:, :, -1:], F.pad(h, (0, 0, 0, 0, 1, 0))], dim=2)[:, :, 2:] * 2
+
+
+class CachedBlock(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv3d(8, 8, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + _cached(F.silu(self.conv(x)))
+
+
+def test_a_recording_s_compiled_region_eager_code_becomes_shapes_end_to_end(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A whole recording on the CPU with its clock running (torch.profiler, the marks) and a
+    stand-in kernel for each op that launches one on a GPU: the code the compiled block ran
+    eagerly (a dynamo-disabled function) is shapes of the stage from its region, 2 calls each,
+    beside the block's two graphs; the region's eager line keeps no kernel."""
+    from ncu_classify.record.document import shapes_yaml, validated_document
+    from ncu_classify.record.recorder import Recorder
+    from ncu_classify.shapes.file import load_shapes
+
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *_: None)
+    torch._dynamo.reset()
+    net = torch.nn.Sequential(torch.nn.Conv3d(4, 8, 1), CachedBlock())
+    recorder = Recorder(roots={"net": net})
+    recorder.clock = recorder.device_ops.clock = KernelClock(True)
+    x = torch.randn(1, 4, 4, 8, 8)
+    with recorder, torch.no_grad():
+        net[1].compile()
+        net(x)
+        net(x)
+    launching = ("aten::slow_conv3d_forward", "aten::silu", "aten::cat", "aten::fill_",
+                 "aten::copy_", "aten::mul", "aten::add")  # fmt: skip
+    ops = [
+        e for e in recorder.clock.events
+        if e.name() in launching and (e.shapes()[0] != [] or e.dtypes()[0] == "TensorList")
+    ]  # fmt: skip
+    recorder.clock.events += [Kernel(op, n) for n, op in enumerate(ops)]
+    recorder.recording.device = "cuda"
+    document = validated_document(recorder, "test")
+    eager = {
+        (s.name or "").split(":")[0]: (s.calls, s.real_kernels, s.real_us)
+        for s in document.stages["net"] if s.op == "aten" and s.source == "net.1"
+    }  # fmt: skip
+    assert eager == {
+        "aten.cat.default": (2, 1.0, 1.0),
+        "aten.constant_pad_nd.default": (2, 2.0, 2.0),  # its fill_ and copy_
+        "aten.mul.Tensor": (2, 1.0, 1.0),
+    }
+    compiled = [s for s in document.stages["net"] if s.op == "compiled"]
+    assert len(compiled) == 2 and all(s.calls == 2 for s in compiled)
+    totals = document.recorded.totals
+    assert totals is not None
+    region = [u for u in totals.uncovered if "compiled region" in u.name]
+    assert all(not u.kernels for u in region), region
+    written = tmp_path / "shapes.yaml"  # the file capture reads, read back as capture will
+    written.write_text(shapes_yaml(document))
+    assert len(load_shapes(written).stages["net"]) == len(document.stages["net"])
