@@ -8,8 +8,9 @@ from the event's own shapes and strides (torch >= 2.12: no device, no dtypes in 
 
 The profiler keeps less than a dispatch mode: no strings (`pad`'s mode, `div`'s rounding,
 which reads as None: an optional string is never taken for None), no list of optional tensors
-(`index`), no storage offset (0 is taken). An op with an argument it lost is not described;
-its caller or its callees may be."""
+(`index`), no storage offset (0 is taken), a Python number only as a 0-d float64 host tensor
+(`{number: float64}` where the op's kernels show it was one). An op with an argument it lost is
+not described; its caller or its callees may be."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from typing import Any, TypedDict
 
 import torch
 
-from ..shapes.aten import Keywords
+from ..shapes.aten import UNKEPT_NUMBER, Keywords
 
 # The profiler's names of tensor dtypes (C++ type names) -> torch's.
 TENSOR_DTYPES = {
@@ -170,9 +171,10 @@ class Lost(ValueError):
     """An argument the profiler did not keep: the op cannot be described."""
 
 
-def described(op: OpEvent, list_dtype: str | None) -> ProfiledCall:
+def described(op: OpEvent, list_dtype: str | None, numbers: bool = False) -> ProfiledCall:
     """The op as an `aten` call, or Lost saying which argument the profile lacks; a tensor
-    list's dtype is `list_dtype` when the op has no other tensor to take it from."""
+    list's dtype is `list_dtype` when the op has no other tensor to take it from. `numbers`: a
+    0-d float64 host tensor was a Python number (the profile keeps a wrapped scalar as one)."""
     base = op.name.removeprefix("aten::")
     packet = getattr(torch.ops.aten, base, None)
     if not op.name.startswith("aten::") or packet is None:
@@ -185,13 +187,15 @@ def described(op: OpEvent, list_dtype: str | None) -> ProfiledCall:
     for overload in [named, *others] if named in packet.overloads() else others:
         schema = getattr(packet, overload)._schema
         try:
-            return _fitted(op, schema, fill, f"aten.{base}.{overload}")
+            return _fitted(op, schema, fill, f"aten.{base}.{overload}", numbers)
         except Lost as exc:
             problems.append(str(exc))
     raise Lost(problems[0] if problems else f"{op.name}: no overload takes its inputs")
 
 
-def _fitted(op: OpEvent, schema: Any, fill: str | None, overload: str) -> ProfiledCall:
+def _fitted(
+    op: OpEvent, schema: Any, fill: str | None, overload: str, numbers: bool
+) -> ProfiledCall:
     """The op's inputs fitted to one schema's arguments (Lost where they do not fit)."""
     if not len(op.tensors) == len(op.concrete) == len(op.dtypes):
         raise Lost(f"{op.name}: the profile's inputs are incomplete")
@@ -208,9 +212,18 @@ def _fitted(op: OpEvent, schema: Any, fill: str | None, overload: str) -> Profil
         if isinstance(held, list) and any(t.dtype is None for t in held):
             guessed, held = True, [_filled(t, fill, where) for t in held]
         value = _value(kind, op.dtypes[index], op.concrete[index], held, device, where)
+        if numbers and kind == "Tensor" and _host_float(held):
+            value = dict(UNKEPT_NUMBER)
         (kwargs.__setitem__(argument.name, value) if argument.kwarg_only else args.append(value))
     note = "its tensor list's dtype is taken from the code beside it (not profiled)"
     return ProfiledCall(overload, args, kwargs, note if guessed else None)
+
+
+def _host_float(held: Input) -> bool:
+    """A 0-d float64 tensor not known to be on the device: a Python number, or a real one."""
+    return isinstance(held, Held) and not held.shape and held.dtype == "float64" and (
+        held.host is not False
+    )  # fmt: skip
 
 
 def _filled(held: Held, fill: str | None, where: str) -> Held:

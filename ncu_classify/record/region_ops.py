@@ -127,13 +127,14 @@ def _traced(
         counts = dtypes.setdefault(target, Counter())
         for number in chain:
             counts.update(op_of(launch.thread, number).tensor_dtypes())
+    doubles = {(x.thread, chain[0]) for x, _, chain in chains if chain and "double" in x.name}
     for launch, target, chain in chains:
         common = dtypes[target].most_common(1)
         fill = common[0][0] if common else None
         where = (launch.thread, chain[0] if chain else -1)
         if where not in described_at:
             events = [op_of(launch.thread, number) for number in chain]
-            described_at[where] = _outermost(events, chain, fill)
+            described_at[where] = _outermost(events, chain, fill, where not in doubles)
         chosen = described_at[where]
         if chosen is None:
             name = op_of(*where).name if chain else "(no ATen op)"
@@ -189,13 +190,14 @@ def _tree_nodes(results: Any, wanted: set[int]) -> dict[int, Any]:
 
 
 def _outermost(
-    events: list[OpEvent], chain: list[int], fill: str | None
+    events: list[OpEvent], chain: list[int], fill: str | None, numbers: bool
 ) -> tuple[int, ProfiledCall] | None:
     """The outermost op of a chain (both innermost first: the ops and their numbers) that the
-    profile describes whole, with its number."""
+    profile describes whole, with its number. `numbers`: its kernels do not compute in double,
+    so a 0-d float64 host tensor in it was a Python number (`mask * 0.5`: float32)."""
     for event, number in reversed(list(zip(events, chain, strict=True))):
         try:
-            call = described(event, fill)
+            call = described(event, fill, numbers)
         except Lost:
             continue
         if why_not_replayed(call.overload, call.args) is None:  # (not a data-dependent op)

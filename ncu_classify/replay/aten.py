@@ -23,13 +23,16 @@ from typing import Any
 
 import torch
 
-from ..shapes.aten import AtenShape, TensorSpec
+from ..shapes.aten import UNKEPT_NUMBER, AtenShape, TensorSpec
 
 DTYPES = {name: getattr(torch, name) for name in (
     "float32", "float16", "bfloat16", "float64", "int64", "int32", "int16", "int8", "uint8",
     "bool", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2",
 )}  # fmt: skip
 BLOCK = 1 << 22  # elements drawn on the CPU per storage; longer storages repeat the block
+
+
+NUMBER_SPEC = {"shape": [], "dtype": "float64", "strides": [], "offset": 0, "device": "cpu"}
 
 
 class NotReplayable(Exception):
@@ -132,6 +135,8 @@ def prepare(shape: AtenShape, seed: int, device: str, storages: Storages) -> Pre
             return torch.as_strided(storage, spec.shape, spec.strides, spec.offset)
         if isinstance(value, dict) and set(value) == {"float"}:
             return float(value["float"])
+        if value == UNKEPT_NUMBER:  # a Python number: drawn as a 0-d host tensor, passed bare
+            return float(build({"tensor": NUMBER_SPEC}, None).item())
         if isinstance(value, list):
             return [build(v, name) for v in value]
         if isinstance(value, str) and isinstance(

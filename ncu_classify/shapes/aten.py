@@ -37,6 +37,9 @@ ITEMSIZE = {
 SHORT_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "float64": "fp64"}
 Extent = Annotated[int, Field(ge=0, lt=2**40)]
 OVERLOAD = r"^[A-Za-z0-9_]+\.[A-Za-z0-9_]+\.[A-Za-z0-9_]+$"
+# A Python number (a wrapped scalar) whose value the profile did not keep: the replay passes a
+# drawn one, so that type promotion is the program's (`mask * 0.5` is float32, not float64).
+UNKEPT_NUMBER = {"number": "float64"}
 # An op's keyword arguments as recorded: any op's, so open (each value checked as an argument).
 Keywords = dict[str, Any]
 
@@ -119,7 +122,8 @@ def checked_argument(value: Any, inner: tuple[str | int, ...]) -> Any:
     """A recorded argument as the replay takes it, or an ArgumentError naming where inside it
     the problem is: a tensor is exactly `{tensor: {...}}` (a valid TensorSpec), a non-finite
     float `{float: -inf}` (a YAML `-.inf` is turned into that: JSON, which carries the argument
-    to the replay, has no such number), lists item by item, other scalars as they are."""
+    to the replay, has no such number), a Python number whose value was not kept `{number:
+    float64}` (read from a profile), lists item by item, other scalars as they are."""
     if isinstance(value, dict):
         if set(value) == {"tensor"}:
             try:
@@ -130,10 +134,12 @@ def checked_argument(value: Any, inner: tuple[str | int, ...]) -> Any:
             return value
         if set(value) == {"float"} and value["float"] in ("inf", "-inf", "nan"):
             return value
+        if value == UNKEPT_NUMBER:
+            return value
         raise ArgumentError(
             inner,
             f"{value!r} is no argument the replay knows (a tensor is {{tensor: ...}},"
-            " a non-finite float {float: -inf})",
+            " a non-finite float {float: -inf}, a number not kept {number: float64})",
         )
     if isinstance(value, list):
         return [checked_argument(item, (*inner, index)) for index, item in enumerate(value)]

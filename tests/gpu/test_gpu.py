@@ -359,7 +359,10 @@ def test_record_names_a_compiled_region_s_eager_code_op_by_op(tmp_path: Path) ->
     """A compiled block that breaks its graph between its conv and a scale, with a pad and a
     cat run eagerly after the break: the kernels of the code between the graphs are `aten`
     shapes of the stage (from torch.profiler), each with its calls and kernels; the region's
-    uncovered eager work is gone, and the stage is covered whole."""
+    uncovered eager work is gone, and the stage is covered whole. The mask's Python number,
+    which the profile keeps as a 0-d float64 tensor, is a number (its kernel's name has no
+    `double`), so the mask replays as float32."""
+    from ncu_classify.shapes.aten import AtenShape
     from ncu_classify.shapes.file import load_shapes
 
     script = tmp_path / "broken.py"
@@ -375,7 +378,7 @@ def test_record_names_a_compiled_region_s_eager_code_op_by_op(tmp_path: Path) ->
         "        h = self.conv(F.silu(self.norm(x)))\n"
         "        torch._dynamo.graph_break()\n"
         "        h = torch.cat([h[:, :, -1:], F.pad(h, (0, 0, 0, 0, 1, 0))], dim=2)\n"
-        "        return h * 2\n"
+        "        return h * ((h > 0) * 0.5)\n"
         "block = Block().cuda()\n"
         "block.compile()\n"
         "x = torch.randn(1, 64, 8, 64, 64, device='cuda')\n"
@@ -395,6 +398,9 @@ def test_record_names_a_compiled_region_s_eager_code_op_by_op(tmp_path: Path) ->
     told = {s.overload: s for s in eager}  # type: ignore[union-attr]
     assert {"aten.cat.default", "aten.constant_pad_nd.default"} <= set(told)
     assert all(s.calls == 3 and (s.real_kernels or 0) >= 1 for s in told.values())
+    ops = [s for s in eager if isinstance(s, AtenShape) and s.overload == "aten.mul.Tensor"]
+    masks = [s.args[1] for s in ops if s.tensors()[0].dtype == "bool"]
+    assert masks == [{"number": "float64"}]
     assert recorded.recorded is not None and recorded.recorded.totals is not None
     items = [u for u in recorded.recorded.totals.uncovered if "compiled region" in u.name]
     assert all((u.kernel_us or 0) == 0 for u in items), items

@@ -369,6 +369,57 @@ def test_the_tree_path_groups_a_region_s_kernels_as_the_structured_one() -> None
     assert old == unmarked and len(old["vae"]) == 9
 
 
+def _masks(real: bool) -> tuple[list[Any], list[torch.dtype]]:
+    """A profile of what a text encoder does to its padding mask: a bool and an int tensor
+    times a Python number (float32 results, by type promotion), or times a real 0-d float64
+    tensor (float64 results); the program's result dtypes."""
+    x = torch.randn(4, 8)
+    scale = torch.tensor(-1e4, dtype=torch.float64) if real else -1e4
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        made = [(x > 0) * scale, x.int() * scale]
+    return list(prof.profiler.kineto_results.events()), [t.dtype for t in made]
+
+
+@pytest.mark.parametrize("real", [False, True])
+def test_a_python_number_the_profile_keeps_as_a_0d_tensor_replays_as_one(real: bool) -> None:
+    """The profile keeps `mask * -1e4`'s number as a 0-d float64 host tensor, which replayed
+    as a tensor would make the result float64 (type promotion). Where the op's kernels do not
+    compute in double it was a Python number and replays as one (`{number: float64}`); a real
+    0-d float64 tensor's kernels name `double` (as CUDA's do: `MulFunctor<double>`) and it
+    stays a tensor. Each replays to the program's dtype."""
+    events, program = _masks(real)
+    target = ("region", "dit", EAGER.format(name="encoder"))
+    clock = KernelClock(enabled=False, events=events, marks=[Mark(None, target)])
+    kernel = "MulFunctor<double>" if real else "MulFunctor<float>"
+    for op in _aten(events):
+        if op.name() == "aten::mul":
+            clock.launches.append(Launch(0, op.start_thread_id(), op.start_ns(), 1000, kernel))
+    times = {target: KernelTime(kernels=2, ns=2000)}
+    shapes = region_ops(clock, times).shapes()["dit"]
+    numbers = [s["args"][1] for s in shapes]
+    if real:
+        assert [n["tensor"]["dtype"] for n in numbers] == ["float64", "float64"]
+    else:
+        assert numbers == [{"number": "float64"}] * 2
+    replayed = [
+        prepare(AtenShape.model_validate(s, strict=False), 0, "cpu", Storages()).run().dtype
+        for s in shapes
+    ]
+    assert replayed == program == [torch.float64 if real else torch.float32] * 2
+    assert times[target].kernels == 0
+
+
+def test_an_unkept_number_is_an_argument_only_in_its_own_form() -> None:
+    """`{number: float64}` is the one form of a number not kept; another is refused where it
+    stands, as any argument the replay does not know."""
+    call = {"op": "aten", "overload": "aten.mul.Tensor", "calls": 1}
+    tensor = {"tensor": {"shape": [2], "dtype": "bool", "strides": [1]}}
+    ok = AtenShape.model_validate({**call, "args": [tensor, {"number": "float64"}]})
+    assert ok.tensors()[0].dtype == "bool" and len(ok.tensors()) == 1
+    with pytest.raises(ValueError, match=r"\{'number': 'int64'\} is no argument the replay knows"):
+        AtenShape.model_validate({**call, "args": [tensor, {"number": "int64"}]})
+
+
 class Kernel:
     """A stand-in GPU kernel event (CPU torch has none) launched by a real profiled op."""
 
