@@ -22,6 +22,7 @@ from ncu_classify.record.profiled_calls import (  # noqa: E402
     MEMORY_FORMATS,
     SCALAR_TYPES,
     TENSOR_DTYPES,
+    Held,
     Lost,
     OpEvent,
     described,
@@ -55,8 +56,24 @@ def _events(calls: int = 1) -> list[Any]:
     ) as prof:
         for _ in range(calls):
             _code(x)
+    return _kept(prof)
+
+
+def _kept(prof: Any) -> list[Any]:
+    """A profile's events, its results kept as the last profile's (for their event tree)."""
     RESULTS[:] = [prof.profiler.kineto_results]
     return list(prof.profiler.kineto_results.events())
+
+
+def _op(event: Any) -> OpEvent:
+    """An event of the last profile read as `record` reads it: with its node of the event
+    tree (every torch since 2.0; the H200's 2.11 has no structured shapes on its events)."""
+    return OpEvent.of(event, _nodes().get(event.correlation_id()))
+
+
+# The events' own shapes and strides (`structured_input_shapes`) came in torch 2.12.
+STRUCTURED = hasattr(torch._C._autograd._KinetoEvent, "structured_input_shapes")
+needs_structured = pytest.mark.skipif(not STRUCTURED, reason="torch < 2.12: no structured shapes")
 
 
 class OldEvent:
@@ -103,7 +120,7 @@ def test_each_op_the_program_called_is_described_and_replays_to_its_output() -> 
     lost: list[str] = []
     for event in _outermost(_events()):
         try:
-            call = described(OpEvent.of(event), "float32")
+            call = described(_op(event), "float32")
         except Lost as exc:
             lost.append(f"{event.name()}: {exc}")
             continue
@@ -140,7 +157,7 @@ def test_the_profiler_s_dtype_and_enum_names_are_torch_s() -> None:
             torch.zeros(2, 3, 4, 5, 6).to(dtype).clone()
         torch.zeros(2, 3, 4, 5, 6).contiguous(memory_format=torch.channels_last_3d)
         torch.zeros(2, 3, 4, 5).clone(memory_format=torch.channels_last)
-    events = _aten(list(prof.profiler.kineto_results.events()))
+    events = _aten(_kept(prof))
     casts = [e.concrete_inputs()[1] for e in events if e.name() == "aten::to"]
     assert [SCALAR_TYPES[n] for n in casts] == [str(d).removeprefix("torch.") for d in dtypes]
     clones = [e.dtypes()[0] for e in events if e.name() == "aten::clone"]
@@ -158,9 +175,11 @@ def _stand_in(events: list[Any]) -> tuple[KernelClock, tuple[str, ...]]:
     op that launches a kernel on a GPU (a copy of a 0-d scalar is a host copy: none)."""
     target = ("region", "vae", EAGER.format(name="decoder.up"))
     clock = KernelClock(enabled=False, events=events, marks=[Mark(None, target)])
+    clock.results = RESULTS[0]
     for op in _aten(events):
         name = op.name().removeprefix("aten::")
-        if name in KERNEL_OPS and op.structured_input_shapes()[0] != []:
+        first = _op(op).tensors[0]
+        if name in KERNEL_OPS and not (isinstance(first, Held) and first.shape == []):
             launch = Launch(0, op.start_thread_id(), op.start_ns(), 1000, f"{name}_kernel")
             clock.launches.append(launch)
     return clock, target
@@ -186,7 +205,7 @@ def test_a_region_s_kernels_go_to_the_outermost_op_the_profile_describes() -> No
     assert told["cast"][:2] == told["aten.contiguous.default"][:2] == (2, 1.0)
     assert "aten.pad.default" not in told and "aten.index.Tensor" not in told
     cat = next(s for s in shapes if s.get("overload") == "aten.cat.default")
-    assert cat["note"] == "its tensor list's dtype is taken from the code beside it (not profiled)"
+    assert "note" not in cat  # (the event tree names a tensor list's dtypes)
     assert cat["args"][0][0]["tensor"]["dtype"] == "float32"
     left = times[target]
     assert (left.kernels, left.ns) == (2, 2000)  # the index's kernel, twice
@@ -265,7 +284,7 @@ def test_a_profiled_conv_and_cast_are_the_typed_shapes_the_recorder_writes_eager
     made = {}
     for event in _outermost(_events()):
         try:
-            shape = typed(described(OpEvent.of(event), "float32"))
+            shape = typed(described(_op(event), "float32"))
         except Lost:
             continue
         if shape is not None:
@@ -274,7 +293,7 @@ def test_a_profiled_conv_and_cast_are_the_typed_shapes_the_recorder_writes_eager
     assert made["conv3d"] == eager["conv3d"] and made["cast"] == eager["cast"]
     assert made["conv3d"]["input"] == [2, 8, 6, 8, 8]
     silu = next(e for e in _outermost(_events()) if e.name() == "aten::silu")
-    assert typed(described(OpEvent.of(silu), None)) is None
+    assert typed(described(_op(silu), None)) is None
 
 
 def test_a_profiled_attention_keeps_its_keyword_only_scale() -> None:
@@ -297,8 +316,8 @@ def test_a_profiled_attention_keeps_its_keyword_only_scale() -> None:
         activities=[ProfilerActivity.CPU], record_shapes=True, experimental_config=_config()
     ) as prof:
         attend()
-    (event,) = _outermost(list(prof.profiler.kineto_results.events()))
-    made = typed(described(OpEvent.of(event), None))
+    (event,) = _outermost(_kept(prof))
+    made = typed(described(_op(event), None))
     assert made == eager
     assert (made["scale"], made["valid_keys"], made["heads"]) == (0.25, 10, 4)
 
@@ -314,17 +333,18 @@ def test_an_optional_string_the_profile_does_not_keep_is_lost_not_none() -> None
         torch.div(x, y, rounding_mode="floor")
         torch.div(x, 2, rounding_mode="trunc")
         torch.div(x, y)
-    events = _outermost(list(prof.profiler.kineto_results.events()))
+    events = _outermost(_kept(prof))
     told = []
     for event in events:
         try:
-            told.append(described(OpEvent.of(event), None).overload)
+            told.append(described(_op(event), None).overload)
         except Lost as exc:
             told.append(str(exc))
     lost = "aten::div argument rounding_mode (Optional[str]) is not in the profile"
     assert told == [lost, lost, "aten.div.Tensor"]
 
 
+@needs_structured
 def test_without_structured_shapes_the_event_tree_gives_the_same_calls() -> None:
     """torch 2.11's kineto events have no strides: each op is described from its node of the
     event tree instead, to the same call, save the tensor list's dtype, which the tree names
@@ -351,17 +371,23 @@ def test_without_structured_shapes_the_event_tree_gives_the_same_calls() -> None
         described(OpEvent.of(OldEvent(conv)), None)
 
 
+@needs_structured
 def test_the_tree_path_groups_a_region_s_kernels_as_the_structured_one() -> None:
-    """The grouping test's profile read as on torch 2.11 (events without strides, the tree
-    from the profile's results): the same shapes, calls and kernels (the host marks apart, as
-    above)."""
+    """The grouping test's profile read from the events' own structured shapes (torch >=
+    2.12, no tree) and as on torch 2.11 (events without strides, the tree): the same shapes,
+    calls and kernels (the host marks apart, as above, and the structured path's note on the
+    tensor list's dtype, taken from the code beside it)."""
     clock, target = _stand_in(_events(calls=2))
+    clock.results = None  # (the events' own structured shapes)
     times = {target: KernelTime(kernels=len(clock.launches), ns=1000 * len(clock.launches))}
     new = region_ops(clock, times).shapes()
     clock.events = [OldEvent(e) for e in clock.events]
     clock.results = RESULTS[0]
     times = {target: KernelTime(kernels=len(clock.launches), ns=1000 * len(clock.launches))}
     old = region_ops(clock, times).shapes()
+    cat = next(s for s in new["vae"] if s.get("overload") == "aten.cat.default")
+    assert cat["note"] == "its tensor list's dtype is taken from the code beside it (not profiled)"
+    assert cat["args"][0][0]["tensor"]["dtype"] == "float32"
     for shapes in (old["vae"], new["vae"]):
         for shape in shapes:
             shape.pop("note", None)
@@ -377,7 +403,7 @@ def _masks(real: bool) -> tuple[list[Any], list[torch.dtype]]:
     scale = torch.tensor(-1e4, dtype=torch.float64) if real else -1e4
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
         made = [(x > 0) * scale, x.int() * scale]
-    return list(prof.profiler.kineto_results.events()), [t.dtype for t in made]
+    return _kept(prof), [t.dtype for t in made]
 
 
 @pytest.mark.parametrize("real", [False, True])
@@ -390,6 +416,7 @@ def test_a_python_number_the_profile_keeps_as_a_0d_tensor_replays_as_one(real: b
     events, program = _masks(real)
     target = ("region", "dit", EAGER.format(name="encoder"))
     clock = KernelClock(enabled=False, events=events, marks=[Mark(None, target)])
+    clock.results = RESULTS[0]
     kernel = "MulFunctor<double>" if real else "MulFunctor<float>"
     for op in _aten(events):
         if op.name() == "aten::mul":
