@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
+from ruamel.yaml.scalarbool import ScalarBoolean
 
 from ..shapes.chain_shape import ChainShape
 from ..shapes.chains import Chain, links
@@ -248,12 +249,16 @@ def _same_view(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def _plain(value: Any) -> Any:
-    """An argument as plain lists and dicts (a YAML reader's own mappings are not what
-    torch.compile traces through)."""
+    """An argument as plain lists, dicts and scalars: a YAML reader's own mappings and numbers
+    are not what torch.compile traces through (torch 2.11's dynamo will not index a list with
+    ruamel's `ScalarInt`)."""
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
+    for kind in (bool, ScalarBoolean, int, float, str):  # (booleans first: they are ints)
+        if isinstance(value, kind):
+            return bool(value) if kind is ScalarBoolean else kind(value)
     return value
 
 

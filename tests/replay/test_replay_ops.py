@@ -212,3 +212,28 @@ def test_a_like_factory_moves_only_its_output() -> None:
     assert shape.nominal_bytes() == 1 * 384 * 60 * 104 * 4
     mul = shape.model_copy(update={"overload": "aten.mul.Tensor"})
     assert mul.nominal_bytes() == recorded["nominal_bytes"]
+
+
+def test_a_chain_s_arguments_are_plain_python_as_torch_compile_traces_them() -> None:
+    """A shapes file's flow mappings hold ruamel's own numbers (`{input: 0}` is a ScalarInt, an
+    anchored `false` a ScalarBoolean): the chain replay hands torch.compile plain ones (torch
+    2.11's dynamo refused to index a list with a ScalarInt: every compiled chain and region
+    replayed in-process failed)."""
+    from ruamel.yaml import YAML
+
+    from ncu_classify.replay.chain import _plain
+
+    loaded = YAML(typ="rt").load("[{input: 0}, 2.5, {ref: [1, 0]}, &f false, x, [3, 1.5e-3]]")
+    assert type(loaded[0]["input"]).__name__ == "ScalarInt"  # (what a shapes file holds)
+    plain = _plain(loaded)
+    assert plain == [{"input": 0}, 2.5, {"ref": [1, 0]}, False, "x", [3, 0.0015]]
+
+    def types(value: object) -> list[type]:
+        if isinstance(value, dict):
+            return [dict, *[t for v in value.values() for t in types(v)]]
+        if isinstance(value, list):
+            return [list, *[t for v in value for t in types(v)]]
+        return [type(value)]
+
+    assert set(types(plain)) == {list, dict, int, float, bool, str}
+    assert plain[3] is False and type(plain[0]["input"]) is int
