@@ -78,7 +78,13 @@ def _capture(plan: Plan, host: Host, progress: CaptureProgress | None) -> Manife
         }
     )
     manifest = plan.previous or _new_manifest(plan)
-    manifest.shapes = [records[e.group] for e in plan.entries if e.group in records]
+    # the shapes file's order, whatever order they run in: --order time and --order file
+    # give the same manifest, cards and summaries (a resumed older capture keeps its order)
+    place = {e.group: i for i, e in enumerate(plan.shapes.entries())}
+    manifest.shapes = sorted(
+        (records[e.group] for e in plan.entries if e.group in records),
+        key=lambda record: place.get(record.group, len(place)),
+    )
     manifest.shard = f"{options.shard[0]}/{options.shard[1]}"
     manifest.coverage_target_pct = options.coverage_pct
     manifest.below_target = [below_target(e) for e in plan.below]

@@ -1,0 +1,102 @@
+"""Capture by time and `--coverage` used carelessly (issue 41): the compiled block's recording
+(fixtures/compiled_h200: the region, 10.4 ms, then main's draw, 203.6 us, and cast, 437.4 us,
+in that file order) captured by the stand-in ncu from the H200's reports. Whatever order the
+shapes run in, the manifest and the cards list them in the shapes file's order; capture's own
+output says what a target left out, with the target as given."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import ROOT
+
+from ncu_classify.cli.entry import run
+
+BLOCK = ROOT / "fixtures" / "compiled_h200"
+FILE_ORDER = [
+    "block:compiled:block:g0:compiled",
+    "main:aten.randn.default",
+    "main:aten._to_copy.default:1x128x8x240x360:bf16",
+]
+
+
+@pytest.fixture
+def stand_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stand-in ncu, serving the H200's reports of the compiled block."""
+    monkeypatch.setenv("PATH", f"{ROOT / 'tests' / 'fakebin'}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_NCU_REPORTS", str(BLOCK / "cap"))
+    for name in ("FAKE_NCU_MODE", "FAKE_SHAPE_SECONDS", "FAKE_NCU_LOG"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def _groups(path: Path, key: str) -> list[str]:
+    """The group ids a manifest (`shapes`) or cards file (`cards`) lists, in its order."""
+    return [item["group"] for item in json.loads(path.read_text())[key]]
+
+
+def test_the_manifest_and_cards_keep_the_file_s_order_whatever_the_capture_order(
+    stand_in: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """By time, main's cast (437.4 us) runs before its draw (203.6 us), as its batch records;
+    the manifest and the cards list them in file order, as `--order file` does (they were
+    listed in capture order: the summary, `diff` and the cards of the same shapes then read
+    differently by the order they ran in, and every timed recording's from before)."""
+    shapes = str(BLOCK / "shapes.yaml")
+    for order in ("time", "file"):
+        raw = tmp_path / order
+        assert run(["capture", "--shapes", shapes, "-o", str(raw), "--order", order]) == 0
+        assert _groups(raw / "manifest.json", "shapes") == FILE_ORDER
+        assert run(["classify", str(raw), "-o", str(tmp_path / f"{order}.json")]) == 0
+        assert _groups(tmp_path / f"{order}.json", "cards") == FILE_ORDER
+    batches = json.loads((tmp_path / "time" / "manifest.json").read_text())["batches"]
+    assert [b["groups"] for b in batches] == [FILE_ORDER[:1], FILE_ORDER[:0:-1]]
+    capsys.readouterr()
+    summaries = []
+    for order in ("time", "file"):
+        assert run(["summary", str(tmp_path / f"{order}.json")]) == 0
+        summaries.append(capsys.readouterr().out.replace(f"{order}.json", "cards.json"))
+    assert summaries[0] == summaries[1]
+
+
+def test_resuming_an_older_capture_keeps_its_manifest_s_order(
+    stand_in: None, tmp_path: Path
+) -> None:
+    """The H200's capture of the block, made before capture by time, resumed with a target
+    and nothing left to capture: its shapes stay in their order (they were rewritten by time:
+    the cast before the draw) and the target leaves none of them out."""
+    raw = tmp_path / "cap"
+    shutil.copytree(BLOCK / "cap", raw)
+    before = _groups(raw / "manifest.json", "shapes")
+    assert before == FILE_ORDER
+    argv = ["capture", "--shapes", str(BLOCK / "shapes.yaml"), "-o", str(raw), "--resume"]
+    assert run([*argv, "--coverage", "50"]) == 0
+    manifest = json.loads((raw / "manifest.json").read_text())
+    assert _groups(raw / "manifest.json", "shapes") == before
+    assert (manifest["coverage_target_pct"], manifest["below_target"]) == (50.0, [])
+
+
+def test_capture_says_what_the_target_left_out_with_the_target_as_given(
+    stand_in: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """At --coverage 60 the draw is left out: the capture's last line says so, as --dry-run
+    does (capture said nothing of it). --dry-run at 99.99999 names that target (`:g` wrote
+    100, a target the user did not give); the draw is then captured."""
+    shapes = str(BLOCK / "shapes.yaml")
+    argv = ["capture", "--shapes", shapes, "-o", str(tmp_path / "raw"), "--coverage", "60"]
+    assert run(argv) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "--coverage 60: 1 shape below the target, 0.204 ms of the program's kernel time,"
+        " not captured"
+    )
+    dry = ["capture", "--shapes", shapes, "-o", str(tmp_path / "dry"), "--dry-run"]
+    assert run([*dry, "--coverage", "99.99999"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "# --coverage 99.99999: 0 shapes below the target, 0.000 ms of the program's kernel"
+        " time, not captured"
+    )
+    assert run(["capture", "--shapes", shapes, "-o", str(tmp_path / "all")]) == 0
+    assert "below the target" not in capsys.readouterr().out  # without a target: as before
