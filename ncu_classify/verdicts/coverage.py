@@ -9,7 +9,7 @@ Captures of one shapes file (the shards of a job array) are reckoned together.""
 from __future__ import annotations
 
 from ..capture.manifest import BelowTarget, Manifest
-from ..cards.coverage import StageCoverage, UncoveredWork
+from ..cards.coverage import BELOW_TARGET_WHY, StageCoverage, UncoveredWork
 from ..cards.fidelity import has_kernels
 from ..cards.model import Card
 from ..shapes.recorded import RecordedTotals
@@ -107,8 +107,7 @@ def below_target_work(below: list[BelowTarget], timed: bool) -> list[UncoveredWo
     return [
         UncoveredWork(
             name=f"({len(below)} shape{'s' if len(below) != 1 else ''} below the coverage target)",
-            why="below the target of capture --coverage: the stage's smallest shapes, not captured"
-            " (capture --resume --coverage with a higher target takes them)",
+            why=BELOW_TARGET_WHY,
             calls=calls,
             real_us=round(time, 3) if time is not None else None,
         )

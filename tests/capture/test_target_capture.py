@@ -100,3 +100,31 @@ def test_capture_says_what_the_target_left_out_with_the_target_as_given(
     )
     assert run(["capture", "--shapes", shapes, "-o", str(tmp_path / "all")]) == 0
     assert "below the target" not in capsys.readouterr().out  # without a target: as before
+
+
+def test_diff_says_a_side_s_missing_shapes_were_below_its_target(
+    stand_in: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The whole block against its capture at --coverage 60: the draw reads as removed, and a
+    warning says why, with its stage, count and program time (the diff said only `1 removed`,
+    as if the program had lost it); turned around, added. Two captures at one target have
+    the same shapes: no warning."""
+    shapes = str(BLOCK / "shapes.yaml")
+    for name, extra in (("all", []), ("t60", ["--coverage", "60"]), ("u60", ["--coverage", "60"])):
+        assert run(["capture", "--shapes", shapes, "-o", str(tmp_path / name), *extra]) == 0
+        assert run(["classify", str(tmp_path / name), "-o", str(tmp_path / f"{name}.json")]) == 0
+    capsys.readouterr()
+
+    def warnings(baseline: str, candidate: str) -> list[str]:
+        run(["diff", str(tmp_path / f"{baseline}.json"), str(tmp_path / f"{candidate}.json")])
+        return [x for x in capsys.readouterr().out.splitlines() if x.startswith("warning:")]
+
+    said = (
+        "warning: the {} was captured at a coverage target and left shapes below it (main:"
+        " 1 shape, 0.204 ms): they have no card there, so the other side's cards of them read"
+        " as {}, not as a change of the program; capture both sides at one --coverage to"
+        " compare every shape"
+    )
+    assert warnings("all", "t60") == [said.format("candidate", "removed")]
+    assert warnings("t60", "all") == [said.format("baseline", "added")]
+    assert warnings("t60", "u60") == []
