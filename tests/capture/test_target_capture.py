@@ -128,3 +128,39 @@ def test_diff_says_a_side_s_missing_shapes_were_below_its_target(
     assert warnings("all", "t60") == [said.format("candidate", "removed")]
     assert warnings("t60", "all") == [said.format("baseline", "added")]
     assert warnings("t60", "u60") == []
+
+
+def test_a_resumed_shard_s_progress_line_takes_the_capture_s_own_shards(tmp_path: Path) -> None:
+    """Shard 1/4 of the Wan 14B recording in a capture made with `hash` shards (before
+    cost_v1), resumed: the line's share of each stage the shard holds is the hash shard's (it
+    was cost_v1's, another set of shapes: dit 12.8 % and vae 15.5 % for 31.5 and 29.5)."""
+    import lzma
+
+    from ncu_classify.capture.manifest import Manifest, write_manifest
+    from ncu_classify.capture.order import StageShares
+    from ncu_classify.capture.plan import CaptureOptions
+    from ncu_classify.capture.shards import select_shard
+    from ncu_classify.cli.capture import progress_shares
+    from ncu_classify.shapes.file import read_shapes
+
+    wan = tmp_path / "shapes.yaml"
+    wan.write_bytes(
+        lzma.decompress((ROOT / "reports/record/wan_14b_480x832_h200_shapes.yaml.xz").read_bytes())
+    )
+    shapes, sha256 = read_shapes(wan)
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    old = Manifest(
+        tool_version="0.1.0", created_at="2026-01-01T00:00:00+00:00", shapes_file="shapes.yaml",
+        shapes_sha256=sha256, seed=0, warmup=3, cudnn_benchmark=False, metrics=[], shapes=[],
+        shard="1/4", shard_method="hash",
+    )  # fmt: skip
+    write_manifest(raw, old)
+    shares, before = progress_shares(wan, raw, CaptureOptions(shard=(1, 4), resume=True))
+    assert shares is not None and before == []
+    hashed = [e.group for e in select_shard(shapes.entries(), 1, 4, "hash")]
+    expected = StageShares.of(shapes, hashed)
+    assert expected is not None and shares.part == expected.part
+    assert {k: round(v, 1) for k, v in (shares.part or {}).items()} == {
+        "dit": 31.5, "output": 49.2, "vae": 29.5,
+    }  # fmt: skip
