@@ -205,8 +205,15 @@ class _Run:
             return batch
 
     def record(self, outcome: BatchRun) -> None:
+        """A batch's outcome into the manifest, which is written again. This run's batches
+        stay in the plan's order after the earlier runs' (with several GPUs they end in an
+        order that depends on timing: the manifest would not be the same twice)."""
         with self.lock:
-            self.manifest.batches.append(outcome.record)
+            batches = self.manifest.batches
+            batches.append(outcome.record)
+            place = {b.name: i for i, b in enumerate(self.plan.batches)}
+            ours = [b for b in batches if b.name in place]
+            batches[len(batches) - len(ours) :] = sorted(ours, key=lambda b: place[b.name])
             env = outcome.tail.env.model_dump(exclude={"kind", "pid"}) if outcome.tail.env else {}
             env = apply_status(self.records, outcome.record, outcome.tail.shapes, env)
             self.manifest.host = _with(self.manifest.host, **env)

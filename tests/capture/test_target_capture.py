@@ -164,3 +164,26 @@ def test_a_resumed_shard_s_progress_line_takes_the_capture_s_own_shards(tmp_path
     assert {k: round(v, 1) for k, v in (shares.part or {}).items()} == {
         "dit": 31.5, "output": 49.2, "vae": 29.5,
     }  # fmt: skip
+
+
+def test_batches_on_two_gpus_are_recorded_in_the_plan_s_order(
+    stand_in: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The three DiT shapes of fixtures/fault_h200 at --max-batch 2 on two GPUs: dit-1 (two
+    shapes) on GPU 0 ends after dit-2 (one) on GPU 1; the manifest lists them in the plan's
+    order whatever order they ended in (it listed dit-2 first: a manifest that depended on
+    timing)."""
+    monkeypatch.setenv("FAKE_NCU_REPORTS", str(ROOT / "fixtures" / "fault_h200"))
+    monkeypatch.setenv("FAKE_GPU_COUNT", "2")
+    monkeypatch.setenv("FAKE_SHAPE_SECONDS", "1")
+    monkeypatch.setenv("FAKE_NCU_MODE", "slow")
+    shapes = str(ROOT / "fixtures" / "fault_h200" / "dit3.yaml")
+    raw = tmp_path / "raw"
+    argv = ["capture", "--shapes", shapes, "-o", str(raw), "--gpus", "0,1", "--max-batch", "2"]
+    assert run(argv) == 0
+    batches = json.loads((raw / "manifest.json").read_text())["batches"]
+    assert [(b["name"], b["gpu"], len(b["groups"])) for b in batches] == [
+        ("dit-1", 0, 2), ("dit-2", 1, 1),
+    ]  # fmt: skip
+    ended = {b["name"]: b["wall_seconds"] for b in batches}
+    assert ended["dit-1"] > ended["dit-2"]
