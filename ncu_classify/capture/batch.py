@@ -63,7 +63,7 @@ def gpu_batches(
 ) -> list[Batch]:
     """One process per GPU, named after its device (`gpu0`, `gpu1`, ...): units of shapes that
     draw the same inputs, dealt costliest first to the GPU with the least estimated work, in
-    the order of `entries` within each GPU (largest program time first when capturing by
+    the order of `entries` within each GPU (by share of their stage's time when capturing by
     time; a unit's shapes together, at its first one); cut by `max_batch` if given."""
     shares: list[list[list[tuple[int, ShapeEntry]]]] = [[] for _ in gpus]
     loads = [0.0] * len(gpus)
