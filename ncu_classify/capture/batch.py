@@ -63,8 +63,8 @@ def gpu_batches(
 ) -> list[Batch]:
     """One process per GPU, named after its device (`gpu0`, `gpu1`, ...): units of shapes that
     draw the same inputs, dealt costliest first to the GPU with the least estimated work, in
-    file order within each GPU (a unit's shapes together, at its first one); cut by
-    `max_batch` if given."""
+    the order of `entries` within each GPU (by share of their stage's time when capturing by
+    time; a unit's shapes together, at its first one); cut by `max_batch` if given."""
     shares: list[list[list[tuple[int, ShapeEntry]]]] = [[] for _ in gpus]
     loads = [0.0] * len(gpus)
     costed = [(unit_cost(unit), unit) for unit in input_units(entries)]

@@ -95,7 +95,7 @@ def wanted_groups(shapes: ShapesFile, target_pct: float) -> set[str]:
             "--coverage needs the recorded program's kernel time: this shapes file was not"
             " recorded on a GPU by ncu-classify record (no real_us per shape)"
         )
-    stages = shapes.recorded.totals.stages  # type: ignore[union-attr]
+    wholes = stage_wholes(shapes)
     wanted: set[str] = set()
     by_stage: dict[str, list[ShapeEntry]] = {}
     for entry in shapes.entries():
@@ -104,16 +104,44 @@ def wanted_groups(shapes: ShapesFile, target_pct: float) -> set[str]:
         else:
             by_stage.setdefault(entry.stage, []).append(entry)
     for stage, members in by_stage.items():
-        whole = stages[stage].kernel_us if stage in stages else None
-        if not whole:
-            whole = sum(program_us(e) or 0 for e in members)
-        goal, covered = whole * target_pct / 100, 0.0
+        goal, covered = wholes[stage] * target_pct / 100, 0.0
         for entry in largest_first(members):
             if covered >= goal and target_pct < 100:  # 100: every shape, of no time too
                 break
             wanted.add(entry.group)
             covered += program_us(entry) or 0
     return wanted
+
+
+def stage_wholes(shapes: ShapesFile) -> dict[str, float]:
+    """Each stage's recorded kernel time (its uncovered work included); where the recording
+    has none for it, the sum of its shapes' times."""
+    stages = shapes.recorded.totals.stages if shapes.recorded and shapes.recorded.totals else {}
+    sums: dict[str, float] = {}
+    for entry in shapes.entries():
+        sums[entry.stage] = sums.get(entry.stage, 0.0) + (program_us(entry) or 0)
+    return {
+        stage: (stages[stage].kernel_us if stage in stages else None) or total
+        for stage, total in sums.items()
+    }
+
+
+def largest_share_first(shapes: ShapesFile, entries: list[ShapeEntry]) -> list[ShapeEntry]:
+    """The shapes by their share of their stage's time, largest first (untimed shapes after
+    the timed ones, ties in file order): one process for all stages, taken by time alone,
+    ran the Wan recording's 0.19 ms output stage last, at 0 % when stopped at half its
+    estimated time; by share every stage's largest shapes come first (output 100 %, the
+    decode 97.6 % for 98.3 %, the DiT 99.6 % at half)."""
+    wholes = stage_wholes(shapes)
+
+    def rank(item: tuple[int, ShapeEntry]) -> tuple[int, float, int]:
+        index, entry = item
+        time, whole = program_us(entry), wholes.get(entry.stage) or 0.0
+        if time is None:
+            return (1, 0.0, index)
+        return (0, -(time / whole if whole else 0.0), index)
+
+    return [entry for _, entry in sorted(enumerate(entries), key=rank)]
 
 
 @dataclass(frozen=True)

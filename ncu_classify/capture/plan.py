@@ -28,7 +28,7 @@ from .manifest import (
     report_kept,
 )
 from .ncu_cmd import ncu_argv
-from .order import is_timed, largest_first, time_bands, wanted_groups
+from .order import is_timed, largest_first, largest_share_first, time_bands, wanted_groups
 from .repeats import DURATION_METRIC, timed, with_times
 from .shards import select_shard
 
@@ -225,8 +225,9 @@ def _by_time(
         wanted = wanted_groups(shapes, options.coverage_pct) | done
         below = [e for e in entries if e.group not in wanted]
         entries = [e for e in entries if e.group in wanted]
-    if options.order == "time" and is_timed(shapes):
-        entries = largest_first(entries)
+    if options.order == "time" and is_timed(shapes):  # one process for all stages: by share
+        by_share = not options.per_stage and options.drill is None
+        entries = largest_share_first(shapes, entries) if by_share else largest_first(entries)
     return entries, below
 
 

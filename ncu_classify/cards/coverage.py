@@ -14,6 +14,11 @@ from ..core.units import NonNegative
 # How a cards file's input warnings name a capture folder read without its manifest.json, the
 # file that carries the recorded program's times (so coverage is unknown for another reason).
 WITHOUT_MANIFEST = "without its manifest.json: read as loose reports"
+# Why the shapes `capture --coverage` left below its target have no card (one item per stage).
+BELOW_TARGET_WHY = (
+    "below the target of capture --coverage: the stage's smallest shapes, not captured"
+    " (capture --resume --coverage with a higher target takes them)"
+)
 
 
 class UncoveredWork(BaseModel):

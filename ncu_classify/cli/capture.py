@@ -178,8 +178,7 @@ def capture_command(
             print_plan(plan_capture(shapes, output, options, gpu_bytes))
             return
     try:
-        before = captured_before(output) if resume else []
-        shares = stage_shares(shapes, options)
+        shares, before = progress_shares(shapes, output, options)
         with errors(), capture_progress(shares, before) as progress:
             manifest = capture(shapes, output, options, progress=progress)
     except typer.Exit as stopped:
@@ -216,17 +215,25 @@ def stage_shares(shapes: Path, options: CaptureOptions) -> StageShares | None:
         return None
 
 
-def captured_before(output: Path) -> list[str]:
-    """The shapes an earlier run of a capture being resumed captured (ok), for the progress
-    line's shares; none when its manifest cannot be read (capture then says why)."""
+def progress_shares(
+    shapes: Path, output: Path, options: CaptureOptions
+) -> tuple[StageShares | None, list[str]]:
+    """The progress line's stage shares and the shapes an earlier run of a capture being
+    resumed captured (ok), its shard taken by the capture's own method (an older capture's
+    `hash` shards: by cost_v1's, the line said the shard held another share of each stage);
+    none captured when its manifest cannot be read (capture then says why)."""
     from ..capture.manifest import MANIFEST_NAME, read_manifest
     from ..core.errors import NcuClassifyError
 
+    if not options.resume:
+        return stage_shares(shapes, options), []
     try:
         manifest = read_manifest(output / MANIFEST_NAME)
     except (NcuClassifyError, OSError):
-        return []
-    return [shape.group for shape in manifest.shapes if shape.status == "ok"]
+        return stage_shares(shapes, options), []
+    options = replace(options, shard_method=manifest.shard_method)
+    before = [shape.group for shape in manifest.shapes if shape.status == "ok"]
+    return stage_shares(shapes, options), before
 
 
 def drill_request(cards_path: Path, classes: list[str]) -> DrillRequest:

@@ -68,11 +68,18 @@ def below_line(plan: Plan) -> str:
     """What `--coverage` leaves out of this shard: its shapes below the target, their time."""
     from ..capture.order import program_us
 
-    below = plan.below
-    time = sum(program_us(e) or 0 for e in below) / 1000
+    times = [program_us(e) or 0 for e in plan.below]
+    return "# " + target_line(plan.options.coverage_pct or 0, times)
+
+
+def target_line(target_pct: float, times_us: list[float]) -> str:
+    """`--coverage 99.5: 86 shapes below the target, 2.465 ms of the program's kernel time,
+    not captured`: the target as given (`:g` wrote 99.99999 as 100), the shapes' count and
+    program time."""
+    time = sum(times_us) / 1000
     return (
-        f"# --coverage {plan.options.coverage_pct:g}: {counted(len(below), 'shape')} below the"
-        f" target, {time:,.3f} ms of the program's kernel time, not captured"
+        f"--coverage {str(target_pct).removesuffix('.0')}: {counted(len(times_us), 'shape')}"
+        f" below the target, {time:,.3f} ms of the program's kernel time, not captured"
     )
 
 
@@ -163,6 +170,7 @@ def print_interrupted(output: Path) -> None:
 
 
 def print_manifest(manifest: Manifest) -> None:
+    """What a capture did: each shape's status, each ncu process, what a target left out."""
     for s in manifest.shapes:
         passes = sorted(set(s.replay_passes))
         line = f"{s.status:7} {s.group}  kernels={s.kernels} passes={passes}"
@@ -174,6 +182,9 @@ def print_manifest(manifest: Manifest) -> None:
             out.print(f"  sources dropped: {b.dropped_source_bytes:,} bytes")
         if b.sources_kept:
             out.print(printable(f"  sources kept: {b.sources_kept}"))
+    if manifest.coverage_target_pct is not None:  # what the target left out, as --dry-run
+        times = [(b.real_us or 0) * (b.real_calls or b.calls) for b in manifest.below_target]
+        out.print(target_line(manifest.coverage_target_pct, times))
     if manifest.drill_down is not None:
         out.print(drill_line(manifest.drill_down).removeprefix("# "))
 

@@ -9,13 +9,14 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from ..cards.coverage import BELOW_TARGET_WHY
 from ..cards.machine import Software, first_gpu, sm_clock_range
 from ..cards.model import Card, CardFile, KernelCard
 from ..cards.rollup import median_ceilings
 from ..core.errors import RulesError
 from ..core.stats import six_figures
 from ..verdicts.rules import DEFAULT_RULES, LoadedRules, load_rules, rules_from_text
-from .model import SideHeader
+from .model import ShapeDiff, SideHeader
 
 
 def rules_places(cards: CardFile, cards_path: Path) -> list[Path]:
@@ -161,3 +162,28 @@ def _gpu_name(header: SideHeader) -> str | None:
     if not gpu.name:
         return None
     return f"{gpu.name} ({'?' if gpu.sm_count is None else gpu.sm_count} SMs)"
+
+
+def target_warnings(baseline: CardFile, candidate: CardFile, shapes: list[ShapeDiff]) -> list[str]:
+    """A warning for each side captured at a coverage target (`capture --coverage`) whose
+    stages hold shapes of the other side only: the shapes below its target have no card
+    there, so they read as removed (or added), not as a change of the program."""
+    out = []
+    sides = (("baseline", baseline, "added"), ("candidate", candidate, "removed"))
+    for side, cards, change in sides:
+        unpaired = {s.stage for s in shapes if s.change == change}
+        below = [
+            f"{stage.stage}: {item.name.strip('()').removesuffix(' below the coverage target')},"
+            f" {'-' if item.real_us is None else f'{item.real_us / 1000:,.3f}'} ms"
+            for stage in cards.coverage
+            for item in stage.uncovered
+            if item.why == BELOW_TARGET_WHY and stage.stage in unpaired
+        ]
+        if below:
+            out.append(
+                f"the {side} was captured at a coverage target and left shapes below it"
+                f" ({'; '.join(below)}): they have no card there, so the other side's cards"
+                f" of them read as {change}, not as a change of the program; capture both"
+                " sides at one --coverage to compare every shape"
+            )
+    return out

@@ -8,9 +8,11 @@ record time) every view says so in words, never by leaving the line out."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
-from ..cards.coverage import WITHOUT_MANIFEST, StageCoverage, UncoveredWork
+from ..cards.coverage import BELOW_TARGET_WHY, WITHOUT_MANIFEST, StageCoverage, UncoveredWork
 from ..cards.fidelity import FIDELITY_TOLERANCE, fidelity
 from ..cards.model import CardFile
 from ..core.ordering import stage_order
@@ -33,6 +35,7 @@ BASIS_SHORT = {
 }
 TOP_IN_LINE = 3  # uncovered items named in a stage's summary line
 TOP_IN_PAGE = 20  # uncovered items and fidelity rows listed on a page
+Item = TypeVar("Item")
 
 
 @dataclass(frozen=True)
@@ -156,14 +159,27 @@ def stage_line(stage: StageCoverage) -> str:
         whole = f"{millis(stage.real_us)} {BASIS['kernel_time']}"
     else:
         whole = f"{stage.calls:,} {BASIS['calls']}"
-    items = [_item_text(work, stage.basis) for work in stage.uncovered[:TOP_IN_LINE]]
-    rest = len(stage.uncovered) - TOP_IN_LINE
-    if rest > 0:
-        items.append(f"and {rest} more")
+    shown, rest = pinned(stage.uncovered, TOP_IN_LINE, lambda work: work)
+    items = [_item_text(work, stage.basis) for work in shown]
+    if rest:
+        timed = stage.basis == "kernel_time" and all(w.real_us is not None for w in rest)
+        time = f" ({millis(sum(w.real_us or 0 for w in rest))})" if timed else ""
+        items.append(f"and {len(rest)} more{time}")
     return (
         f"coverage {stage.stage}: {share} of {whole}; replayed {millis(stage.replayed_us)};"
         f" not covered: {', '.join(items) or 'nothing'}"
     )
+
+
+def pinned(
+    items: list[Item], top: int, work: Callable[[Item], UncoveredWork]
+) -> tuple[list[Item], list[Item]]:
+    """The first `top` items, then any later one that is a stage's shapes below the coverage
+    target (every coverage line names them: in a capture stopped short, its pending shapes
+    pushed them into `and 95 more`); and the rest."""
+    below = [item for item in items[top:] if work(item).why == BELOW_TARGET_WHY]
+    rest = [item for item in items[top:] if work(item).why != BELOW_TARGET_WHY]
+    return items[:top] + below, rest
 
 
 def _item_text(work: UncoveredWork, basis: str) -> str:
@@ -218,6 +234,7 @@ def file_coverage(cards: CardFile) -> FileCoverage:
     items = [(stage.stage, work) for stage in cards.coverage for work in stage.uncovered]
     items.sort(key=lambda pair: (-(pair[1].real_us or 0), -pair[1].calls))
     off = fidelity_rows(cards, off_only=True)
+    shown, rest = pinned(items, TOP_IN_PAGE, lambda pair: pair[1])
     return FileCoverage(
         stages=list(cards.coverage),
         unknown=None if cards.coverage else f"coverage unknown: {unknown_why(cards)}",
@@ -225,8 +242,8 @@ def file_coverage(cards: CardFile) -> FileCoverage:
             f"coverage {name}: unknown: {STAGE_UNKNOWN}"
             for name in (unknown_stages(cards) if cards.coverage else [])
         ],
-        uncovered=items[:TOP_IN_PAGE],
-        more_uncovered=max(len(items) - TOP_IN_PAGE, 0),
+        uncovered=shown,
+        more_uncovered=len(rest),
         fidelity_line=fidelity_line(cards),
         fidelity=off[:TOP_IN_PAGE],
         more_fidelity=max(len(off) - TOP_IN_PAGE, 0),

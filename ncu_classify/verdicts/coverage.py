@@ -9,7 +9,7 @@ Captures of one shapes file (the shards of a job array) are reckoned together.""
 from __future__ import annotations
 
 from ..capture.manifest import BelowTarget, Manifest
-from ..cards.coverage import StageCoverage, UncoveredWork
+from ..cards.coverage import BELOW_TARGET_WHY, StageCoverage, UncoveredWork
 from ..cards.fidelity import has_kernels
 from ..cards.model import Card
 from ..shapes.recorded import RecordedTotals
@@ -68,7 +68,7 @@ def stage_coverage(
     covered_us = sum((c.real_us or 0) * recorded_calls(c) for c in covered) if timed else None
     covered_calls = sum(recorded_calls(c) for c in covered)
     amount = whole.kernel_us if timed else whole.calls
-    uncovered += remainder(amount, covered_us, covered_calls, uncovered, timed)
+    uncovered += remainder(amount, covered_us, covered_calls, uncovered, timed, whole.calls)
     uncovered.sort(key=lambda u: (-(u.real_us or 0), -u.calls, u.name))
     part = covered_us if timed else covered_calls
     pct = min(100.0, 100 * part / amount) if amount and part is not None else None
@@ -107,8 +107,7 @@ def below_target_work(below: list[BelowTarget], timed: bool) -> list[UncoveredWo
     return [
         UncoveredWork(
             name=f"({len(below)} shape{'s' if len(below) != 1 else ''} below the coverage target)",
-            why="below the target of capture --coverage: the stage's smallest shapes, not captured"
-            " (capture --resume --coverage with a higher target takes them)",
+            why=BELOW_TARGET_WHY,
             calls=calls,
             real_us=round(time, 3) if time is not None else None,
         )
@@ -121,16 +120,18 @@ def remainder(
     covered_calls: int,
     uncovered: list[UncoveredWork],
     timed: bool,
+    stage_calls: int,
 ) -> list[UncoveredWork]:
     """The stage's work that neither a card nor a listed item accounts for: shapes of the
-    recording that are not in these captures (other shards, or removed from the file)."""
+    recording that are not in these captures (other shards, or removed from the file), with
+    their calls (the stage's recorded calls less those accounted for: a timed recording's
+    said 0 calls)."""
     if not whole:
         return []
+    calls = int(stage_calls - covered_calls - sum(u.calls for u in uncovered))
     if timed:
         rest = whole - (covered_us or 0) - sum(u.real_us or 0 for u in uncovered)
-        calls = 0
     else:
-        calls = int(whole - covered_calls - sum(u.calls for u in uncovered))
         rest = float(calls)
     if rest <= REMAINDER_SHARE * whole:
         return []

@@ -27,6 +27,7 @@ from ncu_classify.present.coverage import (
 from ncu_classify.present.frames import cards_frame
 from ncu_classify.present.page import page_html, page_markdown
 from ncu_classify.present.summary import summarize, summary_csv
+from ncu_classify.verdicts.rules import LoadedRules
 
 RECORDING = ROOT / "fixtures" / "record_h200_wan14b"
 UNKNOWN = (
@@ -277,3 +278,43 @@ def test_names_in_coverage_stay_text(wan: CardFile, tmp_path: Path) -> None:
         out.read_text()
     )
     assert "\x1b" not in out.read_text()
+
+
+def test_the_shapes_below_a_target_are_named_in_every_coverage_line(
+    tmp_path: Path, rules: LoadedRules
+) -> None:
+    """The Wan 14B capture as a capture at a target stopped short would leave it: the DiT's 25
+    largest shapes failed (pending, or a crash) and its 20 smallest below the target (58.7 us,
+    22 calls). The summary line names the three largest failures, then the shapes below the
+    target, then `and 22 more` with their time (the item was one of the `and 23 more`, whose
+    time the line did not say); the page lists the 20 largest and then it (it was cut off)."""
+    from helpers import copied_capture
+
+    from ncu_classify.present.coverage import file_coverage
+    from ncu_classify.verdicts.classify import classify
+
+    def time(shape: dict) -> float:  # type: ignore[type-arg]
+        return float(shape["real_us"] * shape["calls"])
+
+    def stopped(manifest: dict) -> None:  # type: ignore[type-arg]
+        dit = sorted((s for s in manifest["shapes"] if s["stage"] == "dit"), key=time)
+        for shape in dit[-25:]:
+            shape.update(status="failed", error="not reached", report=None)
+        manifest["shapes"] = [s for s in manifest["shapes"] if s not in dit[:20]]
+        manifest["coverage_target_pct"] = 99.5
+        manifest["below_target"] = [
+            {k: s[k] for k in ("group", "stage", "calls", "real_us")} for s in dit[:20]
+        ]
+
+    cards = classify([copied_capture(tmp_path, stopped, RECORDING, "cap")], rules, jobs=1)
+    dit = next(stage for stage in cards.coverage if stage.stage == "dit")
+    assert stage_line(dit).split("not covered: ")[1] == (
+        "dit:linear:M4680_N5120_K5120:bf16:bias 71.6 ms (240 calls),"
+        " dit:linear:M4680_N13824_K5120:bf16:bias 32.7 ms (40 calls),"
+        " dit:linear:M4680_N5120_K13824:bf16:bias 31.5 ms (40 calls),"
+        " (20 shapes below the coverage target) 0.0587 ms (22 calls), and 22 more (118.8 ms)"
+    )
+    page = file_coverage(cards)
+    names = [work.name for _, work in page.uncovered]
+    assert len(names) == 21 and names[-1] == "(20 shapes below the coverage target)"
+    assert page.more_uncovered == 6  # 5 failed shapes and the output's kernels outside any op

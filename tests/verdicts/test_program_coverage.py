@@ -74,7 +74,8 @@ def test_a_shape_missing_from_the_capture_is_the_remainder(
     tmp_path: Path, rules: LoadedRules
 ) -> None:
     """A shape taken out of the manifest (another shard, or deleted from the shapes file):
-    its time is what neither a card nor a listed item accounts for."""
+    its time and its 240 calls are what neither a card nor a listed item accounts for (a timed
+    recording's remainder said 0 calls)."""
     group = "dit:linear:M4680_N5120_K5120:bf16:bias"
     folder = _copy(
         tmp_path, lambda m: m.update(shapes=[s for s in m["shapes"] if s["group"] != group])
@@ -83,6 +84,7 @@ def test_a_shape_missing_from_the_capture_is_the_remainder(
     [rest] = dit.uncovered
     assert rest.name == "(shapes not in these captures)"
     assert rest.real_us == pytest.approx(298.2269 * 240, abs=1e-2)
+    assert rest.calls == 240
     assert dit.coverage_pct == round(100 * (258807.187 - 298.2269 * 240) / 258807.187, 2)
 
 
