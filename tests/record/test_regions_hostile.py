@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from helpers import import_or_skip
 
 torch = import_or_skip("torch")
@@ -279,3 +280,102 @@ def test_a_data_dependent_branch_is_a_graph_break_said(tmp_path: Path) -> None:
     assert reason.startswith("Data-dependent branching") and count == 1
     ((_, why, calls),) = _uncovered(shapes)
     assert "graph break" in why and calls == 2
+
+
+def _doubled(y: Any) -> Any:
+    return y.relu() * 2
+
+
+class _Scaled(torch.nn.Module):
+    """A linear then a compiled function shared with another module (`post`)."""
+
+    def __init__(self, post: Any) -> None:
+        super().__init__()
+        self.lin, self.post = torch.nn.Linear(2, 2), post
+
+    def forward(self, x: Any) -> Any:
+        return self.post(self.lin(x))
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_a_function_compiled_once_and_called_from_two_stages_is_each_stage_s(
+    tmp_path: Path, dynamic: bool
+) -> None:
+    """One compiled function called by a DiT and a VAE module (one graph: the second caller
+    reuses it): its 6 calls were all the first caller's (`dit:dit._doubled`, the VAE's stage 3
+    calls short, on a GPU its kernel time too). Now each caller's calls are a shape of its
+    stage and region; still one graph, no recompile. Dynamic: each caller's sizes its own."""
+
+    def program() -> None:
+        post = torch.compile(_doubled, backend="aot_eager", dynamic=dynamic)
+        dit, vae = _Scaled(post), _Scaled(post)
+        with torch.no_grad():
+            for rows in (3, 3, 5)[: 3 if dynamic else 2]:
+                vae(dit(torch.ones(rows, 2)))
+
+    torch._dynamo.reset()
+    recorder = Recorder(stages=[("dit*", "dit"), ("vae*", "vae")])
+    with recorder:
+        program()
+    path = tmp_path / "s.yaml"
+    path.write_text(shapes_yaml(validated_document(recorder, "test")))
+    shapes = load_shapes(path)
+    got = {
+        stage: [
+            (s.region, s.graph, s.sizes, s.calls, s.chain.inputs[0].tensor.shape)
+            for s in members
+            if isinstance(s, CompiledShape)
+        ]
+        for stage, members in shapes.stages.items()
+        if stage != "main"
+    }
+    assert got == (
+        {
+            "dit": [("dit._doubled", 0, None, 2, [3, 2])],
+            "vae": [("vae._doubled", 0, None, 2, [3, 2])],
+        }
+        if not dynamic
+        else {
+            "dit": [("dit._doubled", 0, None, 2, [3, 2]), ("dit._doubled", 0, 1, 1, [5, 2])],
+            "vae": [("vae._doubled", 0, None, 2, [3, 2]), ("vae._doubled", 0, 1, 1, [5, 2])],
+        }
+    )
+    assert shapes.recorded is not None and shapes.recorded.compiled is not None
+    notes = shapes.recorded.compiled
+    regions = ["dit:dit._doubled", "vae:vae._doubled"]
+    assert (notes.regions, notes.graphs, notes.recompiles) == (regions, 1, 0)
+    assert shapes.recorded.totals is not None and _uncovered(shapes) == []
+
+
+def test_a_tensor_made_inside_a_region_is_a_drawn_constant(tmp_path: Path) -> None:
+    """`torch.tensor([...])` inside a region (HunyuanVideo's DiT makes one) traces to a
+    `get_attr` constant: the region was no shape but uncovered work ("_tensor_constant0: not
+    a tensor the chain holds"). The constant is now an input of the chain (`compiled region
+    constant`, drawn at replay as any input is), and the region replays."""
+    from ncu_classify.replay.chain import chain_runner
+
+    def program() -> None:
+        f = torch.compile(_scaled_by_constants, backend="aot_eager")
+        for _ in range(2):
+            assert f(torch.ones(2)).tolist() == [4.0, 5.0]
+
+    shapes = _recorded(tmp_path, program)
+    assert _uncovered(shapes) == []
+    (region,) = [s for s in shapes.stages["main"] if isinstance(s, CompiledShape)]
+    got = [(i.tensor.shape, i.tensor.dtype, i.origins) for i in region.chain.inputs]
+    assert got == [
+        ([2], "float32", ["compiled region input"]),
+        ([2], "float32", ["compiled region constant"]),
+        ([], "int64", ["compiled region constant"]),
+    ]
+    assert [op.overload for op in region.chain.ops] == [
+        "aten.lift_fresh_copy.default", "aten.mul.Tensor", "aten.lift_fresh_copy.default",
+        "aten.add.Tensor",
+    ]  # fmt: skip
+    run, _ = chain_runner(region.chain, "eager", "cpu")
+    (out,) = run()
+    assert out.shape == (2,) and region.calls == 2
+
+
+def _scaled_by_constants(x: Any) -> Any:
+    return x * torch.tensor([1.0, 2.0]) + torch.tensor(3)
