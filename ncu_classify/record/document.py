@@ -8,7 +8,7 @@ import json
 import re
 from typing import Any
 
-from ..core.text import counted
+from ..core.text import counted, unicode_safe
 from ..shapes.aten import AtenShape
 from ..shapes.file import Shape
 from ..shapes.recorded import Recorded, RecordedTotals, UncoveredCall
@@ -181,10 +181,16 @@ _YAML_UNSAFE = re.compile(
 )
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _yaml_scalar(value: Any) -> str:
     """A JSON scalar or list as YAML flow text; strings keep their non-ASCII characters (YAML
-    would read a JSON surrogate pair as two lone surrogates) but never a raw control."""
+    would read a JSON surrogate pair as two lone surrogates) but never a raw control. Bytes of
+    the program's arguments or paths that are not UTF-8 (lone surrogates, which no UTF-8 file
+    holds) are written as the text `\\xff`, as the tool prints them."""
     text = json.dumps(value, ensure_ascii=False)
+    text = _SURROGATE.sub(lambda m: json.dumps(unicode_safe(m.group()))[1:-1], text)
     return _YAML_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
