@@ -132,6 +132,8 @@ class Regions:
         label = backend if isinstance(backend, str) else getattr(backend, "__name__", "custom")
         keeper = functools.partial(self._backend, inner, str(label), (mode, settings))
         compiled = original(model, backend=keeper, **options)
+        if compiled is model:  # dynamo off (TORCHDYNAMO_DISABLE=1): runs eagerly, recorded so
+            return compiled
         if isinstance(compiled, torch.nn.Module):
             compiled.forward = self._call(compiled.forward, model)
             return compiled

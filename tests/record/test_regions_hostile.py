@@ -379,3 +379,36 @@ def test_a_tensor_made_inside_a_region_is_a_drawn_constant(tmp_path: Path) -> No
 
 def _scaled_by_constants(x: Any) -> Any:
     return x * torch.tensor([1.0, 2.0]) + torch.tensor(3)
+
+
+def test_with_dynamo_off_the_compiled_program_is_recorded_as_it_runs_eagerly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`TORCHDYNAMO_DISABLE=1` makes `torch.compile` hand back the module or function as it is:
+    the recorder still wrapped it and set its modes aside around each call, so the program's
+    ops ran unseen (a region that "ran none of its graphs", 100 % not covered) and the
+    module's `forward` stayed wrapped after the recording. Now it runs as it is and is
+    recorded eagerly: a linear and its ops, with their module paths."""
+    monkeypatch.setenv("TORCHDYNAMO_DISABLE", "1")
+    block = _Scaled(_doubled)
+    forward = block.forward
+
+    def program() -> None:
+        compiled, double = torch.compile(block), torch.compile(_doubled)
+        assert compiled is block and double is _doubled
+        with torch.no_grad():
+            double(compiled(torch.ones(3, 2)))
+
+    shapes = _recorded(tmp_path, program)
+    assert block.forward == forward
+    got = [(st, s.op, s.source, s.calls) for st, ss in shapes.stages.items() for s in ss]
+    assert got == [
+        ("compiled", "linear", "compiled.lin", 1),
+        ("compiled", "aten", "compiled", 1),
+        ("compiled", "aten", "compiled", 1),
+        ("main", "aten", "(no module)", 1),
+        ("main", "aten", "(no module)", 1),
+        ("main", "aten", "(no module)", 1),
+    ]  # fmt: skip (the block as the program names it; the function's relu and mul, twice)
+    assert shapes.recorded is not None and shapes.recorded.compiled is None
+    assert _uncovered(shapes) == []
