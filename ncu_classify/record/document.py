@@ -14,7 +14,7 @@ from ..shapes.file import Shape
 from ..shapes.recorded import Recorded, RecordedTotals, UncoveredCall
 from .chain_section import chain_section, chains_yaml, shape_names
 from .recorder import Recorder
-from .shapes_document import CallShape, ShapesDocument
+from .shapes_document import CallShape, ShapesDocument, shape_kinds
 from .totals import NAMES_KEPT
 
 
@@ -128,11 +128,10 @@ def shapes_yaml(document: ShapesDocument) -> str:
     totals = _totals(recorded)
     dumps = _yaml_scalar
     shapes = _flat(document)
-    ops = [s for s in shapes if isinstance(s, AtenShape)]
     lines = [
         f"# Recorded by ncu-classify {recorded.tool_version}:"
         f" {counted(len(shapes), 'distinct shape')}"
-        f" ({len(shapes) - len(ops)} typed, {counted(len(ops), 'device op')}),"
+        f" ({shape_kinds(shapes)}),"
         f" {counted(sum(s.calls for s in shapes), 'call')};"
         f" {counted(len(totals.uncovered), 'kind')} of"
         " device work not covered (recorded.totals.uncovered).",
