@@ -318,7 +318,20 @@ def held_as(module: torch.nn.Module, depth: int = 0) -> str | None:
                 for var, value in local.items():
                     if value is module and var != "self":
                         return var
+                if (inside := _inside_a_local(module, local)) is not None:
+                    return inside
             frame = frame.f_back
     finally:
         del frame
+    return None
+
+
+def _inside_a_local(module: torch.nn.Module, local: dict[str, Any]) -> str | None:
+    """`top.vae`: the module's path inside a module a local variable holds (the program runs
+    `top.vae.decode(z)`, or compiled `top.vae.decode`), or None."""
+    for var, value in local.items():
+        if var != "self" and isinstance(value, torch.nn.Module) and value is not module:
+            for path, child in value.named_modules(remove_duplicate=False):
+                if child is module:
+                    return f"{var}.{path}"
     return None

@@ -412,3 +412,36 @@ def test_with_dynamo_off_the_compiled_program_is_recorded_as_it_runs_eagerly(
     ]  # fmt: skip (the block as the program names it; the function's relu and mul, twice)
     assert shapes.recorded is not None and shapes.recorded.compiled is None
     assert _uncovered(shapes) == []
+
+
+class _Pair(torch.nn.Module):
+    """Two blocks of one class, run by the program one by one (no forward of its own)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dit, self.vae = _Scaled(_doubled), _Scaled(_doubled)
+
+
+def test_blocks_the_program_reaches_through_a_variable_are_named_by_their_path(
+    tmp_path: Path,
+) -> None:
+    """`top.dit(x)` then a compiled `top.vae.forward` (as `vae.decode = torch.compile(
+    vae.decode)`): neither block is held by a variable of its own, so both went by their
+    class name (`_scaled`): two modules under one path, the region's and the linear's calls
+    merged, no `--stage` able to tell them apart. Now each is its path inside the module the
+    variable holds: `top.dit`, `top.vae`."""
+
+    def program() -> None:
+        top = _Pair()
+        top.vae.forward = torch.compile(top.vae.forward, backend="aot_eager")
+        with torch.no_grad():
+            for _ in range(2):
+                top.vae(top.dit(torch.ones(3, 2)))
+
+    shapes = _recorded(tmp_path, program)
+    got = [(stage, s.op, s.source, s.calls) for stage, ss in shapes.stages.items() for s in ss]
+    assert got == [
+        ("top", "linear", "top.dit.lin", 2), ("top", "compiled", "top.vae", 2),
+        ("top", "aten", "top.dit", 2), ("top", "aten", "top.dit", 2),
+        ("main", "aten", "(no module)", 2),
+    ]  # fmt: skip
