@@ -158,7 +158,7 @@ def shapes_yaml(document: ShapesDocument) -> str:
     lines.append("    uncovered:" + ("" if totals.uncovered else " []"))
     lines += ["      - " + dumps(item.model_dump(exclude_none=True)) for item in totals.uncovered]
     if recorded.compiled is not None:  # torch.compile'd regions: graphs, recompiles, breaks
-        lines.append(f"  compiled: {dumps(recorded.compiled.model_dump())}")
+        lines.append(f"  compiled: {dumps(recorded.compiled.model_dump(exclude_none=True))}")
     if recorded.cuda_graphs:  # CUDA graphs: what each holds, its replays and their time
         lines.append("  cuda_graphs:")
         lines += ["    - " + dumps(note.model_dump()) for note in recorded.cuda_graphs]

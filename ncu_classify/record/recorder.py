@@ -163,7 +163,7 @@ class Recorder:
             below = self._below(parent, module)
             if below is not None:
                 return f"{self.names.get(parent, 'model')}.{below}"
-        return held_as(module) or type(module).__name__.lower()
+        return held_as(module, taken=set(self.names.values())) or type(module).__name__.lower()
 
     def _below(self, parent: torch.nn.Module, module: torch.nn.Module) -> str | None:
         """`module`'s path inside `parent` (cached), or None."""

@@ -258,6 +258,16 @@ def dynamo_breaks() -> dict[str, int]:
     return found
 
 
+def new_breaks(now: dict[str, int], before: dict[str, int]) -> list[tuple[str, int]]:
+    """The graph breaks dynamo counted since `before`: (its reason on one line, without
+    addresses, so that two recordings are identical; how many)."""
+    found = []
+    for reason, count in now.items():
+        if (new := count - before.get(reason, 0)) > 0:
+            found.append((re.sub(r" at 0x[0-9a-fA-F]+", "", " ".join(reason.split()))[:300], new))
+    return found
+
+
 def plain_options(options: Any) -> dict[str, str | int | float | bool] | None:
     """The program's Inductor options as a shapes file keeps them (plain values only: others,
     such as a callable, are left out), for the replay to compile with."""

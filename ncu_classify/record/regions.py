@@ -25,6 +25,7 @@ import torch
 
 from ..shapes.chain_shape import CompiledShape
 from . import region_graph
+from .break_sites import BreakSites
 from .chains import REGION
 from .region_graph import InputLayout, function_name, layouts, module_of, traced_chain
 from .totals import EAGER
@@ -69,6 +70,7 @@ class Regions:
     untraced: list[tuple[str, str, str, int, str]] = field(default_factory=list)
     _finished: bool = False
     _quiet: Any = None
+    sites: BreakSites = field(default_factory=BreakSites)  # where the graph breaks are
 
     def __enter__(self) -> Regions:
         from torch._dynamo.convert_frame import input_codes
@@ -81,6 +83,7 @@ class Regions:
         self._quiet = warnings.catch_warnings()  # torch's note on the recorder's global hooks
         self._quiet.__enter__()
         warnings.filterwarnings("ignore", message=".*global hooks on modules.*")
+        self.sites.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -91,11 +94,9 @@ class Regions:
             self._original = None
             self._quiet.__exit__(None, None, None)
             unskipped(self._codes_before)
-        for reason, count in dynamo_breaks().items():
-            new = count - self._breaks_before.get(reason, 0)
-            if new > 0:
-                said = re.sub(r" at 0x[0-9a-fA-F]+", "", " ".join(reason.split()))[:300]
-                self.graph_breaks[said] = self.graph_breaks.get(said, 0) + new  # no addresses
+            self.sites.stop()
+        for said, new in region_graph.new_breaks(dynamo_breaks(), self._breaks_before):
+            self.graph_breaks[said] = self.graph_breaks.get(said, 0) + new
 
     @property
     def _calling(self) -> list[tuple[str, str]]:
@@ -311,6 +312,7 @@ class Regions:
         return CompiledNotes(
             regions=regions, graphs=sum(1 for g in self.graphs if not (g.sizes or g.caller)),
             recompiles=self.recompiles, graph_breaks=self.graph_breaks,
+            graph_break_sites=dict(sorted(self.sites.sites.items())) or None,
         )  # fmt: skip
 
     def finish(self) -> None:

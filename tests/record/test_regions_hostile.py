@@ -445,3 +445,65 @@ def test_blocks_the_program_reaches_through_a_variable_are_named_by_their_path(
         ("top", "aten", "top.dit", 2), ("top", "aten", "top.dit", 2),
         ("main", "aten", "(no module)", 2),
     ]  # fmt: skip
+
+
+def _through(model: Any, x: Any) -> Any:
+    """A helper of the program's that runs whichever model it is given."""
+    return model(x)
+
+
+def test_two_models_run_by_one_helper_are_two_modules(tmp_path: Path) -> None:
+    """`_through(dit, x)` then `_through(vae, y)`: both models were named by the helper's
+    argument, `model`: a compiled DiT and an eager VAE merged under one path and stage. A name
+    another live module holds is now passed over for one further out: the VAE is `vae`."""
+
+    def program() -> None:
+        dit = torch.compile(_Scaled(_doubled), backend="aot_eager")
+        vae = _Scaled(_doubled)
+        with torch.no_grad():
+            for _ in range(2):
+                _through(vae, _through(dit, torch.ones(3, 2)))
+
+    shapes = _recorded(tmp_path, program)
+    got = [(stage, s.op, s.source, s.calls) for stage, ss in shapes.stages.items() for s in ss]
+    assert got == [
+        ("model", "compiled", "model", 2), ("vae", "linear", "vae.lin", 2),
+        ("vae", "aten", "vae", 2), ("vae", "aten", "vae", 2), ("main", "aten", "(no module)", 2),
+    ]  # fmt: skip
+
+
+def _broken(x: Any) -> Any:
+    y = x.sin()
+    torch._dynamo.graph_break()
+    if y.sum() > 0:
+        y = y * 2
+    return y.cos()
+
+
+def test_the_graph_breaks_are_said_where_they_are(tmp_path: Path) -> None:
+    """The file said why a region broke (dynamo's reasons, counted) but not where: now each
+    break's place in the program (`file:line`, from dynamo's graph-break log, read quietly
+    while recording) with its reason's first line; the log is as it was afterwards."""
+    import inspect
+    import logging
+    import os
+
+    from ncu_classify.record.break_sites import LOGGER
+
+    def program() -> None:
+        f = torch.compile(_broken, backend="aot_eager")
+        for _ in range(2):
+            f(torch.ones(3))
+
+    log = logging.getLogger(LOGGER)
+    before = (log.level, log.propagate, list(log.handlers))
+    shapes = _recorded(tmp_path, program)
+    assert (log.level, log.propagate, list(log.handlers)) == before
+    assert shapes.recorded is not None and shapes.recorded.compiled is not None
+    first = inspect.getsourcelines(_broken)[1]
+    here = os.path.relpath(__file__)
+    assert shapes.recorded.compiled.graph_break_sites == {
+        f"{here}:{first + 2}": "Call to `torch._dynamo.graph_break()`",
+        f"{here}:{first + 3}": "Data-dependent branching",
+    }
+    assert sum(shapes.recorded.compiled.graph_breaks.values()) == 2
