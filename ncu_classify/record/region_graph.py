@@ -268,6 +268,18 @@ def new_breaks(now: dict[str, int], before: dict[str, int]) -> list[tuple[str, i
     return found
 
 
+def notes(graphs: list[Any], recompiles: int, breaks: dict[str, int], sites: dict[str, str]) -> Any:
+    """The shapes file's `recorded.compiled`: the regions (`stage:region`), dynamo's graphs (a
+    graph's other sizes and callers are not graphs of their own), recompiles, graph breaks."""
+    from ..shapes.recorded import CompiledNotes
+
+    return CompiledNotes(
+        regions=sorted({f"{g.stage}:{g.region}" for g in graphs}),
+        graphs=sum(1 for g in graphs if not (g.sizes or g.caller)), recompiles=recompiles,
+        graph_breaks=breaks, graph_break_sites=dict(sorted(sites.items())) or None,
+    )  # fmt: skip
+
+
 def plain_options(options: Any) -> dict[str, str | int | float | bool] | None:
     """The program's Inductor options as a shapes file keeps them (plain values only: others,
     such as a callable, are left out), for the replay to compile with."""

@@ -70,6 +70,7 @@ class Regions:
     untraced: list[tuple[str, str, str, int, str]] = field(default_factory=list)
     _finished: bool = False
     _quiet: Any = None
+    _keepers: list[functools.partial[Any]] = field(default_factory=list)
     sites: BreakSites = field(default_factory=BreakSites)  # where the graph breaks are
 
     def __enter__(self) -> Regions:
@@ -131,7 +132,10 @@ class Regions:
         else:
             inner = torch._TorchCompileWrapper(backend, mode, settings, dynamic)  # type: ignore[no-untyped-call]
         label = backend if isinstance(backend, str) else getattr(backend, "__name__", "custom")
-        keeper = functools.partial(self._backend, inner, str(label), (mode, settings))
+        keeper = next((k for k in self._keepers if k.args[0] == inner), None)
+        if keeper is None:  # one per setting: dynamo shares frames only between equal backends
+            keeper = functools.partial(self._backend, inner, str(label), (mode, settings))
+            self._keepers.append(keeper)
         compiled = original(model, backend=keeper, **options)
         if compiled is model:  # dynamo off (TORCHDYNAMO_DISABLE=1): runs eagerly, recorded so
             return compiled
@@ -304,16 +308,9 @@ class Regions:
 
     def notes(self) -> Any:
         """What the shapes file says of the compiled regions: graph breaks, recompiles."""
-        from ..shapes.recorded import CompiledNotes
-
         if not self.graphs and not self.graph_breaks:
             return None
-        regions = sorted({f"{g.stage}:{g.region}" for g in self.graphs})
-        return CompiledNotes(
-            regions=regions, graphs=sum(1 for g in self.graphs if not (g.sizes or g.caller)),
-            recompiles=self.recompiles, graph_breaks=self.graph_breaks,
-            graph_break_sites=dict(sorted(self.sites.sites.items())) or None,
-        )  # fmt: skip
+        return region_graph.notes(self.graphs, self.recompiles, self.graph_breaks, self.sites.sites)
 
     def finish(self) -> None:
         """Each graph traced to ATen ops, into its entry's shape (or why it cannot be one)."""

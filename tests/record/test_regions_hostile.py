@@ -507,3 +507,53 @@ def test_the_graph_breaks_are_said_where_they_are(tmp_path: Path) -> None:
         f"{here}:{first + 3}": "Data-dependent branching",
     }
     assert sum(shapes.recorded.compiled.graph_breaks.values()) == 2
+
+
+class _Broken(torch.nn.Module):
+    """A block whose forward breaks its graph: the code after the break is a frame of its own
+    that every block of the class shares."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(2, 2)
+
+    def forward(self, x: Any) -> Any:
+        y = self.lin(x)
+        torch._dynamo.graph_break()
+        return _doubled(y)
+
+
+def test_blocks_compiled_one_by_one_share_their_frames_as_without_the_recorder(
+    tmp_path: Path,
+) -> None:
+    """Regional compilation (each block `torch.compile`d on its own, diffusers' advice): the
+    frames the blocks share (a resume after a graph break, an attention processor) were
+    compiled again for every block, since the recorder gave each `torch.compile` a backend of
+    its own and dynamo shares a frame only between equal backends (`BACKEND_MATCH`): 6 graphs
+    where the program compiles 2, the tiny Mochi DiT 10 where it compiles 8, and past dynamo's
+    recompile limit (48 blocks) the program would have run eagerly. Now one backend per
+    setting: the program's 2 graphs, each block's calls its own."""
+    stats = torch._dynamo.utils.counters["stats"]
+
+    def program() -> None:
+        blocks = [torch.compile(_Broken(), backend="aot_eager") for _ in range(3)]
+        x = torch.ones(3, 2)
+        with torch.no_grad():
+            for block in blocks:
+                x = block(x)
+
+    torch._dynamo.reset()
+    before = stats["unique_graphs"]
+    program()
+    plain = stats["unique_graphs"] - before
+    shapes = _recorded(tmp_path, program)
+    assert stats["unique_graphs"] - before - plain == plain == 2
+    regions = [s for ss in shapes.stages.values() for s in ss if isinstance(s, CompiledShape)]
+    assert sorted((r.compile_id, r.calls) for r in regions) == [
+        ("0/0", 1),
+        ("0/0", 2),
+        ("1/0", 1),
+        ("1/0", 2),
+    ]  # fmt: skip (block 1, then blocks 2 and 3, named alike; both frames shared)
+    assert shapes.recorded is not None and shapes.recorded.compiled is not None
+    assert (shapes.recorded.compiled.graphs, shapes.recorded.compiled.recompiles) == (2, 0)
