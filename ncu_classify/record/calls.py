@@ -317,9 +317,9 @@ def held_as(module: torch.nn.Module, depth: int = 0, taken: Container[str] = ())
 
 
 def _names_here(module: torch.nn.Module, local: dict[str, Any], depth: int) -> Iterator[str]:
-    """The names one frame of the program holds `module` by, best first (see `held_as`); last
-    its path inside a module a variable holds (`top.vae`: the program runs `top.vae(z)`, or a
-    compiled `top.vae.decode`; a compiled parent's `_orig_mod` left out)."""
+    """The names one frame holds `module` by, best first (see `held_as`), then as an item of a
+    list, tuple or dict a variable holds (`blocks.1`), last its path in a module a variable holds
+    (`top.vae`: the program runs `top.vae(z)` or a compiled `top.vae.decode`; no `_orig_mod`)."""
     owner = local.get("self")
     if isinstance(owner, torch.nn.Module) and owner is not module:
         for attr, child in owner.named_children():
@@ -328,8 +328,23 @@ def _names_here(module: torch.nn.Module, local: dict[str, Any], depth: int) -> I
     elif owner is not None and hasattr(owner, "__dict__"):
         yield from (str(attr) for attr, value in vars(owner).items() if value is module)
     yield from (var for var, value in local.items() if value is module and var != "self")
+    for var, value in local.items():  # `blocks.1`: an item of a list, tuple or dict
+        if isinstance(value, (list, tuple, dict)) and len(value) <= 1000:
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            yield from (f"{var}.{key}" for key, item in items if item is module)
     for var, value in local.items():
         if var != "self" and isinstance(value, torch.nn.Module) and value is not module:
             for path, child in value.named_modules(remove_duplicate=False):
                 if child is module:
                     yield ".".join([var, *(p for p in path.split(".") if p != "_orig_mod")])
+
+
+def top_name(module: torch.nn.Module, taken: Container[str]) -> str:
+    """A top module's name (`held_as`), else its class in lower case (a compiled one's)."""
+    kind = type(getattr(module, "_orig_mod", module)).__name__.lower()
+    name = numbered = held_as(module, taken=taken) or kind
+    number = 1  # (a name another module has: numbered, `blk_2`)
+    while numbered in taken:
+        number += 1
+        numbered = f"{name}_{number}"
+    return numbered

@@ -6,6 +6,7 @@ backend, tiny tensors."""
 from __future__ import annotations
 
 import threading
+import types
 from pathlib import Path
 from typing import Any
 
@@ -549,11 +550,30 @@ def test_blocks_compiled_one_by_one_share_their_frames_as_without_the_recorder(
     shapes = _recorded(tmp_path, program)
     assert stats["unique_graphs"] - before - plain == plain == 2
     regions = [s for ss in shapes.stages.values() for s in ss if isinstance(s, CompiledShape)]
-    assert sorted((r.compile_id, r.calls) for r in regions) == [
-        ("0/0", 1),
-        ("0/0", 2),
-        ("1/0", 1),
-        ("1/0", 2),
-    ]  # fmt: skip (block 1, then blocks 2 and 3, named alike; both frames shared)
+    # each block a region of its own, both frames shared by all three
+    assert sorted((r.compile_id, r.calls) for r in regions) == [("0/0", 1)] * 3 + [("1/0", 1)] * 3
     assert shapes.recorded is not None and shapes.recorded.compiled is not None
     assert (shapes.recorded.compiled.graphs, shapes.recorded.compiled.recompiles) == (2, 0)
+    # blocks 2 and 3 were both named by the compiled wrapper's class, `optimizedmodule`, since
+    # the loop's `block` named the first: now by their place in the list the program holds
+    assert shapes.recorded.compiled.regions == ["block:block", "blocks:blocks.1", "blocks:blocks.2"]
+
+
+def test_two_modules_held_by_nothing_are_numbered(tmp_path: Path) -> None:
+    """Modules the program holds in no variable, list or parent go by their class in lower
+    case (a compiled one by its module's class): two alive at once were one path; the second
+    is now numbered (`_scaled_2`)."""
+
+    def program() -> None:
+        held = types.SimpleNamespace(first=_Scaled(_doubled), second=_Scaled(_doubled))
+        held.second = torch.compile(held.second, backend="aot_eager")
+        with torch.no_grad():
+            held.second(held.first(torch.ones(3, 2)))
+
+    shapes = _recorded(tmp_path, program)
+    got = [(stage, s.op, s.source) for stage, ss in shapes.stages.items() for s in ss]
+    assert got == [
+        ("_scaled", "linear", "_scaled.lin"), ("_scaled", "aten", "_scaled"),
+        ("_scaled", "aten", "_scaled"), ("_scaled_2", "compiled", "_scaled_2"),
+        ("main", "aten", "(no module)"),
+    ]  # fmt: skip
