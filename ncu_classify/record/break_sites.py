@@ -12,6 +12,7 @@ import re
 
 LOGGER = "torch._dynamo.symbolic_convert.__graph_breaks"  # torch's artifact logger
 _SITE = re.compile(r"in user code at (.+?):(\d+)\nGraph Break Reason: (.*)", re.S)
+_FRAME = re.compile(r'File "(.+?)", line (\d+)')  # a frame of the break's user stack
 _WRAPPED = "Encountered graph break when attempting"  # dynamo's frame around the real reason
 
 
@@ -44,7 +45,9 @@ class BreakSites(logging.Handler):
             self._kept = None
 
     def emit(self, record: logging.LogRecord) -> None:
-        """One break: its place and reason kept (the first reason seen at a place)."""
+        """One break: its place (the innermost frame of its stack outside torch: a break at a
+        `torch.compiler.disable`d forward is where the program calls it, not torch's module
+        call) and reason kept (the first reason seen at a place)."""
         try:
             found = _SITE.search(record.getMessage())
         except (TypeError, ValueError):  # (a record that cannot be formatted: not ours to fix)
@@ -52,11 +55,15 @@ class BreakSites(logging.Handler):
         if found is None:
             return
         path, line, reason = found.groups()
-        parts = [p.strip() for p in reason.split("\nUser code traceback:")[0].split("\n\n")]
+        reason, _, stack = reason.partition("\nUser code traceback:")
+        frames = [f for f in _FRAME.findall(stack) if "/torch/" not in f[0].replace("\\", "/")]
+        path, line = frames[-1] if frames else (path, line)  # the program's, not torch's own
+        parts = [p.strip() for p in reason.split("\n\n")]
         parts = [p for p in parts if p]
         if len(parts) > 1 and parts[0].startswith(_WRAPPED):
             parts = parts[1:]
-        why = parts[0].splitlines()[0].strip() if parts else ""
+        lines = [x.strip() for x in "\n".join(parts).splitlines() if x.strip()] or [""]
+        why = lines[1] if lines[0].endswith("encountered:") and len(lines) > 1 else lines[0]
         why = re.sub(r" at 0x[0-9a-fA-F]+", "", why)[:200]
         self.sites.setdefault(f"{_short(path)}:{line}", why)
 

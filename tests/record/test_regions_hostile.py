@@ -577,3 +577,36 @@ def test_two_modules_held_by_nothing_are_numbered(tmp_path: Path) -> None:
         ("_scaled", "aten", "_scaled"), ("_scaled_2", "compiled", "_scaled_2"),
         ("main", "aten", "(no module)"),
     ]  # fmt: skip
+
+
+class _Island(torch.nn.Module):
+    """A block whose child runs eagerly (`torch.compiler.disable`d forward)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.eager = torch.nn.Linear(2, 2)
+        self.eager.forward = torch.compiler.disable(self.eager.forward)  # type: ignore[method-assign]
+
+    def forward(self, x: Any) -> Any:
+        return self.eager(x.sin()).cos()
+
+
+def test_a_break_at_a_disabled_forward_is_where_the_program_calls_it(tmp_path: Path) -> None:
+    """dynamo places the break at a `torch.compiler.disable`d forward in torch's own module
+    call (`torch/nn/modules/module.py:1789`) and words it "Failed to handle graph break
+    gracefully...": the site is now the program's line that calls the block, and the reason
+    the one under dynamo's wrapper."""
+    import inspect
+    import os
+
+    def program() -> None:
+        island = torch.compile(_Island(), backend="aot_eager")
+        with torch.no_grad():
+            island(torch.ones(3, 2))
+
+    shapes = _recorded(tmp_path, program)
+    assert shapes.recorded is not None and shapes.recorded.compiled is not None
+    line = inspect.getsourcelines(_Island.forward)[1] + 1
+    assert shapes.recorded.compiled.graph_break_sites == {
+        f"{os.path.relpath(__file__)}:{line}": "Skip calling `torch.compiler.disable()`d function"
+    }
