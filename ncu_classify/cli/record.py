@@ -246,8 +246,9 @@ class _Run:
 def recorded_line(document: ShapesDocument, target: str) -> str:
     """What was recorded, in one line: shapes, calls, stages, and per stage the program's
     kernel time (or calls) and the part no shape covers."""
+    from ..record.shapes_document import shape_kinds
+
     flat = [s for st in document.stages.values() for s in st]
-    ops = sum(1 for s in flat if s.op == "aten")
     totals = document.recorded.totals
     assert totals is not None, "a recorder's document always holds its totals"
     timed = totals.basis == "kernel_time"
@@ -276,8 +277,8 @@ def recorded_line(document: ShapesDocument, target: str) -> str:
             " shapes (recorded.cuda_graphs)"
         )
     return (
-        f"recorded {counted(len(flat), 'shape')} ({len(flat) - ops} typed,"
-        f" {counted(ops, 'device op')}; {counted(sum(s.calls for s in flat), 'call')}) in"
+        f"recorded {counted(len(flat), 'shape')} ({shape_kinds(flat)};"
+        f" {counted(sum(s.calls for s in flat), 'call')}) in"
         f" {counted(len(document.stages), 'stage')} to"
         f" {printable(target)}: " + "; ".join(parts)
     )

@@ -10,6 +10,7 @@ imports torch. The face is lazy, so that `program` (which runs the user's script
   regions     torch.compile'd modules and functions, recorded as they run (compiled shapes)
   region_graph  a compiled region's graph traced to ATen ops, as a chain
   region_ops  the code a region ran eagerly between its graphs, op by op (torch.profiler)
+  break_sites  where a region's graph breaks are (dynamo's graph-break log, read quietly)
   profiled_calls  an ATen op as the profiler saw it, made an `aten` call a replay can run
   cudagraphs  CUDA graphs: calls captured into a graph, its replays (their kernels, timed)
   timing      the program's kernel time per call (torch.profiler)

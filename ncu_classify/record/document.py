@@ -8,13 +8,13 @@ import json
 import re
 from typing import Any
 
-from ..core.text import counted
+from ..core.text import counted, unicode_safe
 from ..shapes.aten import AtenShape
 from ..shapes.file import Shape
 from ..shapes.recorded import Recorded, RecordedTotals, UncoveredCall
 from .chain_section import chain_section, chains_yaml, shape_names
 from .recorder import Recorder
-from .shapes_document import CallShape, ShapesDocument
+from .shapes_document import CallShape, ShapesDocument, shape_kinds
 from .totals import NAMES_KEPT
 
 
@@ -128,11 +128,10 @@ def shapes_yaml(document: ShapesDocument) -> str:
     totals = _totals(recorded)
     dumps = _yaml_scalar
     shapes = _flat(document)
-    ops = [s for s in shapes if isinstance(s, AtenShape)]
     lines = [
         f"# Recorded by ncu-classify {recorded.tool_version}:"
         f" {counted(len(shapes), 'distinct shape')}"
-        f" ({len(shapes) - len(ops)} typed, {counted(len(ops), 'device op')}),"
+        f" ({shape_kinds(shapes)}),"
         f" {counted(sum(s.calls for s in shapes), 'call')};"
         f" {counted(len(totals.uncovered), 'kind')} of"
         " device work not covered (recorded.totals.uncovered).",
@@ -159,7 +158,7 @@ def shapes_yaml(document: ShapesDocument) -> str:
     lines.append("    uncovered:" + ("" if totals.uncovered else " []"))
     lines += ["      - " + dumps(item.model_dump(exclude_none=True)) for item in totals.uncovered]
     if recorded.compiled is not None:  # torch.compile'd regions: graphs, recompiles, breaks
-        lines.append(f"  compiled: {dumps(recorded.compiled.model_dump())}")
+        lines.append(f"  compiled: {dumps(recorded.compiled.model_dump(exclude_none=True))}")
     if recorded.cuda_graphs:  # CUDA graphs: what each holds, its replays and their time
         lines.append("  cuda_graphs:")
         lines += ["    - " + dumps(note.model_dump()) for note in recorded.cuda_graphs]
@@ -181,10 +180,16 @@ _YAML_UNSAFE = re.compile(
 )
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _yaml_scalar(value: Any) -> str:
     """A JSON scalar or list as YAML flow text; strings keep their non-ASCII characters (YAML
-    would read a JSON surrogate pair as two lone surrogates) but never a raw control."""
+    would read a JSON surrogate pair as two lone surrogates) but never a raw control. Bytes of
+    the program's arguments or paths that are not UTF-8 (lone surrogates, which no UTF-8 file
+    holds) are written as the text `\\xff`, as the tool prints them."""
     text = json.dumps(value, ensure_ascii=False)
+    text = _SURROGATE.sub(lambda m: json.dumps(unicode_safe(m.group()))[1:-1], text)
     return _YAML_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 

@@ -22,7 +22,7 @@ from torch.overrides import TorchFunctionMode
 
 from .._version import __version__
 from ..shapes.recorded import Recorded, RecordedTotals
-from .calls import CallKwargs, held_as, in_module_setup, name_of, sets_up_parameter, shape_of
+from .calls import CallKwargs, in_module_setup, name_of, sets_up_parameter, shape_of, top_name
 from .cudagraphs import CudaGraphs
 from .dataflow import Dataflow
 from .device_ops import DeviceOps
@@ -163,7 +163,7 @@ class Recorder:
             below = self._below(parent, module)
             if below is not None:
                 return f"{self.names.get(parent, 'model')}.{below}"
-        return held_as(module) or type(module).__name__.lower()
+        return top_name(module, set(self.names.values()))
 
     def _below(self, parent: torch.nn.Module, module: torch.nn.Module) -> str | None:
         """`module`'s path inside `parent` (cached), or None."""

@@ -3,14 +3,16 @@ dynamo handed its backend, traced again to ATen ops (`make_fx`) on fake tensors 
 layouts the program passed, so that capture replays it as one function compiled by Inductor,
 as the program ran it, and the user sees which ops it holds. Traced after the program ran,
 outside dynamo's compile (tracing inside would add guards to dynamo's shape environment).
-Also what names a region (its module, its function), tells a dynamic graph's inputs, and
-leaves dynamo's skipped frames to it again when the recording ends."""
+Also what names a region (its module, its function), tells a dynamic graph's inputs, sets the
+recorder's modes and hooks aside around a region's call, and leaves dynamo's skipped frames to
+it again when the recording ends."""
 
 from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,17 +121,22 @@ def traced_chain(
 
 
 def _as_chain(traced: torch.fx.GraphModule, name: str, calls: int) -> Chain:
-    """The traced graph's nodes as chain ops: placeholders are inputs, getitem an output index."""
+    """The traced graph's nodes as chain ops: placeholders are inputs, as are the constant
+    tensors tracing lifted (`get_attr`: its values drawn, as an input's), getitem an output
+    index."""
     links: dict[torch.fx.Node, Link] = {}
     inputs: list[ChainInput] = []
     ops: list[ChainOp] = []
     outputs: list[ChainOutput] = []
     for node in traced.graph.nodes:
         value = node.meta.get("val")
-        if node.op == "placeholder":
+        if node.op == "get_attr":  # a tensor made in the region (`torch.tensor([...])`): drawn
+            value = _attribute(traced, str(node.target))
+        if node.op in ("placeholder", "get_attr"):
             if isinstance(value, torch.Tensor):
                 links[node] = {"input": len(inputs)}
-                inputs.append(ChainInput(tensor=_spec(value), origins=["compiled region input"]))
+                origin = "compiled region " + ("input" if node.op == "placeholder" else "constant")
+                inputs.append(ChainInput(tensor=_spec(value), origins=[origin]))
         elif node.op == "call_function" and node.target is operator.getitem:
             source = links.get(node.args[0], {}).get("ref")
             if isinstance(source, list):
@@ -146,9 +153,17 @@ def _as_chain(traced: torch.fx.GraphModule, name: str, calls: int) -> Chain:
         elif node.op == "output":
             refs = [links[n].get("ref") for n in _nodes(node.args[0]) if n in links]
             outputs = [ChainOutput(ref=list(r)) for r in refs if isinstance(r, list)]
-        elif node.op != "get_attr":
+        else:
             raise ValueError(f"{node.op} {node.target}: not an ATen op")
     return Chain(name=name, calls=calls, inputs=inputs, ops=ops, outputs=outputs)
+
+
+def _attribute(traced: torch.fx.GraphModule, target: str) -> Any:
+    """A `get_attr` node's value: the constant tensor tracing lifted (None for another)."""
+    value: Any = traced
+    for name in target.split("."):
+        value = getattr(value, name, None)
+    return value
 
 
 def _overload(target: torch._ops.OpOverload) -> str:
@@ -243,6 +258,28 @@ def dynamo_breaks() -> dict[str, int]:
     return found
 
 
+def new_breaks(now: dict[str, int], before: dict[str, int]) -> list[tuple[str, int]]:
+    """The graph breaks dynamo counted since `before`: (its reason on one line, without
+    addresses, so that two recordings are identical; how many)."""
+    found = []
+    for reason, count in now.items():
+        if (new := count - before.get(reason, 0)) > 0:
+            found.append((re.sub(r" at 0x[0-9a-fA-F]+", "", " ".join(reason.split()))[:300], new))
+    return found
+
+
+def notes(graphs: list[Any], recompiles: int, breaks: dict[str, int], sites: dict[str, str]) -> Any:
+    """The shapes file's `recorded.compiled`: the regions (`stage:region`), dynamo's graphs (a
+    graph's other sizes and callers are not graphs of their own), recompiles, graph breaks."""
+    from ..shapes.recorded import CompiledNotes
+
+    return CompiledNotes(
+        regions=sorted({f"{g.stage}:{g.region}" for g in graphs}),
+        graphs=sum(1 for g in graphs if not (g.sizes or g.caller)), recompiles=recompiles,
+        graph_breaks=breaks, graph_break_sites=dict(sorted(sites.items())) or None,
+    )  # fmt: skip
+
+
 def plain_options(options: Any) -> dict[str, str | int | float | bool] | None:
     """The program's Inductor options as a shapes file keeps them (plain values only: others,
     such as a callable, are left out), for the replay to compile with."""
@@ -250,3 +287,33 @@ def plain_options(options: Any) -> dict[str, str | int | float | bool] | None:
         return None
     plain = (str, int, float, bool)
     return {str(k): v for k, v in sorted(options.items()) if isinstance(v, plain)} or None
+
+
+@contextmanager
+def suspended_modes(rec: Any) -> Iterator[bool]:
+    """The recorder's modes and global hooks set aside around a compiled region's call, so that
+    dynamo compiles and runs what it would without them (False: a program's mode is above)."""
+    from torch.overrides import _get_current_function_mode, _pop_mode_temporarily
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+    from torch.utils._python_dispatch import _pop_mode_temporarily as pop_dispatch
+
+    ours = (
+        _get_current_function_mode() is rec._mode  # type: ignore[no-untyped-call]
+        and _get_current_dispatch_mode() is rec.device_ops._mode
+    )
+    if not ours:
+        yield False
+        return
+    hooks = torch.nn.modules.module
+    kept = [
+        (table, handle.id, table.pop(handle.id))
+        for handle in rec._handles
+        for table in (hooks._global_forward_pre_hooks, hooks._global_forward_hooks)
+        if handle.id in table
+    ]
+    try:
+        with pop_dispatch(), _pop_mode_temporarily():
+            yield True
+    finally:
+        for table, number, hook in kept:
+            table[number] = hook

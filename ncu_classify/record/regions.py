@@ -17,8 +17,7 @@ import json
 import re
 import threading
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +25,7 @@ import torch
 
 from ..shapes.chain_shape import CompiledShape
 from . import region_graph
+from .break_sites import BreakSites
 from .chains import REGION
 from .region_graph import InputLayout, function_name, layouts, module_of, traced_chain
 from .totals import EAGER
@@ -48,6 +48,7 @@ class Graph:
     backend: str
     mode: tuple[str | None, Any]  # the program's compile mode and options
     sizes: int = 0  # a dynamic graph: its calls' layouts, in the order they came (0: the first)
+    caller: bool = False  # dynamo's graph as run by another caller (stage, region) than its first
 
 
 @dataclass
@@ -69,6 +70,8 @@ class Regions:
     untraced: list[tuple[str, str, str, int, str]] = field(default_factory=list)
     _finished: bool = False
     _quiet: Any = None
+    _keepers: list[functools.partial[Any]] = field(default_factory=list)
+    sites: BreakSites = field(default_factory=BreakSites)  # where the graph breaks are
 
     def __enter__(self) -> Regions:
         from torch._dynamo.convert_frame import input_codes
@@ -81,6 +84,7 @@ class Regions:
         self._quiet = warnings.catch_warnings()  # torch's note on the recorder's global hooks
         self._quiet.__enter__()
         warnings.filterwarnings("ignore", message=".*global hooks on modules.*")
+        self.sites.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -91,11 +95,9 @@ class Regions:
             self._original = None
             self._quiet.__exit__(None, None, None)
             unskipped(self._codes_before)
-        for reason, count in dynamo_breaks().items():
-            new = count - self._breaks_before.get(reason, 0)
-            if new > 0:
-                said = re.sub(r" at 0x[0-9a-fA-F]+", "", " ".join(reason.split()))[:300]
-                self.graph_breaks[said] = self.graph_breaks.get(said, 0) + new  # no addresses
+            self.sites.stop()
+        for said, new in region_graph.new_breaks(dynamo_breaks(), self._breaks_before):
+            self.graph_breaks[said] = self.graph_breaks.get(said, 0) + new
 
     @property
     def _calling(self) -> list[tuple[str, str]]:
@@ -108,7 +110,9 @@ class Regions:
     @property
     def recompiles(self) -> int:
         """Graphs compiled again for a frame already compiled (new shapes, failed guards)."""
-        return sum(1 for g in self.graphs if not g.compile_id.endswith("/0") and not g.sizes)
+        return sum(
+            1 for g in self.graphs if not g.compile_id.endswith("/0") and not (g.sizes or g.caller)
+        )  # fmt: skip
 
     def _compile(self, model: Any = None, **options: Any) -> Any:
         """`torch.compile` as the program calls it (also as a decorator, with or without
@@ -128,8 +132,13 @@ class Regions:
         else:
             inner = torch._TorchCompileWrapper(backend, mode, settings, dynamic)  # type: ignore[no-untyped-call]
         label = backend if isinstance(backend, str) else getattr(backend, "__name__", "custom")
-        keeper = functools.partial(self._backend, inner, str(label), (mode, settings))
+        keeper = next((k for k in self._keepers if k.args[0] == inner), None)
+        if keeper is None:  # one per setting: dynamo shares frames only between equal backends
+            keeper = functools.partial(self._backend, inner, str(label), (mode, settings))
+            self._keepers.append(keeper)
         compiled = original(model, backend=keeper, **options)
+        if compiled is model:  # dynamo off (TORCHDYNAMO_DISABLE=1): runs eagerly, recorded so
+            return compiled
         if isinstance(compiled, torch.nn.Module):
             compiled.forward = self._call(compiled.forward, model)
             return compiled
@@ -145,7 +154,7 @@ class Regions:
             rec = self.recorder
             if rec._thread is not None and threading.current_thread() is not rec._thread:
                 return self._elsewhere(run, model, args, kwargs)
-            with self._suspended() as suspended:
+            with region_graph.suspended_modes(self.recorder) as suspended:
                 if not suspended:  # another mode above the recorder's: left as it is
                     return run(*args, **kwargs)
                 stack = rec._stack  # torch.compile(module): its wrapper is running, named
@@ -221,14 +230,20 @@ class Regions:
         kept = Graph(stage, region, number, compile_id, inputs, graph, key, label, mode)
         self.graphs.append(kept)
         self._entry(key, stage, region)
-        # a dynamic graph (symbolic sizes): each layout of its calls is a shape of its own
-        sizes = {tuple(inputs): kept} if any(symbolic(v) for v in example_inputs) else None
+        # a dynamic graph (symbolic sizes): each layout of its calls is a shape of its own; the
+        # graph run by another caller (a function compiled once, called from two stages): too
+        dynamic = any(symbolic(v) for v in example_inputs)
+        callers = {(stage, region): (kept, {tuple(inputs): kept} if dynamic else None)}
 
         def run(*args: Any) -> Any:
             if threading.current_thread() is not self.recorder._thread:
                 return compiled(*args)  # another thread's call: counted there, not seen
             self._runs += 1
-            target = kept if sizes is None else self._sized(kept, sizes, args)
+            where = self._calling[-1] if self._calling else (stage, region)
+            if where not in callers:
+                callers[where] = self._caller(kept, where, args, dynamic)
+            target, sizes = callers[where]
+            target = target if sizes is None else self._sized(target, sizes, args)
             entry = self.recorder.recording.entries[target.key]
             first = entry.calls == 0  # Inductor tunes its kernels in their first launch
             entry.calls += 1
@@ -239,6 +254,22 @@ class Regions:
                 clock.end(mark, ("first" if first else "shape", target.key))
 
         return run
+
+    def _caller(
+        self, graph: Graph, where: tuple[str, str], args: Any, dynamic: bool
+    ) -> tuple[Graph, dict[tuple[InputLayout, ...], Graph] | None]:
+        """The graph as run by another caller than the one it was compiled for: a shape of that
+        caller's stage and region (its calls and time are theirs), numbered in that region."""
+        stage, region = where
+        number = len({g.number for g in self.graphs if (g.stage, g.region) == where})
+        key = json.dumps([stage, {"op": "compiled", "region": region, "graph": number}])
+        inputs = layouts(args) if dynamic else graph.inputs
+        copy = dataclasses.replace(
+            graph, stage=stage, region=region, number=number, inputs=inputs, key=key, caller=True
+        )  # fmt: skip
+        self.graphs.append(copy)
+        self._entry(key, stage, region)
+        return copy, ({tuple(inputs): copy} if dynamic else None)
 
     def _sized(self, graph: Graph, sizes: dict[tuple[InputLayout, ...], Graph], args: Any) -> Graph:
         """The graph at the layouts of one call of it (a dynamic graph: a new one, a new shape)."""
@@ -257,35 +288,6 @@ class Regions:
         """The recording entry that counts a graph's calls (its shape is made by `finish`)."""
         shape = {"op": "compiled", "region": region}
         self.recorder.recording.entries[key] = self.new_entry(stage, shape, sources=[region or "-"])
-
-    @contextmanager
-    def _suspended(self) -> Iterator[bool]:
-        """The recorder's modes and global hooks set aside (False: a program's mode is above)."""
-        from torch.overrides import _get_current_function_mode, _pop_mode_temporarily
-        from torch.utils._python_dispatch import _get_current_dispatch_mode
-        from torch.utils._python_dispatch import _pop_mode_temporarily as pop_dispatch
-
-        rec = self.recorder
-        ours = (
-            _get_current_function_mode() is rec._mode  # type: ignore[no-untyped-call]
-            and _get_current_dispatch_mode() is rec.device_ops._mode
-        )
-        if not ours:
-            yield False
-            return
-        hooks = torch.nn.modules.module
-        kept = [
-            (table, handle.id, table.pop(handle.id))
-            for handle in rec._handles
-            for table in (hooks._global_forward_pre_hooks, hooks._global_forward_hooks)
-            if handle.id in table
-        ]
-        try:
-            with pop_dispatch(), _pop_mode_temporarily():
-                yield True
-        finally:
-            for table, number, hook in kept:
-                table[number] = hook
 
     def settle(self, measured: dict[tuple[str, ...], Any] | None) -> None:
         """A graph's first call, timed, is compile-time work (Inductor tunes its kernels as they
@@ -306,15 +308,9 @@ class Regions:
 
     def notes(self) -> Any:
         """What the shapes file says of the compiled regions: graph breaks, recompiles."""
-        from ..shapes.recorded import CompiledNotes
-
         if not self.graphs and not self.graph_breaks:
             return None
-        regions = sorted({f"{g.stage}:{g.region}" for g in self.graphs})
-        return CompiledNotes(
-            regions=regions, graphs=len({g.key for g in self.graphs if not g.sizes}),
-            recompiles=self.recompiles, graph_breaks=self.graph_breaks,
-        )  # fmt: skip
+        return region_graph.notes(self.graphs, self.recompiles, self.graph_breaks, self.sites.sites)
 
     def finish(self) -> None:
         """Each graph traced to ATen ops, into its entry's shape (or why it cannot be one)."""

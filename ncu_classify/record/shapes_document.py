@@ -39,3 +39,18 @@ class ShapesDocument:
     cudnn_benchmark: bool = False
     # the chains of device ops per stage (`record.chain_section`), written after the stages
     chains: dict[str, list[Chain]] = field(default_factory=dict)
+
+
+def shape_kinds(shapes: list[Shape]) -> str:
+    """`11 typed, 2 compiled, 38 device ops`: the shapes by kind, as the summary line and the
+    shapes file's header say them (`compiled` only where there is one)."""
+    from ..core.text import counted
+
+    ops = sum(1 for s in shapes if s.op == "aten")
+    compiled = sum(1 for s in shapes if s.op == "compiled")
+    typed = len(shapes) - ops - compiled
+    return (
+        f"{typed} typed, "
+        + (f"{compiled} compiled, " if compiled else "")
+        + counted(ops, "device op")
+    )

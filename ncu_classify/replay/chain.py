@@ -80,11 +80,11 @@ def chain_runner(
         for number in written:
             inputs[number].copy_(originals[number])
     # one graph or an error: a graph break would time pieces of the chain, not the chain
-    compiled = (
-        torch.compile(function, fullgraph=True, **_how(compile_mode))  # type: ignore[call-overload]
-        if mode == "compile"
-        else function
-    )
+    # static sizes, a first compile of its own (not a recompile of the batch's other chains)
+    compiled = function
+    if mode == "compile":
+        own, how = _own_code(function), _how(compile_mode)
+        compiled = torch.compile(own, fullgraph=True, dynamic=False, **how)  # type: ignore[call-overload]
 
     def reset() -> None:
         for number in written:
@@ -97,6 +97,20 @@ def chain_runner(
         function=function,
         input_sha256=digest,
     )
+
+
+def _own_code(function: Callable[..., Any]) -> Callable[..., Any]:
+    """The function with a code object of its own. dynamo keeps its graphs per code object,
+    and every chain's function shares one: the second chain of a batch (a replay process)
+    was compiled again as a recompile of the first, with dynamic sizes where they differed
+    (other kernels than the program's), and past dynamo's recompile limit (8) not at all."""
+    import types
+
+    code = function.__code__.replace()
+    return types.FunctionType(
+        code, function.__globals__, function.__name__, function.__defaults__,
+        function.__closure__,
+    )  # fmt: skip
 
 
 def _how(compile_mode: str | InductorOptions | None) -> dict[str, object]:

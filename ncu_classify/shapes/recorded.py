@@ -102,13 +102,15 @@ class RecordedOp(BaseModel):
 class CompiledNotes(BaseModel):
     """The program's torch.compile'd regions as record saw them: the regions (stage:name), the
     graphs dynamo compiled for them (one per frame, more after a graph break or a recompile),
-    the recompiles, and dynamo's graph breaks (its reason -> how often)."""
+    the recompiles, dynamo's graph breaks (its reason -> how often) and where they are
+    (`file:line` -> the reason's first line; files written before it say nothing)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
     regions: list[str] = Field(default_factory=list)
     graphs: int = 0
     recompiles: int = 0
     graph_breaks: dict[str, int] = Field(default_factory=dict)
+    graph_break_sites: dict[str, str] | None = None
 
 
 class CudaGraphNote(BaseModel):

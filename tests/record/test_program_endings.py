@@ -370,3 +370,21 @@ def test_a_program_that_removes_the_start_folder_gets_one_line(tmp_path: Path) -
         "ncu-classify: error: s.yaml: cannot write: the folder record started in was removed"
         " while the program ran\n"
     )
+
+
+def test_arguments_and_paths_that_are_not_utf8_are_written_escaped(tmp_path: Path) -> None:
+    """Bytes that are not UTF-8 in the program's arguments or script path (Python holds them
+    as lone surrogates) reached the shapes file's `command` raw: after the whole program ran,
+    the file could not be encoded (exit 1, an internal error, nothing written). They are now
+    written as `\\xff` text, as the tool prints them; the program got its bytes as `python`
+    gives them."""
+    script = tmp_path / "m\udcffain.py"
+    script.write_text(LINEAR + "import sys\nassert sys.argv[1:] == ['x\\udcffy', '--o=\\udcc3(']\n")
+    out = tmp_path / "s.yaml"
+    assert (
+        run(["record", "-o", str(out), "--", "python", str(script), "x\udcffy", "--o=\udcc3("]) == 0
+    )
+    recorded = load_shapes(out).recorded
+    assert recorded is not None
+    assert recorded.command == f"python '{tmp_path}/m\\xffain.py' 'x\\xffy' '--o=\\xc3('"
+    assert _linears(out) == [(8, 4, 16, 1)]

@@ -163,7 +163,8 @@ def test_record_a_compiled_program(tmp_path: Path, capsys: pytest.CaptureFixture
     """`record` of a program that compiles a module (`torch.compile(block)`) and a function
     (`@torch.compile`): two regions named as the program holds them (the module is its own
     stage, `block`), each one graph of 3 calls; the noise and the SiLU between the regions
-    are the ops recorded on their own; the summary line says the regions."""
+    are the ops recorded on their own; the summary line says the regions, and counts them
+    as compiled shapes."""
     from ncu_classify.cli.entry import run
 
     script = tmp_path / "compiled.py"
@@ -172,6 +173,10 @@ def test_record_a_compiled_program(tmp_path: Path, capsys: pytest.CaptureFixture
     assert run(["record", "-o", str(out), "--", "python", str(script)]) == 0
     line = capsys.readouterr().out
     assert "compiled: 2 regions, 2 graphs, 0 recompiles, 0 graph breaks (recorded.compiled)" in line
+    # the regions are said as compiled shapes, not typed ones (it was "(2 typed, 2 device ops")
+    assert line.startswith("recorded 4 shapes (0 typed, 2 compiled, 2 device ops; 12 calls) in")
+    header = out.read_text().splitlines()[0]
+    assert ": 4 distinct shapes (0 typed, 2 compiled, 2 device ops), 12 calls;" in header
     shapes = load_shapes(out)
     got = {
         stage: [(s.op, getattr(s, "region", s.name), s.calls) for s in members]

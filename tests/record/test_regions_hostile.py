@@ -6,9 +6,11 @@ backend, tiny tensors."""
 from __future__ import annotations
 
 import threading
+import types
 from pathlib import Path
 from typing import Any
 
+import pytest
 from helpers import import_or_skip
 
 torch = import_or_skip("torch")
@@ -279,3 +281,332 @@ def test_a_data_dependent_branch_is_a_graph_break_said(tmp_path: Path) -> None:
     assert reason.startswith("Data-dependent branching") and count == 1
     ((_, why, calls),) = _uncovered(shapes)
     assert "graph break" in why and calls == 2
+
+
+def _doubled(y: Any) -> Any:
+    return y.relu() * 2
+
+
+class _Scaled(torch.nn.Module):
+    """A linear then a compiled function shared with another module (`post`)."""
+
+    def __init__(self, post: Any) -> None:
+        super().__init__()
+        self.lin, self.post = torch.nn.Linear(2, 2), post
+
+    def forward(self, x: Any) -> Any:
+        return self.post(self.lin(x))
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_a_function_compiled_once_and_called_from_two_stages_is_each_stage_s(
+    tmp_path: Path, dynamic: bool
+) -> None:
+    """One compiled function called by a DiT and a VAE module (one graph: the second caller
+    reuses it): its 6 calls were all the first caller's (`dit:dit._doubled`, the VAE's stage 3
+    calls short, on a GPU its kernel time too). Now each caller's calls are a shape of its
+    stage and region; still one graph, no recompile. Dynamic: each caller's sizes its own."""
+
+    def program() -> None:
+        post = torch.compile(_doubled, backend="aot_eager", dynamic=dynamic)
+        dit, vae = _Scaled(post), _Scaled(post)
+        with torch.no_grad():
+            for rows in (3, 3, 5)[: 3 if dynamic else 2]:
+                vae(dit(torch.ones(rows, 2)))
+
+    torch._dynamo.reset()
+    recorder = Recorder(stages=[("dit*", "dit"), ("vae*", "vae")])
+    with recorder:
+        program()
+    path = tmp_path / "s.yaml"
+    path.write_text(shapes_yaml(validated_document(recorder, "test")))
+    shapes = load_shapes(path)
+    got = {
+        stage: [
+            (s.region, s.graph, s.sizes, s.calls, s.chain.inputs[0].tensor.shape)
+            for s in members
+            if isinstance(s, CompiledShape)
+        ]
+        for stage, members in shapes.stages.items()
+        if stage != "main"
+    }
+    assert got == (
+        {
+            "dit": [("dit._doubled", 0, None, 2, [3, 2])],
+            "vae": [("vae._doubled", 0, None, 2, [3, 2])],
+        }
+        if not dynamic
+        else {
+            "dit": [("dit._doubled", 0, None, 2, [3, 2]), ("dit._doubled", 0, 1, 1, [5, 2])],
+            "vae": [("vae._doubled", 0, None, 2, [3, 2]), ("vae._doubled", 0, 1, 1, [5, 2])],
+        }
+    )
+    assert shapes.recorded is not None and shapes.recorded.compiled is not None
+    notes = shapes.recorded.compiled
+    regions = ["dit:dit._doubled", "vae:vae._doubled"]
+    assert (notes.regions, notes.graphs, notes.recompiles) == (regions, 1, 0)
+    assert shapes.recorded.totals is not None and _uncovered(shapes) == []
+
+
+def test_a_tensor_made_inside_a_region_is_a_drawn_constant(tmp_path: Path) -> None:
+    """`torch.tensor([...])` inside a region (HunyuanVideo's DiT makes one) traces to a
+    `get_attr` constant: the region was no shape but uncovered work ("_tensor_constant0: not
+    a tensor the chain holds"). The constant is now an input of the chain (`compiled region
+    constant`, drawn at replay as any input is), and the region replays."""
+    from ncu_classify.replay.chain import chain_runner
+
+    def program() -> None:
+        f = torch.compile(_scaled_by_constants, backend="aot_eager")
+        for _ in range(2):
+            assert f(torch.ones(2)).tolist() == [4.0, 5.0]
+
+    shapes = _recorded(tmp_path, program)
+    assert _uncovered(shapes) == []
+    (region,) = [s for s in shapes.stages["main"] if isinstance(s, CompiledShape)]
+    got = [(i.tensor.shape, i.tensor.dtype, i.origins) for i in region.chain.inputs]
+    assert got == [
+        ([2], "float32", ["compiled region input"]),
+        ([2], "float32", ["compiled region constant"]),
+        ([], "int64", ["compiled region constant"]),
+    ]
+    assert [op.overload for op in region.chain.ops] == [
+        "aten.lift_fresh_copy.default", "aten.mul.Tensor", "aten.lift_fresh_copy.default",
+        "aten.add.Tensor",
+    ]  # fmt: skip
+    run, _ = chain_runner(region.chain, "eager", "cpu")
+    (out,) = run()
+    assert out.shape == (2,) and region.calls == 2
+
+
+def _scaled_by_constants(x: Any) -> Any:
+    return x * torch.tensor([1.0, 2.0]) + torch.tensor(3)
+
+
+def test_with_dynamo_off_the_compiled_program_is_recorded_as_it_runs_eagerly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`TORCHDYNAMO_DISABLE=1` makes `torch.compile` hand back the module or function as it is:
+    the recorder still wrapped it and set its modes aside around each call, so the program's
+    ops ran unseen (a region that "ran none of its graphs", 100 % not covered) and the
+    module's `forward` stayed wrapped after the recording. Now it runs as it is and is
+    recorded eagerly: a linear and its ops, with their module paths."""
+    monkeypatch.setenv("TORCHDYNAMO_DISABLE", "1")
+    block = _Scaled(_doubled)
+    forward = block.forward
+
+    def program() -> None:
+        compiled, double = torch.compile(block), torch.compile(_doubled)
+        assert compiled is block and double is _doubled
+        with torch.no_grad():
+            double(compiled(torch.ones(3, 2)))
+
+    shapes = _recorded(tmp_path, program)
+    assert block.forward == forward
+    got = [(st, s.op, s.source, s.calls) for st, ss in shapes.stages.items() for s in ss]
+    assert got == [
+        ("compiled", "linear", "compiled.lin", 1),
+        ("compiled", "aten", "compiled", 1),
+        ("compiled", "aten", "compiled", 1),
+        ("main", "aten", "(no module)", 1),
+        ("main", "aten", "(no module)", 1),
+        ("main", "aten", "(no module)", 1),
+    ]  # fmt: skip (the block as the program names it; the function's relu and mul, twice)
+    assert shapes.recorded is not None and shapes.recorded.compiled is None
+    assert _uncovered(shapes) == []
+
+
+class _Pair(torch.nn.Module):
+    """Two blocks of one class, run by the program one by one (no forward of its own)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dit, self.vae = _Scaled(_doubled), _Scaled(_doubled)
+
+
+def test_blocks_the_program_reaches_through_a_variable_are_named_by_their_path(
+    tmp_path: Path,
+) -> None:
+    """`top.dit(x)` then a compiled `top.vae.forward` (as `vae.decode = torch.compile(
+    vae.decode)`): neither block is held by a variable of its own, so both went by their
+    class name (`_scaled`): two modules under one path, the region's and the linear's calls
+    merged, no `--stage` able to tell them apart. Now each is its path inside the module the
+    variable holds: `top.dit`, `top.vae`."""
+
+    def program() -> None:
+        top = _Pair()
+        top.vae.forward = torch.compile(top.vae.forward, backend="aot_eager")
+        with torch.no_grad():
+            for _ in range(2):
+                top.vae(top.dit(torch.ones(3, 2)))
+
+    shapes = _recorded(tmp_path, program)
+    got = [(stage, s.op, s.source, s.calls) for stage, ss in shapes.stages.items() for s in ss]
+    assert got == [
+        ("top", "linear", "top.dit.lin", 2), ("top", "compiled", "top.vae", 2),
+        ("top", "aten", "top.dit", 2), ("top", "aten", "top.dit", 2),
+        ("main", "aten", "(no module)", 2),
+    ]  # fmt: skip
+
+
+def _through(model: Any, x: Any) -> Any:
+    """A helper of the program's that runs whichever model it is given."""
+    return model(x)
+
+
+def test_two_models_run_by_one_helper_are_two_modules(tmp_path: Path) -> None:
+    """`_through(dit, x)` then `_through(vae, y)`: both models were named by the helper's
+    argument, `model`: a compiled DiT and an eager VAE merged under one path and stage. A name
+    another live module holds is now passed over for one further out: the VAE is `vae`."""
+
+    def program() -> None:
+        dit = torch.compile(_Scaled(_doubled), backend="aot_eager")
+        vae = _Scaled(_doubled)
+        with torch.no_grad():
+            for _ in range(2):
+                _through(vae, _through(dit, torch.ones(3, 2)))
+
+    shapes = _recorded(tmp_path, program)
+    got = [(stage, s.op, s.source, s.calls) for stage, ss in shapes.stages.items() for s in ss]
+    assert got == [
+        ("model", "compiled", "model", 2), ("vae", "linear", "vae.lin", 2),
+        ("vae", "aten", "vae", 2), ("vae", "aten", "vae", 2), ("main", "aten", "(no module)", 2),
+    ]  # fmt: skip
+
+
+def _broken(x: Any) -> Any:
+    y = x.sin()
+    torch._dynamo.graph_break()
+    if y.sum() > 0:
+        y = y * 2
+    return y.cos()
+
+
+def test_the_graph_breaks_are_said_where_they_are(tmp_path: Path) -> None:
+    """The file said why a region broke (dynamo's reasons, counted) but not where: now each
+    break's place in the program (`file:line`, from dynamo's graph-break log, read quietly
+    while recording) with its reason's first line; the log is as it was afterwards."""
+    import inspect
+    import logging
+    import os
+
+    from ncu_classify.record.break_sites import LOGGER
+
+    def program() -> None:
+        f = torch.compile(_broken, backend="aot_eager")
+        for _ in range(2):
+            f(torch.ones(3))
+
+    log = logging.getLogger(LOGGER)
+    before = (log.level, log.propagate, list(log.handlers))
+    shapes = _recorded(tmp_path, program)
+    assert (log.level, log.propagate, list(log.handlers)) == before
+    assert shapes.recorded is not None and shapes.recorded.compiled is not None
+    first = inspect.getsourcelines(_broken)[1]
+    here = os.path.relpath(__file__)
+    assert shapes.recorded.compiled.graph_break_sites == {
+        f"{here}:{first + 2}": "Call to `torch._dynamo.graph_break()`",
+        f"{here}:{first + 3}": "Data-dependent branching",
+    }
+    assert sum(shapes.recorded.compiled.graph_breaks.values()) == 2
+
+
+class _Broken(torch.nn.Module):
+    """A block whose forward breaks its graph: the code after the break is a frame of its own
+    that every block of the class shares."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(2, 2)
+
+    def forward(self, x: Any) -> Any:
+        y = self.lin(x)
+        torch._dynamo.graph_break()
+        return _doubled(y)
+
+
+def test_blocks_compiled_one_by_one_share_their_frames_as_without_the_recorder(
+    tmp_path: Path,
+) -> None:
+    """Regional compilation (each block `torch.compile`d on its own, diffusers' advice): the
+    frames the blocks share (a resume after a graph break, an attention processor) were
+    compiled again for every block, since the recorder gave each `torch.compile` a backend of
+    its own and dynamo shares a frame only between equal backends (`BACKEND_MATCH`): 6 graphs
+    where the program compiles 2, the tiny Mochi DiT 10 where it compiles 8, and past dynamo's
+    recompile limit (48 blocks) the program would have run eagerly. Now one backend per
+    setting: the program's 2 graphs, each block's calls its own."""
+    stats = torch._dynamo.utils.counters["stats"]
+
+    def program() -> None:
+        blocks = [torch.compile(_Broken(), backend="aot_eager") for _ in range(3)]
+        x = torch.ones(3, 2)
+        with torch.no_grad():
+            for block in blocks:
+                x = block(x)
+
+    torch._dynamo.reset()
+    before = stats["unique_graphs"]
+    program()
+    plain = stats["unique_graphs"] - before
+    shapes = _recorded(tmp_path, program)
+    assert stats["unique_graphs"] - before - plain == plain == 2
+    regions = [s for ss in shapes.stages.values() for s in ss if isinstance(s, CompiledShape)]
+    # each block a region of its own, both frames shared by all three
+    assert sorted((r.compile_id, r.calls) for r in regions) == [("0/0", 1)] * 3 + [("1/0", 1)] * 3
+    assert shapes.recorded is not None and shapes.recorded.compiled is not None
+    assert (shapes.recorded.compiled.graphs, shapes.recorded.compiled.recompiles) == (2, 0)
+    # blocks 2 and 3 were both named by the compiled wrapper's class, `optimizedmodule`, since
+    # the loop's `block` named the first: now by their place in the list the program holds
+    assert shapes.recorded.compiled.regions == ["block:block", "blocks:blocks.1", "blocks:blocks.2"]
+
+
+def test_two_modules_held_by_nothing_are_numbered(tmp_path: Path) -> None:
+    """Modules the program holds in no variable, list or parent go by their class in lower
+    case (a compiled one by its module's class): two alive at once were one path; the second
+    is now numbered (`_scaled_2`)."""
+
+    def program() -> None:
+        held = types.SimpleNamespace(first=_Scaled(_doubled), second=_Scaled(_doubled))
+        held.second = torch.compile(held.second, backend="aot_eager")
+        with torch.no_grad():
+            held.second(held.first(torch.ones(3, 2)))
+
+    shapes = _recorded(tmp_path, program)
+    got = [(stage, s.op, s.source) for stage, ss in shapes.stages.items() for s in ss]
+    assert got == [
+        ("_scaled", "linear", "_scaled.lin"), ("_scaled", "aten", "_scaled"),
+        ("_scaled", "aten", "_scaled"), ("_scaled_2", "compiled", "_scaled_2"),
+        ("main", "aten", "(no module)"),
+    ]  # fmt: skip
+
+
+class _Island(torch.nn.Module):
+    """A block whose child runs eagerly (`torch.compiler.disable`d forward)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.eager = torch.nn.Linear(2, 2)
+        self.eager.forward = torch.compiler.disable(self.eager.forward)  # type: ignore[method-assign]
+
+    def forward(self, x: Any) -> Any:
+        return self.eager(x.sin()).cos()
+
+
+def test_a_break_at_a_disabled_forward_is_where_the_program_calls_it(tmp_path: Path) -> None:
+    """dynamo places the break at a `torch.compiler.disable`d forward in torch's own module
+    call (`torch/nn/modules/module.py:1789`) and words it "Failed to handle graph break
+    gracefully...": the site is now the program's line that calls the block, and the reason
+    the one under dynamo's wrapper."""
+    import inspect
+    import os
+
+    def program() -> None:
+        island = torch.compile(_Island(), backend="aot_eager")
+        with torch.no_grad():
+            island(torch.ones(3, 2))
+
+    shapes = _recorded(tmp_path, program)
+    assert shapes.recorded is not None and shapes.recorded.compiled is not None
+    line = inspect.getsourcelines(_Island.forward)[1] + 1
+    assert shapes.recorded.compiled.graph_break_sites == {
+        f"{os.path.relpath(__file__)}:{line}": "Skip calling `torch.compiler.disable()`d function"
+    }
