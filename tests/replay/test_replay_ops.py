@@ -214,6 +214,7 @@ def test_a_like_factory_moves_only_its_output() -> None:
     assert mul.nominal_bytes() == recorded["nominal_bytes"]
 
 
+@pytest.mark.needs("torch")
 def test_a_chain_s_arguments_are_plain_python_as_torch_compile_traces_them() -> None:
     """A shapes file's flow mappings hold ruamel's own numbers (`{input: 0}` is a ScalarInt, an
     anchored `false` a ScalarBoolean): the chain replay hands torch.compile plain ones (torch
