@@ -8,9 +8,10 @@ from the event's own shapes and strides (torch >= 2.12: no device, no dtypes in 
 
 The profiler keeps less than a dispatch mode: no strings (`pad`'s mode, `div`'s rounding,
 which reads as None: an optional string is never taken for None), no list of optional tensors
-(`index`), no storage offset (0 is taken), a Python number only as a 0-d float64 host tensor
-(`{number: float64}` where the op's kernels show it was one). An op with an argument it lost is
-not described; its caller or its callees may be."""
+(`index`), no storage offset (0 is taken), no device (`x.to(device, dtype)` is taken as
+`x.to(dtype)`), a Python number only as a 0-d float64 host tensor (`{number: float64}` where
+the op's kernels show it was one) or a 0-d int64 one (kept as such: the same kernels). An op
+with an argument it lost is not described; its caller or its callees may be."""
 
 from __future__ import annotations
 
