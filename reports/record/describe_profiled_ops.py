@@ -33,6 +33,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from ncu_classify.record.device_ops import why_not_replayed
 from ncu_classify.record.profiled_calls import Lost, OpEvent, described, typed
+from ncu_classify.record.recorder import Recorder
 from ncu_classify.record.region_ops import _outermost
 from ncu_classify.record.timing import _config
 from ncu_classify.replay.aten import Storages, prepare
@@ -211,6 +212,11 @@ def measure(name: str, forward: Callable[[], Any]) -> dict[str, Any]:
         mode = Outputs()
         with mode:
             forward()
+        recorder = Recorder()  # (the typed shapes the recorder writes for it eagerly)
+        with recorder:
+            forward()
+    eager = {json.dumps(e.shape, sort_keys=True) for e in recorder.recording.entries.values()}
+    made: set[str] = set()
     results = prof.profiler.kineto_results
     events = {e.correlation_id(): e for e in results.events() if e.name().startswith("aten::")}
     OVERLOADS.update({k: getattr(e, "overload_name", lambda: "")() for k, e in events.items()})
@@ -242,7 +248,9 @@ def measure(name: str, forward: Callable[[], Any]) -> dict[str, Any]:
             if label == "chosen":
                 counts["overloads"][call.overload] += 1
             try:
-                typed(call)
+                shape = typed(call)
+                if label == "chosen" and shape is not None:
+                    made.add(json.dumps(shape, sort_keys=True))
             except Exception as exc:  # (counted, by kind)
                 counts["error"][f"typed {call.overload}: {type(exc).__name__}"] += 1
             if why_not_replayed(call.overload, call.args) is not None:
@@ -277,7 +285,22 @@ def measure(name: str, forward: Callable[[], Any]) -> dict[str, Any]:
                 counts["mismatch"][call.overload] += 1
                 counts["examples"].setdefault(call.overload, f"{key[:300]} -> {got} != {want}")
         report[label] = counts
+    typed_ops = ("linear", "conv2d", "conv3d", "attention", "cast")
+    eager = {s for s in eager if json.loads(s)["op"] in typed_ops}
+    differing = Counter(_differing(s, eager) for s in made - eager)
+    report["typed"] = {"eager": len(eager), "profiled": len(made), "differing": differing}
     return report
+
+
+def _differing(made: str, eager: set[str]) -> str:
+    """What a profiled typed shape the recorder did not write differs in from the nearest
+    one it wrote (the same op and sizes): `attention layout` where only layouts differ."""
+    shape = json.loads(made)
+    for other in map(json.loads, eager):
+        keys = {k for k in shape.keys() | other.keys() if shape.get(k) != other.get(k)}
+        if other["op"] == shape["op"] and keys <= {"layout", "offset"}:
+            return f"{shape['op']} {'/'.join(sorted(keys))}"
+    return f"{shape['op']} (none alike)"
 
 
 def _schema(overload: str) -> Any:
@@ -511,7 +534,8 @@ def _models() -> dict[str, Callable[[], Callable[[], Any]]]:
 HEADER = (
     "| model | called: ops, described, lost | kernel ops: ops, described, lost "
     "| record's ops: ops, = program, differ, replay errors, untold | arguments differing "
-    "| kernels' ops not described |\n|---|---|---|---|---|---|"
+    "| kernels' ops not described | typed: eager, profiled, differing |\n"
+    "|---|---|---|---|---|---|---|"
 )
 
 
@@ -537,6 +561,8 @@ def row(report: dict[str, Any]) -> str:
         f"{' (' + _told(chosen['mismatch']) + ')' if differ else ''}, {errors}, {untold}",
         _told(chosen["wrong argument"]) or "-",
         _told(report["chosen_lost"]) or "-",
+        f"{report['typed']['eager']}, {report['typed']['profiled']}, "
+        f"{_told(report['typed']['differing']) or '0'}",
     ]
     return "| " + " | ".join(cells) + " |"
 
