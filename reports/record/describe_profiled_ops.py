@@ -125,6 +125,7 @@ OVERLOADS: dict[int, str] = {}  # correlation id -> the profiler's overload name
 
 
 def _composite(node: Any) -> bool:
+    """Whether a profiled op has a composite kernel (a dispatch mode sees its callees)."""
     overload = OVERLOADS.get(node.correlation_id, "")
     name = f"{node.name}.{overload}" if overload and overload != "default" else node.name
     try:
@@ -304,6 +305,7 @@ def _differing(made: str, eager: set[str]) -> str:
 
 
 def _schema(overload: str) -> Any:
+    """The schema of `aten.mul.Tensor`."""
     _, base, name = overload.split(".", 2)
     return getattr(getattr(torch.ops.aten, base), name)._schema
 
@@ -351,6 +353,7 @@ def _launches(name: str, overload: str) -> bool:
 
 
 def _replay(call: Any, storages: Storages) -> Layout | str:
+    """The layout of the call's replay on the CPU, or why it failed."""
     shape = {"op": "aten", "overload": call.overload, "args": call.args, "kwargs": call.kwargs}
     try:
         with warnings.catch_warnings():
@@ -370,6 +373,7 @@ def _formatted(model: torch.nn.Module) -> None:
 
 
 def _models() -> dict[str, Callable[[], Callable[[], Any]]]:
+    """Per model, what builds it (small config, random weights) and returns its forward."""
     import diffusers
 
     def hunyuan() -> Callable[[], Any]:
