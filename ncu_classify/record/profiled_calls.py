@@ -8,14 +8,15 @@ from the event's own shapes and strides (torch >= 2.12: no device, no dtypes in 
 
 The profiler keeps less than a dispatch mode: no strings (`pad`'s mode, `div`'s rounding,
 which reads as None: an optional string is never taken for None), no list of optional tensors
-(`index`), no storage offset (0 is taken), a Python number only as a 0-d float64 host tensor
-(`{number: float64}` where the op's kernels show it was one). An op with an argument it lost is
-not described; its caller or its callees may be."""
+(`index`), no storage offset (0 is taken), no device (`x.to(device, dtype)` is taken as
+`x.to(dtype)`), a Python number only as a 0-d float64 host tensor (`{number: float64}` where
+the op's kernels show it was one) or a 0-d int64 one (kept as such: the same kernels). An op
+with an argument it lost is not described; its caller or its callees may be."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypedDict
 
 import torch
@@ -179,6 +180,9 @@ def described(op: OpEvent, list_dtype: str | None, numbers: bool = False) -> Pro
     packet = getattr(torch.ops.aten, base, None)
     if not op.name.startswith("aten::") or packet is None:
         raise Lost(f"{op.name} is no ATen op")
+    cast = _deviceless(op)
+    if cast is not None:
+        return described(cast, list_dtype, numbers)
     named = op.overload or "default"
     others = [o for o in packet.overloads() if o != named]
     own = op.tensor_dtypes()
@@ -191,6 +195,20 @@ def described(op: OpEvent, list_dtype: str | None, numbers: bool = False) -> Pro
         except Lost as exc:
             problems.append(str(exc))
     raise Lost(problems[0] if problems else f"{op.name}: no overload takes its inputs")
+
+
+def _deviceless(op: OpEvent) -> OpEvent | None:
+    """`x.to(device, dtype)` (torch makes `x.to(other)` one too) as `x.to(dtype)`, where the
+    profile kept the dtype but not the device: a `to` that launches a kernel casts on the
+    device its replay runs on (a copy between host and device is a memcpy; a cast with it runs
+    on the device). None for any other op."""
+    if op.name != "aten::to" or op.overload not in ("device", "") or len(op.dtypes) != 6:
+        return None
+    if op.dtypes[1] != "" or len(op.concrete) != 6 or op.concrete[2] not in SCALAR_TYPES:
+        return None
+    tensors = op.tensors[:1] + op.tensors[2:] if op.tensors else []
+    dtypes, concrete = op.dtypes[:1] + op.dtypes[2:], op.concrete[:1] + op.concrete[2:]
+    return replace(op, overload="dtype", dtypes=dtypes, concrete=concrete, tensors=tensors)
 
 
 def _fitted(

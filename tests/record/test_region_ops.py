@@ -296,6 +296,52 @@ def test_a_profiled_conv_and_cast_are_the_typed_shapes_the_recorder_writes_eager
     assert typed(described(_op(silu), None)) is None
 
 
+def _casts() -> None:
+    """Casts that name a device: `x.to(device, dtype)` and `x.to(other)` (torch makes it one)."""
+    x = torch.randn(2, 8, 4, 6, 6)
+    x.to("cpu", torch.bfloat16)
+    x.to(torch.zeros(1, dtype=torch.float16))
+    x.to(device="cpu", dtype=torch.bfloat16, memory_format=torch.channels_last_3d)
+
+
+def test_a_cast_that_names_a_device_is_the_cast_the_recorder_writes_eagerly() -> None:
+    """`x.to(device, dtype)` is `aten::to.device`, whose device the profile does not keep: it
+    was lost (and its `_to_copy` an `aten` shape). A `to` that launches a kernel casts on the
+    device its replay runs on, so it is `x.to(dtype)`: the typed cast the recorder writes for
+    the same code eagerly, replayed to the program's output (its layout too)."""
+    from ncu_classify.record.profiled_calls import typed
+    from ncu_classify.record.recorder import Recorder
+
+    recorder = Recorder()
+    with recorder, torch.no_grad():
+        _casts()
+    eager = [e.shape for e in recorder.recording.entries.values()]
+    with profile(
+        activities=[ProfilerActivity.CPU], record_shapes=True, experimental_config=_config()
+    ) as prof:
+        _casts()
+    tos = [e for e in _outermost(_kept(prof)) if e.name() == "aten::to"]
+    assert [e.overload_name() for e in tos] == ["device"] * 3
+    calls = [described(_op(e), None) for e in tos]
+    assert [c.overload for c in calls] == ["aten.to.dtype"] * 3
+    made_typed = [typed(c) for c in calls]
+    assert made_typed[0] == made_typed[2]  # (a cast shape keeps the input's layout only)
+    assert made_typed[:2] == eager
+    assert [(s["from"], s["to"]) for s in eager] == [("fp32", "bf16"), ("fp32", "fp16")]
+    made = []
+    for call in calls:
+        shape = {"op": "aten", "overload": call.overload, "args": call.args}
+        out = prepare(AtenShape.model_validate(shape, strict=False), 0, "cpu", Storages()).run()
+        made.append((out.dtype, out.stride()))
+    x = torch.randn(2, 8, 4, 6, 6)
+    program = [
+        x.to("cpu", torch.bfloat16), x.to(torch.zeros(1, dtype=torch.float16)),
+        x.to(device="cpu", dtype=torch.bfloat16, memory_format=torch.channels_last_3d),
+    ]  # fmt: skip
+    assert made == [(t.dtype, t.stride()) for t in program]
+    assert made[2][1] == (1152, 1, 288, 48, 8)  # channels_last_3d, as the program's
+
+
 def test_a_profiled_attention_keeps_its_keyword_only_scale() -> None:
     """The profile gives sdpa's `scale` and `enable_gqa` as keyword-only arguments: the typed
     shape made from it is the recorder's, scale included (it was dropped: another group id
@@ -545,3 +591,93 @@ def test_a_recording_s_compiled_region_eager_code_becomes_shapes_end_to_end(
     written = tmp_path / "shapes.yaml"  # the file capture reads, read back as capture will
     written.write_text(shapes_yaml(document))
     assert len(load_shapes(written).stages["net"]) == len(document.stages["net"])
+
+
+class _Outputs(torch.utils._python_dispatch.TorchDispatchMode):
+    """Each op a program dispatches below the composite ones, with its output's layout."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[str, Any]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        out = func(*args, **(kwargs or {}))
+        self.seen.append((f"aten::{func._schema.name.split('::')[1]}", _layout(out)))
+        return out
+
+
+def _layout(value: Any) -> Any:
+    """An output's (first tensor's) shape, dtype and strides."""
+    if isinstance(value, list | tuple):
+        return _layout(value[0]) if value else None
+    if not isinstance(value, torch.Tensor):
+        return None
+    return list(value.shape), str(value.dtype).removeprefix("torch."), list(value.stride())
+
+
+def _dispatched(node: Any, overloads: dict[int, str]) -> bool:
+    """Whether a dispatch mode sees this profiled op (it has no composite kernel)."""
+    overload = overloads.get(node.correlation_id, "")
+    name = node.name + (f".{overload}" if overload not in ("", "default") else "")
+    return not torch._C._dispatch_has_kernel_for_dispatch_key(name, "CompositeImplicitAutograd")
+
+
+def test_a_diffusers_decoder_s_profiled_calls_replay_to_the_program_s_outputs() -> None:
+    """LTX-Video's VAE decoder (diffusers, a small config, random weights), profiled as record
+    profiles a region's eager code: every op the program called is described from the event
+    tree and replays on the CPU to the output the program's op had (shape, dtype, strides: a
+    second run under a dispatch mode, which sees the ops with no composite kernel; a composite
+    op's output is its last such callee's). reports/record/describe_profiled_ops.py measures
+    the same on more models."""
+    diffusers = import_or_skip("diffusers")
+    torch.manual_seed(0)
+    vae = diffusers.AutoencoderKLLTXVideo(
+        latent_channels=8, block_out_channels=(8, 8, 8, 8),
+        decoder_block_out_channels=(8, 8, 8, 8), layers_per_block=(1, 1, 1, 1, 1),
+        decoder_layers_per_block=(1, 1, 1, 1, 1), patch_size=1,
+    ).eval()  # fmt: skip
+    z, mode = torch.randn(1, 8, 2, 4, 4), _Outputs()
+    with torch.no_grad():
+        with profile(
+            activities=[ProfilerActivity.CPU], record_shapes=True, experimental_config=_config()
+        ) as prof:
+            vae.decode(z)
+        with mode:
+            vae.decode(z)
+    everything = _kept(prof)
+    events, nodes = _outermost(everything), _nodes()
+    overloads = {e.correlation_id(): e.overload_name() for e in _aten(everything)}
+    seen = [n for e in events for n in _seen(nodes[e.correlation_id()], overloads)]
+    assert [n.name for n in seen] == [name for name, _ in mode.seen]
+    program = {n.correlation_id: out for n, (_, out) in zip(seen, mode.seen, strict=True)}
+    replayed, wanted, untold = [], [], 0
+    for event in events:
+        call = described(_op(event), "float32", numbers=True)
+        shape = {"op": "aten", "overload": call.overload, "args": call.args, "kwargs": call.kwargs}
+        out = prepare(AtenShape.model_validate(shape, strict=False), 0, "cpu", Storages()).run()
+        want = _output(nodes[event.correlation_id()], program)
+        if want is None:  # (a composite op that returned its input: `to` its own dtype)
+            untold += 1
+            continue
+        replayed.append(_layout(out))
+        wanted.append(want)
+    assert (len(events), len(replayed), untold) == (233, 206, 27)
+    assert replayed == wanted
+
+
+def _seen(node: Any, overloads: dict[int, str]) -> list[Any]:
+    """The ops under (and including) a profiled op that a dispatch mode sees, in order."""
+    if _dispatched(node, overloads):
+        return [node]
+    children = sorted(node.children, key=lambda c: c.start_time_ns)
+    return [n for c in children if c.name.startswith("aten::") for n in _seen(c, overloads)]
+
+
+def _output(node: Any, program: dict[int, Any]) -> Any:
+    """An op's output in the program: its own where the mode saw it, else its last callee's."""
+    if node.correlation_id in program:
+        return program[node.correlation_id]
+    for child in sorted(node.children, key=lambda c: c.start_time_ns, reverse=True):
+        if (found := _output(child, program)) is not None:
+            return found
+    return None
