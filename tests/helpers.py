@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -151,3 +152,12 @@ def raw_actions(report: Path) -> Iterator[tuple[str, Any]]:
                 action = context.range_by_idx(r).action_by_idx(a)
                 ranges = list(action.nvtx_state().domain_by_id(0).push_pop_ranges())
                 yield (str(ranges[-1]) if ranges else ""), action
+
+
+def terminal_signals() -> None:
+    """In a child (`Popen(preexec_fn=...)`): SIGINT, SIGTERM and SIGHUP at their defaults, as
+    from a terminal. A suite started in the background by a non-interactive shell hands its
+    children an ignored SIGINT (and nohup an ignored SIGHUP), which the CLI leaves ignored:
+    a test of Ctrl-C would then see the command run to its end."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import CLI, ROOT, SMOKE, copied_capture
+from helpers import CLI, ROOT, SMOKE, copied_capture, terminal_signals
 
 from ncu_classify.capture.folder import capture_lock
 from ncu_classify.capture.manifest import read_manifest
@@ -159,13 +159,6 @@ def test_pending_shapes_are_not_cards_without_kernels(
     assert cards[0]["error"].startswith("not captured: the capture stopped before this shape")
 
 
-def _terminal_signals() -> None:
-    """In the child: SIGINT, SIGTERM and SIGHUP at their defaults, as from a terminal (a suite
-    run under nohup would hand the child an ignored SIGHUP, which the CLI leaves ignored)."""
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_DFL)
-
-
 def test_interrupted_classify_leaves_no_scratch_and_exits_130(tmp_path: Path) -> None:
     reports = tmp_path / "reports"
     reports.mkdir()
@@ -178,7 +171,7 @@ def test_interrupted_classify_leaves_no_scratch_and_exits_130(tmp_path: Path) ->
         argv = [*CLI, "classify", str(reports), "-o",
                 str(tmp_path / "c.json"), "--jobs", "2"]  # fmt: skip
         proc = subprocess.Popen(
-            argv, env=env, stderr=subprocess.PIPE, text=True, preexec_fn=_terminal_signals
+            argv, env=env, stderr=subprocess.PIPE, text=True, preexec_fn=terminal_signals
         )
         deadline = time.monotonic() + 60
         while not any(scratch.rglob("*.ncu-rep")) and time.monotonic() < deadline:

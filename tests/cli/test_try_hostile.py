@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import CLI, ROOT
+from helpers import CLI, ROOT, terminal_signals
 
 from ncu_classify.cli.entry import run
 
@@ -75,6 +75,7 @@ def test_ctrl_c_keeps_the_plan_and_the_same_command_resumes(
     proc = subprocess.Popen(
         [*CLI, *_try(wan_file, wan_shapes, out, "--repeat", "2")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        preexec_fn=terminal_signals,
     )  # fmt: skip
     deadline = time.monotonic() + 60
     while not list(out.glob("raw/.work/*.status.jsonl")) and time.monotonic() < deadline:

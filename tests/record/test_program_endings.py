@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import CLI, CliRun, run_cli
+from helpers import CLI, CliRun, run_cli, terminal_signals
 
 from ncu_classify.cli.entry import run
 from ncu_classify.shapes.file import load_shapes
@@ -128,7 +128,9 @@ def test_ctrl_c_to_ncu_classify_still_interrupts(tmp_path: Path) -> None:
     program = LINEAR + "open('started', 'w').close()\nimport time\ntime.sleep(60)\n"
     (tmp_path / "main.py").write_text(program)
     argv = [*CLI, "record", "-o", "s.yaml", "--", "python", "main.py"]
-    child = subprocess.Popen(argv, cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        argv, cwd=tmp_path, stderr=subprocess.PIPE, text=True, preexec_fn=terminal_signals
+    )
     deadline = time.monotonic() + 60
     while not (tmp_path / "started").exists() and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import CLI, ROOT, run_cli
+from helpers import CLI, ROOT, run_cli, terminal_signals
 
 from ncu_classify.cli.entry import run
 from ncu_classify.replay.protocol import BatchFile, read_batch, write_batch
@@ -471,7 +471,7 @@ def test_an_interrupted_record_is_130_one_line_and_writes_nothing(
     child = subprocess.Popen(
         [*CLI, "record", "-o", str(out), "--", "python", str(script)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=terminal_signals,
     )  # fmt: skip
     assert child.stderr is not None
     seen, start = "", time.monotonic()
