@@ -8,7 +8,6 @@ from __future__ import annotations
 import itertools
 import json
 import lzma
-import os
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from helpers import ROOT
 from ncu_classify.capture.order import largest_first, program_us, time_bands, wanted_groups
 from ncu_classify.capture.plan import CaptureOptions, plan_capture
 from ncu_classify.capture.shards import run_cost
-from ncu_classify.shapes.file import ShapesFile, read_shapes
+from ncu_classify.shapes.file import ShapeEntry, ShapesFile, read_shapes
 
 WAN = ROOT / "reports" / "record" / "wan_14b_480x832_h200_shapes.yaml.xz"
 BLOCK = ROOT / "fixtures" / "compiled_h200"
@@ -41,6 +40,19 @@ def _shares(shapes: ShapesFile, groups: set[str]) -> dict[str, tuple[int, int, f
         share = 100 * sum(program_us(e) or 0 for e in kept) / (total.kernel_us or 1)
         found[stage] = (len(members), len(kept), round(share, 3))
     return found
+
+
+def covered_at_half(order: list[ShapeEntry], shapes: ShapesFile, digits: int) -> dict[str, float]:
+    """Each stage's share of its recorded kernel time (percent) covered by the shapes of
+    `order` done when a capture is stopped at half its estimated cost (capture's cost model)."""
+    budget, spent, done = sum(run_cost(e) for e in order) / 2, 0.0, {}
+    for entry in order:
+        if spent >= budget:
+            break
+        spent += run_cost(entry)
+        done[entry.stage] = done.get(entry.stage, 0.0) + (program_us(entry) or 0)
+    whole = shapes.recorded.totals.stages  # type: ignore[union-attr]
+    return {s: round(100 * t / (whole[s].kernel_us or 1), digits) for s, t in done.items()}
 
 
 def test_shapes_go_largest_first(wan: Path) -> None:
@@ -115,28 +127,11 @@ def test_every_stage_s_largest_shapes_come_before_any_stage_s_smallest(
     assert [bands[e.group] for e in plan.batches[0].entries] == [0] * len(plan.batches[0].entries)
 
     def at_half(batches: list) -> dict[str, float]:  # type: ignore[type-arg]
-        order = [e for b in batches for e in b.entries]
-        budget, spent, done = sum(run_cost(e) for e in order) / 2, 0.0, {}
-        for entry in order:
-            if spent >= budget:
-                break
-            spent += run_cost(entry)
-            done[entry.stage] = done.get(entry.stage, 0.0) + (program_us(entry) or 0)
-        whole = plan.shapes.recorded.totals.stages  # type: ignore[union-attr]
-        return {s: round(100 * t / (whole[s].kernel_us or 1), 2) for s, t in done.items()}
+        return covered_at_half([e for b in batches for e in b.entries], plan.shapes, 2)
 
     assert at_half(plan.batches) == {"vae": 97.74, "dit": 99.31, "output": 100.0}
     by_file = plan_capture(wan, tmp_path / "raw", CaptureOptions(order="file"))
     assert at_half(by_file.batches)["vae"] == 68.78
-
-
-@pytest.fixture
-def stand_in(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The stand-in ncu, serving the H200's reports of the compiled block."""
-    monkeypatch.setenv("PATH", f"{ROOT / 'tests' / 'fakebin'}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_NCU_REPORTS", str(BLOCK / "cap"))
-    for name in ("FAKE_NCU_MODE", "FAKE_SHAPE_SECONDS", "FAKE_NCU_LOG"):
-        monkeypatch.delenv(name, raising=False)
 
 
 def test_a_target_leaves_the_smallest_shapes_out_and_resume_takes_them(
@@ -250,15 +245,7 @@ def test_one_process_stays_one_process_in_time_order(wan: Path, tmp_path: Path) 
     for stage in whole:
         times = [program_us(e) or 0 for e in order if e.stage == stage]
         assert all(a >= b for a, b in itertools.pairwise(times))
-    budget, spent, done = sum(run_cost(e) for e in order) / 2, 0.0, {}
-    for entry in order:
-        if spent >= budget:
-            break
-        spent += run_cost(entry)
-        done[entry.stage] = done.get(entry.stage, 0.0) + (program_us(entry) or 0)
-    assert {s: round(100 * t / (whole[s].kernel_us or 1), 1) for s, t in done.items()} == {
-        "dit": 99.6, "vae": 97.6, "output": 100.0,
-    }  # fmt: skip
+    assert covered_at_half(order, plan.shapes, 1) == {"dit": 99.6, "vae": 97.6, "output": 100.0}
 
 
 def _progress_text(

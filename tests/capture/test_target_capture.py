@@ -7,7 +7,6 @@ output says what a target left out, with the target as given."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -22,15 +21,6 @@ FILE_ORDER = [
     "main:aten.randn.default",
     "main:aten._to_copy.default:1x128x8x240x360:bf16",
 ]
-
-
-@pytest.fixture
-def stand_in(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The stand-in ncu, serving the H200's reports of the compiled block."""
-    monkeypatch.setenv("PATH", f"{ROOT / 'tests' / 'fakebin'}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_NCU_REPORTS", str(BLOCK / "cap"))
-    for name in ("FAKE_NCU_MODE", "FAKE_SHAPE_SECONDS", "FAKE_NCU_LOG"):
-        monkeypatch.delenv(name, raising=False)
 
 
 def _groups(path: Path, key: str) -> list[str]:
