@@ -356,12 +356,13 @@ def test_record_attributes_a_cuda_graph_s_replays_to_the_graph(tmp_path: Path) -
 
 
 def test_record_names_a_compiled_region_s_eager_code_op_by_op(tmp_path: Path) -> None:
-    """A compiled block that breaks its graph between its conv and a scale, with a pad and a
-    cat run eagerly after the break: the kernels of the code between the graphs are `aten`
-    shapes of the stage (from torch.profiler), each with its calls and kernels; the region's
-    uncovered eager work is gone, and the stage is covered whole. The mask's Python number,
-    which the profile keeps as a 0-d float64 tensor, is a number (its kernel's name has no
-    `double`), so the mask replays as float32."""
+    """A compiled block whose conv is followed by code dynamo runs eagerly (a function it may
+    not trace: a pad, a cat and a mask; code after a plain `graph_break()` is compiled into a
+    second graph, not run eagerly): the kernels of that code are `aten` shapes of the stage
+    (from torch.profiler), each with its calls and kernels; the region's uncovered eager work
+    is gone, and the stage is covered whole. The mask's Python number, which the profile keeps
+    as a 0-d float64 tensor, is a number (its kernel's name has no `double`), so the mask
+    replays as float32."""
     from ncu_classify.shapes.aten import AtenShape
     from ncu_classify.shapes.file import load_shapes
 
@@ -369,16 +370,17 @@ def test_record_names_a_compiled_region_s_eager_code_op_by_op(tmp_path: Path) ->
     script.write_text(
         "import torch\n"
         "import torch.nn.functional as F\n"
+        "@torch._dynamo.disable\n"
+        "def cached(h):\n"
+        "    h = torch.cat([h[:, :, -1:], F.pad(h, (0, 0, 0, 0, 1, 0))], dim=2)\n"
+        "    return h * ((h > 0) * 0.5)\n"
         "class Block(torch.nn.Module):\n"
         "    def __init__(self):\n"
         "        super().__init__()\n"
         "        self.norm = torch.nn.GroupNorm(8, 64)\n"
         "        self.conv = torch.nn.Conv3d(64, 64, 3, padding=1)\n"
         "    def forward(self, x):\n"
-        "        h = self.conv(F.silu(self.norm(x)))\n"
-        "        torch._dynamo.graph_break()\n"
-        "        h = torch.cat([h[:, :, -1:], F.pad(h, (0, 0, 0, 0, 1, 0))], dim=2)\n"
-        "        return h * ((h > 0) * 0.5)\n"
+        "        return cached(self.conv(F.silu(self.norm(x))))\n"
         "block = Block().cuda()\n"
         "block.compile()\n"
         "x = torch.randn(1, 64, 8, 64, 64, device='cuda')\n"
