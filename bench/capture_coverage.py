@@ -11,8 +11,9 @@ names (`dit`, `dit_2`, ...), each copy with the recording's own shapes, times (`
 and per-stage totals, so the scaled file has N times the shapes with the recording's own
 distribution of time per shape (the Wan 14B recording x 4: 1,016 shapes). `--skip-whole S`
 takes the whole capture's time as given (seconds) instead of measuring it, for the SIGTERM
-run; `--no-half` skips that run. `--dry-run` writes the scaled file and prints the plans
-(shapes, below target).
+run; `--no-half` skips that run; `--budget S` stops the target's capture after S seconds (a
+device command has 10 minutes) and says how far it got (shapes by status, kernels captured).
+`--dry-run` writes the scaled file and prints the plans (shapes, below target).
 """
 
 from __future__ import annotations
@@ -74,6 +75,21 @@ def coverage(raw: Path, work: Path, name: str) -> dict[str, float | None]:
     return {stage["stage"]: stage["coverage_pct"] for stage in found}
 
 
+def progress(raw: Path) -> str:
+    """How far a capture got: its shapes by status (`ok`, `pending`, ...), from its manifest,
+    and the kernels of those captured (what ncu's time goes by)."""
+    try:
+        manifest = json.loads((raw / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return "no manifest"
+    statuses: dict[str, int] = {}
+    for shape in manifest.get("shapes", []):
+        statuses[shape.get("status", "?")] = statuses.get(shape.get("status", "?"), 0) + 1
+    kernels = sum(s.get("kernels") or 0 for s in manifest.get("shapes", []))
+    told = ", ".join(f"{count} {status}" for status, count in sorted(statuses.items()))
+    return f"shapes {told}, {kernels} kernels captured"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shapes", type=Path, required=True)
@@ -83,6 +99,11 @@ def main() -> None:
     parser.add_argument("--skip-whole", type=float, default=None)
     parser.add_argument("--dry-run", action="store_true")
     parser.add_argument("--no-half", action="store_true", help="skip the SIGTERM run")
+    parser.add_argument(
+        "--budget", type=float, default=None,
+        help="stop the target's capture by SIGTERM after this many seconds (it resumes with"
+        " capture --resume): a device command has 10 minutes",
+    )  # fmt: skip
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     shapes = args.shapes
@@ -103,10 +124,12 @@ def main() -> None:
             f"whole: {whole_s:.1f} s, coverage {coverage(args.work / 'whole', args.work, 'whole')}"
         )
     target = [*base, "-o", str(args.work / "target"), "--coverage", str(args.coverage)]
-    target_s, _ = timed(target, args.work / "target.log")
+    target_s, code = timed(target, args.work / "target.log", stop_after=args.budget)
+    share = f" ({100 * target_s / whole_s:.1f} % of the whole)" if whole_s > 1 else ""
     print(
-        f"--coverage {args.coverage}: {target_s:.1f} s ({100 * target_s / whole_s:.1f} % of the"
-        f" whole), coverage {coverage(args.work / 'target', args.work, 'target')}"
+        f"--coverage {args.coverage}: {target_s:.1f} s{share}, exit {code},"
+        f" {progress(args.work / 'target')}, coverage"
+        f" {coverage(args.work / 'target', args.work, 'target')}"
     )
     if args.no_half:
         return
