@@ -83,7 +83,7 @@ def chain_runner(
     # static sizes, a first compile of its own (not a recompile of the batch's other chains)
     compiled = function
     if mode == "compile":
-        own, how = _own_code(function), _how(compile_mode)
+        own, how = own_code(function), _how(compile_mode)
         compiled = torch.compile(own, fullgraph=True, dynamic=False, **how)  # type: ignore[call-overload]
 
     def reset() -> None:
@@ -99,13 +99,18 @@ def chain_runner(
     )
 
 
-def _own_code(function: Callable[..., Any]) -> Callable[..., Any]:
+def own_code(function: Callable[..., Any]) -> Callable[..., Any]:
     """The function with a code object of its own. dynamo keeps its graphs per code object,
-    and every chain's function shares one: the second chain of a batch (a replay process)
-    was compiled again as a recompile of the first, with dynamic sizes where they differed
-    (other kernels than the program's), and past dynamo's recompile limit (8) not at all."""
+    and every chain's function (every typed shape's op of one kind) shares one: the second
+    shape of a batch (a replay process) was compiled again as a recompile of the first, with
+    dynamic sizes where they differed (other kernels than the program's), and past dynamo's
+    recompile limit (8) not at all. A callable that is no plain function (a partial) is
+    called by one."""
     import types
 
+    if not isinstance(function, types.FunctionType):
+        called = function
+        function = lambda *args, **kwargs: called(*args, **kwargs)  # noqa: E731
     code = function.__code__.replace()
     return types.FunctionType(
         code, function.__globals__, function.__name__, function.__defaults__,

@@ -32,7 +32,7 @@ from ..shapes.chain_shape import ChainShape
 from ..shapes.file import ShapeEntry
 from ..shapes.ops import CastShape, Conv2dShape, Conv3dShape, LinearShape
 from .aten import NotReplayable, Storages, prepare
-from .chain import Mode, chain_runner, replay_mode
+from .chain import Mode, chain_runner, own_code, replay_mode
 from .inputs import DTYPES, InputSource, Unsupported, start_draws
 from .layouts import attention_mask, placed
 from .outputs import write_sample
@@ -224,8 +224,8 @@ def replay_one(entry: ShapeEntry, batch: BatchFile) -> dict[str, Any]:
         cpu, op = BUILDERS[type(entry.shape)](entry.shape, draws)
         sha = draws.finish(cpu)
         del cpu
-    if compiled:  # compiled in the first warm-up, outside every range
-        op = torch.compile(op, mode=compiled)
+    if compiled:  # compiled in the first warm-up, outside every range; static, on its own
+        op = torch.compile(own_code(op), mode=compiled, dynamic=False)
     torch.cuda.synchronize()
     built = time.perf_counter()
     for _ in range(batch.warmup):

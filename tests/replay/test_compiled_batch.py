@@ -61,3 +61,31 @@ def test_each_compiled_shape_of_a_batch_compiles_on_its_own(
             fields = replay.replay_one(_entry(number, sines, rows), batch)
             assert len(fields["input_sha256"]) == 64
     assert stats["unique_graphs"] - before == 4
+
+
+def test_each_compiled_typed_shape_of_a_batch_compiles_on_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A typed shape with `compile:` (try's move) was compiled as `torch.compile(op)`, and
+    every op a builder makes (a lambda) shares one code object: the second cast of a batch
+    was a recompile of the first, a dynamic graph that the third and fourth reused (2 graphs
+    for 4 shapes, not one of them the static op alone past the first). Now 4 static graphs."""
+    from ncu_classify.replay import target as replay
+
+    for name in ("empty_cache", "synchronize"):
+        monkeypatch.setattr(torch.cuda, name, lambda: None)
+    monkeypatch.setattr(torch.cuda.nvtx, "range_push", lambda name: None)
+    monkeypatch.setattr(torch.cuda.nvtx, "range_pop", lambda: None)
+    monkeypatch.setattr(torch.Tensor, "cuda", lambda self, *args, **kwargs: self)
+    monkeypatch.setattr(replay, "DRAW_DEVICE", "cpu")
+    batch = BatchFile(seed=0, warmup=1, cudnn_benchmark=False, entries=[])
+    stats = torch._dynamo.utils.counters["stats"]
+    torch._dynamo.reset()
+    before = stats["unique_graphs"]
+    with torch._dynamo.config.patch(recompile_limit=2):
+        for rows in (3, 5, 7, 9):
+            shape = {"op": "cast", "shape": [rows, 4], "from": "fp32", "to": "bf16"}
+            shape["compile"] = "default"
+            entry = ShapeEntry.model_validate({"stage": "s", "group": f"s:c{rows}", "shape": shape})
+            assert len(replay.replay_one(entry, batch)["input_sha256"]) == 64
+    assert stats["unique_graphs"] - before == 4
