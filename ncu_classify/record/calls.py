@@ -319,7 +319,7 @@ def held_as(module: torch.nn.Module, depth: int = 0, taken: Container[str] = ())
 def _names_here(module: torch.nn.Module, local: dict[str, Any], depth: int) -> Iterator[str]:
     """The names one frame holds `module` by, best first (see `held_as`), then as an item of a
     list, tuple or dict a variable holds (`blocks.1`), last its path in a module a variable holds
-    (`top.vae`: the program runs `top.vae(z)` or a compiled `top.vae.decode`; no `_orig_mod`)."""
+    (`top.vae(z)`: `vae`, not `top.vae`, whose stage, `top`, `top.dit` shared; no `_orig_mod`)."""
     owner = local.get("self")
     if isinstance(owner, torch.nn.Module) and owner is not module:
         for attr, child in owner.named_children():
@@ -336,7 +336,7 @@ def _names_here(module: torch.nn.Module, local: dict[str, Any], depth: int) -> I
         if var != "self" and isinstance(value, torch.nn.Module) and value is not module:
             for path, child in value.named_modules(remove_duplicate=False):
                 if child is module:
-                    yield ".".join([var, *(p for p in path.split(".") if p != "_orig_mod")])
+                    yield ".".join(p for p in path.split(".") if p != "_orig_mod") or var
 
 
 def top_name(module: torch.nn.Module, taken: Container[str]) -> str:

@@ -430,7 +430,8 @@ def test_blocks_the_program_reaches_through_a_variable_are_named_by_their_path(
     vae.decode)`): neither block is held by a variable of its own, so both went by their
     class name (`_scaled`): two modules under one path, the region's and the linear's calls
     merged, no `--stage` able to tell them apart. Now each is its path inside the module the
-    variable holds: `top.dit`, `top.vae`."""
+    variable holds: `dit`, `vae`, each a stage of its own (`top.dit` and `top.vae` were both
+    of stage `top`)."""
 
     def program() -> None:
         top = _Pair()
@@ -442,8 +443,8 @@ def test_blocks_the_program_reaches_through_a_variable_are_named_by_their_path(
     shapes = _recorded(tmp_path, program)
     got = [(stage, s.op, s.source, s.calls) for stage, ss in shapes.stages.items() for s in ss]
     assert got == [
-        ("top", "linear", "top.dit.lin", 2), ("top", "compiled", "top.vae", 2),
-        ("top", "aten", "top.dit", 2), ("top", "aten", "top.dit", 2),
+        ("dit", "linear", "dit.lin", 2), ("dit", "aten", "dit", 2), ("dit", "aten", "dit", 2),
+        ("vae", "compiled", "vae", 2),
         ("main", "aten", "(no module)", 2),
     ]  # fmt: skip
 
