@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -278,6 +278,19 @@ def notes(graphs: list[Any], recompiles: int, breaks: dict[str, int], sites: dic
         graphs=sum(1 for g in graphs if not (g.sizes or g.caller)), recompiles=recompiles,
         graph_breaks=breaks, graph_break_sites=dict(sorted(sites.items())) or None,
     )  # fmt: skip
+
+
+Options = dict[str, str | int | bool | Callable[..., Any]]  # torch.compile's `options`
+
+
+def split_options(settings: Any) -> tuple[Any, Options | None]:
+    """The program's torch.compile `options` as Inductor's and torch's own: its guard filter,
+    which torch takes out of them for dynamo (the recorder's compile passes it on; it was lost),
+    and `use_aoti` (left out, as before); both popped from the dict, as torch pops them."""
+    if not isinstance(settings, dict):
+        return settings, None
+    guard, _ = settings.pop("guard_filter_fn", None), settings.pop("use_aoti", None)
+    return dict(settings) or None, ({"guard_filter_fn": guard} if guard is not None else None)
 
 
 def plain_options(options: Any) -> dict[str, str | int | float | bool] | None:

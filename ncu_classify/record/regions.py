@@ -120,11 +120,13 @@ class Regions:
         if model is None:
             return lambda fn: self._compile(fn, **options)
         original = self._original or torch.compile
-        plain = original(model, **options)  # torch's checks of the arguments (compiles nothing)
+        settings = options.pop("options", None)
+        given = dict(settings) if isinstance(settings, dict) else settings  # torch pops from it
+        plain = original(model, **options, options=given)  # torch's checks (compiles nothing)
         if options.get("disable"):
             return plain
-        backend = options.pop("backend", "inductor")
-        mode, settings = options.pop("mode", None), options.pop("options", None)
+        backend, mode = options.pop("backend", "inductor"), options.pop("mode", None)
+        settings, guards = region_graph.split_options(settings)
         dynamic = options.get("dynamic")
         inner: Callable[..., Any]
         if backend == "inductor":
@@ -136,7 +138,7 @@ class Regions:
         if keeper is None:  # one per setting: dynamo shares frames only between equal backends
             keeper = functools.partial(self._backend, inner, str(label), (mode, settings))
             self._keepers.append(keeper)
-        compiled = original(model, backend=keeper, **options)
+        compiled = original(model, backend=keeper, options=guards, **options)
         if compiled is model:  # dynamo off (TORCHDYNAMO_DISABLE=1): runs eagerly, recorded so
             return compiled
         if isinstance(compiled, torch.nn.Module):

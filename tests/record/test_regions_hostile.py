@@ -611,3 +611,27 @@ def test_a_break_at_a_disabled_forward_is_where_the_program_calls_it(tmp_path: P
     assert shapes.recorded.compiled.graph_break_sites == {
         f"{os.path.relpath(__file__)}:{line}": "Skip calling `torch.compiler.disable()`d function"
     }
+
+
+def test_the_programs_guard_filter_is_dynamos_under_the_recorder(tmp_path: Path) -> None:
+    """torch.compile takes `guard_filter_fn` out of `options` (in place) for dynamo: under the
+    recorder it was taken by the first, checking call and lost to the compile that ran, so
+    dynamo never called the program's filter (0 calls; 1 without the recorder). Now it is
+    passed on, and the program's options dict is left as torch leaves it."""
+    calls: list[int] = []
+
+    def keep_all(entries: list[Any]) -> list[bool]:
+        calls.append(len(entries))
+        return [True] * len(entries)
+
+    given = {"guard_filter_fn": keep_all}
+
+    def program() -> None:
+        f = torch.compile(_doubled, backend="aot_eager", options=given)
+        f(torch.ones(3))
+
+    shapes = _recorded(tmp_path, program)
+    assert len(calls) == 1 and calls[0] > 0
+    assert shapes.recorded is not None and shapes.recorded.compiled is not None
+    assert shapes.recorded.compiled.graphs == 1
+    assert given == {}  # (as torch.compile leaves it)
