@@ -93,9 +93,11 @@ class Regions:
         if self._original is not None:
             torch.compile = self._original
             self._original = None
-            self._quiet.__exit__(None, None, None)
-            unskipped(self._codes_before)
-            self.sites.stop()
+            try:
+                self._quiet.__exit__(None, None, None)
+                unskipped(self._codes_before)
+            finally:  # (dynamo's logger as it was, whatever failed above)
+                self.sites.stop()
         for said, new in region_graph.new_breaks(dynamo_breaks(), self._breaks_before):
             self.graph_breaks[said] = self.graph_breaks.get(said, 0) + new
 

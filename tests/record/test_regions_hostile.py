@@ -511,6 +511,31 @@ def test_the_graph_breaks_are_said_where_they_are(tmp_path: Path) -> None:
     assert sum(shapes.recorded.compiled.graph_breaks.values()) == 2
 
 
+def test_dynamo_s_graph_break_log_is_as_it_was_when_leaving_the_recording_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Should undoing the recording's other changes fail on the way out, the handler on
+    dynamo's graph-break log is still removed (it was skipped: the log stayed quiet and held
+    by a finished recording)."""
+    import logging
+
+    from ncu_classify.record import region_graph
+    from ncu_classify.record.break_sites import LOGGER
+    from ncu_classify.record.regions import Regions
+
+    def fails(_: int) -> None:
+        raise RuntimeError("undo failed")
+
+    log = logging.getLogger(LOGGER)
+    before = (log.level, log.propagate, list(log.handlers))
+    regions = Regions(recorder=None, new_entry=lambda *a, **k: None)
+    monkeypatch.setattr(region_graph, "unskipped", fails)
+    with pytest.raises(RuntimeError, match="undo failed"), regions:
+        assert len(log.handlers) == len(before[2]) + 1
+    assert (log.level, log.propagate, list(log.handlers)) == before
+    assert torch.compile is not regions._compile
+
+
 class _Broken(torch.nn.Module):
     """A block whose forward breaks its graph: the code after the break is a frame of its own
     that every block of the class shares."""
