@@ -319,10 +319,10 @@ def typed(call: ProfiledCall) -> Any:
 
     from .calls import shape_of
 
-    args = [_meta(value) for value in call.args]
+    args = [meta(value) for value in call.args]
     if call.overload in TYPED:
         func: Any = getattr(functional, TYPED[call.overload])
-        kwargs = {key: _meta(value) for key, value in call.kwargs.items()}  # sdpa's scale
+        kwargs = {key: meta(value) for key, value in call.kwargs.items()}  # sdpa's scale
         return shape_of(func, tuple(args), kwargs, None)[0]
     if call.overload == "aten.to.dtype" and not call.kwargs and isinstance(args[0], torch.Tensor):
         target = getattr(torch, args[1])
@@ -331,12 +331,12 @@ def typed(call: ProfiledCall) -> Any:
     return None
 
 
-def _meta(value: Any) -> Any:
+def meta(value: Any) -> Any:
     """A recorded argument with each tensor made a meta tensor of its layout."""
     if isinstance(value, dict) and "tensor" in value:
         spec = value["tensor"]
         dtype = getattr(torch, spec["dtype"])
         return torch.empty_strided(spec["shape"], spec["strides"], dtype=dtype, device="meta")
     if isinstance(value, list):
-        return [_meta(v) for v in value]
+        return [meta(v) for v in value]
     return value

@@ -16,8 +16,9 @@ from typing import Any
 
 import torch
 
+from ..shapes.aten import UNKEPT_NUMBER
 from .device_ops import why_not_replayed
-from .profiled_calls import Lost, OpEvent, ProfiledCall, described, typed
+from .profiled_calls import Lost, OpEvent, ProfiledCall, described, meta, typed
 from .shapes_document import CallShape
 from .timing import InnermostMark, KernelClock, KernelTime, Launch
 from .totals import RegionCalls, eager_work, per_call
@@ -198,8 +199,27 @@ def _outermost(
     for event, number in reversed(list(zip(events, chain, strict=True))):
         try:
             call = described(event, fill, numbers)
+            if numbers and not _takes_numbers(call):  # (then its 0-d float64 was a tensor)
+                call = described(event, fill, False)
         except Lost:
             continue
         if why_not_replayed(call.overload, call.args) is None:  # (not a data-dependent op)
             return number, call
     return None
+
+
+def _takes_numbers(call: ProfiledCall) -> bool:
+    """Whether the op takes a Python number where the call has `{number: float64}`: the
+    arithmetic ops do (`mask * 0.5`), `where`, `lerp` or `maximum` take only a tensor there,
+    so no Python number was passed (tried on meta tensors; True where that cannot tell)."""
+    if UNKEPT_NUMBER not in [*call.args, *call.kwargs.values()]:
+        return True
+    _, base, name = call.overload.split(".")
+    op = getattr(getattr(torch.ops.aten, base), name)
+    args = [1.5 if a == UNKEPT_NUMBER else meta(a) for a in call.args]
+    kwargs = {k: 1.5 if v == UNKEPT_NUMBER else meta(v) for k, v in call.kwargs.items()}
+    try:
+        op(*args, **kwargs)
+    except (RuntimeError, TypeError) as exc:
+        return "Expected a value of type 'Tensor'" not in str(exc)
+    return True

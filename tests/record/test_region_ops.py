@@ -482,6 +482,35 @@ def test_a_python_number_the_profile_keeps_as_a_0d_tensor_replays_as_one(real: b
     assert times[target].kernels == 0
 
 
+def test_a_0d_float64_tensor_where_no_number_is_taken_stays_a_tensor() -> None:
+    """`torch.where(mask, x, a 0-d float64 tensor)`: its kernels compute in float (the 0-d
+    tensor does not promote), but `where` takes no Python number there, so none was passed: it
+    stays a tensor and replays (a bare number was refused: "Expected a value of type
+    'Tensor'"); `mask * 0.5` beside it is still a number."""
+    x = torch.randn(4, 8)
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        made = [torch.where(x > 0, x, torch.tensor(0.5, dtype=torch.float64)), (x > 0) * 0.5]
+    events = _kept(prof)
+    target = ("region", "dit", EAGER.format(name="encoder"))
+    clock = KernelClock(enabled=False, events=events, marks=[Mark(None, target)])
+    clock.results = RESULTS[0]
+    for op in _aten(events):
+        if op.name() in ("aten::where", "aten::mul"):
+            launch = Launch(0, op.start_thread_id(), op.start_ns(), 1000, "Functor<float>")
+            clock.launches.append(launch)
+    times = {target: KernelTime(kernels=2, ns=2000)}
+    shapes = {s["overload"]: s for s in region_ops(clock, times).shapes()["dit"]}
+    assert shapes["aten.where.self"]["args"][2]["tensor"]["dtype"] == "float64"
+    assert shapes["aten.mul.Tensor"]["args"][1] == {"number": "float64"}
+    replayed = [
+        prepare(AtenShape.model_validate(shapes[name], strict=False), 0, "cpu", Storages())
+        .run()
+        .dtype
+        for name in ("aten.where.self", "aten.mul.Tensor")
+    ]
+    assert replayed == [t.dtype for t in made] == [torch.float32, torch.float32]
+
+
 def test_an_unkept_number_is_an_argument_only_in_its_own_form() -> None:
     """`{number: float64}` is the one form of a number not kept; another is refused where it
     stands, as any argument the replay does not know."""
