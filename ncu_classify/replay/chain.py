@@ -11,6 +11,7 @@ ops) raises NotReplayable; inputs an op writes are private copies, restored by `
 from __future__ import annotations
 
 import hashlib
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -106,8 +107,6 @@ def own_code(function: Callable[..., Any]) -> Callable[..., Any]:
     dynamic sizes where they differed (other kernels than the program's), and past dynamo's
     recompile limit (8) not at all. A callable that is no plain function (a partial) is
     called by one."""
-    import types
-
     if not isinstance(function, types.FunctionType):
         called = function
         function = lambda *args, **kwargs: called(*args, **kwargs)  # noqa: E731
