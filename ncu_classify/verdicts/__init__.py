@@ -13,6 +13,7 @@ group_ids     group ids read back into manifest shapes (folders without a manife
 unmanifested  capture folders read without their manifest.json
 shards        is a split capture whole
 drill_merge   a drill-down capture folded into the cards it drills
+unfinished    the kernels of a shape a stopped capture did not finish
 classify      reports or capture folders -> classified cards
 """
 

@@ -37,6 +37,7 @@ from .judge import build_card, kernel_card
 from .repeats import by_repeat, with_repeats
 from .rules import LoadedRules
 from .shards import missing_shards
+from .unfinished import said_unfinished, split_unfinished
 from .unmanifested import missing_manifest_warnings
 
 __all__ = ["classify", "input_files"]
@@ -197,6 +198,8 @@ def cards_for_set(reads: Reads, rules: LoadedRules) -> list[Card]:
         cards.append(measured)
     leftovers = [pair for members in by_range.values() for pair in members]
     leftovers = _without_old_repeats(leftovers, given, reads.warnings)
+    leftovers, unfinished = split_unfinished(leftovers, given.manifest)
+    cards = [said_unfinished(card, unfinished) for card in cards]
     return cards + _foreign_cards(leftovers, rules, reads.labels, reads.warnings)
 
 

@@ -5,7 +5,7 @@
 # torch.profiler (after the same warm-ups), captured and classified; the GPU test of CUDA
 # graphs in record; then, in the time left of $BUDGET seconds (default 470), the compiled Wan
 # 2.1 decode recorded again (reports/record/device_compiled_wan.sh's program). Outputs are
-# packed whatever stopped. With $OUT set and the wheels in .whl/, .whl_rec/ and .whl_test/.
+# packed whatever stopped; $WAYS picks the ways (default "graph compile"). With $OUT set and the wheels in .whl/, .whl_rec/ and .whl_test/.
 set -u
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl .whl_test/*.whl \
   .whl_rec/*.whl 2>/dev/null
@@ -21,7 +21,7 @@ pack() {
 trap pack EXIT
 exec 3>&1  # step's own line goes to the script's output, not to a command's redirected one
 step() { local start; start=$(date +%s); "$@"; echo "rc $? in $(( $(date +%s) - start )) s: ${*:3:3}" >&3; }
-for way in graph compile; do
+for way in ${WAYS:-graph compile}; do
   W=/tmp/block_$way; mkdir -p $W; echo "== $way"
   step timeout 70 python3 -m ncu_classify record -o $W/shapes.yaml -- python3 \
     fixtures/models/record_block.py --$way > $W/record.log 2>&1

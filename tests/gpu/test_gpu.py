@@ -339,7 +339,7 @@ def test_record_attributes_a_cuda_graph_s_replays_to_the_graph(tmp_path: Path) -
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "CUDA graphs: 2 graphs, 7 replays, 1 spread over their shapes" in proc.stdout
     recorded = load_shapes(shapes)
-    linears = {s.M: s for s in recorded.stages["main"] if s.op == "linear"}
+    linears = {s.M: s for st in recorded.stages.values() for s in st if s.op == "linear"}
     assert list(linears) == [512]  # the M=256 linear ran only inside the second graph
     assert linears[512].calls == 6 and (linears[512].real_kernels or 0) >= 1
     assert recorded.recorded is not None and recorded.recorded.totals is not None
@@ -349,8 +349,8 @@ def test_record_attributes_a_cuda_graph_s_replays_to_the_graph(tmp_path: Path) -
     )  # fmt: skip
     assert sum(first.captured.values()) >= 2 and (first.kernel_us or 0) > 0
     items = {u.name: u for u in recorded.recorded.totals.uncovered}
-    assert "(CUDA graph 0, captured in (no module))" not in items
-    graph = items["(CUDA graph 1, captured in (no module))"]
+    assert not [name for name in items if name.startswith("(CUDA graph 0,")]
+    [graph] = [u for name, u in items.items() if name.startswith("(CUDA graph 1,")]
     assert graph.calls == 2 and (graph.kernels or 0) >= 2 and (graph.kernel_us or 0) > 0
     assert "(kernels outside any recorded call)" not in items
 

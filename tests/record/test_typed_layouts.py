@@ -3,12 +3,15 @@ view (`permute`) and a slice with a storage offset keeps each input's strides an
 same conv on a contiguous tensor keeps none (its id as before); SDPA keeps its boolean padding
 mask (broadcast over heads and queries) and its scale; a linear fed a transposed view keeps the
 program's dims (tests/helpers_layouts.py). Written as a shapes file and read back with
-load_shapes, as recorded."""
+load_shapes, as recorded. The GPU check's program, fixtures/models/record_strided_conv.py, run
+tiny through `ncu-classify record`, keeps its convs' layouts the same way."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from helpers import import_or_skip
+from helpers import ROOT, import_or_skip
 from helpers_layouts import ATTENTION, CONV, record_net
 
 from ncu_classify.shapes.file import load_shapes
@@ -107,3 +110,29 @@ def test_program_moves_keep_a_layout_and_a_mask_consistent(recorded: dict) -> No
     last = changed_shape(strided, "channels_last")
     assert last.memory_format == "channels_last_3d" and last.layout is None
     assert changed_shape(strided, "bf16").layout == strided.layout
+
+
+def test_the_strided_conv_program_records_its_three_layouts(tmp_path: Path) -> None:
+    """reports/fidelity/device_fidelity.sh's program, 1x8x2x6x6 on the CPU: a frames-first
+    view (channels 36 apart, frames 288), frames 1..2 of a 3-frame clip (one frame, 36, in;
+    channels 108 apart) and a contiguous input (no layout, the plain id)."""
+    from ncu_classify.cli.entry import run
+
+    out = tmp_path / "strided.yaml"
+    script = ROOT / "fixtures" / "models" / "record_strided_conv.py"
+    argv = ["record", "-o", str(out), "--", "python", str(script), "--device", "cpu"]
+    assert run([*argv, "--frames", "2", "--height", "6", "--width", "6", "--channels", "8"]) == 0
+    convs = [e for e in load_shapes(out).entries() if e.shape.op == "conv3d"]
+    plain = "convs:conv3d:in1x8x2x6x6_w8x8x1x1x1_s1x1x1_p0x0x0:fp32:tf32:bias"
+    got = [
+        (e.shape.layout and {k: (v.strides, v.offset) for k, v in e.shape.layout.items()})
+        for e in convs
+    ]
+    assert got == [
+        {"input": ([576, 36, 288, 6, 1], 0)},
+        {"input": ([864, 108, 36, 6, 1], 36)},
+        None,
+    ]
+    assert [e.group == plain for e in convs] == [False, False, True]
+    assert all(e.group.startswith(f"{plain}:strided:h") for e in convs[:2])
+    assert all(e.shape.calls == 1 and e.shape.bias for e in convs)
