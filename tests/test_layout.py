@@ -50,6 +50,7 @@ TORCH_HOMES = {
     "record.recorder",
     "record.dataflow",
     "record.calls",
+    "record.naming",
     "record.device_ops",
     "record.timing",
     "record.profiled_calls",

@@ -3,6 +3,7 @@ imports torch. The face is lazy, so that `program` (which runs the user's script
 
   recorder    the torch function mode, the dispatch mode and the module hooks
   calls       one typed call (linear, matmul, conv, SDPA, cast) -> a shape
+  naming      the name a top module goes by in the code that runs it (its stage)
   device_ops  every other device op, as an `aten` shape
   dataflow    which recorded call made each tensor (for the chains)
   chains      the chains of device ops between two heavy ops, from the dataflow (no torch)

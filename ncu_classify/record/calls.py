@@ -2,12 +2,11 @@
 SDPA, cast) and its inputs, each input's strides and storage offset where it was no plain
 tensor (`layout`) and SDPA's mask, dropout and scale, or whether it only builds the model (a
 parameter cast or initialiser). Calls that are no typed shape are left to the device ops they
-dispatch. And the name a top module goes by in the code that runs it."""
+dispatch."""
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Container, Iterator
 from typing import Any
 
 import torch
@@ -294,57 +293,3 @@ def _cast(func: Any, args: tuple[Any, ...], kwargs: CallKwargs, result: Any) -> 
     }
     _lay_out(shape, {"x": (x, tuple(x.shape))})
     return shape, [x]
-
-
-def held_as(module: torch.nn.Module, depth: int = 0, taken: Container[str] = ()) -> str | None:
-    """The name a top module goes by in the code that runs it: the child name in the module
-    whose method called it (`vae.decode` runs `self.decoder`: `vae.decoder`), the attribute of a
-    non-module `self` (a pipeline's `self.transformer`), or a local variable holding it. A name
-    `taken` by another module (a helper's `model` argument, given the DiT then the VAE) is
-    passed over for one further out (`vae`)."""
-    frame = inspect.currentframe()
-    try:
-        while frame is not None and depth < 8:
-            code = frame.f_code.co_filename.replace("\\", "/")
-            if "torch/nn/modules" not in code and "ncu_classify/record/" not in code:
-                for found in _names_here(module, frame.f_locals, depth):
-                    if found not in taken:
-                        return found
-            frame = frame.f_back
-    finally:
-        del frame
-    return None
-
-
-def _names_here(module: torch.nn.Module, local: dict[str, Any], depth: int) -> Iterator[str]:
-    """The names one frame holds `module` by, best first (see `held_as`), then as an item of a
-    list, tuple or dict a variable holds (`blocks.1`), last its path in a module a variable holds
-    (`top.vae(z)`: `vae`, not `top.vae`, whose stage, `top`, `top.dit` shared; no `_orig_mod`)."""
-    owner = local.get("self")
-    if isinstance(owner, torch.nn.Module) and owner is not module:
-        for attr, child in owner.named_children():
-            if child is module:
-                yield f"{held_as(owner, depth + 1) or type(owner).__name__.lower()}.{attr}"
-    elif owner is not None and hasattr(owner, "__dict__"):
-        yield from (str(attr) for attr, value in vars(owner).items() if value is module)
-    yield from (var for var, value in local.items() if value is module and var != "self")
-    for var, value in local.items():  # `blocks.1`: an item of a list, tuple or dict
-        if isinstance(value, (list, tuple, dict)) and len(value) <= 1000:
-            items = value.items() if isinstance(value, dict) else enumerate(value)
-            yield from (f"{var}.{key}" for key, item in items if item is module)
-    for var, value in local.items():
-        if var != "self" and isinstance(value, torch.nn.Module) and value is not module:
-            for path, child in value.named_modules(remove_duplicate=False):
-                if child is module:
-                    yield ".".join(p for p in path.split(".") if p != "_orig_mod") or var
-
-
-def top_name(module: torch.nn.Module, taken: Container[str]) -> str:
-    """A top module's name (`held_as`), else its class in lower case (a compiled one's)."""
-    kind = type(getattr(module, "_orig_mod", module)).__name__.lower()
-    name = numbered = held_as(module, taken=taken) or kind
-    number = 1  # (a name another module has: numbered, `blk_2`)
-    while numbered in taken:
-        number += 1
-        numbered = f"{name}_{number}"
-    return numbered

@@ -22,10 +22,11 @@ from torch.overrides import TorchFunctionMode
 
 from .._version import __version__
 from ..shapes.recorded import Recorded, RecordedTotals
-from .calls import CallKwargs, in_module_setup, name_of, sets_up_parameter, shape_of, top_name
+from .calls import CallKwargs, in_module_setup, name_of, sets_up_parameter, shape_of
 from .cudagraphs import CudaGraphs
 from .dataflow import Dataflow
 from .device_ops import DeviceOps
+from .naming import top_name
 from .region_ops import region_ops
 from .regions import Regions
 from .shapes_document import CallShape, DescribedCalls

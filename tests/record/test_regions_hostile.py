@@ -581,8 +581,10 @@ def test_blocks_compiled_one_by_one_share_their_frames_as_without_the_recorder(
     assert shapes.recorded is not None and shapes.recorded.compiled is not None
     assert (shapes.recorded.compiled.graphs, shapes.recorded.compiled.recompiles) == (2, 0)
     # blocks 2 and 3 were both named by the compiled wrapper's class, `optimizedmodule`, since
-    # the loop's `block` named the first: now by their place in the list the program holds
-    assert shapes.recorded.compiled.regions == ["block:block", "blocks:blocks.1", "blocks:blocks.2"]
+    # the loop's `block` named the first; then the first `block`, the others `blocks.N`: now
+    # each by its place in the list the program holds (a stack of like blocks), one stage
+    regions = shapes.recorded.compiled.regions
+    assert regions == ["blocks:blocks.0", "blocks:blocks.1", "blocks:blocks.2"]
 
 
 def test_two_modules_held_by_nothing_are_numbered(tmp_path: Path) -> None:

@@ -1,0 +1,78 @@
+"""The name a top module goes by (its stage's default): the name the code that runs it holds
+it by, found in the calling frames: a child of the module whose method called it, an attribute
+of a pipeline's `self`, a variable, an item of a list of like modules, or its path in a module
+a variable holds; else its class."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Container, Iterator, Mapping
+from typing import Any
+
+import torch
+
+
+def held_as(module: torch.nn.Module, depth: int = 0, taken: Container[str] = ()) -> str | None:
+    """The name a top module goes by in the code that runs it: the child name in the module
+    whose method called it (`vae.decode` runs `self.decoder`: `vae.decoder`), the attribute of a
+    non-module `self` (a pipeline's `self.transformer`), or a local variable holding it. A name
+    `taken` by another module (a helper's `model` argument, given the DiT then the VAE) is
+    passed over for one further out (`vae`)."""
+    frame = inspect.currentframe()
+    try:
+        while frame is not None and depth < 8:
+            code = frame.f_code.co_filename.replace("\\", "/")
+            if "torch/nn/modules" not in code and "ncu_classify/record/" not in code:
+                for found in _names_here(module, frame.f_locals, depth):
+                    if found not in taken:
+                        return found
+            frame = frame.f_back
+    finally:
+        del frame
+    return None
+
+
+def _names_here(module: torch.nn.Module, local: dict[str, Any], depth: int) -> Iterator[str]:
+    """The names one frame holds `module` by, best first (see `held_as`), then as an item of a
+    list, tuple or dict a variable holds (`blocks.1`), last its path in a module a variable holds
+    (`top.vae(z)`: `vae`, not `top.vae`, whose stage, `top`, `top.dit` shared; no `_orig_mod`)."""
+    owner = local.get("self")
+    if isinstance(owner, torch.nn.Module) and owner is not module:
+        for attr, child in owner.named_children():
+            if child is module:
+                yield f"{held_as(owner, depth + 1) or type(owner).__name__.lower()}.{attr}"
+    elif owner is not None and hasattr(owner, "__dict__"):
+        yield from (str(attr) for attr, value in vars(owner).items() if value is module)
+    held = [f"{var}.{key}" for var, key, alike in _items_holding(module, local) if alike]
+    yield from held  # `for block in blocks`: each `blocks.N`, not the loop variable
+    yield from (var for var, value in local.items() if value is module and var != "self")
+    yield from (f"{var}.{key}" for var, key, alike in _items_holding(module, local) if not alike)
+    for var, value in local.items():
+        if var != "self" and isinstance(value, torch.nn.Module) and value is not module:
+            for path, child in value.named_modules(remove_duplicate=False):
+                if child is module:
+                    yield ".".join(p for p in path.split(".") if p != "_orig_mod") or var
+
+
+def _items_holding(
+    module: torch.nn.Module, local: Mapping[str, object]
+) -> Iterator[tuple[str, Any, bool]]:
+    """Where a list, tuple or dict a variable holds has `module` as an item (`blocks.1`), and
+    whether its other items are modules of the same class (a stack of blocks, which a loop
+    variable holds in turn: named by the list) or not (`[dit, vae]`: the variable wins)."""
+    for var, value in local.items():
+        if isinstance(value, (list, tuple, dict)) and len(value) <= 1000:
+            items = list(value.items() if isinstance(value, dict) else enumerate(value))
+            alike = len(items) > 1 and all(type(item) is type(module) for _, item in items)
+            yield from ((var, key, alike) for key, item in items if item is module)
+
+
+def top_name(module: torch.nn.Module, taken: Container[str]) -> str:
+    """A top module's name (`held_as`), else its class in lower case (a compiled one's)."""
+    kind = type(getattr(module, "_orig_mod", module)).__name__.lower()
+    name = numbered = held_as(module, taken=taken) or kind
+    number = 1  # (a name another module has: numbered, `blk_2`)
+    while numbered in taken:
+        number += 1
+        numbered = f"{name}_{number}"
+    return numbered

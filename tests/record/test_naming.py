@@ -1,0 +1,55 @@
+"""The name a top module goes by, its stage's default (`record/naming.py`): a stack of like
+blocks run by a loop variable is named by its list, whatever the loop calls each; a list of
+unlike models leaves each the variable that runs it. On the H200, `record_masked.py`'s `for
+block in blocks` made the first block stage `block`, the other three `blocks`: one kind of
+block in two stages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from helpers import import_or_skip
+
+torch = import_or_skip("torch")
+
+from ncu_classify.record.document import shapes_yaml, validated_document  # noqa: E402
+from ncu_classify.record.recorder import Recorder  # noqa: E402
+from ncu_classify.shapes.file import ShapesFile, load_shapes  # noqa: E402
+
+
+def _recorded(tmp_path: Path, program: Any) -> ShapesFile:
+    """`program()` recorded (Python API), its shapes file written and read back."""
+    recorder = Recorder()
+    with recorder, torch.no_grad():
+        program()
+    path = tmp_path / "s.yaml"
+    path.write_text(shapes_yaml(validated_document(recorder, "test")))
+    return load_shapes(path)
+
+
+def _sources(shapes: ShapesFile) -> list[tuple[str, str, int]]:
+    return [(stage, s.source or "", s.calls) for stage, ss in shapes.stages.items() for s in ss]
+
+
+def test_a_loop_over_like_blocks_is_one_stage_named_by_the_list(tmp_path: Path) -> None:
+    def program() -> None:
+        blocks = [torch.nn.Linear(4, 4) for _ in range(3)]
+        x = torch.ones(2, 4)
+        for block in blocks:
+            x = block(x)
+
+    assert _sources(_recorded(tmp_path, program)) == [
+        ("blocks", "blocks.*", 3),
+        ("main", "(no module)", 1),
+    ]
+
+
+def test_unlike_models_in_a_list_keep_the_variable_that_runs_them(tmp_path: Path) -> None:
+    def program() -> None:
+        models = [torch.nn.Linear(4, 8), torch.nn.Conv1d(8, 8, 1)]
+        dit, vae = models
+        vae(dit(torch.ones(2, 4))[:, :, None])
+
+    shapes = _recorded(tmp_path, program)
+    assert sorted({stage for stage, _, _ in _sources(shapes)}) == ["dit", "main", "vae"]
