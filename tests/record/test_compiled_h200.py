@@ -148,6 +148,44 @@ def test_the_compiled_wan_decode_as_it_ran() -> None:
     assert eager.kernel_us == 237641.699
 
 
+def test_the_compiled_wan_decode_s_eager_code_is_shapes_op_by_op() -> None:
+    """The same program recorded again on the H200 (2026-12-05) since a region's eager code is
+    read op by op from torch.profiler: the 237.6 ms the decoder ran eagerly between its graphs
+    (41 % of the stage, uncovered before) are now 102 shapes of stage vae (91 `aten`, 8 conv3d,
+    3 conv2d; 236,801.052 us), the stage is covered whole, and the only uncovered line is 19
+    kernels (2.4 ms, 0.4 % of the program) launched outside every call. Its totals count the
+    program's two inferences (the warm-up and the measured one: the DiT's 14,897.6 us is
+    twice the plain program's 7,445.6 us per inference), less the graphs' first calls, which
+    are model building (12.36 s with Inductor's tuning)."""
+    import lzma
+
+    from ruamel.yaml import YAML
+
+    from ncu_classify.shapes.file import ShapesFile
+
+    text = (HERE / "wan_decode_eager_ops_shapes.yaml.xz").read_bytes()
+    data = YAML(typ="safe").load(lzma.decompress(text).decode())
+    shapes = ShapesFile.model_validate(data, strict=False)
+    recorded = shapes.recorded
+    assert recorded is not None and recorded.totals is not None and recorded.compiled
+    assert (recorded.compiled.graphs, recorded.compiled.recompiles) == (27, 20)
+    vae = shapes.stages["vae"]
+    eager = [s for s in vae if not isinstance(s, CompiledShape) and s.source == "vae.decoder"]
+    assert Counter(s.op for s in eager) == {"aten": 91, "conv3d": 8, "conv2d": 3}
+    eager_us = sum((s.real_us or 0) * (s.real_calls or 0) for s in eager)
+    assert round(eager_us, 3) == 236801.052
+    assert sum(1 for s in vae if isinstance(s, CompiledShape)) == 27
+    totals = recorded.totals
+    assert [(u.stage, u.name, u.kernels) for u in totals.uncovered] == [
+        ("(none)", "(kernels outside any recorded call)", 19)
+    ]
+    assert (totals.stages["vae"].kernel_us, totals.setup_kernel_us) == (575843.591, 12358470.277)
+    text = (HERE / "wan_decode_profile.json").read_text()  # (after the program's own lines)
+    plain = json.loads(text[text.index("{") : text.rindex("}") + 1])
+    dit = plain["kernel_us_by_section"]["dit"]
+    assert dit == 7445.6 and abs(totals.stages["dit"].kernel_us / dit - 2) < 0.001
+
+
 @pytest.mark.needs("torch")
 def test_eager_code_between_graphs_names_its_kernels() -> None:
     """The uncovered line of a region's eager code says what it ran, by the kernels' base
