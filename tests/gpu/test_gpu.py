@@ -355,7 +355,10 @@ def test_record_attributes_a_cuda_graph_s_replays_to_the_graph(tmp_path: Path) -
     assert "(kernels outside any recorded call)" not in items
 
 
-def test_record_names_a_compiled_region_s_eager_code_op_by_op(tmp_path: Path) -> None:
+@pytest.mark.parametrize("compiling", ["block.compile()", "block = torch.compile(block)"])
+def test_record_names_a_compiled_region_s_eager_code_op_by_op(
+    tmp_path: Path, compiling: str
+) -> None:
     """A compiled block whose conv is followed by code dynamo runs eagerly (a function it may
     not trace: a pad, a cat and a mask; code after a plain `graph_break()` is compiled into a
     second graph, not run eagerly): the kernels of that code are `aten` shapes of the stage
@@ -382,7 +385,7 @@ def test_record_names_a_compiled_region_s_eager_code_op_by_op(tmp_path: Path) ->
         "    def forward(self, x):\n"
         "        return cached(self.conv(F.silu(self.norm(x))))\n"
         "block = Block().cuda()\n"
-        "block.compile()\n"
+        f"{compiling}\n"
         "x = torch.randn(1, 64, 8, 64, 64, device='cuda')\n"
         "with torch.no_grad():\n"
         "    for _ in range(3):\n"
@@ -398,7 +401,8 @@ def test_record_names_a_compiled_region_s_eager_code_op_by_op(tmp_path: Path) ->
     recorded = load_shapes(shapes)
     eager = [s for s in recorded.stages["block"] if s.op == "aten" and s.source == "block"]
     told = {s.overload: s for s in eager}  # type: ignore[union-attr]
-    assert {"aten.cat.default", "aten.constant_pad_nd.default"} <= set(told)
+    seen = (shapes.read_text()[-3000:], proc.stdout[-1000:])  # (failed once on the H200)
+    assert {"aten.cat.default", "aten.constant_pad_nd.default"} <= set(told), seen
     assert all(s.calls == 3 and (s.real_kernels or 0) >= 1 for s in told.values())
     ops = [s for s in eager if isinstance(s, AtenShape) and s.overload == "aten.mul.Tensor"]
     masks = [s.args[1] for s in ops if s.tensors()[0].dtype == "bool"]
