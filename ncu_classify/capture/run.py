@@ -89,15 +89,16 @@ def _capture(plan: Plan, host: Host, progress: CaptureProgress | None) -> Manife
     manifest.shard = f"{options.shard[0]}/{options.shard[1]}"
     manifest.coverage_target_pct = options.coverage_pct
     manifest.below_target = [below_target(e) for e in plan.below]
-    manifest.host = _with(
-        manifest.host,
-        gpus=host.gpus,
-        ncu=host.ncu_version,
-        ncu_path=host.ncu_path,
-        python=sys.version.split()[0],
-        clock_control="none",
-        pipeline_boost_state=host.pipeline_boost_state,
-    )
+    if plan.batches:  # (a --resume with nothing to capture keeps the host that captured)
+        manifest.host = _with(
+            manifest.host,
+            gpus=host.gpus,
+            ncu=host.ncu_version,
+            ncu_path=host.ncu_path,
+            python=sys.version.split()[0],
+            clock_control="none",
+            pipeline_boost_state=host.pipeline_boost_state,
+        )
     for batch in plan.batches:  # repeats to measure: pending until their batch says
         if batch.kind == "times":
             for entry in batch.entries:

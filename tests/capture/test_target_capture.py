@@ -69,6 +69,21 @@ def test_resuming_an_older_capture_keeps_its_manifest_s_order(
     assert (manifest["coverage_target_pct"], manifest["below_target"]) == (50.0, [])
 
 
+def test_a_resume_with_nothing_to_capture_keeps_the_host_that_captured(
+    stand_in: None, tmp_path: Path
+) -> None:
+    """The H200's capture resumed here with nothing left to capture: the manifest still says
+    the H200 and its ncu captured the shapes (it took this machine's facts, which measured
+    nothing)."""
+    raw = tmp_path / "cap"
+    shutil.copytree(BLOCK / "cap", raw)
+    before = json.loads((raw / "manifest.json").read_text())["host"]
+    argv = ["capture", "--shapes", str(BLOCK / "shapes.yaml"), "-o", str(raw), "--resume"]
+    assert run(argv) == 0
+    host = json.loads((raw / "manifest.json").read_text())["host"]
+    assert host == before and host["gpus"][0]["name"] == "NVIDIA H200"
+
+
 def test_capture_says_what_the_target_left_out_with_the_target_as_given(
     stand_in: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
