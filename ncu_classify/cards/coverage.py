@@ -29,6 +29,11 @@ class UncoveredWork(BaseModel):
     why: str
     calls: int = Field(ge=0)
     real_us: NonNegative | None = Field(description="its kernel time per inference in the program")
+    groups: list[str] | None = Field(
+        default=None,
+        description="the shapes it holds, where they are known: those a capture left below its"
+        " coverage target (`diff` pairs them with the other side's cards as below_target)",
+    )
 
 
 class StageCoverage(BaseModel):

@@ -35,7 +35,7 @@ from .model import (
     SideFigures,
     StageRollup,
 )
-from .sides import gpu_warnings, shared_rules, side_header, target_warnings
+from .sides import below_target_pairs, gpu_warnings, shared_rules, side_header
 
 DELTA_METRICS = ("dur_us", *SHOWN_METRICS)
 
@@ -78,7 +78,8 @@ def diff_cards(
         _shape_diff(pair, compared_stage(pair, pairing.stages), rules, options.noise)
         for pair in pairs
     ]
-    warnings += target_warnings(baseline, candidate, shapes)
+    shapes, said = below_target_pairs(baseline, candidate, shapes)
+    warnings += said
     staged = list(zip([shape.stage for shape in shapes], pairs, strict=True))
     counts: dict[str, int] = {}
     for shape in shapes:

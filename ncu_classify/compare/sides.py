@@ -164,26 +164,41 @@ def _gpu_name(header: SideHeader) -> str | None:
     return f"{gpu.name} ({'?' if gpu.sm_count is None else gpu.sm_count} SMs)"
 
 
-def target_warnings(baseline: CardFile, candidate: CardFile, shapes: list[ShapeDiff]) -> list[str]:
-    """A warning for each side captured at a coverage target (`capture --coverage`) whose
-    stages hold shapes of the other side only: the shapes below its target have no card
-    there, so they read as removed (or added), not as a change of the program."""
-    out = []
+def below_target_pairs(
+    baseline: CardFile, candidate: CardFile, shapes: list[ShapeDiff]
+) -> tuple[list[ShapeDiff], list[str]]:
+    """Shapes one side's capture left below its coverage target (`capture --coverage`) have no
+    card there: the other side's cards of them are `below_target`, not added or removed (a
+    change of the program, which `diff --fail-on any` fails on), and a warning says so per
+    side. Cards made before the shapes were listed (no `groups`) stay added or removed, and
+    the warning says why."""
+    out, marked = [], list(shapes)
     sides = (("baseline", baseline, "added"), ("candidate", candidate, "removed"))
     for side, cards, change in sides:
         unpaired = {s.stage for s in shapes if s.change == change}
-        below = [
-            f"{stage.stage}: {item.name.strip('()').removesuffix(' below the coverage target')},"
-            f" {'-' if item.real_us is None else f'{item.real_us / 1000:,.3f}'} ms"
+        items = [
+            (stage.stage, item)
             for stage in cards.coverage
             for item in stage.uncovered
             if item.why == BELOW_TARGET_WHY and stage.stage in unpaired
         ]
-        if below:
-            out.append(
-                f"the {side} was captured at a coverage target and left shapes below it"
-                f" ({'; '.join(below)}): they have no card there, so the other side's cards"
-                f" of them read as {change}, not as a change of the program; capture both"
-                " sides at one --coverage to compare every shape"
-            )
-    return out
+        if not items:
+            continue
+        listed = {(stage, group) for stage, item in items for group in item.groups or []}
+        for number, shape in enumerate(marked):
+            card = shape.baseline if change == "removed" else shape.candidate  # the one side's
+            if shape.change == change and card and (shape.stage, card.group) in listed:
+                marked[number] = shape.model_copy(update={"change": "below_target"})
+        below = "; ".join(
+            f"{stage}: {item.name.strip('()').removesuffix(' below the coverage target')},"
+            f" {'-' if item.real_us is None else f'{item.real_us / 1000:,.3f}'} ms"
+            for stage, item in items
+        )
+        read = "below_target" if listed else change
+        out.append(
+            f"the {side} was captured at a coverage target and left shapes below it ({below}):"
+            f" they have no card there, so the other side's cards of them read as {read}, not"
+            " as a change of the program; capture both sides at one --coverage to compare"
+            " every shape"
+        )
+    return marked, out

@@ -110,6 +110,7 @@ def below_target_work(below: list[BelowTarget], timed: bool) -> list[UncoveredWo
             why=BELOW_TARGET_WHY,
             calls=calls,
             real_us=round(time, 3) if time is not None else None,
+            groups=[b.group for b in below],
         )
     ]
 

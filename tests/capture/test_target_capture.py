@@ -130,9 +130,29 @@ def test_diff_says_a_side_s_missing_shapes_were_below_its_target(
         " as {}, not as a change of the program; capture both sides at one --coverage to"
         " compare every shape"
     )
-    assert warnings("all", "t60") == [said.format("candidate", "removed")]
-    assert warnings("t60", "all") == [said.format("baseline", "added")]
+    assert warnings("all", "t60") == [said.format("candidate", "below_target")]
+    assert warnings("t60", "all") == [said.format("baseline", "below_target")]
     assert warnings("t60", "u60") == []
+    # the draw is below_target, no change of the program: `--fail-on any` passes (it failed)
+    gate = [str(tmp_path / "all.json"), str(tmp_path / "t60.json"), "--fail-on", "any"]
+    assert run(["diff", *gate, "-o", str(tmp_path / "d.json")]) == 0
+    changes = {s["baseline"]["group"]: s["change"] for s in _shapes(tmp_path / "d.json")}
+    assert changes["main:aten.randn.default"] == "below_target"
+    # cards made before the shapes below a target were listed: removed, and said why
+    old = json.loads((tmp_path / "t60.json").read_text())
+    for stage in old["coverage"]:
+        for item in stage["uncovered"]:
+            item.pop("groups", None)
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    assert warnings("all", "old") == [said.format("candidate", "removed")]
+    assert (
+        run(["diff", str(tmp_path / "all.json"), str(tmp_path / "old.json"), "--fail-on", "any"])
+        == 8
+    )
+
+
+def _shapes(diff: Path) -> list[dict]:  # type: ignore[type-arg]
+    return json.loads(diff.read_text())["shapes"]  # type: ignore[no-any-return]
 
 
 def test_a_resumed_shard_s_progress_line_takes_the_capture_s_own_shards(tmp_path: Path) -> None:
