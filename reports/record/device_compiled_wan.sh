@@ -4,8 +4,10 @@
 # inference first so each graph's steady call is measured), recorded, checked against the
 # plain compiled program (torch.profiler after the same warm-up; dynamo's graph breaks and
 # recompiles logged in both runs), captured largest first to --coverage $COVERAGE (default
-# 99.5: the whole file's 27 graphs need more than the 10 minutes) and classified; the outputs are packed whatever stopped. With $OUT set and the wheels in .whl/
-# and .whl_rec/, from the repository root.
+# 99.5) and classified; the outputs are packed whatever stopped. With $OUT set and the wheels
+# in .whl/ and .whl_rec/, from the repository root. The capture needs about 20 minutes of ncu
+# (1,141 kernels in 27 graphs, 0.76 s a kernel measured): a later command resumes it when the
+# last one's wanc.tar.xz is unpacked into .wanc/ (git-ignored) and carried (`carry: .wanc`).
 set -u
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl .whl_rec/*.whl \
   2>/dev/null
@@ -23,6 +25,10 @@ step() { local start; start=$(date +%s); "$@"; echo "rc $? in $(( $(date +%s) - 
 program="fixtures/models/record_wan.py --height 480 --width 832 --frames 9 --device cuda \
   --dit-dtype bf16 --dit wan2.1_t2v_14b_transformer.json --layers 1 --compile vae.decoder \
   --warmup 1"
+RESUME=()
+if [ -f .wanc/shapes.yaml ]; then  # a later command: the capture carried back in .wanc/, resumed
+  cp -r .wanc/. $W/; RESUME=(--resume); echo "resuming: $(ls $W/cap)"
+else
 export TORCH_LOGS=graph_breaks,recompiles
 # shellcheck disable=SC2086  # the program's words
 step timeout 210 python3 -m ncu_classify record -o $W/shapes.yaml --stage 'transformer*=dit' \
@@ -35,10 +41,11 @@ step timeout 120 python3 reports/record/profile_program.py $program > $W/profile
 grep -c "Graph break\|Recompiling" $W/profile.err
 grep -A4 kernel_us_by_section $W/profile.json
 unset TORCH_LOGS
+fi
 left=$(( 540 - ($(date +%s) - START) ))
 step timeout $left env PYTHONPATH=$PYTHONPATH:/opt/nvidia/nsight-compute/2025.3.1/extras/python \
   python3 -m ncu_classify capture --shapes $W/shapes.yaml -o $W/cap --coverage ${COVERAGE:-99.5} \
-  > $W/capture.log 2>&1
+  "${RESUME[@]}" > $W/capture.log 2>&1
 tail -2 $W/capture.log
 step timeout 30 env PYTHONPATH=$PYTHONPATH:/opt/nvidia/nsight-compute/2025.3.1/extras/python \
   python3 -m ncu_classify classify $W/cap -o $W/cards.json > $W/classify.log 2>&1
