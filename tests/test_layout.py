@@ -51,6 +51,7 @@ TORCH_HOMES = {
     "record.dataflow",
     "record.calls",
     "record.naming",
+    "record.function_mode",
     "record.device_ops",
     "record.timing",
     "record.profiled_calls",

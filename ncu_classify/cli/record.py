@@ -21,6 +21,7 @@ from ..present.coverage import millis
 from ..present.fit import Line
 from ..present.tables import check_kind
 from ..record.program import Program, loaded_files, module_file, parse_program, run_program
+from ..record.warmup import parse_start_at
 from .app import EXIT_INTERNAL, EXIT_INTERRUPTED, app, check_output, errors, examples, human
 from .outputs import Output
 from .terminal import err, error_line, warning_line
@@ -74,6 +75,15 @@ def record_command(
             help="keep the dataflow and write the chains of device ops between heavy ops",
         ),
     ] = True,
+    start_at: Annotated[
+        str | None,
+        typer.Option(
+            "--start-at",
+            help="MODULE:N: record from the Nth call of a module (path pattern, as --stage) on;"
+            " the warm-up before it (compiling, tuning) runs unrecorded, its kernels counted"
+            " as model building, e.g. 'transformer:3'",
+        ),
+    ] = None,
 ) -> None:
     """Run `-- python SCRIPT [ARGS]` (or `-- python -m MODULE [ARGS]`, `-- python -c CODE`)
     here and record every op it runs on the device as a shapes file for `capture`:
@@ -83,6 +93,7 @@ def record_command(
     with errors():
         command = list(ctx.args)
         patterns = [_stage_pattern(text) for text in stage or []]
+        start = parse_start_at(start_at) if start_at is not None else None
         if not 0 <= inputs_budget_mb < 1e9:  # also refuses nan and inf
             raise UsageError(f"--inputs-budget-mb {inputs_budget_mb}: expected 0 to 1e9 MB")
         if output == "-":
@@ -102,7 +113,7 @@ def record_command(
         from ..record import Recorder
 
         budget = int(inputs_budget_mb * 1e6)
-        recorder = Recorder(patterns, None, inputs_dir, budget, kernel_time, chains)
+        recorder = Recorder(patterns, None, inputs_dir, budget, kernel_time, chains, start)
         inputs = [p for p in (source,) if p]
         run = _Run(recorder, command, output, inputs, inputs_dir, set(sys.modules))
         with _start_folder() as back:  # the program may chdir: record's paths are as typed
@@ -169,6 +180,8 @@ class _Run:
                 f"{self.output}: cannot write: the folder record started in was removed while"
                 " the program ran"
             ) from None
+        if self.recorder.start_at is not None and self.recorder.warming:
+            raise RecordError(self.recorder.start_at.never())
         target = check_output(self.output, [*self.inputs, *loaded_files(self.modules)])
         prefix = _inputs_prefix(self.inputs_dir, target.path)
         document = validated_document(self.recorder, shlex.join(self.command), prefix)

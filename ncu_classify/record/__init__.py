@@ -1,7 +1,9 @@
 """A PyTorch program -> a shapes file (`ncu-classify record`); with replay/, the only step that
 imports torch. The face is lazy, so that `program` (which runs the user's script) loads without it.
 
-  recorder    the torch function mode, the dispatch mode and the module hooks
+  recorder    the recording: its modes, the module hooks, what each call is
+  function_mode  the torch function mode: each call handed to the recorder, marked
+  warmup      `--start-at`: the program's warm-up runs unrecorded (its kernels: setup)
   calls       one typed call (linear, matmul, conv, SDPA, cast) -> a shape
   naming      the name a top module goes by in the code that runs it (its stage)
   device_ops  every other device op, as an `aten` shape

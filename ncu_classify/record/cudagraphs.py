@@ -79,8 +79,8 @@ class CudaGraphs:
     def _wrap_replay(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def replay(graph: Any, *args: Any, **kwargs: Any) -> Any:
             caught = self.graphs.get(id(graph))
-            if caught is None or self.recorder.regions._calling:  # a region's: its mark
-                return original(graph, *args, **kwargs)
+            if caught is None or self.recorder.regions._calling or self.recorder.warming:
+                return original(graph, *args, **kwargs)  # a region's (its mark), the warm-up's
             caught.replays += 1
             clock = self.recorder.clock
             mark = clock.begin()

@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch.overrides import TorchFunctionMode
 
 from .._version import __version__
 from ..shapes.recorded import Recorded, RecordedTotals
-from .calls import CallKwargs, in_module_setup, name_of, sets_up_parameter, shape_of
+from .calls import CallKwargs, in_module_setup, sets_up_parameter, shape_of
 from .cudagraphs import CudaGraphs
 from .dataflow import Dataflow
 from .device_ops import DeviceOps
+from .function_mode import CallMode
 from .naming import top_name
 from .region_ops import region_ops
 from .regions import Regions
@@ -33,6 +33,7 @@ from .shapes_document import CallShape, DescribedCalls
 from .threads import WHY, OtherThreads
 from .timing import KernelClock
 from .totals import copy_time, document_ops, loose_work, measured, per_call, uncovered_item
+from .warmup import StartAt
 
 
 @dataclass
@@ -71,6 +72,7 @@ class Recorder:
         inputs_budget_bytes: int = 0,
         measure: bool = True,
         chains: bool = True,
+        start_at: StartAt | None = None,
     ) -> None:
         self.stage_patterns = list(stages)
         # weak keys: a module that is freed cannot lend its name to one born at its address
@@ -83,21 +85,26 @@ class Recorder:
         self._local = threading.local()  # each thread's stack of running modules
         self._relative: dict[tuple[int, int], str | None] = {}
         self._handles: list[Any] = []
-        self._mode = _Mode(self)
+        self._mode = CallMode(self)
         self.clock = KernelClock(measure and torch.cuda.is_available())
         self.device_ops = DeviceOps(self.where, self.clock)
         self.threads = OtherThreads(self.where)
+        self.threads.warming = lambda: self.warming
         self.flow = Dataflow(self.where, lambda: self._stack) if chains else None
         self.device_ops.flow = self.threads.flow = self.flow
         self.used: set[int] = set()
         self._thread: threading.Thread | None = None  # the one that entered: modes are its
         self.regions = Regions(self, Entry)  # torch.compile'd modules and functions, as run
         self.cuda_graphs = CudaGraphs(self)  # CUDA graphs: captured calls, replays
+        self.start_at = start_at  # `--start-at`: the warm-up before it runs unrecorded
 
     def __enter__(self) -> Recorder:
         self._thread = threading.current_thread()
         self.device_ops.stopped = False
         self.clock.__enter__()
+        if self.start_at is not None and not self.start_at.started:  # the warm-up: as if stopped
+            self.device_ops.stopped = True
+            self.start_at.begin(self.clock)
         self.threads.__enter__()
         hooks = torch.nn.modules.module
         self._handles = [
@@ -127,6 +134,8 @@ class Recorder:
         for handle in self._handles:
             handle.remove()
         self._handles = []
+        if self.start_at is not None:
+            self.start_at.end()
         self.clock.__exit__()
         self.regions.finish()
         self.cuda_graphs.finish()
@@ -134,6 +143,11 @@ class Recorder:
             self.flow.finish()
 
     # --- where a call comes from ---------------------------------------------------------------
+
+    @property
+    def warming(self) -> bool:
+        """Whether the program's warm-up (`--start-at`) runs: nothing is recorded."""
+        return self.start_at is not None and not self.start_at.started
 
     @property
     def _stack(self) -> list[torch.nn.Module]:
@@ -147,9 +161,12 @@ class Recorder:
             name = self._name(module)
             for below, child in module.named_modules():
                 self.names.setdefault(child, f"{name}.{below}" if below else name)
-        if self.flow is not None and not self._stack:
-            self.flow.program_inputs(args)
         self._stack.append(module)
+        if self.warming and threading.current_thread() is self._thread:
+            assert self.start_at is not None
+            self.device_ops.stopped = not self.start_at.entered(self.path())
+        if self.flow is not None and len(self._stack) == 1 and not self.warming:
+            self.flow.program_inputs(args)
 
     def _leave(self, module: torch.nn.Module, args: Any, output: Any) -> None:
         stack = self._stack
@@ -299,45 +316,6 @@ class Recorder:
         )  # fmt: skip
         copies = copy_time(times, stage_of) if times is not None else None
         return DescribedCalls(recorded=recorded, stages=stages, copies=copies)
-
-
-class _Mode(TorchFunctionMode):
-    """Hands every torch function call, after it ran, to the recorder, inside a mark of the
-    kernel clock; the device ops it dispatched wait for its verdict."""
-
-    def __init__(self, recorder: Recorder) -> None:
-        super().__init__()
-        self.recorder = recorder
-
-    def __torch_function__(
-        self,
-        func: Callable[..., Any],
-        types: Any,
-        args: tuple[Any, ...] = (),
-        kwargs: CallKwargs | None = None,
-    ) -> Any:
-        kwargs = kwargs or {}
-        recorder = self.recorder
-        ops, clock = recorder.device_ops, recorder.clock
-        if ops.stopped:  # (os._exit in another thread: the recording is being written)
-            return func(*args, **kwargs)
-        mark = clock.begin()
-        ops.open_call(func, args, kwargs)  # what it dispatches waits for its verdict
-        verdict: str = "setup"
-        target: tuple[str, ...] = ("setup",)
-        try:
-            result = func(*args, **kwargs)
-            try:
-                verdict, target = recorder.observe(func, args, kwargs, result)
-            except Exception as exc:  # recording must never break the user's model
-                # its device ops are kept as aten shapes: nothing is lost but the typed shape
-                name = f"{name_of(func) or func}: {type(exc).__name__}"
-                recorder.recording.not_typed[name] = recorder.recording.not_typed.get(name, 0) + 1
-                verdict, target = "other", ("loose", recorder.where()[0])
-        finally:
-            clock.end(mark, target)
-            ops.close_call(verdict == "other", recorder.heavy(verdict, target), verdict == "setup")
-        return result
 
 
 @contextmanager

@@ -169,7 +169,7 @@ class Regions:
                 stage, path = rec.where()
                 region = path if module_of(model) is not None else function_name(model, path)
                 self._calling.append((stage, region))
-                runs, mark = self._runs, rec.clock.begin()
+                runs, mark, warm = self._runs, rec.clock.begin(), rec.warming  # (not counted)
                 try:
                     result = run(*args, **kwargs)
                     if rec.flow is not None:  # what a region returns: a chain's tied input
@@ -178,9 +178,9 @@ class Regions:
                 finally:
                     rec.clock.end(mark, ("region", stage, EAGER.format(name=region)))
                     where, ran = (stage, region), self._runs - runs  # graphs: 0 (eager), 2+
-                    self.eager_calls[where] = self.eager_calls.get(where, 0) + 1
+                    self.eager_calls[where] = self.eager_calls.get(where, 0) + (not warm)
                     for count, bad in ((self.uncompiled, ran == 0), (self.broken, ran > 1)):
-                        count[where] = count.get(where, 0) + bad
+                        count[where] = count.get(where, 0) + (bad and not warm)
                     self._calling.pop()
                     if module is not None:
                         rec._leave(module, args, None)
@@ -240,8 +240,8 @@ class Regions:
         callers = {(stage, region): (kept, {tuple(inputs): kept} if dynamic else None)}
 
         def run(*args: Any) -> Any:
-            if threading.current_thread() is not self.recorder._thread:
-                return compiled(*args)  # another thread's call: counted there, not seen
+            if threading.current_thread() is not self.recorder._thread or self.recorder.warming:
+                return compiled(*args)  # another thread's call (counted there) or the warm-up
             self._runs += 1
             where = self._calling[-1] if self._calling else (stage, region)
             if where not in callers:

@@ -30,6 +30,7 @@ class OtherThreads:
         self._lock = threading.Lock()
         self._previous: Any = None
         self.flow: Any = None  # the recording's dataflow: what these threads make is theirs
+        self.warming: Callable[[], bool] = lambda: False  # the program's warm-up runs
 
     def __enter__(self) -> OtherThreads:
         self.active = True
@@ -49,7 +50,9 @@ class OtherThreads:
             _Counting(self).__enter__()  # (for the thread's life; it ends with the thread)
 
     def count(self, func: Any) -> None:
-        """One call of the op `func` in the code running now."""
+        """One call of the op `func` in the code running now (not in the warm-up)."""
+        if self.warming():
+            return
         key = (self.where()[0], op_name(func))
         with self._lock:
             self.calls[key] = self.calls.get(key, 0) + 1

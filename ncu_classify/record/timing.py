@@ -17,6 +17,8 @@ from typing import Any
 
 import torch
 
+from .warmup import WARMUP  # `record --start-at`'s range: its kernels are setup too
+
 MARK = "ncu_classify#"
 COMPILING = " (dynamo_timed)"  # the suffix of torch.compile's own profiler ranges
 TUNING = -2  # kernel_times' key for kernels launched inside one: compile-time work
@@ -153,6 +155,15 @@ class KernelClock:
         self._open.append((number, scope))
         return number
 
+    def open_range(self, name: str) -> Any:
+        """A profiler range named `name`, opened now (its `__exit__` closes it); None when not
+        measuring."""
+        if self._profiler is None:
+            return None
+        scope = torch._C._profiler._RecordFunctionFast(name)
+        scope.__enter__()
+        return scope
+
     def end(self, number: int, target: tuple[str, ...] | None = None) -> None:
         """Close mark `number`, saying what it stands for (None: whatever its parent does,
         unless `aim` says so later)."""
@@ -211,7 +222,8 @@ def attribute(
     or range it was launched from (the innermost one: CUPTI's external correlation); that op's
     start lies in the innermost mark open on its thread then. Kernels launched inside one of
     torch.compile's own ranges (`... (dynamo_timed)`: Inductor benchmarking a Triton kernel's
-    configs at its first launch, compiling) are compile-time work, under `TUNING`. A kernel of
+    configs at its first launch, compiling) are compile-time work, under `TUNING`, as are those
+    of the program's warm-up (`record --start-at`: the `WARMUP` range). A kernel of
     a `watched` mark is also told to `launches`, with its op's thread and start."""
     marks: dict[int, list[tuple[int, int, int]]] = {}  # thread -> (start, end, number)
     compiling: dict[int, list[tuple[int, int, int]]] = {}  # thread -> torch.compile's ranges
@@ -224,7 +236,7 @@ def attribute(
                 marks.setdefault(event.start_thread_id(), []).append(
                     (event.start_ns(), event.end_ns(), int(name[len(MARK) :]))
                 )
-            elif name.endswith(COMPILING):
+            elif name.endswith(COMPILING) or name == WARMUP:
                 compiling.setdefault(event.start_thread_id(), []).append(
                     (event.start_ns(), event.end_ns(), TUNING)
                 )
