@@ -199,7 +199,8 @@ def cards_for_set(reads: Reads, rules: LoadedRules) -> list[Card]:
     leftovers = [pair for members in by_range.values() for pair in members]
     leftovers = _without_old_repeats(leftovers, given, reads.warnings)
     leftovers, unfinished = split_unfinished(leftovers, given.manifest)
-    cards = [said_unfinished(card, unfinished) for card in cards]
+    shapes = given.manifest.shapes
+    cards = [said_unfinished(c, s, unfinished) for c, s in zip(cards, shapes, strict=True)]
     return cards + _foreign_cards(leftovers, rules, reads.labels, reads.warnings)
 
 
