@@ -5,7 +5,9 @@ it failed part way). Those kernels are not a
 card of their own (they would read as a shape of a stage named after the report, judged on
 part of its kernels); the shape's card says they were left out. The same holds once
 `capture --resume` finished the shape in a later report (`all.r2`): the first attempt's kernels
-stay in the older report, and are left out of the card it now has."""
+stay in the older report, and are left out of the card it now has. And the repeats of a
+duration batch (`capture --repeat`) no shape takes are never cards: of a batch stopped part
+way, or of shapes timed again in a later one."""
 
 from __future__ import annotations
 
@@ -61,3 +63,31 @@ def said_unfinished(card: Card, shape: ManifestShape, unfinished: Unfinished) ->
         " finish it with capture --resume"
     )
     return card.model_copy(update={"error": error})
+
+
+def without_old_repeats(
+    pairs: list[Classified], manifest: Manifest, warnings: list[str]
+) -> list[Classified]:
+    """Kernels no shape claims, less those of the capture's duration batches (a batch stopped
+    part way, or whose shapes were timed again after a crash or --resume): repeats, never
+    cards of their own; a warning per report says which."""
+    times = {report_stem(b.report): b for b in manifest.batches if b.kind == "times"}
+    timed = {s.group for s in manifest.shapes if s.times_status == "ok"}
+    unused = [p for p in pairs if report_stem(p[0].report) in times]
+    for report in sorted({p[0].report for p in unused}):
+        ranges = {
+            p[0].nvtx_ranges[-1] for p in unused if p[0].report == report and p[0].nvtx_ranges
+        }
+        if ranges <= timed:
+            warnings.append(
+                f"{report}: repeats of a duration batch whose shapes were timed again later;"
+                " not used"
+            )
+            continue
+        ended = times[report_stem(report)].ended_by
+        warnings.append(
+            f"{report}: repeats of a duration batch that did not finish"
+            f"{f' ({ended})' if ended and ended != 'finished' else ''}, of shapes whose repeats"
+            " are not measured (their times_status); not used: capture --resume times them"
+        )
+    return [p for p in pairs if report_stem(p[0].report) not in times]
