@@ -188,7 +188,8 @@ def cards_for_set(reads: Reads, rules: LoadedRules) -> list[Card]:
     cards = []
     for shape in given.manifest.shapes:
         stem = report_stem(shape.report) if shape.report else ""
-        found = by_range.pop((stem, shape.group), [])
+        # (a shape that failed part way keeps no kernels: left out, its card says so)
+        found = by_range.pop((stem, shape.group), []) if shape.status == "ok" else []
         times = report_stem(shape.times_report) if shape.times_report else None
         timed = by_range.pop((times, shape.group), []) if times else []
         first = [p for p in found if p[0].repeat in (None, 1)]

@@ -91,3 +91,28 @@ def test_a_shape_resumed_into_a_later_report_leaves_the_first_attempt_s_kernels_
         "13 of its kernels are in report block, left out: an earlier attempt's, which did not"
         " finish"
     )
+
+
+def test_a_shape_that_failed_part_way_in_the_report_its_record_names_keeps_no_kernels(
+    tmp_path: Path, rules: LoadedRules
+) -> None:
+    """A replay that fails after ncu profiled kernels of it (a status line `failed`: an
+    out-of-memory part way) leaves the shape's record naming the batch's report: its kernels
+    there are left out too, and a note says so (the failed card held the 13 kernels, and the
+    summary counted their 3,491.9 us a call as the block's kernel time)."""
+
+    def failed(manifest: dict) -> None:
+        (shape,) = [s for s in manifest["shapes"] if s["group"] == BLOCK]
+        shape.update(status="failed", error="out of memory: CUDA out of memory", kernels=None)
+
+    cards = classify([copied_capture(tmp_path, failed, CAPTURE)], rules, jobs=1).cards
+    assert [(c.group, c.status, len(c.kernels)) for c in cards] == [
+        (BLOCK, "failed", 0),
+        ("main:aten.randn.default", "classified", 1),
+        (UNFINISHED, "classified", 1),
+    ]
+    assert cards[0].summed_kernel_us is None
+    assert cards[0].error == "out of memory: CUDA out of memory"
+    assert cards[0].notes[-1] == (
+        "13 of its kernels are in report block, left out: profiled before it failed"
+    )
