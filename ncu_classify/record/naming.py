@@ -6,6 +6,7 @@ a variable holds; else its class."""
 from __future__ import annotations
 
 import inspect
+import itertools
 from collections.abc import Container, Iterator, Mapping
 from typing import Any
 
@@ -64,7 +65,9 @@ def _items_holding(
     too), or one module; or not (`[dit, vae]`: the variable wins)."""
     for var, value in local.items():
         if isinstance(value, _HOLDERS) and len(value) <= 1000:
-            items = list(_leaves(value))
+            items = list(itertools.islice(_leaves(value), 1001))
+            if len(items) > 1000:  # (a list of lists of tensors, say: not a stack of blocks)
+                continue
             kinds = {type(item) for _, item in items}
             modules = all(isinstance(item, torch.nn.Module) for _, item in items)
             alike = modules and (len(items) == 1 or len(kinds) < len(items))
