@@ -78,7 +78,7 @@ def diff_cards(
         _shape_diff(pair, compared_stage(pair, pairing.stages), rules, options.noise)
         for pair in pairs
     ]
-    shapes, said = below_target_pairs(baseline, candidate, shapes)
+    shapes, said = below_target_pairs(baseline, candidate, shapes, pairs)
     warnings += said
     staged = list(zip([shape.stage for shape in shapes], pairs, strict=True))
     counts: dict[str, int] = {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -59,13 +59,19 @@ def defining_parameters(card: Card) -> dict[str, Any]:
     return {k: v for k, v in card.shape_parameters.items() if k not in SETTINGS | IGNORED}
 
 
+def same_shape(a: Mapping[str, object], b: Mapping[str, object]) -> bool:
+    """Whether two shapes' parameters can be the same shape: their shape-defining ones (settings
+    and derived keys left out) that both have agree, and they have one at least."""
+    shape_a, shape_b = (
+        {k: v for k, v in params.items() if k not in SETTINGS | IGNORED} for params in (a, b)
+    )
+    shared = set(shape_a) & set(shape_b)
+    return bool(shared) and all(_canon(shape_a[k]) == _canon(shape_b[k]) for k in shared)
+
+
 def _compatible(a: Card, b: Card) -> int | None:
     """How many parameters two cards agree on, if they can be the same shape; None if not."""
-    if (a.stage, a.op) != (b.stage, b.op):
-        return None
-    shape_a, shape_b = defining_parameters(a), defining_parameters(b)
-    shared = set(shape_a) & set(shape_b)
-    if not shared or any(_canon(shape_a[k]) != _canon(shape_b[k]) for k in shared):
+    if (a.stage, a.op) != (b.stage, b.op) or not same_shape(a.shape_parameters, b.shape_parameters):
         return None
     params_a, params_b = a.shape_parameters, b.shape_parameters
     return sum(_canon(params_a[k]) == _canon(params_b[k]) for k in set(params_a) & set(params_b))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from ..cards.coverage import BELOW_TARGET_WHY
@@ -15,7 +15,9 @@ from ..cards.model import Card, CardFile, KernelCard
 from ..cards.rollup import median_ceilings
 from ..core.errors import RulesError
 from ..core.stats import six_figures
+from ..verdicts.group_ids import manifest_shape_of_id, parse_group_id
 from ..verdicts.rules import DEFAULT_RULES, LoadedRules, load_rules, rules_from_text
+from .matching import CardPair, same_shape
 from .model import ShapeDiff, SideHeader
 
 
@@ -165,13 +167,14 @@ def _gpu_name(header: SideHeader) -> str | None:
 
 
 def below_target_pairs(
-    baseline: CardFile, candidate: CardFile, shapes: list[ShapeDiff]
+    baseline: CardFile, candidate: CardFile, shapes: list[ShapeDiff], pairs: list[CardPair]
 ) -> tuple[list[ShapeDiff], list[str]]:
     """Shapes one side's capture left below its coverage target (`capture --coverage`) have no
     card there: the other side's cards of them are `below_target`, not added or removed (a
     change of the program, which `diff --fail-on any` fails on), and a warning says so per
-    side. Cards made before the shapes were listed (no `groups`) stay added or removed, and
-    the warning says why."""
+    side. A card is one of them by its group, or by its shape as `diff` pairs cards of another
+    setting (the group of TF32 off against TF32 on). Cards made before the shapes were listed
+    (no `groups`) stay added or removed, and the warning says why."""
     out, marked = [], list(shapes)
     sides = (("baseline", baseline, "added"), ("candidate", candidate, "removed"))
     for side, cards, change in sides:
@@ -184,17 +187,19 @@ def below_target_pairs(
         ]
         if not items:
             continue
-        listed = {(stage, group) for stage, item in items for group in item.groups or []}
-        for number, shape in enumerate(marked):
-            card = shape.baseline if change == "removed" else shape.candidate  # the one side's
-            if shape.change == change and card and (shape.stage, card.group) in listed:
+        listed = [(stage, group) for stage, item in items for group in item.groups or []]
+        found = 0
+        for number, (shape, pair) in enumerate(zip(marked, pairs, strict=True)):
+            card = pair.baseline if change == "removed" else pair.candidate  # the one side's
+            if shape.change == change and card and _below(shape.stage, card, listed):
                 marked[number] = shape.model_copy(update={"change": "below_target"})
+                found += 1
         below = "; ".join(
             f"{stage}: {item.name.strip('()').removesuffix(' below the coverage target')},"
             f" {'-' if item.real_us is None else f'{item.real_us / 1000:,.3f}'} ms"
             for stage, item in items
         )
-        read = "below_target" if listed else change
+        read = "below_target" if found else change
         out.append(
             f"the {side} was captured at a coverage target and left shapes below it ({below}):"
             f" they have no card there, so the other side's cards of them read as {read}, not"
@@ -202,3 +207,30 @@ def below_target_pairs(
             " every shape"
         )
     return marked, out
+
+
+def _below(stage: str, card: Card, listed: list[tuple[str, str]]) -> bool:
+    """Whether `card` (shown under `stage`) is one of the shapes listed below a target."""
+    for where, group in listed:
+        if where != stage:
+            continue
+        if group == card.group:
+            return True
+        shape = _shape_of_id(group)
+        if (
+            shape is not None
+            and shape[0] == card.op
+            and same_shape(shape[1], card.shape_parameters)
+        ):
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=4096)
+def _shape_of_id(group: str) -> tuple[str, Mapping[str, object]] | None:
+    """The op and parameters a group id names, None for one that is not ours."""
+    entry = parse_group_id(group)
+    if entry is None:
+        return None
+    record = manifest_shape_of_id(entry)
+    return record.op, record.shape_parameters

@@ -6,6 +6,7 @@ a variable holds; else its class."""
 from __future__ import annotations
 
 import inspect
+import itertools
 from collections.abc import Container, Iterator, Mapping
 from typing import Any
 
@@ -57,14 +58,36 @@ def _names_here(module: torch.nn.Module, local: dict[str, Any], depth: int) -> I
 def _items_holding(
     module: torch.nn.Module, local: Mapping[str, object]
 ) -> Iterator[tuple[str, Any, bool]]:
-    """Where a list, tuple or dict a variable holds has `module` as an item (`blocks.1`), and
-    whether its other items are modules of the same class (a stack of blocks, which a loop
-    variable holds in turn: named by the list) or not (`[dit, vae]`: the variable wins)."""
+    """Where a list, tuple or dict a variable holds (or a `ModuleList`, `ModuleDict`,
+    `Sequential`; lists of lists taken whole: `groups.1.0`) has `module` as an item
+    (`blocks.1`), and whether its items are a stack of blocks, which a loop variable holds in
+    turn (named by the list): modules whose classes repeat (blocks of two kinds alternating
+    too), or one module; or not (`[dit, vae]`: the variable wins)."""
     for var, value in local.items():
-        if isinstance(value, (list, tuple, dict)) and len(value) <= 1000:
-            items = list(value.items() if isinstance(value, dict) else enumerate(value))
-            alike = len(items) > 1 and all(type(item) is type(module) for _, item in items)
+        if isinstance(value, _HOLDERS) and len(value) <= 1000:
+            items = list(itertools.islice(_leaves(value), 1001))
+            if len(items) > 1000:  # (a list of lists of tensors, say: not a stack of blocks)
+                continue
+            kinds = {type(item) for _, item in items}
+            modules = all(isinstance(item, torch.nn.Module) for _, item in items)
+            alike = modules and (len(items) == 1 or len(kinds) < len(items))
             yield from ((var, key, alike) for key, item in items if item is module)
+
+
+_HOLDERS = (list, tuple, dict, torch.nn.ModuleList, torch.nn.ModuleDict, torch.nn.Sequential)
+
+
+def _leaves(value: object, depth: int = 0) -> Iterator[tuple[str, object]]:
+    """The items of a list, tuple, dict or module container, by key; those of a list,
+    tuple or dict in it (a list of lists of blocks) by their keys joined (`1.0`), two levels
+    down (a module container in it is an item: a block)."""
+    assert isinstance(value, _HOLDERS)
+    pairs = value.items() if isinstance(value, (dict, torch.nn.ModuleDict)) else enumerate(value)
+    for key, item in pairs:
+        if isinstance(item, (list, tuple, dict)) and depth < 2 and len(item) <= 1000:
+            yield from ((f"{key}.{sub}", leaf) for sub, leaf in _leaves(item, depth + 1))
+        else:
+            yield str(key), item
 
 
 def top_name(module: torch.nn.Module, taken: Container[str]) -> str:

@@ -37,7 +37,7 @@ from .judge import build_card, kernel_card
 from .repeats import by_repeat, with_repeats
 from .rules import LoadedRules
 from .shards import missing_shards
-from .unfinished import said_unfinished, split_unfinished
+from .unfinished import said_unfinished, split_unfinished, without_old_repeats
 from .unmanifested import missing_manifest_warnings
 
 __all__ = ["classify", "input_files"]
@@ -188,7 +188,8 @@ def cards_for_set(reads: Reads, rules: LoadedRules) -> list[Card]:
     cards = []
     for shape in given.manifest.shapes:
         stem = report_stem(shape.report) if shape.report else ""
-        found = by_range.pop((stem, shape.group), [])
+        # (a shape that failed part way keeps no kernels: left out, its card says so)
+        found = by_range.pop((stem, shape.group), []) if shape.status == "ok" else []
         times = report_stem(shape.times_report) if shape.times_report else None
         timed = by_range.pop((times, shape.group), []) if times else []
         first = [p for p in found if p[0].repeat in (None, 1)]
@@ -197,25 +198,11 @@ def cards_for_set(reads: Reads, rules: LoadedRules) -> list[Card]:
         measured = with_repeats(card, by_repeat(later), given.manifest, rules, reads.run_to_run)
         cards.append(measured)
     leftovers = [pair for members in by_range.values() for pair in members]
-    leftovers = _without_old_repeats(leftovers, given, reads.warnings)
+    leftovers = without_old_repeats(leftovers, given.manifest, reads.warnings)
     leftovers, unfinished = split_unfinished(leftovers, given.manifest)
-    cards = [said_unfinished(card, unfinished) for card in cards]
+    shapes = given.manifest.shapes
+    cards = [said_unfinished(c, s, unfinished) for c, s in zip(cards, shapes, strict=True)]
     return cards + _foreign_cards(leftovers, rules, reads.labels, reads.warnings)
-
-
-def _without_old_repeats(
-    pairs: list[Classified], report_set: ReportSet, warnings: list[str]
-) -> list[Classified]:
-    """Kernels no shape claims, less those of the capture's duration batches (a batch whose
-    shapes were timed again after a crash or --resume): repeats, never cards of their own."""
-    assert report_set.manifest is not None
-    times = {report_stem(b.report) for b in report_set.manifest.batches if b.kind == "times"}
-    unused = [p for p in pairs if report_stem(p[0].report) in times]
-    for report in sorted({p[0].report for p in unused}):
-        warnings.append(
-            f"{report}: repeats of a duration batch whose shapes were timed again later; not used"
-        )
-    return [p for p in pairs if report_stem(p[0].report) not in times]
 
 
 def classify(

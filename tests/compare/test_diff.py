@@ -11,6 +11,7 @@ import jsonschema
 import pytest
 from helpers import LEGACY, ROOT, unstamped
 
+from ncu_classify.cards.coverage import BELOW_TARGET_WHY
 from ncu_classify.cards.files import load_card_file
 from ncu_classify.cards.model import Card
 from ncu_classify.cli.entry import run
@@ -462,3 +463,30 @@ def test_the_headroom_table_pairs_loose_stages_as_the_rollup_does(tmp_path: Path
         for h in diffed.headroom
     ] == [("h100_run", 445.088, 445.088)]
     assert diffed.headroom[0].saved_us == 0.0
+
+
+def test_a_shape_below_one_side_s_target_pairs_by_shape_across_a_setting(tmp_path: Path) -> None:
+    """TF32 off captured at a coverage target that left the 3x5120x256 linear below it, against
+    TF32 on captured whole: the TF32-on card of that linear (another group, as `diff` pairs the
+    two by shape) is below_target, not added, and the warning says so (it read as added, a
+    change of the program for --fail-on any, while the warning said below_target)."""
+    below = "dit:linear:M3_N5120_K256:fp32:bias"
+    off = json.loads(DIT_OFF.read_text())
+    off["cards"] = [c for c in off["cards"] if c["group"] != below]
+    item = {"name": "(1 shape below the coverage target)", "why": BELOW_TARGET_WHY}
+    item.update(calls=1, real_us=12.5, groups=[below])
+    stage = {"stage": "dit", "basis": "kernel_time", "coverage_pct": 99.0, "real_us": 1250.0}
+    stage.update(covered_real_us=1237.5, replayed_us=1237.5, calls=11, covered_calls=10)
+    off["coverage"] = [{**stage, "uncovered": [item]}]
+    (tmp_path / "off.json").write_text(json.dumps(off))
+    diff = compare(tmp_path / "off.json", DIT_ON)
+    assert diff.counts == {"below_target": 1, "flipped": 4, "same": 6}
+    (shape,) = [s for s in diff.shapes if s.change == "below_target"]
+    assert shape.candidate is not None
+    assert shape.candidate.group == "dit:linear:M3_N5120_K256:fp32:tf32:bias"
+    assert diff.warnings[-1] == (
+        "the baseline was captured at a coverage target and left shapes below it (dit: 1 shape,"
+        " 0.013 ms): they have no card there, so the other side's cards of them read as"
+        " below_target, not as a change of the program; capture both sides at one --coverage to"
+        " compare every shape"
+    )

@@ -53,3 +53,62 @@ def test_unlike_models_in_a_list_keep_the_variable_that_runs_them(tmp_path: Path
 
     shapes = _recorded(tmp_path, program)
     assert sorted({stage for stage, _, _ in _sources(shapes)}) == ["dit", "main", "vae"]
+
+
+def test_a_module_list_held_in_a_local_is_named_by_it(tmp_path: Path) -> None:
+    """`layers = nn.ModuleList(...)`, `for layer in layers`: one stage `layers` (they were
+    stages `layer`, `1` and `2`: the loop variable, then each block's path in the list)."""
+
+    def program() -> None:
+        layers = torch.nn.ModuleList(torch.nn.Linear(4, 4) for _ in range(3))
+        x = torch.ones(2, 4)
+        for layer in layers:
+            x = layer(x)
+
+    assert _sources(_recorded(tmp_path, program)) == [
+        ("layers", "layers.*", 3),
+        ("main", "(no module)", 1),
+    ]
+
+
+def test_blocks_of_two_kinds_alternating_are_one_stage(tmp_path: Path) -> None:
+    """A stack of two block classes in turn (self- then cross-attention blocks, say): named
+    by the list, as one kind is (the first was stage `block`, the rest `blocks`)."""
+
+    def program() -> None:
+        blocks = [
+            torch.nn.Linear(4, 4) if i % 2 == 0 else torch.nn.Sequential(torch.nn.Linear(4, 4))
+            for i in range(4)
+        ]
+        x = torch.ones(2, 4)
+        for block in blocks:
+            x = block(x)
+
+    assert _sources(_recorded(tmp_path, program)) == [
+        ("blocks", "blocks.*, blocks.*.*", 4),
+        ("main", "(no module)", 1),
+    ]
+
+
+def test_a_list_of_lists_of_blocks_and_a_list_of_one_are_named_by_the_list(
+    tmp_path: Path,
+) -> None:
+    """Blocks in groups, run by two loops: one stage, named by the outer list (they were
+    stages `group`, `block` and `linear`); a stack of one block is named as a stack of two
+    (it was `block`, the loop variable: the stage changed with the depth)."""
+
+    def program() -> None:
+        groups = [[torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)] for _ in range(2)]
+        x = torch.ones(2, 4)
+        for group in groups:
+            for block in group:
+                x = block(x)
+        stack = [torch.nn.Linear(4, 4)]
+        for layer in stack:
+            x = layer(x)
+
+    assert _sources(_recorded(tmp_path, program)) == [
+        ("groups", "groups.*.*", 4),
+        ("stack", "stack.*", 1),
+        ("main", "(no module)", 1),
+    ]

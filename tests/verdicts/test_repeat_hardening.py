@@ -70,3 +70,32 @@ def test_a_manifest_repeat_of_the_wrong_type_is_refused(
         done = run_cli("classify", str(folder), "-o", str(tmp_path / "cards.json"))
         assert done.rc == 3, (value, done.stderr)
         assert "repeat" in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_a_duration_batch_stopped_part_way_is_said_as_such(
+    repeat_capture: Path, tmp_path: Path
+) -> None:
+    """The capture stopped while the duration batch timed the 4680x5120x144 linear (its
+    times_status pending, its repeats in all.times): they are not used, and the warning says
+    the batch did not finish (it said the shapes were timed again later, which they were
+    not), and the card that its repeats are not measured."""
+    group = "dit:linear:M4680_N5120_K144:bf16:bias"
+    folder = tmp_path / "raw"
+    shutil.copytree(repeat_capture, folder)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    (shape,) = [s for s in manifest["shapes"] if s["group"] == group]
+    shape.update(times_status="pending", times_report=None)
+    (batch,) = [b for b in manifest["batches"] if b["kind"] == "times"]
+    batch["ended_by"] = "interrupted"
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    cards = classify([folder], load_rules(), jobs=1)
+    assert cards.input_warnings == [
+        "raw/all.times.ncu-rep: repeats of a duration batch that did not finish (interrupted),"
+        " of shapes whose repeats are not measured (their times_status); not used: capture"
+        " --resume times them"
+    ]
+    (card,) = [c for c in cards.cards if c.group == group]
+    assert card.measurement is not None and card.measurement.repeats == 1
+    assert card.measurement.notes == [
+        "4 of the 4 repeats asked are not measured (the manifest's times_status says why)"
+    ]
