@@ -35,7 +35,7 @@ from .model import (
     SideFigures,
     StageRollup,
 )
-from .sides import below_target_pairs, gpu_warnings, shared_rules, side_header
+from .sides import below_target_pairs, counted_apart, gpu_warnings, shared_rules, side_header
 
 DELTA_METRICS = ("dur_us", *SHOWN_METRICS)
 
@@ -80,7 +80,7 @@ def diff_cards(
     ]
     shapes, said = below_target_pairs(baseline, candidate, shapes, pairs)
     warnings += said
-    staged = list(zip([shape.stage for shape in shapes], pairs, strict=True))
+    staged, counted = counted_apart(shapes, pairs, kept)  # (below a target: one side only)
     counts: dict[str, int] = {}
     for shape in shapes:
         counts[shape.change] = counts.get(shape.change, 0) + 1
@@ -95,9 +95,9 @@ def diff_cards(
         warnings=warnings,
         counts=dict(sorted(counts.items())),
         shapes=shapes,
-        rollup=_rollup(pairs, pairing.stages),
+        rollup=_rollup([pair for _, pair in staged], pairing.stages),
         noise_seen=_noise_seen(shapes),
-        headroom=headroom_changes(kept[0], kept[1], staged, pairing.stages),
+        headroom=headroom_changes(counted[0], counted[1], staged, pairing.stages),
     )
 
 

@@ -234,3 +234,24 @@ def _shape_of_id(group: str) -> tuple[str, Mapping[str, object]] | None:
         return None
     record = manifest_shape_of_id(entry)
     return record.op, record.shape_parameters
+
+
+def counted_apart(
+    shapes: list[ShapeDiff], pairs: list[CardPair], kept: list[list[Card]]
+) -> tuple[list[tuple[str, CardPair]], list[list[Card]]]:
+    """The pairs (with their compared stage) and each side's cards that the roll-up and the
+    headroom per stage count: all but the shapes below one side's coverage target, whose time
+    is on the other side only (counted, a stage read as changed by what a capture skipped)."""
+    apart = {
+        id(card)
+        for shape, pair in zip(shapes, pairs, strict=True)
+        if shape.change == "below_target"
+        for card in (pair.baseline, pair.candidate)
+        if card is not None
+    }
+    staged = [
+        (shape.stage, pair)
+        for shape, pair in zip(shapes, pairs, strict=True)
+        if shape.change != "below_target"
+    ]
+    return staged, [[card for card in side if id(card) not in apart] for side in kept]

@@ -138,6 +138,14 @@ def test_diff_says_a_side_s_missing_shapes_were_below_its_target(
     assert run(["diff", *gate, "-o", str(tmp_path / "d.json")]) == 0
     changes = {s["baseline"]["group"]: s["change"] for s in _shapes(tmp_path / "d.json")}
     assert changes["main:aten.randn.default"] == "below_target"
+    # and the stage's roll-up and headroom leave it out on both sides (its 204.7 us of the
+    # whole capture read as the stage's time saved: 641.5 -> 436.8 us)
+    diff = json.loads((tmp_path / "d.json").read_text())
+    (main,) = [h for h in diff["headroom"] if h["stage"] == "main"]
+    assert main["baseline"]["measured_us"] == main["candidate"]["measured_us"] == 436.8
+    assert [
+        (r["baseline_us"], r["candidate_us"]) for r in diff["rollup"] if r["stage"] == "main"
+    ] == [(436.8, 436.8)]
     # cards made before the shapes below a target were listed: removed, and said why
     old = json.loads((tmp_path / "t60.json").read_text())
     for stage in old["coverage"]:
