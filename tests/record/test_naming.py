@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from helpers import import_or_skip
 
 torch = import_or_skip("torch")
@@ -32,15 +33,38 @@ def _sources(shapes: ShapesFile) -> list[tuple[str, str, int]]:
     return [(stage, s.source or "", s.calls) for stage, ss in shapes.stages.items() for s in ss]
 
 
-def test_a_loop_over_like_blocks_is_one_stage_named_by_the_list(tmp_path: Path) -> None:
+def _alternating() -> list[Any]:
+    """A stack of two block classes in turn (self- then cross-attention blocks, say)."""
+    return [
+        torch.nn.Linear(4, 4) if i % 2 == 0 else torch.nn.Sequential(torch.nn.Linear(4, 4))
+        for i in range(4)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("build", "source", "calls"),
+    [
+        (lambda: [torch.nn.Linear(4, 4) for _ in range(3)], "blocks.*", 3),
+        (lambda: torch.nn.ModuleList(torch.nn.Linear(4, 4) for _ in range(3)), "blocks.*", 3),
+        (_alternating, "blocks.*, blocks.*.*", 4),
+    ],
+    ids=["list", "module-list", "two-kinds"],
+)
+def test_a_loop_over_like_blocks_is_one_stage_named_by_the_list(
+    tmp_path: Path, build: Any, source: str, calls: int
+) -> None:
+    """A list, a `ModuleList` held in a local (its blocks were stages `block`, `1` and `2`:
+    the loop variable, then each block's path in the list), or blocks of two classes in turn
+    (the first was stage `block`, the rest `blocks`), run by a loop variable: one stage."""
+
     def program() -> None:
-        blocks = [torch.nn.Linear(4, 4) for _ in range(3)]
+        blocks = build()
         x = torch.ones(2, 4)
         for block in blocks:
             x = block(x)
 
     assert _sources(_recorded(tmp_path, program)) == [
-        ("blocks", "blocks.*", 3),
+        ("blocks", source, calls),
         ("main", "(no module)", 1),
     ]
 
@@ -53,41 +77,6 @@ def test_unlike_models_in_a_list_keep_the_variable_that_runs_them(tmp_path: Path
 
     shapes = _recorded(tmp_path, program)
     assert sorted({stage for stage, _, _ in _sources(shapes)}) == ["dit", "main", "vae"]
-
-
-def test_a_module_list_held_in_a_local_is_named_by_it(tmp_path: Path) -> None:
-    """`layers = nn.ModuleList(...)`, `for layer in layers`: one stage `layers` (they were
-    stages `layer`, `1` and `2`: the loop variable, then each block's path in the list)."""
-
-    def program() -> None:
-        layers = torch.nn.ModuleList(torch.nn.Linear(4, 4) for _ in range(3))
-        x = torch.ones(2, 4)
-        for layer in layers:
-            x = layer(x)
-
-    assert _sources(_recorded(tmp_path, program)) == [
-        ("layers", "layers.*", 3),
-        ("main", "(no module)", 1),
-    ]
-
-
-def test_blocks_of_two_kinds_alternating_are_one_stage(tmp_path: Path) -> None:
-    """A stack of two block classes in turn (self- then cross-attention blocks, say): named
-    by the list, as one kind is (the first was stage `block`, the rest `blocks`)."""
-
-    def program() -> None:
-        blocks = [
-            torch.nn.Linear(4, 4) if i % 2 == 0 else torch.nn.Sequential(torch.nn.Linear(4, 4))
-            for i in range(4)
-        ]
-        x = torch.ones(2, 4)
-        for block in blocks:
-            x = block(x)
-
-    assert _sources(_recorded(tmp_path, program)) == [
-        ("blocks", "blocks.*, blocks.*.*", 4),
-        ("main", "(no module)", 1),
-    ]
 
 
 def test_a_list_of_lists_of_blocks_and_a_list_of_one_are_named_by_the_list(
