@@ -58,7 +58,8 @@ def capture(
     with writing(out):  # the one plan: a bad file fails before the host is probed
         plan = plan_capture(shapes_path, out, options)
     check_job_script()  # under a Slurm job script's shell, scancel would lose the shard
-    host = probe(options.ncu, options.gpus)
+    # (a --resume with nothing left to capture needs no ncu and no GPU: the host stays as it was)
+    host = probe(options.ncu, options.gpus) if plan.batches else Host("", "", [])
     with writing(out), capture_lock(out):
         return _capture(
             on_host(plan, host.ncu_path, host.memory_bytes(options.gpus)), host, progress

@@ -84,6 +84,27 @@ def test_a_resume_with_nothing_to_capture_keeps_the_host_that_captured(
     assert host == before and host["gpus"][0]["name"] == "NVIDIA H200"
 
 
+def test_a_resume_with_nothing_to_capture_needs_no_ncu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a machine without ncu (the laptop the capture folder was copied to), a --resume
+    with nothing left to capture finishes and leaves the manifest as it was (it stopped at
+    'ncu not found', exit 6); a capture with something to do still needs ncu."""
+    import sys
+
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))  # (no ncu there)
+    raw = tmp_path / "cap"
+    shutil.copytree(BLOCK / "cap", raw)
+    before = json.loads((raw / "manifest.json").read_text())
+    argv = ["capture", "--shapes", str(BLOCK / "shapes.yaml"), "-o", str(raw), "--resume"]
+    assert run(argv) == 0
+    after = json.loads((raw / "manifest.json").read_text())
+    assert after == before
+    assert (
+        run(["capture", "--shapes", str(BLOCK / "shapes.yaml"), "-o", str(tmp_path / "new")]) == 6
+    )
+
+
 def test_capture_says_what_the_target_left_out_with_the_target_as_given(
     stand_in: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
