@@ -37,12 +37,10 @@ from .judge import build_card, kernel_card
 from .repeats import by_repeat, with_repeats
 from .rules import LoadedRules
 from .shards import missing_shards
-from .unfinished import said_unfinished, split_unfinished, without_old_repeats
+from .unfinished import Classified, said_unfinished, split_unfinished, without_old_repeats
 from .unmanifested import missing_manifest_warnings
 
 __all__ = ["classify", "input_files"]
-
-Classified = tuple[KernelRow, KernelCard]  # a kernel row and its classified card entry
 
 
 def _shape_card(

@@ -1,13 +1,12 @@
-"""Kernels of a shape the capture did not finish: a capture stopped (a time limit, SIGTERM)
-while ncu was profiling a shape keeps the report of what was profiled, the unfinished shape's
-first kernels among them, while the manifest has that shape pending (or failed, when
-it failed part way). Those kernels are not a
-card of their own (they would read as a shape of a stage named after the report, judged on
-part of its kernels); the shape's card says they were left out. The same holds once
-`capture --resume` finished the shape in a later report (`all.r2`): the first attempt's kernels
-stay in the older report, and are left out of the card it now has. And the repeats of a
-duration batch (`capture --repeat`) no shape takes are never cards: of a batch stopped part
-way, or of shapes timed again in a later one."""
+"""Kernels of a shape the capture did not finish. A capture stopped (a time limit, SIGTERM)
+while ncu profiled a shape keeps the report of what was profiled, that shape's first kernels
+among them, while the manifest has the shape pending (or failed, when it failed part way).
+Those kernels are no card of their own (it would read as a shape of a stage named after the
+report, judged on part of its kernels); the shape's card says they were left out. The same
+holds once `capture --resume` finished the shape in a later report (`all.r2`): the first
+attempt's kernels stay in the older report and are left out of the card it now has. And the
+repeats of a duration batch (`capture --repeat`) no shape takes are never cards: of a batch
+stopped part way, or of shapes timed again in a later one."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from ..cards.model import Card, KernelCard
 from ..read.names import report_stem
 from ..read.rows import KernelRow
 
-Classified = tuple[KernelRow, KernelCard]
+Classified = tuple[KernelRow, KernelCard]  # a kernel row and its classified card entry
 Unfinished = dict[str, dict[str, int]]  # group -> report stem -> kernels left out
 
 
