@@ -60,7 +60,7 @@ class StartAt:
         """Why nothing was recorded, when the program ended before the cut."""
         ran = "never ran" if not self.seen else f"ran {self.seen} time{'s' * (self.seen > 1)}"
         return (
-            f"--start-at {self.text}: a module matching {self.pattern!r} {ran}, so the program"
+            f"--start-at {self.text}: a module matching '{self.pattern}' {ran}, so the program"
             " ended before the recording would start: nothing was recorded, no shapes file"
             " written (the module paths are those of --stage: `transformer`, `vae.decoder`)"
         )
