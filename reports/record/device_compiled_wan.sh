@@ -9,10 +9,12 @@
 # in .whl/ and .whl_rec/, from the repository root. The capture needs about 20 minutes of ncu
 # (1,141 kernels in 27 graphs, 0.76 s a kernel measured): a later command resumes it when the
 # last one's wanc.tar.xz is unpacked into .wanc/ (git-ignored) and carried (`carry: .wanc`).
+# $BUDGET: the seconds this script may take (default 540). Inductor's cache is in .inductor/
+# (git-ignored), kept by the machine between calls while it stays warm.
 set -u
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl .whl_rec/*.whl \
   2>/dev/null
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 TORCHINDUCTOR_CACHE_DIR=/tmp/inductor
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 TORCHINDUCTOR_CACHE_DIR=$PWD/.inductor
 export PATH=/opt/nvidia/nsight-compute/2025.3.1:/usr/local/cuda/bin:$PATH
 W=/tmp/wanc; mkdir -p $W
 START=$(date +%s)
@@ -44,7 +46,7 @@ grep -c "Graph break\|Recompiling" $W/profile.err
 grep -A4 kernel_us_by_section $W/profile.json
 unset TORCH_LOGS
 fi
-left=$(( 540 - ($(date +%s) - START) ))
+left=$(( ${BUDGET:-540} - ($(date +%s) - START) ))
 step timeout $left env PYTHONPATH=$PYTHONPATH:/opt/nvidia/nsight-compute/2025.3.1/extras/python \
   python3 -m ncu_classify capture --shapes $W/shapes.yaml -o $W/cap --coverage ${COVERAGE:-99.5} \
   "${RESUME[@]}" > $W/capture.log 2>&1
