@@ -5,6 +5,8 @@ a variable holds; else its class."""
 
 from __future__ import annotations
 
+import dis
+import functools
 import inspect
 import itertools
 from collections.abc import Container, Iterator, Mapping
@@ -24,7 +26,8 @@ def held_as(module: torch.nn.Module, depth: int = 0, taken: Container[str] = ())
         while frame is not None and depth < 8:
             code = frame.f_code.co_filename.replace("\\", "/")
             if "torch/nn/modules" not in code and "ncu_classify/record/" not in code:
-                for found in _names_here(module, frame.f_locals, depth):
+                loops = _loop_variables(frame.f_code)
+                for found in _names_here(module, frame.f_locals, depth, loops):
                     if found not in taken:
                         return found
             frame = frame.f_back
@@ -33,10 +36,13 @@ def held_as(module: torch.nn.Module, depth: int = 0, taken: Container[str] = ())
     return None
 
 
-def _names_here(module: torch.nn.Module, local: dict[str, Any], depth: int) -> Iterator[str]:
+def _names_here(
+    module: torch.nn.Module, local: dict[str, Any], depth: int, loops: frozenset[str] = frozenset()
+) -> Iterator[str]:
     """The names one frame holds `module` by, best first (see `held_as`), then as an item of a
     list, tuple or dict a variable holds (`blocks.1`), last its path in a module a variable holds
-    (`top.vae(z)`: `vae`, not `top.vae`, whose stage, `top`, `top.dit` shared; no `_orig_mod`)."""
+    (`top.vae(z)`: `vae`, not `top.vae`, whose stage, `top`, `top.dit` shared; no `_orig_mod`).
+    A loop variable (`loops`) names none: it holds each item in turn (`for m in [dit, vae]`)."""
     owner = local.get("self")
     if isinstance(owner, torch.nn.Module) and owner is not module:
         for attr, child in owner.named_children():
@@ -44,15 +50,36 @@ def _names_here(module: torch.nn.Module, local: dict[str, Any], depth: int) -> I
                 yield f"{held_as(owner, depth + 1) or type(owner).__name__.lower()}.{attr}"
     elif owner is not None and hasattr(owner, "__dict__"):
         yield from (str(attr) for attr, value in vars(owner).items() if value is module)
-    held = [f"{var}.{key}" for var, key, alike in _items_holding(module, local) if alike]
-    yield from held  # `for block in blocks`: each `blocks.N`, not the loop variable
-    yield from (var for var, value in local.items() if value is module and var != "self")
-    yield from (f"{var}.{key}" for var, key, alike in _items_holding(module, local) if not alike)
+    items = list(_items_holding(module, local))
+    yield from (f"{var}.{key}" for var, key, alike in items if alike)  # `for block in blocks`
+    yield from (v for v, value in local.items() if value is module and v not in ("self", *loops))
+    # an unlike model by its key (`components["vae"]`: `vae`); by its index, none: `models.1`
+    # would share stage `models` with `models.0`, so its class names it
+    yield from (key for _, key, alike in items if not alike and key.isidentifier())
     for var, value in local.items():
         if var != "self" and isinstance(value, torch.nn.Module) and value is not module:
             for path, child in value.named_modules(remove_duplicate=False):
                 if child is module:
                     yield ".".join(p for p in path.split(".") if p != "_orig_mod") or var
+
+
+@functools.lru_cache(maxsize=256)
+def _loop_variables(code: Any) -> frozenset[str]:
+    """The names a `for` loop (or a comprehension) of this code binds in turn: those stored
+    right after a FOR_ITER, unpacked ones too (`for i, m in enumerate(models)`)."""
+    found: set[str] = set()
+    stores = 0  # how many stores the last FOR_ITER's item still has to make
+    for instruction in dis.get_instructions(code):
+        if instruction.opname == "FOR_ITER":
+            stores = 1
+        elif stores and instruction.opname == "UNPACK_SEQUENCE":
+            stores += int(instruction.arg or 0) - 1
+        elif stores and instruction.opname.startswith("STORE_"):
+            found.add(str(instruction.argval))
+            stores -= 1
+        elif instruction.opname not in ("EXTENDED_ARG", "CACHE", "NOP"):
+            stores = 0
+    return frozenset(found)
 
 
 def _items_holding(
@@ -64,7 +91,7 @@ def _items_holding(
     turn (named by the list): modules whose classes repeat (blocks of two kinds alternating
     too), or one module; or not (`[dit, vae]`: the variable wins)."""
     for var, value in local.items():
-        if isinstance(value, _HOLDERS) and len(value) <= 1000:
+        if isinstance(value, _HOLDERS) and len(value) <= 1000 and not _namespace(value):
             items = list(itertools.islice(_leaves(value), 1001))
             if len(items) > 1000:  # (a list of lists of tensors, say: not a stack of blocks)
                 continue
@@ -72,6 +99,11 @@ def _items_holding(
             modules = all(isinstance(item, torch.nn.Module) for _, item in items)
             alike = modules and (len(items) == 1 or len(kinds) < len(items))
             yield from ((var, key, alike) for key, item in items if item is module)
+
+
+def _namespace(value: object) -> bool:
+    """A module's globals held as a dict (runpy's `run_globals`): variables, not a container."""
+    return isinstance(value, dict) and "__builtins__" in value
 
 
 _HOLDERS = (list, tuple, dict, torch.nn.ModuleList, torch.nn.ModuleDict, torch.nn.Sequential)

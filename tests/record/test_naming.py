@@ -79,6 +79,52 @@ def test_unlike_models_in_a_list_keep_the_variable_that_runs_them(tmp_path: Path
     assert sorted({stage for stage, _, _ in _sources(shapes)}) == ["dit", "main", "vae"]
 
 
+class _Dit(torch.nn.Linear):
+    """A DiT of the loop tests below: a class of its own, so that its class names it."""
+
+
+class _Vae(torch.nn.Linear):
+    """A VAE of the loop tests below."""
+
+
+def _in_a_list() -> None:
+    models = [_Dit(4, 4), _Vae(4, 4)]
+    x = torch.ones(2, 4)
+    for m in models:
+        x = m(x)
+
+
+def _in_a_dict() -> None:
+    components = {"transformer": _Dit(4, 4), "vae": _Vae(4, 4)}
+    x = torch.ones(2, 4)
+    for _, model in components.items():
+        x = model(x)
+
+
+def _made_in_the_loop() -> None:
+    x = torch.ones(2, 4)
+    for m in [_Dit(4, 4), _Vae(4, 4)]:
+        x = m(x)
+
+
+@pytest.mark.parametrize(
+    ("program", "stages"),
+    [
+        (_in_a_list, ["_dit", "_vae", "main"]),
+        (_in_a_dict, ["transformer", "vae", "main"]),
+        (_made_in_the_loop, ["_dit", "_vae", "main"]),
+    ],
+    ids=["list", "dict", "temporary"],
+)
+def test_a_loop_variable_over_unlike_models_names_none_of_them(
+    tmp_path: Path, program: Any, stages: list[str]
+) -> None:
+    """`for m in models` over a DiT and a VAE: the loop variable holds each in turn, so it
+    names neither (they were stages `m` and `models`: the VAE's `m` was taken, so it went
+    by `models.1`); a dict names each by its key, a list (seen or not) by its class."""
+    assert [stage for stage, _, _ in _sources(_recorded(tmp_path, program))] == stages
+
+
 def test_a_list_of_lists_of_blocks_and_a_list_of_one_are_named_by_the_list(
     tmp_path: Path,
 ) -> None:
