@@ -9,6 +9,7 @@ repeats       repeated measurements onto cards, stable or not
 coverage      the cards set against the recorded program
 judge         the one place a verdict is decided; reclassify
 inputs        what classify reads: files and folders -> report sets
+parts         a capture read in part: reports of a capture folder given as files
 group_ids     group ids read back into manifest shapes (folders without a manifest)
 unmanifested  capture folders read without their manifest.json
 shards        is a split capture whole

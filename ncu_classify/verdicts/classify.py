@@ -29,11 +29,12 @@ from ..read.names import report_stem
 from ..read.parallel import ReadProgress, read_all
 from ..read.preload import finish_loading, start_loading
 from ..read.rows import KernelRow
-from .coverage import program_coverage
+from .coverage import set_coverage
 from .drill_merge import merge_drill_downs
 from .group_ids import manifest_shape_of_id, parse_group_id
 from .inputs import ReportSet, capture_environments, collect_inputs, input_files
 from .judge import build_card, kernel_card
+from .parts import not_given, own_shapes, repeats_not_given
 from .repeats import by_repeat, with_repeats
 from .rules import LoadedRules
 from .shards import missing_shards
@@ -58,6 +59,8 @@ def _shape_card(
     path = next((p for p in found.reports if report_stem(p) == stem), None)
     if shape.status == "ok" and path is not None and path in reads.failed:
         error = f"its report could not be read: {reads.failed[path]}"
+    elif shape.status == "ok" and path is None and found.part:
+        error = not_given(shape)
     elif shape.status == "ok" and path is None and stem in found.problems:
         error = f"its report could not be read: {shown_line(found.problems[stem], reads.named)}"
     elif shape.status == "ok" and not records and shape.report:
@@ -184,7 +187,10 @@ def cards_for_set(reads: Reads, rules: LoadedRules) -> list[Card]:
         key = (report_stem(pair[0].report), ranges[-1] if ranges else "")
         by_range.setdefault(key, []).append(pair)
     cards = []
-    for shape in given.manifest.shapes:
+    shapes = given.manifest.shapes
+    if given.part:  # a capture read in part: the shapes of its reports alone
+        shapes = own_shapes(given.manifest, given.reports, pairs)
+    for shape in shapes:
         stem = report_stem(shape.report) if shape.report else ""
         # (a shape that failed part way keeps no kernels: left out, its card says so)
         found = by_range.pop((stem, shape.group), []) if shape.status == "ok" else []
@@ -193,12 +199,13 @@ def cards_for_set(reads: Reads, rules: LoadedRules) -> list[Card]:
         first = [p for p in found if p[0].repeat in (None, 1)]
         card = _shape_card(shape, first, rules, reads)
         later = [p[0] for p in found if p[0].repeat not in (None, 1)] + [p[0] for p in timed]
-        measured = with_repeats(card, by_repeat(later), given.manifest, rules, reads.run_to_run)
+        measured = repeats_not_given(card, shape, given.reports) if given.part else None
+        if measured is None:  # (else a part's shape whose repeats were not given: a note)
+            measured = with_repeats(card, by_repeat(later), given.manifest, rules, reads.run_to_run)
         cards.append(measured)
     leftovers = [pair for members in by_range.values() for pair in members]
     leftovers = without_old_repeats(leftovers, given.manifest, reads.warnings)
     leftovers, unfinished = split_unfinished(leftovers, given.manifest)
-    shapes = given.manifest.shapes
     cards = [said_unfinished(c, s, unfinished) for c, s in zip(cards, shapes, strict=True)]
     return cards + _foreign_cards(leftovers, rules, reads.labels, reads.warnings)
 
@@ -293,13 +300,7 @@ def _classify(
         input_warnings=[
             unicode_safe(shown_line(w, named)) for w in inputs.warnings + duplicate_groups(cards)
         ],
-        coverage=program_coverage(
-            [
-                (s.manifest, found)
-                for s, found in per_set
-                if s.manifest and not s.manifest.drill_down
-            ]
-        ),
+        coverage=set_coverage(per_set, ok),
         cards=cards,
         summary=summary,
         by_stage=by_stage,

@@ -4,24 +4,55 @@ replayed time, and what no card covers (work the recording could not turn into a
 whose capture failed, shapes `capture --coverage` left below its target, shapes not in this
 capture), largest first.
 
-Captures of one shapes file (the shards of a job array) are reckoned together."""
+Captures of one shapes file (the shards of a job array) are reckoned together. A capture read
+in part (some of its reports given as files, `parts`) counts its own shapes alone, and only the
+stages they belong to: the rest of the program is not claimed, nor listed as missing."""
 
 from __future__ import annotations
+
+from collections.abc import Collection
+from pathlib import Path
 
 from ..capture.manifest import BelowTarget, Manifest
 from ..cards.coverage import BELOW_TARGET_WHY, StageCoverage, UncoveredWork
 from ..cards.fidelity import has_kernels
 from ..cards.model import Card
 from ..shapes.recorded import RecordedTotals
+from .inputs import ReportSet
+from .parts import own_shapes
+from .unfinished import Classified
 
 # Work of a stage unaccounted for below this share is rounding, not missing shapes.
 REMAINDER_SHARE = 0.001
 
 
-def program_coverage(captures: list[tuple[Manifest, list[Card]]]) -> list[StageCoverage]:
+def set_coverage(
+    per_set: list[tuple[ReportSet, list[Card]]], ok: dict[Path, list[Classified]]
+) -> list[StageCoverage]:
+    """Coverage of the recorded programs of the report sets' captures (a drill-down is no
+    program), `ok` the kernels read per report: a capture read in part stands for the shapes
+    its reports hold (the cards it was given first), as a manifest of those shapes alone."""
+    captures, in_part = [], set()
+    for given, cards in per_set:
+        if given.manifest is None or given.manifest.drill_down:
+            continue
+        manifest = given.manifest
+        if given.part:
+            pairs = [pair for path in given.reports for pair in ok.get(path, [])]
+            shapes = own_shapes(manifest, given.reports, pairs)
+            manifest = manifest.model_copy(update={"shapes": shapes})
+            in_part.add(manifest.shapes_sha256)
+        captures.append((manifest, cards))
+    return program_coverage(captures, in_part)
+
+
+def program_coverage(
+    captures: list[tuple[Manifest, list[Card]]], in_part: Collection[str] = ()
+) -> list[StageCoverage]:
     """Coverage of every recorded program among the captures (one per shapes file), stages in
     the order the recording lists them. Each capture's cards are its manifest's shapes, in
-    order, then cards of kernels its reports hold beyond them (not counted here)."""
+    order, then cards of kernels its reports hold beyond them (not counted here). A shapes file
+    in `in_part` (of a capture read in part) has the stages of its cards alone."""
     by_file: dict[str, tuple[RecordedTotals, dict[str, Card], dict[str, BelowTarget]]] = {}
     for manifest, cards in captures:
         if manifest.recorded_totals is None:
@@ -40,16 +71,23 @@ def program_coverage(captures: list[tuple[Manifest, list[Card]]]) -> list[StageC
             totals,
             [c for c in cards.values() if c.stage == stage],
             [b for g, b in below.items() if b.stage == stage and g not in cards],
+            sha256 in in_part,
         )
-        for totals, cards, below in by_file.values()
+        for sha256, (totals, cards, below) in by_file.items()
         for stage in totals.stages
+        if sha256 not in in_part or any(c.stage == stage for c in cards.values())
     ]
 
 
 def stage_coverage(
-    stage: str, totals: RecordedTotals, cards: list[Card], below: list[BelowTarget] | None = None
+    stage: str,
+    totals: RecordedTotals,
+    cards: list[Card],
+    below: list[BelowTarget] | None = None,
+    in_part: bool = False,
 ) -> StageCoverage:
-    """One stage: what its cards stand for and what they do not."""
+    """One stage: what its cards stand for and what they do not (`in_part`: of a capture read
+    in part, whose other shapes are in reports not given)."""
     timed = totals.basis == "kernel_time"
     whole = totals.stages[stage]
     covered = [card for card in cards if has_kernels(card)]
@@ -68,7 +106,8 @@ def stage_coverage(
     covered_us = sum((c.real_us or 0) * recorded_calls(c) for c in covered) if timed else None
     covered_calls = sum(recorded_calls(c) for c in covered)
     amount = whole.kernel_us if timed else whole.calls
-    uncovered += remainder(amount, covered_us, covered_calls, uncovered, timed, whole.calls)
+    rest = remainder(amount, covered_us, covered_calls, uncovered, timed, whole.calls)
+    uncovered += [_not_given(u) for u in rest] if in_part else rest
     uncovered.sort(key=lambda u: (-(u.real_us or 0), -u.calls, u.name))
     part = covered_us if timed else covered_calls
     pct = min(100.0, 100 * part / amount) if amount and part is not None else None
@@ -145,6 +184,16 @@ def remainder(
             real_us=round(rest, 3) if timed else None,
         )
     ]
+
+
+def _not_given(rest: UncoveredWork) -> UncoveredWork:
+    """The remainder of a stage of a capture read in part: mostly its shapes in reports of the
+    capture that were not given."""
+    why = (
+        "in the recording but not among the reports read: in reports of the capture not given"
+        " (classify its folder for them), another shard, or removed from the shapes file"
+    )
+    return rest.model_copy(update={"name": "(shapes not in the reports read)", "why": why})
 
 
 def replayed(cards: list[Card]) -> float | None:

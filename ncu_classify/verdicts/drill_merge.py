@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..capture.manifest import Manifest
 from ..cards.model import Card, KernelCard
-from ..core.paths import shown_under
+from ..core.paths import short_names, shown_under
 from ..core.text import counted
 from .inputs import ReportSet
 from .judge import judge
@@ -127,7 +127,9 @@ def merge_drill_downs(
     unknown: set[str] = set()  # groups drilled by a drill-down read without its manifest
     left: list[SetCards] = []
     for report_set, cards, folder in drills:
-        label = experiment_label(report_set.manifest, shown_under(folder, named or {}))
+        # (a capture read in part: its folder is no input, named as from any working folder)
+        shown = short_names([folder])[0] if report_set.part else shown_under(folder, named or {})
+        label = experiment_label(report_set.manifest, shown)
         created_at = report_set.manifest.created_at if report_set.manifest else None
         relabelled = [_relabel(c, label, created_at) for c in cards]
         claimed = {c.group for _, held in firsts for c in held}

@@ -2,8 +2,9 @@
 
 Folders are searched recursively (hidden folders such as a capture's `.work` are skipped, and so
 are links to folders, which could loop); a folder that holds a capture `manifest.json` is one
-report set with its manifest and is not searched further. The same report reached twice is read
-once, with a warning. Reports of other people's runs that share a name (`profile.ncu-rep` is the
+report set with its manifest and is not searched further; reports of one given as files are one
+report set of that capture read in part (`parts`). The same report reached twice is read once,
+with a warning. Reports of other people's runs that share a name (`profile.ncu-rep` is the
 commonest) get labels that tell them apart, so their cards never merge into one stage.
 """
 
@@ -17,12 +18,14 @@ from pathlib import Path
 from ..capture.manifest import MANIFEST_NAME, Manifest, read_manifest
 from ..cards.headroom import is_reserved_stage
 from ..cards.machine import CaptureInfo
+from ..core.errors import ManifestError
 from ..core.facts import Machine
 from ..core.ordering import natural_key
 from ..core.paths import short_names
 from ..core.text import unicode_safe
 from ..core.textio import not_regular, os_reason
 from ..read.names import REPORT_SUFFIXES, report_stem
+from .parts import manifest_beside, named_stems, part_warning, unreadable_manifest
 
 
 def is_report(path: Path) -> bool:
@@ -42,6 +45,7 @@ class ReportSet:
     problems: dict[str, str] = field(default_factory=dict)
     # the folder searched whose reports these are, where it holds no manifest.json
     folder: Path | None = None
+    part: bool = False  # reports of a capture folder given as files: read in part (`parts`)
 
 
 @dataclass
@@ -60,16 +64,14 @@ class Inputs:
 
 def find_inputs(paths: Iterable[Path]) -> Inputs:
     """Sources of `paths` without opening any file: bad paths become error lines. A report is
-    read once: captures claim theirs first (their manifest gives it meaning), then loose
-    reports in the order given."""
+    read once: captures claim theirs first (their manifest gives it meaning), then captures read
+    in part, then loose reports in the order given."""
     inputs = Inputs()
-    found = [report_set for path in paths for report_set in _report_sets_of(path, inputs)]
+    found = _merged_parts([s for path in paths for s in _report_sets_of(path, inputs)])
     # a bad input given alone and in a folder searched (or twice) has one line
     inputs.errors = list(dict.fromkeys(inputs.errors))
     seen: dict[tuple[int, int], Path] = {}
-    for report_set in [s for s in found if s.manifest_path] + [
-        s for s in found if not s.manifest_path
-    ]:
+    for report_set in sorted(found, key=lambda s: (not s.manifest_path, s.part)):
         _add_unique(report_set, inputs, seen)
     order = {id(report_set): n for n, report_set in enumerate(found)}
     inputs.report_sets.sort(key=lambda s: order.get(id(s), len(found)))
@@ -86,10 +88,13 @@ def input_files(paths: Iterable[Path]) -> list[Path]:
 
 def collect_inputs(paths: Iterable[Path]) -> Inputs:
     """`find_inputs`, with every capture manifest read and validated (ManifestError if bad:
-    a capture whose manifest cannot be trusted must not be half-classified)."""
+    a capture whose manifest cannot be trusted must not be half-classified; a report given as
+    a file beside one is read as a loose report instead, with a warning)."""
     inputs = find_inputs(paths)
-    for report_set in inputs.report_sets:
-        if report_set.manifest_path is not None:
+    for report_set in list(inputs.report_sets):
+        if report_set.part:
+            _read_part(report_set, inputs)
+        elif report_set.manifest_path is not None:
             report_set.manifest = read_manifest(report_set.manifest_path)
             inputs.errors += _missing_reports(report_set)
             inputs.warnings += _unlisted_reports(report_set)
@@ -100,15 +105,32 @@ def _unlisted_reports(report_set: ReportSet) -> list[str]:
     """A warning per report in a capture folder that its manifest names nowhere (no batch
     wrote it, no shape lives in it: copied in from elsewhere): its cards are loose ones."""
     assert report_set.manifest is not None and report_set.manifest_path is not None
-    named = {report_stem(b.report) for b in report_set.manifest.batches}
-    for shape in report_set.manifest.shapes:
-        named |= {report_stem(n) for n in (shape.report, shape.times_report) if n}
+    named = named_stems(report_set.manifest)
     return [
         f"{report}: in the capture folder but not named by its manifest.json: read as a loose"
         " report, its cards beside the capture's"
         for report in report_set.reports
         if report_stem(report) not in named
     ]
+
+
+def _read_part(report_set: ReportSet, inputs: Inputs) -> None:
+    """The manifest of a capture read in part, a warning per report: one it names nowhere is
+    loose (as in the folder); none named, or a bad manifest, and the set is loose."""
+    assert report_set.manifest_path is not None
+    try:
+        manifest = read_manifest(report_set.manifest_path)
+    except ManifestError as exc:
+        why = str(exc).replace(str(report_set.manifest_path), MANIFEST_NAME, 1)
+        inputs.warnings += [unreadable_manifest(r, why) for r in report_set.reports]
+        report_set.manifest_path, report_set.part = None, False
+        return
+    named = named_stems(manifest)
+    inputs.warnings += [part_warning(r, named) for r in report_set.reports]
+    if any(report_stem(r) in named for r in report_set.reports):
+        report_set.manifest = manifest
+    else:
+        report_set.manifest_path, report_set.part = None, False
 
 
 def _missing_reports(report_set: ReportSet) -> list[str]:
@@ -146,8 +168,9 @@ def _report_sets_of(path: Path, inputs: Inputs) -> Iterator[ReportSet]:
         # a report name that is no regular file (a FIFO, a device, a dangling link) has the
         # line it has when a folder searched holds it: one line, however it was reached
         line = _unreadable(path)
-        if line is None:
-            yield ReportSet([path])
+        if line is None:  # beside the manifest of its capture: read as a part of it
+            beside = manifest_beside(path)
+            yield ReportSet([path], beside, part=beside is not None)
         else:
             errors.append(line)
     elif path.exists():
@@ -226,9 +249,26 @@ def _unreadable(path: Path) -> str | None:
     return None if why is None else f"{path}: cannot read: {why}"
 
 
+def _merged_parts(found: list[ReportSet]) -> list[ReportSet]:
+    """`found` with the reports of one capture folder given as files in one set (the first's
+    place): a capture read in part is one set, however many of its reports were given."""
+    first: dict[object, ReportSet] = {}
+    merged = []
+    for report_set in found:
+        if report_set.part and report_set.manifest_path is not None:
+            key = _identity(report_set.manifest_path) or report_set.manifest_path
+            if key in first:
+                first[key].reports += report_set.reports
+                continue
+            first[key] = report_set
+        merged.append(report_set)
+    return merged
+
+
 def _add_unique(report_set: ReportSet, inputs: Inputs, seen: dict[tuple[int, int], Path]) -> None:
-    """Add `report_set` without the reports (or capture) already added; warn about each repeat."""
-    if report_set.manifest_path is not None:
+    """Add `report_set` without the reports (or capture) already added; warn about each repeat.
+    A capture read in part whose reports were all added (its folder given too) is dropped."""
+    if report_set.manifest_path is not None and not report_set.part:
         key = _identity(report_set.manifest_path)
         if key is not None and key in seen:
             inputs.warnings.append(
@@ -248,7 +288,7 @@ def _add_unique(report_set: ReportSet, inputs: Inputs, seen: dict[tuple[int, int
         if key is not None:
             seen[key] = report
         unique.append(report)
-    if unique or report_set.manifest_path:
+    if unique or (report_set.manifest_path and not report_set.part):
         report_set.reports = unique
         inputs.report_sets.append(report_set)
 

@@ -152,10 +152,11 @@ def test_a_temporary_folder_that_is_not_utf8_reads_the_report(
 
 
 def test_without_any_temporary_folder_plain_reports_are_read(
-    attention: Path, monkeypatch: pytest.MonkeyPatch
+    attention: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """No usable temporary folder at all: plain reports are read as they are, a compressed one
-    fails alone, naming its file (the run used to stop with a misleading output error)."""
+    fails alone, naming its file (the run used to stop with a misleading output error). (The
+    compressed one a loose report: in its capture folder, its shapes' cards would say so.)"""
     from ncu_classify.verdicts.classify import classify
     from ncu_classify.verdicts.rules import load_rules
 
@@ -163,9 +164,10 @@ def test_without_any_temporary_folder_plain_reports_are_read(
         raise FileNotFoundError(2, "No usable temporary directory found")
 
     rules = load_rules()
+    (tmp_path / "dit.ncu-rep.xz").symlink_to(SMOKE / "dit.ncu-rep.xz")
     monkeypatch.setattr(tempfile, "TemporaryDirectory", none)
     monkeypatch.setattr(tempfile, "gettempdir", none)
-    cards = classify([attention, SMOKE / "dit.ncu-rep.xz"], rules, jobs=1)
+    cards = classify([attention, tmp_path / "dit.ncu-rep.xz"], rules, jobs=1)
     assert len(cards.cards) == 3 and len(cards.input_errors) == 1
     assert cards.input_errors[0].startswith("dit.ncu-rep.xz: cannot read: ")
 

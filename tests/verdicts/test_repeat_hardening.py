@@ -33,8 +33,11 @@ def test_a_missing_duration_report_is_an_input_error(repeat_capture: Path, tmp_p
     assert all(c["measurement"]["repeats"] == 1 for c in cards)
 
 
-def test_a_duration_report_read_alone_is_said(repeat_capture: Path) -> None:
-    cards = classify([repeat_capture / "all.times.ncu-rep"], load_rules(), jobs=1)
+def test_a_duration_report_read_alone_is_said(repeat_capture: Path, tmp_path: Path) -> None:
+    """Out of its folder (a link to it elsewhere; in its folder it is read with the manifest)."""
+    alone = tmp_path / "all.times.ncu-rep"
+    alone.symlink_to(repeat_capture / "all.times.ncu-rep")
+    cards = classify([alone], load_rules(), jobs=1)
     assert [w for w in cards.input_warnings if "read without their capture folder" in w] == [
         "all.times.ncu-rep: launches of capture --repeat read without"
         " their capture folder: each card is its first launch alone (durations only, if a"

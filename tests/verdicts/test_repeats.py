@@ -146,13 +146,19 @@ def test_spread_uses_students_t() -> None:
         spread([])
 
 
-def test_a_repeated_report_read_alone_keeps_its_first_launch(repeat_capture: Path) -> None:
-    """The duration report without its folder (a loose report): one card per shape from its
-    first launch (repeat#2), never the four launches summed, and a note on the others."""
+def test_a_repeated_report_read_alone_keeps_its_first_launch(
+    repeat_capture: Path, tmp_path: Path
+) -> None:
+    """The duration report without its folder (a loose report: a link to it elsewhere, as in
+    its folder it is read with the manifest, `tests/verdicts/test_part_of_a_capture.py`): one
+    card per shape from its first launch (repeat#2), never the four launches summed, and a note
+    on the others."""
     from ncu_classify.verdicts.classify import classify
     from ncu_classify.verdicts.rules import load_rules
 
-    cards = classify([repeat_capture / "all.times.ncu-rep"], load_rules(), jobs=1).cards
+    alone = tmp_path / "all.times.ncu-rep"
+    alone.symlink_to(repeat_capture / "all.times.ncu-rep")
+    cards = classify([alone], load_rules(), jobs=1).cards
     raw = _raw_durations(repeat_capture)
     assert len(cards) == 34
     for card in cards:
