@@ -11,7 +11,7 @@ import json
 import re
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -229,12 +229,19 @@ class Recorder:
         building = tensors and not self._stack and sets_up_parameter(func, tensors[0])
         if in_module_setup() or building:
             return "setup", ("setup",)
-        if tensors and self.recording.device == "cpu":
-            self.recording.device = str(tensors[0].device.type)
+        self.learn_device([*tensors, result])
         shape, inputs = shape_of(func, args, kwargs, result) if tensors else (None, [])
         if shape is not None:
             return "typed", ("shape", self._add(shape, inputs))
         return "other", ("loose", self.where()[0])
+
+    def learn_device(self, values: Iterable[Any]) -> None:
+        """The program's device from the first tensor off the CPU seen (an op's input or result,
+        a compiled region's argument): a program whose only eager ops are factories (its models
+        compiled, `torch.randn(device="cuda")`) runs on the GPU, and is timed there."""
+        if self.recording.device == "cpu":
+            found = (v.device.type for v in values if isinstance(v, torch.Tensor))
+            self.recording.device = next((d for d in found if d != "cpu"), "cpu")
 
     def heavy(self, verdict: str, target: tuple[str, ...]) -> str | None:
         """The key of a typed heavy call (linear, conv, attention: not a cast), else None."""

@@ -6,19 +6,18 @@ runs with the recorder's modes and module hooks set aside, so dynamo compiles an
 what it would without the recorder (a dispatch mode makes it run the frame eagerly; global
 hooks would be traced into the graph); each graph's calls are counted and marked for the
 kernel clock (its kernels, named as they launch, and time are its); the code run eagerly
-between its graphs is uncovered work. Each graph is traced to ATen ops after the program
-(`region_graph`): a `compiled` shape that capture compiles again."""
+between its graphs is read op by op from torch.profiler (`region_ops`). Each graph is traced
+to ATen ops after the program (`region_graph`): a `compiled` shape that capture compiles again."""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import re
 import threading
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -166,6 +165,7 @@ class Regions:
                     module = None
                 if module is not None:
                     rec._enter(module, args)
+                rec.learn_device([*args, *kwargs.values()])  # (its calls: no eager op sees them)
                 stage, path = rec.where()
                 region = path if module_of(model) is not None else function_name(model, path)
                 self._calling.append((stage, region))
@@ -268,7 +268,7 @@ class Regions:
         number = len({g.number for g in self.graphs if (g.stage, g.region) == where})
         key = json.dumps([stage, {"op": "compiled", "region": region, "graph": number}])
         inputs = layouts(args) if dynamic else graph.inputs
-        copy = dataclasses.replace(
+        copy = replace(
             graph, stage=stage, region=region, number=number, inputs=inputs, key=key, caller=True
         )  # fmt: skip
         self.graphs.append(copy)
@@ -282,7 +282,7 @@ class Regions:
             key = json.loads(graph.key)
             key[1]["sizes"] = len(sizes)
             key = json.dumps(key)
-            sized = dataclasses.replace(graph, inputs=list(found), key=key, sizes=len(sizes))
+            sized = replace(graph, inputs=list(found), key=key, sizes=len(sizes))
             sizes[found] = sized
             self.graphs.append(sized)
             self._entry(sized.key, graph.stage, graph.region)

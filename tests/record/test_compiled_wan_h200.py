@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import lzma
 import shutil
-from pathlib import Path
 
 import pytest
 from helpers import ROOT

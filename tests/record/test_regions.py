@@ -315,3 +315,25 @@ def test_a_dynamic_graph_reading_a_lifted_float_is_traced_with_its_value(tmp_pat
     (out,) = run()
     expected = F.conv3d(F.normalize(x, dim=1) * 8**0.5, weight, bias)
     torch.testing.assert_close(out, expected, atol=1e-4, rtol=1e-4)
+
+
+def test_the_device_is_learned_from_a_factory_or_a_region_s_arguments() -> None:
+    """A program whose only eager ops are factories (`torch.randn(device="cuda")`) and whose
+    models are compiled: no eager op takes a tensor, so the device was learned from none and the
+    H200 recording of such a block (`block.compile()`) was untimed, `device: cpu`, its eager
+    code unseen. The factory's result, or the region's arguments, tell it now (a meta tensor
+    stands for the GPU's here: the first tensor off the CPU)."""
+    from ncu_classify.record.recorder import Recorder
+
+    factory = Recorder()
+    made = torch.empty(2, device="meta")
+    factory.observe(torch.empty, (2,), {"device": "meta"}, made)
+    assert factory.recording.device == "meta"
+    torch._dynamo.reset()
+    region = Recorder()
+    with region, torch.no_grad():
+        torch.compile(lambda x: x * 2 + 1, backend="eager")(torch.empty(4, device="meta"))
+    assert region.recording.device == "meta"
+    region.learn_device([torch.ones(1), torch.empty(1, device="meta")])
+    region.learn_device([torch.ones(1)])  # (learned once: a later CPU tensor changes nothing)
+    assert region.recording.device == "meta"
