@@ -8,7 +8,7 @@
 # 99.5) and classified; the outputs are packed whatever stopped. With $OUT set and the wheels
 # in .whl/ and .whl_rec/, from the repository root. The capture needs about 20 minutes of ncu
 # (1,141 kernels in 27 graphs, 0.76 s a kernel measured): a later command resumes it when the
-# last one's wanc.tar.xz is unpacked into .wanc/ (git-ignored) and carried (`carry: .wanc`).
+# last one's wanc.tar is unpacked into .wanc/ (git-ignored) and carried (`carry: .wanc`).
 # $BUDGET: the seconds this script may take (default 540). Inductor's cache is in .inductor/
 # (git-ignored), kept by the machine between calls while it stays warm.
 set -u
@@ -19,8 +19,8 @@ export PATH=/opt/nvidia/nsight-compute/2025.3.1:/usr/local/cuda/bin:$PATH
 W=/tmp/wanc; mkdir -p $W
 START=$(date +%s)
 pack() {
-  (cd $W && rm -rf cap/.work && for f in cap/*.ncu-rep; do [ -f "$f" ] && xz -T16 -6 "$f"; done
-   tar cJf $OUT/wanc.tar.xz shapes.yaml cards.json ./*.log ./*.err profile.json cap 2>/dev/null)
+  (cd $W && rm -rf cap/.work && for f in cap/*.ncu-rep; do [ -f "$f" ] && xz -T16 -2 "$f"; done
+   tar cf $OUT/wanc.tar shapes.yaml cards.json ./*.log ./*.err profile.json cap 2>/dev/null)
 }
 trap pack EXIT
 exec 3>&1
@@ -46,7 +46,9 @@ grep -c "Graph break\|Recompiling" $W/profile.err
 grep -A4 kernel_us_by_section $W/profile.json
 unset TORCH_LOGS
 fi
-left=$(( ${BUDGET:-540} - ($(date +%s) - START) ))
+# the capture stops 90 s before $BUDGET: classify and the packing of GB-sized reports need it
+# (a command killed at its limit runs no trap: the first session's capture was lost so)
+left=$(( ${BUDGET:-540} - 90 - ($(date +%s) - START) ))
 step timeout $left env PYTHONPATH=$PYTHONPATH:/opt/nvidia/nsight-compute/2025.3.1/extras/python \
   python3 -m ncu_classify capture --shapes $W/shapes.yaml -o $W/cap --coverage ${COVERAGE:-99.5} \
   "${RESUME[@]}" > $W/capture.log 2>&1
