@@ -21,18 +21,23 @@ def held_as(module: torch.nn.Module, depth: int = 0, taken: Container[str] = ())
     non-module `self` (a pipeline's `self.transformer`), or a local variable holding it. A name
     `taken` by another module (a helper's `model` argument, given the DiT then the VAE) is
     passed over for one further out (`vae`)."""
+    frames = []
     frame = inspect.currentframe()
     try:
         while frame is not None and depth < 8:
             code = frame.f_code.co_filename.replace("\\", "/")
             if "torch/nn/modules" not in code and "ncu_classify/record/" not in code:
-                loops = _loop_variables(frame.f_code)
-                for found in _names_here(module, frame.f_locals, depth, loops):
-                    if found not in taken:
-                        return found
+                frames.append(frame)
             frame = frame.f_back
+        loops = [_loop_variables(f.f_code) for f in frames]
+        for number, here in enumerate(frames):
+            # (a closure's free variable that a frame further out loops over is one too)
+            outer = frozenset().union(*loops[number + 1 :]) & set(here.f_code.co_freevars)
+            for found in _names_here(module, here.f_locals, depth, loops[number] | outer):
+                if found not in taken:
+                    return found
     finally:
-        del frame
+        del frame, frames
     return None
 
 
@@ -66,18 +71,28 @@ def _names_here(
 @functools.lru_cache(maxsize=256)
 def _loop_variables(code: Any) -> frozenset[str]:
     """The names a `for` loop (or a comprehension) of this code binds in turn: those stored
-    right after a FOR_ITER, unpacked ones too (`for i, m in enumerate(models)`)."""
+    right after a FOR_ITER, unpacked ones too (`for i, m in enumerate(models)`, `for m, *rest
+    in pairs`), also where Python 3.13 joins two stores, or a store and the next load, in one
+    instruction (STORE_FAST_STORE_FAST, STORE_FAST_LOAD_FAST: their argval, two names)."""
     found: set[str] = set()
     stores = 0  # how many stores the last FOR_ITER's item still has to make
     for instruction in dis.get_instructions(code):
-        if instruction.opname == "FOR_ITER":
+        opname, arg = instruction.opname, int(instruction.arg or 0)
+        if opname == "FOR_ITER":
             stores = 1
-        elif stores and instruction.opname == "UNPACK_SEQUENCE":
-            stores += int(instruction.arg or 0) - 1
-        elif stores and instruction.opname.startswith("STORE_"):
-            found.add(str(instruction.argval))
-            stores -= 1
-        elif instruction.opname not in ("EXTENDED_ARG", "CACHE", "NOP"):
+        elif not stores or opname in ("EXTENDED_ARG", "CACHE", "NOP"):
+            continue
+        elif opname == "UNPACK_SEQUENCE":
+            stores += arg - 1
+        elif opname == "UNPACK_EX":  # (names before the starred one, in its low byte; after)
+            stores += (arg & 0xFF) + (arg >> 8)
+        elif opname.startswith("STORE_"):
+            value = instruction.argval
+            names = value if isinstance(value, tuple) else (value,)
+            names = names[:1] if opname == "STORE_FAST_LOAD_FAST" else names
+            found.update(str(n) for n in names)
+            stores = max(0, stores - len(names))
+        else:
             stores = 0
     return frozenset(found)
 
@@ -95,7 +110,7 @@ def _items_holding(
             items = list(itertools.islice(_leaves(value), 1001))
             if len(items) > 1000:  # (a list of lists of tensors, say: not a stack of blocks)
                 continue
-            kinds = {type(item) for _, item in items}
+            kinds = {type(getattr(item, "_orig_mod", item)) for _, item in items}  # (compiled)
             modules = all(isinstance(item, torch.nn.Module) for _, item in items)
             alike = modules and (len(items) == 1 or len(kinds) < len(items))
             yield from ((var, key, alike) for key, item in items if item is module)

@@ -7,6 +7,7 @@ block in two stages."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from helpers import import_or_skip
 
 torch = import_or_skip("torch")
 
+from ncu_classify.record import naming  # noqa: E402
 from ncu_classify.record.document import shapes_yaml, validated_document  # noqa: E402
 from ncu_classify.record.recorder import Recorder  # noqa: E402
 from ncu_classify.shapes.file import ShapesFile, load_shapes  # noqa: E402
@@ -123,6 +125,85 @@ def test_a_loop_variable_over_unlike_models_names_none_of_them(
     names neither (they were stages `m` and `models`: the VAE's `m` was taken, so it went
     by `models.1`); a dict names each by its key, a list (seen or not) by its class."""
     assert [stage for stage, _, _ in _sources(_recorded(tmp_path, program))] == stages
+
+
+def _starred() -> None:
+    pairs = [(_Dit(4, 4), 1), (_Vae(4, 4), 2)]
+    x = torch.ones(2, 4)
+    for m, *_ in pairs:
+        x = m(x)
+
+
+def _timed(run: Any) -> Any:
+    return run()
+
+
+def _in_a_closure() -> None:
+    components = {"transformer": _Dit(4, 4), "vae": _Vae(4, 4)}
+    x = torch.ones(2, 4)
+    for model in components.values():
+        _timed(lambda: model(x))  # noqa: B023 (run at once)
+
+
+def _compiled() -> None:
+    torch._dynamo.reset()
+    models = [
+        torch.compile(_Dit(4, 4), backend="eager"),
+        torch.compile(_Vae(4, 4), backend="eager"),
+    ]
+    x = torch.ones(2, 4)
+    for m in models:
+        x = m(x)
+
+
+@pytest.mark.parametrize(
+    ("program", "stages"),
+    [
+        (_starred, ["_dit", "_vae", "main"]),
+        (_in_a_closure, ["transformer", "vae", "main"]),
+        (_compiled, ["_dit", "_vae", "main"]),
+    ],
+    ids=["starred", "closure", "compiled"],
+)
+def test_a_loop_variable_names_none_unpacked_starred_in_a_closure_or_compiled(
+    tmp_path: Path, program: Any, stages: list[str]
+) -> None:
+    """`for m, *_ in pairs` (UNPACK_EX: `m` named the DiT), a closure run in the loop
+    (`lambda: model(x)`: its free `model` named the DiT), compiled models in a list (one class,
+    OptimizedModule: a stack of blocks, stage `models` for both)."""
+    assert [stage for stage, _, _ in _sources(_recorded(tmp_path, program))] == stages
+
+
+def _instruction(opname: str, arg: int | None = None, argval: Any = None) -> Any:
+    return SimpleNamespace(opname=opname, arg=arg, argval=argval)
+
+
+@pytest.mark.parametrize(
+    ("instructions", "names"),
+    [
+        (  # for m in models: x = m(x)
+            [("FOR_ITER", 8), ("STORE_FAST_LOAD_FAST", 34, ("m", "m")), ("PUSH_NULL",)],
+            {"m"},
+        ),
+        (  # for i, m in enumerate(models): x = m(x)
+            [("FOR_ITER", 8), ("UNPACK_SEQUENCE", 2), ("STORE_FAST_STORE_FAST", 52, ("i", "m"))],
+            {"i", "m"},
+        ),
+        (  # for m in models: pass, then x = y (the load after the loop's store is no store)
+            [("FOR_ITER", 8), ("STORE_FAST_LOAD_FAST", 35, ("m", "y")), ("STORE_FAST", 1, "x")],
+            {"m"},
+        ),
+    ],
+    ids=["store-load", "store-store", "load-after"],
+)
+def test_python_3_13_s_joined_stores_are_loop_variables(
+    monkeypatch: pytest.MonkeyPatch, instructions: list[tuple[Any, ...]], names: set[str]
+) -> None:
+    """Python 3.13 joins a store and the next load (or two stores) in one instruction, whose
+    argval is both names: the loop variable was `"('m', 'm')"`, so `m` named the DiT."""
+    fake = [_instruction(*i) for i in instructions]
+    monkeypatch.setattr(naming.dis, "get_instructions", lambda code: iter(fake))
+    assert naming._loop_variables.__wrapped__(_in_a_list.__code__) == names
 
 
 def test_a_list_of_lists_of_blocks_and_a_list_of_one_are_named_by_the_list(
