@@ -238,10 +238,11 @@ class Recorder:
     def learn_device(self, values: Iterable[Any]) -> None:
         """The program's device from the first tensor off the CPU seen (an op's input or result,
         a compiled region's argument): a program whose only eager ops are factories (its models
-        compiled, `torch.randn(device="cuda")`) runs on the GPU, and is timed there."""
+        compiled, `torch.randn(device="cuda")`) runs on the GPU, and is timed there. A tensor
+        on `meta` (a placeholder: no memory, no kernels) says nothing."""
         if self.recording.device == "cpu":
             found = (v.device.type for v in values if isinstance(v, torch.Tensor))
-            self.recording.device = next((d for d in found if d != "cpu"), "cpu")
+            self.recording.device = next((d for d in found if d not in ("cpu", "meta")), "cpu")
 
     def heavy(self, verdict: str, target: tuple[str, ...]) -> str | None:
         """The key of a typed heavy call (linear, conv, attention: not a cast), else None."""

@@ -317,23 +317,48 @@ def test_a_dynamic_graph_reading_a_lifted_float_is_traced_with_its_value(tmp_pat
     torch.testing.assert_close(out, expected, atol=1e-4, rtol=1e-4)
 
 
-def test_the_device_is_learned_from_a_factory_or_a_region_s_arguments() -> None:
+def _on_the_gpu(size: int) -> torch.Tensor:
+    """A tensor whose device is CUDA on a machine without one (a fake tensor)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        return torch.empty(size, device="cuda")
+
+
+def test_the_device_is_learned_from_a_factory_or_a_region_s_arguments(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A program whose only eager ops are factories (`torch.randn(device="cuda")`) and whose
     models are compiled: no eager op takes a tensor, so the device was learned from none and the
     H200 recording of such a block (`block.compile()`) was untimed, `device: cpu`, its eager
-    code unseen. The factory's result, or the region's arguments, tell it now (a meta tensor
-    stands for the GPU's here: the first tensor off the CPU)."""
+    code unseen. The factory's result, or the region's arguments, tell it now."""
     from ncu_classify.record.recorder import Recorder
 
     factory = Recorder()
-    made = torch.empty(2, device="meta")
-    factory.observe(torch.empty, (2,), {"device": "meta"}, made)
-    assert factory.recording.device == "meta"
+    made = _on_the_gpu(2)
+    factory.observe(torch.empty, (2,), {"device": "cuda"}, made)
+    assert factory.recording.device == "cuda"
+    factory.learn_device([torch.ones(1)])  # (learned once: a later CPU tensor changes nothing)
+    assert factory.recording.device == "cuda"
     torch._dynamo.reset()
-    region = Recorder()
+    region, seen = Recorder(), []
+    learn = region.learn_device
+    monkeypatch.setattr(region, "learn_device", lambda values: [seen.extend(values), learn([])])
+    x = torch.ones(4)
     with region, torch.no_grad():
-        torch.compile(lambda x: x * 2 + 1, backend="eager")(torch.empty(4, device="meta"))
-    assert region.recording.device == "meta"
-    region.learn_device([torch.ones(1), torch.empty(1, device="meta")])
-    region.learn_device([torch.ones(1)])  # (learned once: a later CPU tensor changes nothing)
-    assert region.recording.device == "meta"
+        torch.compile(lambda x: x * 2 + 1, backend="eager")(x)
+    assert any(v is x for v in seen)  # (the region's argument: no eager op saw it)
+
+
+def test_a_meta_placeholder_is_not_the_program_s_device() -> None:
+    """A program that makes a tensor on `meta` (a placeholder: its shape alone, say) before its
+    first GPU tensor ran on the GPU, not on `meta` (its recording said `device: meta`)."""
+    from ncu_classify.record.recorder import Recorder
+
+    recorder = Recorder()
+    placeholder = torch.empty(2, device="meta")
+    recorder.observe(torch.empty, (2,), {"device": "meta"}, placeholder)
+    recorder.observe(torch.empty_like, (placeholder,), {"device": "cpu"}, torch.empty(2))
+    assert recorder.recording.device == "cpu"
+    recorder.learn_device([_on_the_gpu(2)])
+    assert recorder.recording.device == "cuda"
