@@ -60,6 +60,7 @@ TORCH_HOMES = {
     "record.regions",
     "record.cudagraphs",
     "record.region_graph",
+    "record.region_trace",
 }
 MAX_LINES = 350
 MAX_FACE_LINES = 40

@@ -11,7 +11,8 @@ imports torch. The face is lazy, so that `program` (which runs the user's script
   chains      the chains of device ops between two heavy ops, from the dataflow (no torch)
   chain_section  the chains as the shapes file's `chains:` section (no torch)
   regions     torch.compile'd modules and functions, recorded as they run (compiled shapes)
-  region_graph  a compiled region's graph traced to ATen ops, as a chain
+  region_graph  a compiled region's graph: its inputs' layouts, its region's name
+  region_trace  a compiled region's graph traced to ATen ops, as a chain
   region_ops  the code a region ran eagerly between its graphs, op by op (torch.profiler)
   break_sites  where a region's graph breaks are (dynamo's graph-break log, read quietly)
   profiled_calls  an ATen op as the profiler saw it, made an `aten` call a replay can run

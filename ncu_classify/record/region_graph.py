@@ -1,15 +1,11 @@
-"""A compiled region's graph as the ops of a chain (`shapes.chains.Chain`): the FX graph that
-dynamo handed its backend, traced again to ATen ops (`make_fx`) on fake tensors of the
-layouts the program passed, so that capture replays it as one function compiled by Inductor,
-as the program ran it, and the user sees which ops it holds. Traced after the program ran,
-outside dynamo's compile (tracing inside would add guards to dynamo's shape environment).
-Also what names a region (its module, its function), tells a dynamic graph's inputs, sets the
-recorder's modes and hooks aside around a region's call, and leaves dynamo's skipped frames to
-it again when the recording ends."""
+"""What the recorder keeps of a graph dynamo handed its backend: the layouts of its inputs
+(`InputLayout`; `region_trace` traces the graph again to ATen ops on them, a chain), what
+names a region (its module, its function), whether a graph is dynamic, the recorder's modes
+and hooks set aside around a region's call, dynamo's graph breaks, and dynamo's skipped
+frames left to it again when the recording ends."""
 
 from __future__ import annotations
 
-import operator
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -17,17 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-
-from ..shapes.aten import TensorSpec
-from ..shapes.chains import Chain, ChainInput, ChainOp, ChainOutput
-
-DTYPE_NAMES = {
-    torch.float64: "float64", torch.float32: "float32", torch.float16: "float16",
-    torch.bfloat16: "bfloat16", torch.complex64: "complex64", torch.complex128: "complex128",
-    torch.int64: "int64", torch.int32: "int32", torch.int16: "int16", torch.int8: "int8",
-    torch.uint8: "uint8", torch.bool: "bool",
-}  # fmt: skip
-Link = dict[str, int | list[int]]  # {"input": k} or {"ref": [op, output]}: a chain's links
 
 
 @dataclass(frozen=True)
@@ -73,142 +58,6 @@ def _host_scalar(tensor: torch.Tensor) -> int | float | bool | None:
     except (RuntimeError, ValueError):  # a tensor without data (meta, functional)
         return None
     return value if isinstance(value, (int, float, bool)) else None
-
-
-def constants_folded(graph: torch.fx.GraphModule, inputs: list[InputLayout]) -> Any:
-    """A copy of the graph in which every `.item()` of an input holding a known host scalar
-    is that number (fake tensors have no values to read, so tracing it would fail); the
-    graph as it is when there is none."""
-    import copy
-
-    placeholders = [n for n in graph.graph.nodes if n.op == "placeholder"]
-    known = {
-        node.name: layout.constant
-        for node, layout in zip(placeholders, inputs, strict=False)
-        if layout.constant is not None
-        and any(u.op == "call_method" and u.target == "item" for u in node.users)
-    }
-    if not known:
-        return graph
-    folded = copy.deepcopy(graph.graph)
-    for node in [n for n in folded.nodes if n.op == "placeholder" and n.name in known]:
-        for item in [u for u in node.users if u.op == "call_method" and u.target == "item"]:
-            for use in list(item.users):
-                swap = lambda n, item=item, v=known[node.name]: v if n is item else n  # noqa: E731
-                use.args = torch.fx.node.map_arg(use.args, swap)
-                use.kwargs = torch.fx.node.map_arg(use.kwargs, swap)
-            folded.erase_node(item)
-    return torch.fx.GraphModule(graph, folded)
-
-
-def traced_chain(
-    graph: torch.fx.GraphModule, inputs: list[InputLayout], name: str, calls: int
-) -> Chain:
-    """The graph as a chain (shapes.chains), traced to ATen ops on fake tensors; ValueError
-    names what cannot be one."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    with FakeTensorMode(allow_non_fake_inputs=True):
-        args = [
-            torch.empty_strided(i.shape, i.strides, dtype=i.dtype, device=i.device)
-            if i.dtype is not None
-            else i.value
-            for i in inputs
-        ]
-        traced = make_fx(constants_folded(graph, inputs), tracing_mode="real")(*args)
-    return _as_chain(traced, name, calls)
-
-
-def _as_chain(traced: torch.fx.GraphModule, name: str, calls: int) -> Chain:
-    """The traced graph's nodes as chain ops: placeholders are inputs, as are the constant
-    tensors tracing lifted (`get_attr`: its values drawn, as an input's), getitem an output
-    index."""
-    links: dict[torch.fx.Node, Link] = {}
-    inputs: list[ChainInput] = []
-    ops: list[ChainOp] = []
-    outputs: list[ChainOutput] = []
-    for node in traced.graph.nodes:
-        value = node.meta.get("val")
-        if node.op == "get_attr":  # a tensor made in the region (`torch.tensor([...])`): drawn
-            value = _attribute(traced, str(node.target))
-        if node.op in ("placeholder", "get_attr"):
-            if isinstance(value, torch.Tensor):
-                links[node] = {"input": len(inputs)}
-                origin = "compiled region " + ("input" if node.op == "placeholder" else "constant")
-                inputs.append(ChainInput(tensor=_spec(value), origins=[origin]))
-        elif node.op == "call_function" and node.target is operator.getitem:
-            source = links.get(node.args[0], {}).get("ref")
-            if isinstance(source, list):
-                links[node] = {"ref": [source[0], int(node.args[1])]}
-        elif node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
-            made = value if isinstance(value, (list, tuple)) else [value]
-            specs = [_spec(t) for t in made if isinstance(t, torch.Tensor)]
-            args = [_argument(a, links) for a in node.args]
-            kwargs = {k: _argument(v, links) for k, v in node.kwargs.items()}
-            links[node] = {"ref": [len(ops), 0]}
-            ops.append(
-                ChainOp(overload=_overload(node.target), args=args, kwargs=kwargs, outputs=specs)
-            )
-        elif node.op == "output":
-            refs = [links[n].get("ref") for n in _nodes(node.args[0]) if n in links]
-            outputs = [ChainOutput(ref=list(r)) for r in refs if isinstance(r, list)]
-        else:
-            raise ValueError(f"{node.op} {node.target}: not an ATen op")
-    return Chain(name=name, calls=calls, inputs=inputs, ops=ops, outputs=outputs)
-
-
-def _attribute(traced: torch.fx.GraphModule, target: str) -> Any:
-    """A `get_attr` node's value: the constant tensor tracing lifted (None for another)."""
-    value: Any = traced
-    for name in target.split("."):
-        value = getattr(value, name, None)
-    return value
-
-
-def _overload(target: torch._ops.OpOverload) -> str:
-    """`aten.mm.default`."""
-    return f"{target.namespace}.{target._schema.name.split('::')[-1]}.{target._overloadname}"
-
-
-def _nodes(value: Any) -> list[torch.fx.Node]:
-    if isinstance(value, torch.fx.Node):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [n for v in value for n in _nodes(v)]
-    return []
-
-
-def _argument(value: Any, links: dict[torch.fx.Node, Link]) -> Any:
-    """One argument in the chain grammar: a link, a number, a name (dtype, layout, memory
-    format), a list; a device is the replay's (None)."""
-    if isinstance(value, torch.fx.Node):
-        if value not in links:
-            raise ValueError(f"{value.name}: not a tensor the chain holds")
-        return links[value]
-    if isinstance(value, (list, tuple)):
-        return [_argument(v, links) for v in value]
-    if isinstance(value, torch.dtype):
-        return DTYPE_NAMES.get(value, str(value).removeprefix("torch."))
-    if isinstance(value, (torch.layout, torch.memory_format)):
-        return str(value).removeprefix("torch.")
-    if isinstance(value, torch.device):
-        return None
-    if isinstance(value, float) and (value != value or abs(value) == float("inf")):
-        return {"float": str(value)}
-    return value
-
-
-def _spec(tensor: torch.Tensor) -> TensorSpec:
-    """A tensor's layout as a chain's `TensorSpec`."""
-    return TensorSpec.model_validate(
-        {
-            "shape": [int(n) for n in tensor.shape],
-            "dtype": DTYPE_NAMES.get(tensor.dtype, str(tensor.dtype).removeprefix("torch.")),
-            "strides": [int(s) for s in tensor.stride()],
-            "offset": int(tensor.storage_offset()),
-        }
-    )
 
 
 def symbolic(value: Any) -> bool:

@@ -7,7 +7,7 @@ what it would without the recorder (a dispatch mode makes it run the frame eager
 hooks would be traced into the graph); each graph's calls are counted and marked for the
 kernel clock (its kernels, named as they launch, and time are its); the code run eagerly
 between its graphs is read op by op from torch.profiler (`region_ops`). Each graph is traced
-to ATen ops after the program (`region_graph`): a `compiled` shape that capture compiles again."""
+to ATen ops after the program (`region_trace`): a `compiled` shape that capture compiles again."""
 
 from __future__ import annotations
 
@@ -23,10 +23,10 @@ from typing import Any
 import torch
 
 from ..shapes.chain_shape import CompiledShape
-from . import region_graph
+from . import region_graph, region_trace
 from .break_sites import BreakSites
 from .chains import REGION
-from .region_graph import InputLayout, function_name, layouts, module_of, traced_chain
+from .region_graph import InputLayout, function_name, layouts, module_of
 from .totals import EAGER
 from .totals import eager_work as eager_work  # (where the recorder takes it)
 
@@ -331,7 +331,7 @@ class Regions:
             name = re.sub(r"[^A-Za-z0-9_.:+-]", "_", f"{entry.stage}:compiled:{graph.region}")
             name = f"{name}:g{graph.number}" + (f":s{graph.sizes}" if graph.sizes else "")
             try:
-                chain = traced_chain(graph.module, graph.inputs, name, calls)
+                chain = region_trace.traced_chain(graph.module, graph.inputs, name, calls)
             except Exception as exc:  # uncovered work, saying why: no shape capture can replay
                 why = " ".join(f"not traced to ATen ops: {type(exc).__name__}: {exc}".split())
                 label = f"(compiled region {graph.region}, graph {graph.number})"

@@ -2,11 +2,13 @@
 `aten` shape's are (views of seeded storages with the recorded layouts, integers inside the
 first floating-point input's smallest size; `replay.aten`), its ops called through `torch.ops`
 one after the other, each tensor argument an input or an earlier op's output (rebuilt by
-`as_strided` where the recording saw another view of it), its outputs returned. Run eagerly,
-or compiled as one function by `torch.compile` (Inductor, default options): the measured
-fusion saving of a chain is the difference. Works on a GPU and on the CPU (Inductor compiles
-for both). A chain the replay would not reproduce (an op whose work depends on the values, no
-ops) raises NotReplayable; inputs an op writes are private copies, restored by `reset`."""
+`as_strided` where the recording saw another view of it), its outputs returned; a 0-d input
+with a recorded value (a float the program passed, lifted into a host tensor) holds it. Run
+eagerly, or compiled as one function by `torch.compile` (Inductor, default options): the
+measured fusion saving of a chain is the difference. Works on a GPU and on the CPU (Inductor
+compiles for both). A chain the replay would not reproduce (an op whose work depends on the
+values, no ops) raises NotReplayable; inputs an op writes are private copies, restored by
+`reset`."""
 
 from __future__ import annotations
 
@@ -155,15 +157,18 @@ def _drawn(
     bound = index_bound(specs)
     digest = hashlib.sha256()
     inputs = []
-    for number, spec in enumerate(specs):
+    for number, (spec, given) in enumerate(zip(specs, chain.inputs, strict=True)):
         if spec.dtype not in DTYPES:
             raise NotReplayable(f"{chain.name}: dtype {spec.dtype} is not one the replay draws")
         where = "cpu" if spec.device == "cpu" else device
         integral = not spec.dtype.startswith(("float", "bfloat", "complex"))
         key = (seed, number, spec.span(), spec.dtype, bound if integral else 0)
         storage, sha = storages.get(key, where)
-        if number in written:
+        if number in written or given.value is not None:
             storage = storage.clone()
+        if given.value is not None:  # the number the program passed (a lifted float)
+            storage.fill_(given.value)
+            sha = f"value {given.value!r}"
         digest.update(f"{sha} {spec.shape} {spec.strides} {spec.offset};".encode())
         inputs.append(torch.as_strided(storage, spec.shape, spec.strides, spec.offset))
     return inputs, sorted(written), digest.hexdigest()

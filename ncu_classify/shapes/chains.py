@@ -19,12 +19,22 @@ Index = Annotated[int, Field(ge=0, lt=2**31)]
 
 
 class ChainInput(BaseModel):
-    """A tensor the chain takes from outside: its layout, and where the recording saw it come
-    from (a heavy shape's group id, another chain's op, `parameter`, `program input`, ...)."""
+    """A tensor the chain takes from outside: its layout, where the recording saw it come
+    from (a heavy shape's group id, another chain's op, `parameter`, `program input`, ...)
+    and, for a 0-d one, the value the program passed when the replay passes it too (a Python
+    float dynamo lifted into a host tensor: a norm's scale); else its values are drawn."""
 
     model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
     tensor: TensorSpec
     origins: list[str] = Field(default_factory=list, alias="from")
+    value: bool | int | float | None = Field(default=None, exclude_if=lambda v: v is None)
+
+    @model_validator(mode="after")
+    def _value_of_a_scalar(self) -> ChainInput:
+        """A value only for a 0-d tensor (one number)."""
+        if self.value is not None and self.tensor.shape:
+            raise ValueError(f"a value for a tensor of shape {self.tensor.shape}: 0-d only")
+        return self
 
 
 class ChainOp(BaseModel):

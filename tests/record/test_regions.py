@@ -252,10 +252,11 @@ def test_a_region_replays_with_the_program_s_inductor_options(tmp_path: Path) ->
 def test_a_graph_reading_a_changing_float_is_traced_with_its_compile_time_value(
     tmp_path: Path,
 ) -> None:
-    """A float argument that changes recompiles the function with the float as a 0-d tensor
-    read by `.item()` (fake tensors have no value for it): the graph is traced with the value
-    the program compiled it with (2.5) as a constant, so it is a shape with its 2 calls (the
-    kernel is the same; it reads the float as a constant, not an argument), not uncovered."""
+    """A float argument that changes recompiles the function with the float as a 0-d host
+    tensor read by `.item()` (fake tensors have no value for it): the graph multiplies by that
+    tensor, as the program's Inductor made it (its kernel reads the float as an argument), an
+    input on the host holding the value the program compiled it with (2.5), so it is a shape
+    with its 2 calls, not uncovered."""
     from ncu_classify.cli.entry import run
 
     script = tmp_path / "floats.py"
@@ -270,7 +271,9 @@ def test_a_graph_reading_a_changing_float_is_traced_with_its_compile_time_value(
     regions = [s for s in shapes.stages["main"] if isinstance(s, CompiledShape)]
     assert [(r.region, r.graph, r.calls) for r in regions] == [("scal", 0, 1), ("scal", 1, 2)]
     muls = [op.args for op in regions[1].chain.ops if op.overload == "aten.mul.Tensor"]
-    assert muls == [[{"input": 0}, 2.5]]
+    assert muls == [[{"input": 0}, {"input": 1}]]
+    scalar = regions[1].chain.inputs[1]
+    assert (scalar.value, scalar.tensor.shape, scalar.tensor.device) == (2.5, [], "cpu")
     assert shapes.recorded is not None and shapes.recorded.totals is not None
     assert shapes.recorded.totals.uncovered == []
 
@@ -291,8 +294,8 @@ class Scaled(torch.nn.Module):
 def test_a_dynamic_graph_reading_a_lifted_float_is_traced_with_its_value(tmp_path: Path) -> None:
     """`torch.compile(dynamic=True)` of a block reading a float attribute (the H200's Wan
     decode, recompiled with dynamic sizes, left 7 such graphs "not traced": fake tensors have
-    no value for `.item()`): the float is the graph's constant, the region one compiled shape
-    whose chain multiplies by 8 ** 0.5, and its replay gives the block's numbers."""
+    no value for `.item()`): the region is one compiled shape whose chain multiplies by its
+    host input holding 8 ** 0.5, and its replay gives the block's numbers."""
     from ncu_classify.replay.chain import chain_runner
 
     torch._dynamo.reset()
@@ -309,7 +312,8 @@ def test_a_dynamic_graph_reading_a_lifted_float_is_traced_with_its_value(tmp_pat
     assert shapes.recorded.totals.uncovered == []
     (region,) = [s for s in shapes.stages["net"] if isinstance(s, CompiledShape)]
     muls = [op for op in region.chain.ops if op.overload == "aten.mul.Tensor"]
-    assert [op.args[1] for op in muls] == [8**0.5]
+    (scale,) = [op.args[1]["input"] for op in muls]
+    assert region.chain.inputs[scale].value == 8**0.5
     run, inputs = chain_runner(region.chain, "compile", "cpu")
     x, weight, bias = (t for t in inputs if t.dim() > 0)
     (out,) = run()
@@ -362,3 +366,76 @@ def test_a_meta_placeholder_is_not_the_program_s_device() -> None:
     assert recorder.recording.device == "cpu"
     recorder.learn_device([_on_the_gpu(2)])
     assert recorder.recording.device == "cuda"
+
+
+class ScaledBlock(torch.nn.Module):
+    """The Wan VAE's residual step: RMS norm (a float scale) -> SiLU -> causal pad -> conv3d,
+    plus the cache slice cloned as an output; `fn` is the step, compiled in the recording."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gamma = torch.nn.Parameter(torch.ones(8, 1, 1, 1))
+        self.conv = torch.nn.Conv3d(8, 8, 3)
+        self.fn: object = None
+
+    def forward(self, x: torch.Tensor, scale: float) -> object:
+        assert callable(self.fn)
+        return self.fn(x, self.gamma, self.conv.weight, self.conv.bias, scale)
+
+
+def _step(x: torch.Tensor, gamma: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
+          scale: float) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """RMS norm -> SiLU -> causal pad -> conv3d; the last 2 frames cloned (the cache)."""
+    cache = x[:, :, -2:].clone()
+    h = F.pad(F.silu(F.normalize(x, dim=1) * scale * gamma), (1, 1, 1, 1, 2, 0))
+    return F.conv3d(h, weight, bias), cache
+
+
+def _kernels(code: str) -> dict[str, str]:
+    """Inductor's generated C++ kernels in one module's output code: name -> source."""
+    import re
+
+    found = re.findall(r"^(cpp_fused_\w+) = async_compile\.cpp_pybinding\((.*?)'''\)", code,
+                       flags=re.M | re.S)  # fmt: skip
+    return dict(found)
+
+
+def test_a_lifted_float_replays_the_kernels_the_program_compiled(tmp_path: Path) -> None:
+    """A step whose float scale changed between calls, so that dynamo lifted the float into a
+    0-d host tensor the graph reads with `.item()`: the replay compiles the very kernels the
+    program's Inductor generated (which read the float as an argument, as Inductor makes
+    arithmetic on it tensor ops), not ones with the float as a constant (the H200's Wan
+    decode, so replayed: other Triton kernels than the program's in 13 of 21 graphs)."""
+    from unittest import mock
+
+    from torch._inductor import config
+    from torch._inductor.graph import GraphLowering
+
+    from ncu_classify.replay.chain import chain_runner
+
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    net = ScaledBlock().eval()
+    recorder = Recorder(roots={"net": net})
+    program: list[str] = []
+    saved = mock.patch.object(GraphLowering, "save_output_code", program.append)
+    with config.patch(force_disable_caches=True):
+        with saved, recorder, torch.no_grad():
+            net.fn = torch.compile(_step)
+            for scale in (8**0.5, 16**0.5):  # the second call: a graph reading a host float
+                net(torch.randn(1, 8, 2, 6, 6), scale)
+        path = tmp_path / "s.yaml"
+        path.write_text(shapes_yaml(validated_document(recorder, "test")))
+        regions = [s for s in load_shapes(path).stages["net"] if isinstance(s, CompiledShape)]
+        assert [r.graph for r in regions] == [0, 1] and len(program) == 2
+        lifted = [i for i in regions[1].chain.inputs if i.value is not None]
+        assert [(i.value, i.tensor.dtype, i.tensor.device) for i in lifted] == [
+            (16**0.5, "float64", "cpu")
+        ]
+        replayed: list[str] = []
+        with mock.patch.object(GraphLowering, "save_output_code", replayed.append):
+            for region in regions:
+                chain_runner(region.chain, "compile", "cpu").run()
+    assert len(replayed) == 2
+    for ran, again in zip(program, replayed, strict=True):
+        assert _kernels(ran) and _kernels(again) == _kernels(ran)

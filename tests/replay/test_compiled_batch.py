@@ -11,7 +11,8 @@ from helpers import import_or_skip
 
 torch = import_or_skip("torch")
 
-from ncu_classify.record.region_graph import layouts, traced_chain  # noqa: E402
+from ncu_classify.record.region_graph import layouts  # noqa: E402
+from ncu_classify.record.region_trace import traced_chain  # noqa: E402
 from ncu_classify.replay.protocol import BatchFile  # noqa: E402
 from ncu_classify.shapes.file import ShapeEntry  # noqa: E402
 

@@ -1,0 +1,219 @@
+"""A compiled region's graph as the ops of a chain (`shapes.chains.Chain`): the FX graph that
+dynamo handed its backend, traced again to ATen ops (`make_fx`) on fake tensors of the
+layouts the program passed, so that capture replays it as one function compiled by Inductor,
+as the program ran it, and the user sees which ops it holds. Traced after the program ran,
+outside dynamo's compile (tracing inside would add guards to dynamo's shape environment).
+
+A Python float dynamo lifted into a one-element host tensor (a float that changed between
+calls, a norm's scale under dynamic shapes) stays an input of the chain, `device: cpu` with
+its value, wherever the graph only does arithmetic with it: Inductor's pass for such floats
+(`tensorify_python_scalars`) makes that arithmetic tensor ops on the host tensor, so the
+program's kernels read the float as an argument, and fuse around it, as a constant would not
+(the H200's Wan decode, read as constants: 13 of 21 graphs other kernels than the program's)."""
+
+from __future__ import annotations
+
+import copy
+import math
+import operator
+from typing import Any
+
+import torch
+from torch.fx import Node
+
+from ..shapes.aten import TensorSpec
+from ..shapes.chains import Chain, ChainInput, ChainOp, ChainOutput
+from .region_graph import InputLayout
+
+DTYPE_NAMES = {
+    torch.float64: "float64", torch.float32: "float32", torch.float16: "float16",
+    torch.bfloat16: "bfloat16", torch.complex64: "complex64", torch.complex128: "complex128",
+    torch.int64: "int64", torch.int32: "int32", torch.int16: "int16", torch.int8: "int8",
+    torch.uint8: "uint8", torch.bool: "bool",
+}  # fmt: skip
+Link = dict[str, int | list[int]]  # {"input": k} or {"ref": [op, output]}: a chain's links
+# what the program's Inductor makes a tensor op on the lifted float (tensorify_python_scalars)
+ARITHMETIC = {
+    operator.mul, operator.add, operator.sub, operator.truediv, operator.neg, operator.pow,
+    torch.mul, torch.add, torch.sub, torch.div, torch.true_divide,
+}  # fmt: skip
+ARITHMETIC_METHODS = {"mul", "add", "sub", "div", "true_divide", "__mul__", "__rmul__"}
+
+
+def constants_folded(graph: torch.fx.GraphModule, inputs: list[InputLayout]) -> Any:
+    """A copy of the graph in which every `.item()` of an input holding a known host scalar
+    is that input itself where the graph only does arithmetic with it (`tensor_arithmetic`),
+    else that number (fake tensors have no values to read, so tracing it would fail); the
+    graph as it is when there is none."""
+    placeholders = [n for n in graph.graph.nodes if n.op == "placeholder"]
+    known = {
+        node.name: layout.constant
+        for node, layout in zip(placeholders, inputs, strict=False)
+        if layout.constant is not None
+        and any(u.op == "call_method" and u.target == "item" for u in node.users)
+    }
+    if not known:
+        return graph
+    folded = copy.deepcopy(graph.graph)
+    for node in [n for n in folded.nodes if n.op == "placeholder" and n.name in known]:
+        for item in [u for u in node.users if u.op == "call_method" and u.target == "item"]:
+            if isinstance(known[node.name], float) and tensor_arithmetic(item):
+                item.replace_all_uses_with(node)
+                folded.erase_node(item)
+                continue
+            for use in list(item.users):
+                swap = lambda n, item=item, v=known[node.name]: v if n is item else n  # noqa: E731
+                use.args = torch.fx.node.map_arg(use.args, swap)
+                use.kwargs = torch.fx.node.map_arg(use.kwargs, swap)
+            folded.erase_node(item)
+    return torch.fx.GraphModule(graph, folded)
+
+
+def tensor_arithmetic(node: torch.fx.Node) -> bool:
+    """Whether every use of a scalar node is arithmetic that ends in a floating-point tensor
+    (`x * scale`), maybe through other scalars (`scale * 2.0`), the scalar an operand (not a
+    keyword such as `alpha`): what Inductor computes on the host tensor, and where a 0-d
+    float64 tensor in the float's place makes a tensor of the same dtype."""
+    if not node.users:
+        return False
+    for use in node.users:
+        arithmetic = use.target in (ARITHMETIC if use.op == "call_function" else ())
+        arithmetic |= use.op == "call_method" and use.target in ARITHMETIC_METHODS
+        if not arithmetic or node not in use.args or node in use.kwargs.values():
+            return False
+        made = use.meta.get("example_value")
+        if isinstance(made, torch.Tensor):
+            operands = [a.meta.get("example_value") for a in use.args if isinstance(a, Node)]
+            tensors = [t for t in operands if isinstance(t, torch.Tensor)]
+            if made.dim() == 0 or not all(t.dtype.is_floating_point for t in tensors):
+                return False
+        elif not (isinstance(made, (float, torch.SymFloat)) and tensor_arithmetic(use)):
+            return False
+    return True
+
+
+def traced_chain(
+    graph: torch.fx.GraphModule, inputs: list[InputLayout], name: str, calls: int
+) -> Chain:
+    """The graph as a chain (shapes.chains), traced to ATen ops on fake tensors; ValueError
+    names what cannot be one."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        args = [
+            torch.empty_strided(i.shape, i.strides, dtype=i.dtype, device=i.device)
+            if i.dtype is not None
+            else i.value
+            for i in inputs
+        ]
+        traced = make_fx(constants_folded(graph, inputs), tracing_mode="real")(*args)
+    return _as_chain(traced, name, calls, inputs)
+
+
+def _as_chain(
+    traced: torch.fx.GraphModule, name: str, calls: int, layouts: list[InputLayout]
+) -> Chain:
+    """The traced graph's nodes as chain ops: placeholders are inputs (a host scalar the
+    program passed: on the host, with its value), as are the constant tensors tracing lifted
+    (`get_attr`: its values drawn, as an input's), getitem an output index."""
+    links: dict[torch.fx.Node, Link] = {}
+    inputs: list[ChainInput] = []
+    ops: list[ChainOp] = []
+    outputs: list[ChainOutput] = []
+    placeholders = 0
+    for node in traced.graph.nodes:
+        value = node.meta.get("val")
+        if node.op == "get_attr":  # a tensor made in the region (`torch.tensor([...])`): drawn
+            value = _attribute(traced, str(node.target))
+        if node.op in ("placeholder", "get_attr"):
+            known = node.op == "placeholder" and placeholders < len(layouts)
+            layout = layouts[placeholders] if known else None
+            placeholders += node.op == "placeholder"
+            if isinstance(value, torch.Tensor):
+                links[node] = {"input": len(inputs)}
+                origin = "compiled region " + ("input" if node.op == "placeholder" else "constant")
+                inputs.append(_input(value, origin, layout))
+        elif node.op == "call_function" and node.target is operator.getitem:
+            source = links.get(node.args[0], {}).get("ref")
+            if isinstance(source, list):
+                links[node] = {"ref": [source[0], int(node.args[1])]}
+        elif node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
+            made = value if isinstance(value, (list, tuple)) else [value]
+            specs = [_spec(t) for t in made if isinstance(t, torch.Tensor)]
+            args = [_argument(a, links) for a in node.args]
+            kwargs = {k: _argument(v, links) for k, v in node.kwargs.items()}
+            links[node] = {"ref": [len(ops), 0]}
+            ops.append(
+                ChainOp(overload=_overload(node.target), args=args, kwargs=kwargs, outputs=specs)
+            )
+        elif node.op == "output":
+            refs = [links[n].get("ref") for n in _nodes(node.args[0]) if n in links]
+            outputs = [ChainOutput(ref=list(r)) for r in refs if isinstance(r, list)]
+        else:
+            raise ValueError(f"{node.op} {node.target}: not an ATen op")
+    return Chain(name=name, calls=calls, inputs=inputs, ops=ops, outputs=outputs)
+
+
+def _input(tensor: torch.Tensor, origin: str, layout: InputLayout | None) -> ChainInput:
+    """A chain input: a host scalar the program passed (a lifted float) on the host with its
+    value, as the program's kernels read it; any other tensor by its layout alone."""
+    number = None if layout is None else layout.constant
+    if number is None or tensor.dim() != 0 or not math.isfinite(number):
+        return ChainInput(tensor=_spec(tensor), origins=[origin])
+    spec = _spec(tensor).model_copy(update={"device": "cpu"})
+    return ChainInput(tensor=spec, origins=[origin], value=number)
+
+
+def _attribute(traced: torch.fx.GraphModule, target: str) -> Any:
+    """A `get_attr` node's value: the constant tensor tracing lifted (None for another)."""
+    value: Any = traced
+    for name in target.split("."):
+        value = getattr(value, name, None)
+    return value
+
+
+def _overload(target: torch._ops.OpOverload) -> str:
+    """`aten.mm.default`."""
+    return f"{target.namespace}.{target._schema.name.split('::')[-1]}.{target._overloadname}"
+
+
+def _nodes(value: Any) -> list[torch.fx.Node]:
+    """The FX nodes inside an output value (a node, or lists and tuples of them)."""
+    if isinstance(value, torch.fx.Node):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [n for v in value for n in _nodes(v)]
+    return []
+
+
+def _argument(value: Any, links: dict[torch.fx.Node, Link]) -> Any:
+    """One argument in the chain grammar: a link, a number, a name (dtype, layout, memory
+    format), a list; a device is the replay's (None)."""
+    if isinstance(value, torch.fx.Node):
+        if value not in links:
+            raise ValueError(f"{value.name}: not a tensor the chain holds")
+        return links[value]
+    if isinstance(value, (list, tuple)):
+        return [_argument(v, links) for v in value]
+    if isinstance(value, torch.dtype):
+        return DTYPE_NAMES.get(value, str(value).removeprefix("torch."))
+    if isinstance(value, (torch.layout, torch.memory_format)):
+        return str(value).removeprefix("torch.")
+    if isinstance(value, torch.device):
+        return None
+    if isinstance(value, float) and (value != value or abs(value) == float("inf")):
+        return {"float": str(value)}
+    return value
+
+
+def _spec(tensor: torch.Tensor) -> TensorSpec:
+    """A tensor's layout as a chain's `TensorSpec`."""
+    return TensorSpec.model_validate(
+        {
+            "shape": [int(n) for n in tensor.shape],
+            "dtype": DTYPE_NAMES.get(tensor.dtype, str(tensor.dtype).removeprefix("torch.")),
+            "strides": [int(s) for s in tensor.stride()],
+            "offset": int(tensor.storage_offset()),
+        }
+    )
