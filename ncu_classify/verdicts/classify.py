@@ -300,7 +300,7 @@ def _classify(
         input_warnings=[
             unicode_safe(shown_line(w, named)) for w in inputs.warnings + duplicate_groups(cards)
         ],
-        coverage=set_coverage(per_set, ok),
+        coverage=set_coverage(per_set),
         cards=cards,
         summary=summary,
         by_stage=by_stage,

@@ -11,7 +11,6 @@ stages they belong to: the rest of the program is not claimed, nor listed as mis
 from __future__ import annotations
 
 from collections.abc import Collection
-from pathlib import Path
 
 from ..capture.manifest import BelowTarget, Manifest
 from ..cards.coverage import BELOW_TARGET_WHY, StageCoverage, UncoveredWork
@@ -19,27 +18,23 @@ from ..cards.fidelity import has_kernels
 from ..cards.model import Card
 from ..shapes.recorded import RecordedTotals
 from .inputs import ReportSet
-from .parts import own_shapes
-from .unfinished import Classified
 
 # Work of a stage unaccounted for below this share is rounding, not missing shapes.
 REMAINDER_SHARE = 0.001
 
 
-def set_coverage(
-    per_set: list[tuple[ReportSet, list[Card]]], ok: dict[Path, list[Classified]]
-) -> list[StageCoverage]:
+def set_coverage(per_set: list[tuple[ReportSet, list[Card]]]) -> list[StageCoverage]:
     """Coverage of the recorded programs of the report sets' captures (a drill-down is no
-    program), `ok` the kernels read per report: a capture read in part stands for the shapes
-    its reports hold (the cards it was given first), as a manifest of those shapes alone."""
+    program): a capture read in part stands for the shapes its reports hold, those its cards
+    were made for (`parts.own_shapes`), as a manifest of those shapes alone."""
     captures, in_part = [], set()
     for given, cards in per_set:
         if given.manifest is None or given.manifest.drill_down:
             continue
         manifest = given.manifest
         if given.part:
-            pairs = [pair for path in given.reports for pair in ok.get(path, [])]
-            shapes = own_shapes(manifest, given.reports, pairs)
+            groups = {card.group for card in cards}
+            shapes = [shape for shape in manifest.shapes if shape.group in groups]
             manifest = manifest.model_copy(update={"shapes": shapes})
             in_part.add(manifest.shapes_sha256)
         captures.append((manifest, cards))
