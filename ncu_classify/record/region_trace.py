@@ -16,13 +16,14 @@ from __future__ import annotations
 import copy
 import math
 import operator
-from typing import Any
+import sys
+from typing import Any, Literal
 
 import torch
 from torch.fx import Node
 
 from ..shapes.aten import TensorSpec
-from ..shapes.chains import Chain, ChainInput, ChainOp, ChainOutput
+from ..shapes.chains import SIZE_FUNCTIONS, Chain, ChainInput, ChainOp, ChainOutput
 from .region_graph import InputLayout
 
 DTYPE_NAMES = {
@@ -31,6 +32,7 @@ DTYPE_NAMES = {
     torch.int64: "int64", torch.int32: "int32", torch.int16: "int16", torch.int8: "int8",
     torch.uint8: "uint8", torch.bool: "bool",
 }  # fmt: skip
+SIZES = (torch.SymInt, torch.SymFloat, torch.SymBool)  # a dynamic graph's symbolic numbers
 Link = dict[str, int | list[int]]  # {"input": k} or {"ref": [op, output]}: a chain's links
 # what the program's Inductor makes a tensor op on the lifted float (tensorify_python_scalars)
 ARITHMETIC = {
@@ -96,19 +98,88 @@ def traced_chain(
     graph: torch.fx.GraphModule, inputs: list[InputLayout], name: str, calls: int
 ) -> Chain:
     """The graph as a chain (shapes.chains), traced to ATen ops on fake tensors; ValueError
-    names what cannot be one."""
+    names what cannot be one. A dynamic graph's symbolic sizes stay symbolic (its size
+    arithmetic, size ops of the chain): Inductor made other kernels of them than of the
+    same sizes known (the H200's Wan decode: recompiled graphs 2-11x slower than static)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-    with FakeTensorMode(allow_non_fake_inputs=True):
-        args = [
-            torch.empty_strided(i.shape, i.strides, dtype=i.dtype, device=i.device)
-            if i.dtype is not None
-            else i.value
-            for i in inputs
+    dims, ties = dynamic_sizes(graph)
+    mode = FakeTensorMode(allow_non_fake_inputs=True, shape_env=ShapeEnv() if dims else None)
+    folded = constants_folded(graph, inputs)
+    with mode:
+        given = [
+            _fake(i, dims.get(k, []), mode, k) if i.dtype is not None else i.value
+            for k, i in enumerate(inputs)
         ]
-        traced = make_fx(constants_folded(graph, inputs), tracing_mode="real")(*args)
-    return _as_chain(traced, name, calls, inputs)
+        positions = [k for k, value in enumerate(given) if isinstance(value, torch.Tensor)]
+
+        def body(*tensors: torch.Tensor) -> Any:
+            """The graph on the tensors; a size it takes, that of the tensor it came from."""
+            args: list[Any] = list(given)
+            for position, tensor in zip(positions, tensors, strict=True):
+                args[position] = tensor
+            for position, (source, dim) in ties.items():
+                args[position] = args[source].size(dim)
+            return folded(*args)
+
+        tracing: Literal["symbolic", "real"] = "symbolic" if dims else "real"
+        traced = make_fx(body, tracing_mode=tracing)(*[given[k] for k in positions])
+    return _as_chain(traced, name, calls, [inputs[k] for k in positions])
+
+
+def dynamic_sizes(
+    graph: torch.fx.GraphModule,
+) -> tuple[dict[int, list[int]], dict[int, tuple[int, int]]]:
+    """The dims of each tensor input that were symbolic in the program's graph (dynamo's
+    example values of its placeholders), and each size input tied to the tensor dim it is
+    (input k: (tensor input, dim)); empty for a static graph."""
+    values = [n.meta.get("example_value") for n in graph.graph.nodes if n.op == "placeholder"]
+    dims: dict[int, list[int]] = {}
+    where: dict[Any, tuple[int, int]] = {}
+    for number, value in enumerate(values):
+        if isinstance(value, torch.Tensor):
+            sizes: list[Any] = list(value.shape)
+            found = [d for d, size in enumerate(sizes) if _symbolic(size)]
+            dims.update({number: found} if found else {})
+            for dim in found:
+                where.setdefault(sizes[dim].node.expr, (number, dim))
+    ties = {
+        number: where[value.node.expr]
+        for number, value in enumerate(values)
+        if isinstance(value, torch.SymInt) and value.node.expr in where
+    }
+    return dims, ties
+
+
+def _symbolic(size: Any) -> bool:
+    """A size with a symbol in it (not one dynamo specialized to a number)."""
+    return isinstance(size, torch.SymInt) and bool(size.node.expr.free_symbols)
+
+
+def _fake(layout: InputLayout, dims: list[int], mode: Any, number: int) -> torch.Tensor:
+    """A fake tensor of an input's layout (its storage offset kept), its `dims` symbolic
+    (sized by the shape environment as dynamo sizes them: equal sizes one symbol)."""
+    from torch._dynamo.source import LocalSource
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, StatelessSymbolicContext
+
+    assert layout.dtype is not None
+    shape: tuple[Any, ...] = layout.shape
+    strides: tuple[Any, ...] = layout.strides
+    if dims:
+        meta = torch.empty_strided(shape, strides, dtype=layout.dtype, device="meta")
+        kinds = [DimDynamic.DUCK if d in dims else DimDynamic.STATIC for d in range(len(shape))]
+        shape, strides, _ = mode.shape_env.create_symbolic_sizes_strides_storage_offset(
+            meta, LocalSource(f"input{number}"),
+            symbolic_context=StatelessSymbolicContext(dynamic_sizes=kinds),
+        )  # fmt: skip
+    if not layout.offset:
+        return torch.empty_strided(shape, strides, dtype=layout.dtype, device=layout.device)
+    steps = zip(shape, strides, strict=True)
+    reach = -1 if 0 in layout.shape else sum((n - 1) * s for n, s in steps)
+    base = torch.empty(layout.offset + 1 + reach, dtype=layout.dtype, device=layout.device)
+    return base.as_strided(shape, strides, layout.offset)
 
 
 def _as_chain(
@@ -138,6 +209,18 @@ def _as_chain(
             source = links.get(node.args[0], {}).get("ref")
             if isinstance(source, list):
                 links[node] = {"ref": [source[0], int(node.args[1])]}
+        elif node.op == "call_function" and (
+            isinstance(value, SIZES) or _size_function(node.target) is not None
+        ):  # a size op of a dynamic graph, or arithmetic on sizes: a number
+            overload = _size_function(node.target)
+            if overload is None and isinstance(node.target, torch._ops.OpOverload):
+                overload = _overload(node.target)  # aten.sym_size.int, aten.sym_numel.default
+            if overload is None or not isinstance(value, (*SIZES, int, float, bool)):
+                raise ValueError(f"{node.target}: size arithmetic the chain does not know")
+            args = [_argument(a, links) for a in node.args]
+            kwargs = {k: _argument(v, links) for k, v in node.kwargs.items()}
+            links[node] = {"ref": [len(ops), 0]}
+            ops.append(ChainOp(overload=overload, args=args, kwargs=kwargs, value=_hint(value)))
         elif node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
             made = value if isinstance(value, (list, tuple)) else [value]
             specs = [_spec(t) for t in made if isinstance(t, torch.Tensor)]
@@ -155,12 +238,33 @@ def _as_chain(
     return Chain(name=name, calls=calls, inputs=inputs, ops=ops, outputs=outputs)
 
 
+def _size_function(target: Any) -> str | None:
+    """`size.mul.default` for `operator.mul` (a size function of `shapes.chains`), else None."""
+    name = getattr(target, "__name__", None)
+    module = SIZE_FUNCTIONS.get(name or "")
+    if name is None or module is None or getattr(sys.modules.get(module), name, None) is not target:
+        return None
+    return f"size.{name}.default"
+
+
+def _hint(value: Any) -> int | float | bool:
+    """A number as the program had it: a symbolic one by its hint (what it was)."""
+    if isinstance(value, SIZES):
+        hint = value.node.hint
+        if hint is None:  # a size only the values decide (unbacked): no number to keep
+            raise ValueError(f"{value}: a size the values decide")
+        return hint  # type: ignore[no-any-return]
+    return value  # type: ignore[no-any-return]
+
+
 def _input(tensor: torch.Tensor, origin: str, layout: InputLayout | None) -> ChainInput:
     """A chain input: a host scalar the program passed (a lifted float) on the host with its
-    value, as the program's kernels read it; any other tensor by its layout alone."""
+    value, as the program's kernels read it; any other tensor by its layout alone, its
+    symbolic dims (a dynamic graph's) named."""
     number = None if layout is None else layout.constant
+    dynamic = [d for d, size in enumerate(tensor.shape) if _symbolic(size)]
     if number is None or tensor.dim() != 0 or not math.isfinite(number):
-        return ChainInput(tensor=_spec(tensor), origins=[origin])
+        return ChainInput(tensor=_spec(tensor), origins=[origin], dynamic=dynamic)
     spec = _spec(tensor).model_copy(update={"device": "cpu"})
     return ChainInput(tensor=spec, origins=[origin], value=number)
 
@@ -211,9 +315,9 @@ def _spec(tensor: torch.Tensor) -> TensorSpec:
     """A tensor's layout as a chain's `TensorSpec`."""
     return TensorSpec.model_validate(
         {
-            "shape": [int(n) for n in tensor.shape],
+            "shape": [_hint(n) for n in tensor.shape],
             "dtype": DTYPE_NAMES.get(tensor.dtype, str(tensor.dtype).removeprefix("torch.")),
-            "strides": [int(s) for s in tensor.stride()],
-            "offset": int(tensor.storage_offset()),
+            "strides": [_hint(s) for s in tensor.stride()],
+            "offset": _hint(tensor.storage_offset()),
         }
     )

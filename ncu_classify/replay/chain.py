@@ -13,6 +13,7 @@ values, no ops) raises NotReplayable; inputs an op writes are private copies, re
 from __future__ import annotations
 
 import hashlib
+import importlib
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ import torch
 from ruamel.yaml.scalarbool import ScalarBoolean
 
 from ..shapes.chain_shape import ChainShape
-from ..shapes.chains import Chain, links
+from ..shapes.chains import SIZE_FUNCTIONS, Chain, links
 from .aten import (
     DTYPES,
     NotReplayable,
@@ -73,7 +74,7 @@ def chain_runner(
     if dependent:
         raise NotReplayable(f"{chain.name}: {dependent[0]}")
     storages = storages or Storages()
-    plan = [(resolve(op.overload), op) for op in chain.ops]
+    plan = [(_resolved(op.overload), op) for op in chain.ops]
     inputs, written, digest = _drawn(chain, plan, seed, device, storages)
     leaving = [o.model_dump() for o in chain.outputs]  # links: a ref, maybe its view
     function = _body(plan, leaving, device)
@@ -88,6 +89,10 @@ def chain_runner(
     if mode == "compile":
         own, how = own_code(function), _how(compile_mode)
         compiled = torch.compile(own, fullgraph=True, dynamic=False, **how)  # type: ignore[call-overload]
+        for tensor, given in zip(inputs, chain.inputs, strict=True):
+            dims = [d for d in given.dynamic if tensor.shape[d] > 1]  # (0 and 1 are never)
+            if dims:  # symbolic where the program's graph was: the program's kernels
+                torch._dynamo.mark_dynamic(tensor, dims)
 
     def reset() -> None:
         for number in written:
@@ -119,6 +124,15 @@ def own_code(function: Callable[..., Any]) -> Callable[..., Any]:
     )  # fmt: skip
 
 
+def _resolved(name: str) -> Any:
+    """The callable of a chain op: `torch.ops.<overload>`, or a size function
+    (`size.mul.default`: `operator.mul`)."""
+    namespace, function, _ = name.split(".", 2) if name.count(".") >= 2 else (name, "", "")
+    if namespace == "size" and function in SIZE_FUNCTIONS:
+        return getattr(importlib.import_module(SIZE_FUNCTIONS[function]), function)
+    return resolve(name)
+
+
 def _how(compile_mode: str | InductorOptions | None) -> dict[str, object]:
     """torch.compile's keywords for a mode (`mode=`) or Inductor options (`options=`)."""
     if isinstance(compile_mode, dict):
@@ -144,7 +158,7 @@ def _drawn(
     copies), and the sha256 naming them."""
     written: list[int] = []
     for op, shape in plan:
-        names = set(written_arguments(op))
+        names = set(written_arguments(op)) if isinstance(op, torch._ops.OpOverload) else set()
         if not names:
             continue
         named = zip(argument_names(op, len(shape.args)), shape.args, strict=True)
@@ -285,9 +299,10 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _tensors(result: Any) -> list[torch.Tensor]:
-    """The tensors an op returned, in order (as the recorder listed its outputs)."""
-    if isinstance(result, torch.Tensor):
+def _tensors(result: Any) -> list[Any]:
+    """The tensors an op returned, in order (as the recorder listed its outputs); a size op's
+    number, its one output."""
+    if isinstance(result, (torch.Tensor, int, float, torch.SymInt, torch.SymFloat, torch.SymBool)):
         return [result]
     if isinstance(result, (list, tuple)):
         return [t for r in result for t in _tensors(r)]

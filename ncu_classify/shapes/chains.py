@@ -16,30 +16,50 @@ from .aten import OVERLOAD, ArgumentError, Keywords, TensorSpec, checked_argumen
 from .ops import GROUP_ID, PositiveInt
 
 Index = Annotated[int, Field(ge=0, lt=2**31)]
+# the size arithmetic a dynamic graph does on its symbolic sizes, beside ATen's
+# `aten.sym_size.int`: `size.<name>.default` is the function `name` of the module named here
+SIZE_FUNCTIONS = {
+    **dict.fromkeys(
+        ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "neg", "eq", "ne", "lt",
+         "le", "gt", "ge"), "operator",
+    ),
+    **dict.fromkeys(("sym_float", "sym_int", "sym_max", "sym_min", "sym_ite", "sym_not",
+                     "sym_sum"), "torch"),
+    **dict.fromkeys(("floor", "ceil", "trunc"), "math"),
+}  # fmt: skip
 
 
 class ChainInput(BaseModel):
     """A tensor the chain takes from outside: its layout, where the recording saw it come
     from (a heavy shape's group id, another chain's op, `parameter`, `program input`, ...)
     and, for a 0-d one, the value the program passed when the replay passes it too (a Python
-    float dynamo lifted into a host tensor: a norm's scale); else its values are drawn."""
+    float dynamo lifted into a host tensor: a norm's scale); else its values are drawn.
+    `dynamic`: the dims whose size was symbolic in the program's graph (a graph dynamo
+    recompiled with dynamic sizes), symbolic in the replay's compile too: Inductor's kernels
+    for symbolic sizes are other kernels than for the same sizes known."""
 
     model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
     tensor: TensorSpec
     origins: list[str] = Field(default_factory=list, alias="from")
     value: bool | int | float | None = Field(default=None, exclude_if=lambda v: v is None)
+    dynamic: list[Index] = Field(default_factory=list, exclude_if=lambda dims: not dims)
 
     @model_validator(mode="after")
     def _value_of_a_scalar(self) -> ChainInput:
-        """A value only for a 0-d tensor (one number)."""
+        """A value only for a 0-d tensor (one number); dynamic dims are the tensor's."""
         if self.value is not None and self.tensor.shape:
             raise ValueError(f"a value for a tensor of shape {self.tensor.shape}: 0-d only")
+        outside = [d for d in self.dynamic if d >= len(self.tensor.shape)]
+        if outside:
+            raise ValueError(f"dynamic dim {outside[0]} of a {len(self.tensor.shape)}-d tensor")
         return self
 
 
 class ChainOp(BaseModel):
     """One op of a chain: `torch.ops.<overload>(*args, **kwargs)`, with what it returned and
-    the `aten` shape of the stage that stands for it (`shape`), when there is one."""
+    the `aten` shape of the stage that stands for it (`shape`), when there is one. A size op
+    of a dynamic graph (`aten.sym_size.int`, or `size.<name>.default`: arithmetic on sizes)
+    returns a number, `value` (what it was in the program), its one output (`ref: [op, 0]`)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
     overload: str = Field(pattern=OVERLOAD)
@@ -47,6 +67,30 @@ class ChainOp(BaseModel):
     kwargs: Keywords = Field(default_factory=dict)
     outputs: list[TensorSpec] = Field(default_factory=list)
     shape: str | None = None
+    value: bool | int | float | None = Field(default=None, exclude_if=lambda v: v is None)
+
+    @field_validator("overload", mode="after")
+    @classmethod
+    def _size_function_known(cls, overload: str) -> str:
+        """`size.<name>.default` names one of the size functions, nothing else."""
+        namespace, name, _ = overload.split(".")
+        if namespace == "size" and name not in SIZE_FUNCTIONS:
+            raise ValueError(f"{overload}: no size function ({', '.join(sorted(SIZE_FUNCTIONS))})")
+        return overload
+
+    @model_validator(mode="after")
+    def _a_number_or_tensors(self) -> ChainOp:
+        """A size op returns a number; a size function no tensor."""
+        if self.value is not None and self.outputs:
+            raise ValueError("a size op (value) returns a number, not tensors (outputs)")
+        if self.overload.startswith("size.") and self.value is None:
+            raise ValueError(f"{self.overload}: a size function has a value")
+        return self
+
+    @property
+    def computes_size(self) -> bool:
+        """Whether the op computes a size (a number), not tensors."""
+        return self.value is not None
 
     @field_validator("args", mode="after")
     @classmethod
@@ -176,5 +220,7 @@ class Chain(BaseModel):
             raise ValueError(f"{where}: input {link['input']} of {len(self.inputs)}")
         if "ref" in link:
             op, out = link["ref"]
-            if not 0 <= op < before or not 0 <= out < len(self.ops[op].outputs):
+            made = len(self.ops[op].outputs) if 0 <= op < before else 0
+            made += 0 <= op < before and self.ops[op].computes_size
+            if not 0 <= op < before or not 0 <= out < made:
                 raise ValueError(f"{where}: ref {link['ref']} names no earlier op's output")

@@ -1,0 +1,98 @@
+"""Do the replayed compiled regions compile to the program's kernels? A program is recorded
+(`ncu-classify record`, in this process) while Inductor's output code of each of its compiles
+is kept; then each `compiled` shape of the recording is replayed compiled (`replay.chain`, as
+capture does, on the device given) and its output code compared with the program's compile of
+that graph, kernel by kernel (Triton or C++ source, by name). Prints a JSON line per graph
+and a summary; `--diff DIR` writes each differing kernel's two sources there. Run from the
+repository root (on the GPU host with `--device cuda`):
+
+    python3 reports/record/compiled_code.py --device cpu -o /tmp/s.yaml -- \\
+        python3 fixtures/models/record_wan.py --layers 1 --frames 9 --compile vae.decoder
+"""
+
+import argparse
+import json
+import os
+import re
+import runpy
+import sys
+from pathlib import Path
+from unittest import mock
+
+os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")  # record's exit shuts a pool down
+os.environ.setdefault("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")  # every compile: its code
+
+import torch
+from torch._guards import CompileContext
+from torch._inductor.graph import GraphLowering
+
+from ncu_classify.replay.chain import chain_runner, replay_mode
+from ncu_classify.shapes.chain_shape import CompiledShape
+from ncu_classify.shapes.file import load_shapes
+
+KERNEL = re.compile(r"^(\w+) = async_compile\.(?:triton|cpp_pybinding|cpp)\((.*?)'''(.*?)'''",
+                    flags=re.M | re.S)  # fmt: skip
+
+
+def kernels(code: str) -> dict[str, str]:
+    """Inductor's kernels in one module's output code: name -> source."""
+    return {name: source for name, _, source in KERNEL.findall(code)}
+
+
+def main() -> None:
+    """Record, replay, compare; the summary's last line says how many graphs matched."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("-o", "--output", required=True, help="the shapes file record writes")
+    parser.add_argument("--diff", type=Path, help="a folder for the differing kernels' sources")
+    parser.add_argument("--record", action="append", default=[], help="an option for record")
+    parser.add_argument("program", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    program = args.program[1:] if args.program[:1] == ["--"] else args.program
+    compiled: dict[str, str] = {}  # compile id -> the program's output code
+
+    def keep(code: str) -> None:
+        compiled[str(CompileContext.current_compile_id())] = code
+
+    with mock.patch.object(GraphLowering, "save_output_code", keep):
+        sys.argv = ["ncu-classify", "record", "-o", args.output, *args.record, "--", *program]
+        try:
+            runpy.run_module("ncu_classify", run_name="__main__")
+        except SystemExit as exit:
+            if exit.code:
+                raise
+    shapes = load_shapes(Path(args.output))
+    regions = [s for stage in shapes.stages.values() for s in stage if isinstance(s, CompiledShape)]
+    same = 0
+    for region in regions:
+        replayed: list[str] = []
+        with mock.patch.object(GraphLowering, "save_output_code", replayed.append):
+            runner = chain_runner(region.chain, "compile", args.device,
+                                  compile_mode=replay_mode(region))  # fmt: skip
+            with torch.no_grad():
+                runner.run()
+        ran, again = kernels(compiled.get(region.compile_id, "")), kernels("".join(replayed))
+        differing = sorted(k for k in set(ran) | set(again) if ran.get(k) != again.get(k))
+        same += not differing and bool(ran)
+        print(json.dumps({
+            "graph": region.chain.name, "compile_id": region.compile_id,
+            "dynamic_inputs": sum(bool(i.dynamic) for i in region.chain.inputs),
+            "program_kernels": len(ran), "replay_kernels": len(again), "differing": differing,
+        }))  # fmt: skip
+        if args.diff and differing:
+            _write(args.diff, region.chain.name, differing, ran, again)
+    print(f"{same} of {len(regions)} compiled shapes replay the program's kernels, code for code")
+
+
+def _write(folder: Path, name: str, differing: list[str], ran: dict[str, str],
+           again: dict[str, str]) -> None:  # fmt: skip
+    """Each differing kernel's program and replay sources, as files to diff."""
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+    for kernel in differing:
+        for side, code in (("program", ran), ("replay", again)):
+            (folder / f"{stem}.{kernel}.{side}.txt").write_text(code.get(kernel, "(none)\n"))
+
+
+if __name__ == "__main__":
+    main()
