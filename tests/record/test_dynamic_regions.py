@@ -183,3 +183,46 @@ def test_an_input_view_keeps_its_storage_offset() -> None:
     assert chain.inputs[0].tensor.model_dump() == {
         "shape": [7, 6], "dtype": "float32", "strides": [6, 1], "offset": 18, "device": None
     }  # fmt: skip
+
+
+def test_equal_sizes_dynamo_made_one_symbol_are_one_in_the_replay() -> None:
+    """Under `dynamic=True` dynamo duck-sizes: a square image's height and width are one
+    symbol, and the program's kernel reads one size for both. The chain says so (an assert
+    that they are equal), and the replay's compile, with each dim marked dynamic (a symbol
+    each), generates the program's kernel, not one reading two sizes."""
+    from torch._inductor import config
+    from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.graph import GraphLowering
+
+    from ncu_classify.record.region_graph import layouts
+    from ncu_classify.record.region_trace import traced_chain
+    from ncu_classify.replay.chain import chain_runner
+
+    kept: list[tuple[torch.fx.GraphModule, list[object]]] = []
+
+    def keeping(graph: torch.fx.GraphModule, example_inputs: list[object]) -> object:
+        kept.append((graph, example_inputs))
+        return compile_fx(graph, example_inputs)
+
+    def pooled(x: torch.Tensor) -> torch.Tensor:
+        return F.avg_pool2d(x, 2) * 3
+
+    torch._dynamo.reset()
+    image = torch.randn(2, 3, 8, 8).to(memory_format=torch.channels_last)
+    program: list[str] = []
+    replayed: list[str] = []
+    with config.patch(force_disable_caches=True):
+        with mock.patch.object(GraphLowering, "save_output_code", program.append):
+            torch.compile(pooled, backend=keeping, dynamic=True)(image)
+        ((graph, example_inputs),) = kept
+        chain = traced_chain(graph, layouts(example_inputs), "s:c", 1)
+        with mock.patch.object(GraphLowering, "save_output_code", replayed.append):
+            prepared = chain_runner(chain, "compile", "cpu")
+            (out,) = prepared.run()
+    assert chain.inputs[0].dynamic == [0, 1, 2, 3]
+    equal = [op for op in chain.ops if op.overload == "size.eq.default"]
+    assert [op.value for op in equal] == [True]
+    torch.testing.assert_close(out, pooled(prepared.inputs[0]))
+    assert _kernels(program[0]) and _kernels(replayed[0]) == _kernels(program[0])
+    (eager,) = chain_runner(chain, "eager", "cpu").run()
+    torch.testing.assert_close(eager, out)
