@@ -226,3 +226,26 @@ def test_equal_sizes_dynamo_made_one_symbol_are_one_in_the_replay() -> None:
     assert _kernels(program[0]) and _kernels(replayed[0]) == _kernels(program[0])
     (eager,) = chain_runner(chain, "eager", "cpu").run()
     torch.testing.assert_close(eager, out)
+
+
+def test_a_view_link_beside_a_size_op_replays_compiled() -> None:
+    """A chain with a size op (a number among the ops' results) and a link through another view
+    (`as_strided`) replays compiled: the view is looked for among the tensors alone (the
+    number was taken for one: AttributeError, 'int' object has no attribute 'dtype')."""
+    from ncu_classify.replay.chain import chain_runner
+
+    spec = {"shape": [4, 6], "dtype": "float32", "strides": [6, 1]}
+    half = {"shape": [2, 6], "strides": [6, 1], "offset": 6}
+    chain = Chain.model_validate({
+        "name": "s:c", "calls": 1, "inputs": [{"tensor": spec, "dynamic": [0]}],
+        "ops": [
+            {"overload": "aten.sym_size.int", "args": [{"input": 0}, 0], "value": 4},
+            {"overload": "aten.mul.Tensor", "args": [{"input": 0}, 2], "outputs": [spec]},
+            {"overload": "aten.sin.default", "args": [{"ref": [1, 0], "as_strided": half}],
+             "outputs": [{**spec, "shape": [2, 6]}]},
+        ],
+        "outputs": [{"ref": [2, 0]}],
+    })  # fmt: skip
+    prepared = chain_runner(chain, "compile", "cpu")
+    (out,) = prepared.run()
+    torch.testing.assert_close(out, (prepared.inputs[0] * 2)[1:3].sin())
