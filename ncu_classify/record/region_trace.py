@@ -224,7 +224,8 @@ def _as_chain(
             if overload is None and isinstance(node.target, torch._ops.OpOverload):
                 overload = _overload(node.target)  # aten.sym_size.int, aten.sym_numel.default
             if overload is None or not isinstance(value, (*SIZES, int, float, bool)):
-                raise ValueError(f"{node.target}: size arithmetic the chain does not know")
+                named = getattr(node.target, "__name__", node.target)  # (no address)
+                raise ValueError(f"{named}: size arithmetic the chain does not know")
             args = [_argument(a, links) for a in node.args]
             kwargs = {k: _argument(v, links) for k, v in node.kwargs.items()}
             links[node] = {"ref": [len(ops), 0]}

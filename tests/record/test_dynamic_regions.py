@@ -249,3 +249,26 @@ def test_a_view_link_beside_a_size_op_replays_compiled() -> None:
     prepared = chain_runner(chain, "compile", "cpu")
     (out,) = prepared.run()
     torch.testing.assert_close(out, (prepared.inputs[0] * 2)[1:3].sin())
+
+
+def test_size_arithmetic_the_chain_does_not_know_is_named_without_an_address() -> None:
+    """`math.sqrt` of a symbolic size (torch's `_sym_sqrt`, no size function) cannot be a
+    chain: the reason names the function, not its address (one recording's words as the
+    next's: it read `<function _sym_sqrt at 0x7f...>`)."""
+    import math
+
+    from ncu_classify.record.region_graph import layouts
+    from ncu_classify.record.region_trace import traced_chain
+
+    kept: list[tuple[torch.fx.GraphModule, list[object]]] = []
+
+    def keeping(graph: torch.fx.GraphModule, example_inputs: list[object]) -> object:
+        kept.append((graph, example_inputs))
+        return graph.forward
+
+    torch._dynamo.reset()
+    torch.compile(lambda x: x.new_ones(int(math.sqrt(x.shape[0]))) + 1, backend=keeping,
+                  dynamic=True)(torch.randn(9, 5))  # fmt: skip
+    ((graph, example_inputs),) = kept
+    with pytest.raises(ValueError, match=r"^_sym_sqrt: size arithmetic the chain does not know$"):
+        traced_chain(graph, layouts(example_inputs), "s:c", 1)
