@@ -105,7 +105,7 @@ def traced_chain(
     from torch.fx.experimental.proxy_tensor import make_fx
     from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-    dims, ties = dynamic_sizes(graph)
+    dims, ties, same = dynamic_sizes(graph)
     mode = FakeTensorMode(allow_non_fake_inputs=True, shape_env=ShapeEnv() if dims else None)
     folded = constants_folded(graph, inputs)
     with mode:
@@ -122,6 +122,9 @@ def traced_chain(
                 args[position] = tensor
             for position, (source, dim) in ties.items():
                 args[position] = args[source].size(dim)
+            for (a, dim_a), (b, dim_b) in same:  # one symbol in the program: said (one in
+                equal = args[a].size(dim_a) == args[b].size(dim_b)  # the replay's compile too)
+                torch.ops.aten._assert_scalar(equal, "one size in the program")
             return folded(*args)
 
         tracing: Literal["symbolic", "real"] = "symbolic" if dims else "real"
@@ -129,28 +132,32 @@ def traced_chain(
     return _as_chain(traced, name, calls, [inputs[k] for k in positions])
 
 
-def dynamic_sizes(
-    graph: torch.fx.GraphModule,
-) -> tuple[dict[int, list[int]], dict[int, tuple[int, int]]]:
+def dynamic_sizes(graph: torch.fx.GraphModule) -> tuple[
+    dict[int, list[int]], dict[int, tuple[int, int]], list[tuple[tuple[int, int], ...]]
+]:  # fmt: skip
     """The dims of each tensor input that were symbolic in the program's graph (dynamo's
-    example values of its placeholders), and each size input tied to the tensor dim it is
-    (input k: (tensor input, dim)); empty for a static graph."""
+    example values of its placeholders), each size input tied to the tensor dim it is
+    (input k: (tensor input, dim)), and each dim that was the same symbol as an earlier one
+    ((input, dim) pairs: dynamo duck-sizes equal sizes under `dynamic=True`, not those it
+    made dynamic on a recompile or `mark_dynamic`); empty for a static graph."""
     values = [n.meta.get("example_value") for n in graph.graph.nodes if n.op == "placeholder"]
     dims: dict[int, list[int]] = {}
     where: dict[Any, tuple[int, int]] = {}
+    same: list[tuple[tuple[int, int], ...]] = []
     for number, value in enumerate(values):
         if isinstance(value, torch.Tensor):
             sizes: list[Any] = list(value.shape)
             found = [d for d, size in enumerate(sizes) if _symbolic(size)]
             dims.update({number: found} if found else {})
             for dim in found:
-                where.setdefault(sizes[dim].node.expr, (number, dim))
+                first = where.setdefault(sizes[dim].node.expr, (number, dim))
+                same += [(first, (number, dim))] if first != (number, dim) else []
     ties = {
         number: where[value.node.expr]
         for number, value in enumerate(values)
         if isinstance(value, torch.SymInt) and value.node.expr in where
     }
-    return dims, ties
+    return dims, ties, same
 
 
 def _symbolic(size: Any) -> bool:
@@ -159,8 +166,9 @@ def _symbolic(size: Any) -> bool:
 
 
 def _fake(layout: InputLayout, dims: list[int], mode: Any, number: int) -> torch.Tensor:
-    """A fake tensor of an input's layout (its storage offset kept), its `dims` symbolic
-    (sized by the shape environment as dynamo sizes them: equal sizes one symbol)."""
+    """A fake tensor of an input's layout (its storage offset kept), its `dims` symbolic,
+    each a symbol of its own, as the replay's `mark_dynamic` makes them (not one symbol for
+    equal sizes: `traced_chain` says where the program's graph had one)."""
     from torch._dynamo.source import LocalSource
     from torch.fx.experimental.symbolic_shapes import DimDynamic, StatelessSymbolicContext
 
@@ -169,7 +177,7 @@ def _fake(layout: InputLayout, dims: list[int], mode: Any, number: int) -> torch
     strides: tuple[Any, ...] = layout.strides
     if dims:
         meta = torch.empty_strided(shape, strides, dtype=layout.dtype, device="meta")
-        kinds = [DimDynamic.DUCK if d in dims else DimDynamic.STATIC for d in range(len(shape))]
+        kinds = [DimDynamic.DYNAMIC if d in dims else DimDynamic.STATIC for d in range(len(shape))]
         shape, strides, _ = mode.shape_env.create_symbolic_sizes_strides_storage_offset(
             meta, LocalSource(f"input{number}"),
             symbolic_context=StatelessSymbolicContext(dynamic_sizes=kinds),
@@ -216,7 +224,8 @@ def _as_chain(
             if overload is None and isinstance(node.target, torch._ops.OpOverload):
                 overload = _overload(node.target)  # aten.sym_size.int, aten.sym_numel.default
             if overload is None or not isinstance(value, (*SIZES, int, float, bool)):
-                raise ValueError(f"{node.target}: size arithmetic the chain does not know")
+                named = getattr(node.target, "__name__", node.target)  # (no address)
+                raise ValueError(f"{named}: size arithmetic the chain does not know")
             args = [_argument(a, links) for a in node.args]
             kwargs = {k: _argument(v, links) for k, v in node.kwargs.items()}
             links[node] = {"ref": [len(ops), 0]}

@@ -270,7 +270,8 @@ def _named_views(
             if "device" in built and built["device"] is None:
                 built["device"] = device
             values.append(_tensors(op(*[_value(a, inputs, values) for a in args], **built)))
-            known += [(t, {"ref": [len(values) - 1, n]}) for n, t in enumerate(values[-1])]
+            made = enumerate(values[-1])  # (a size op's number is no view)
+            known += [(t, {"ref": [len(values) - 1, n]}) for n, t in made if torch.is_tensor(t)]
     return rewritten, [named(link) for link in outputs]
 
 

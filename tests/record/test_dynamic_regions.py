@@ -183,3 +183,92 @@ def test_an_input_view_keeps_its_storage_offset() -> None:
     assert chain.inputs[0].tensor.model_dump() == {
         "shape": [7, 6], "dtype": "float32", "strides": [6, 1], "offset": 18, "device": None
     }  # fmt: skip
+
+
+def test_equal_sizes_dynamo_made_one_symbol_are_one_in_the_replay() -> None:
+    """Under `dynamic=True` dynamo duck-sizes: a square image's height and width are one
+    symbol, and the program's kernel reads one size for both. The chain says so (an assert
+    that they are equal), and the replay's compile, with each dim marked dynamic (a symbol
+    each), generates the program's kernel, not one reading two sizes."""
+    from torch._inductor import config
+    from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.graph import GraphLowering
+
+    from ncu_classify.record.region_graph import layouts
+    from ncu_classify.record.region_trace import traced_chain
+    from ncu_classify.replay.chain import chain_runner
+
+    kept: list[tuple[torch.fx.GraphModule, list[object]]] = []
+
+    def keeping(graph: torch.fx.GraphModule, example_inputs: list[object]) -> object:
+        kept.append((graph, example_inputs))
+        return compile_fx(graph, example_inputs)
+
+    def pooled(x: torch.Tensor) -> torch.Tensor:
+        return F.avg_pool2d(x, 2) * 3
+
+    torch._dynamo.reset()
+    image = torch.randn(2, 3, 8, 8).to(memory_format=torch.channels_last)
+    program: list[str] = []
+    replayed: list[str] = []
+    with config.patch(force_disable_caches=True):
+        with mock.patch.object(GraphLowering, "save_output_code", program.append):
+            torch.compile(pooled, backend=keeping, dynamic=True)(image)
+        ((graph, example_inputs),) = kept
+        chain = traced_chain(graph, layouts(example_inputs), "s:c", 1)
+        with mock.patch.object(GraphLowering, "save_output_code", replayed.append):
+            prepared = chain_runner(chain, "compile", "cpu")
+            (out,) = prepared.run()
+    assert chain.inputs[0].dynamic == [0, 1, 2, 3]
+    equal = [op for op in chain.ops if op.overload == "size.eq.default"]
+    assert [op.value for op in equal] == [True]
+    torch.testing.assert_close(out, pooled(prepared.inputs[0]))
+    assert _kernels(program[0]) and _kernels(replayed[0]) == _kernels(program[0])
+    (eager,) = chain_runner(chain, "eager", "cpu").run()
+    torch.testing.assert_close(eager, out)
+
+
+def test_a_view_link_beside_a_size_op_replays_compiled() -> None:
+    """A chain with a size op (a number among the ops' results) and a link through another view
+    (`as_strided`) replays compiled: the view is looked for among the tensors alone (the
+    number was taken for one: AttributeError, 'int' object has no attribute 'dtype')."""
+    from ncu_classify.replay.chain import chain_runner
+
+    spec = {"shape": [4, 6], "dtype": "float32", "strides": [6, 1]}
+    half = {"shape": [2, 6], "strides": [6, 1], "offset": 6}
+    chain = Chain.model_validate({
+        "name": "s:c", "calls": 1, "inputs": [{"tensor": spec, "dynamic": [0]}],
+        "ops": [
+            {"overload": "aten.sym_size.int", "args": [{"input": 0}, 0], "value": 4},
+            {"overload": "aten.mul.Tensor", "args": [{"input": 0}, 2], "outputs": [spec]},
+            {"overload": "aten.sin.default", "args": [{"ref": [1, 0], "as_strided": half}],
+             "outputs": [{**spec, "shape": [2, 6]}]},
+        ],
+        "outputs": [{"ref": [2, 0]}],
+    })  # fmt: skip
+    prepared = chain_runner(chain, "compile", "cpu")
+    (out,) = prepared.run()
+    torch.testing.assert_close(out, (prepared.inputs[0] * 2)[1:3].sin())
+
+
+def test_size_arithmetic_the_chain_does_not_know_is_named_without_an_address() -> None:
+    """`math.sqrt` of a symbolic size (torch's `_sym_sqrt`, no size function) cannot be a
+    chain: the reason names the function, not its address (one recording's words as the
+    next's: it read `<function _sym_sqrt at 0x7f...>`)."""
+    import math
+
+    from ncu_classify.record.region_graph import layouts
+    from ncu_classify.record.region_trace import traced_chain
+
+    kept: list[tuple[torch.fx.GraphModule, list[object]]] = []
+
+    def keeping(graph: torch.fx.GraphModule, example_inputs: list[object]) -> object:
+        kept.append((graph, example_inputs))
+        return graph.forward
+
+    torch._dynamo.reset()
+    torch.compile(lambda x: x.new_ones(int(math.sqrt(x.shape[0]))) + 1, backend=keeping,
+                  dynamic=True)(torch.randn(9, 5))  # fmt: skip
+    ((graph, example_inputs),) = kept
+    with pytest.raises(ValueError, match=r"^_sym_sqrt: size arithmetic the chain does not know$"):
+        traced_chain(graph, layouts(example_inputs), "s:c", 1)
