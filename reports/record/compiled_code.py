@@ -2,9 +2,10 @@
 (`ncu-classify record`, in this process) while Inductor's output code of each of its compiles
 is kept; then each `compiled` shape of the recording is replayed compiled (`replay.chain`, as
 capture does, on the device given) and its output code compared with the program's compile of
-that graph, kernel by kernel (Triton or C++ source, by name). Prints a JSON line per graph
-and a summary; `--diff DIR` writes each differing kernel's two sources there. Run from the
-repository root (on the GPU host with `--device cuda`):
+that graph, kernel by kernel (Triton or C++ source, by name; the size arguments' names
+aside, `ks0`/`ks1`, which the program and the replay may order otherwise). Prints a JSON
+line per graph and a summary; `--diff DIR` writes each differing kernel's two sources
+there. Run from the repository root (on the GPU host with `--device cuda`):
 
     python3 reports/record/compiled_code.py --device cpu -o /tmp/s.yaml -- \\
         python3 fixtures/models/record_wan.py --layers 1 --frames 9 --compile vae.decoder
@@ -32,6 +33,12 @@ from ncu_classify.shapes.file import load_shapes
 
 KERNEL = re.compile(r"^(\w+) = async_compile\.(?:triton|cpp_pybinding|cpp)\((.*?)'''(.*?)'''",
                     flags=re.M | re.S)  # fmt: skip
+
+
+def unnamed(source: str) -> str:
+    """A kernel's source with its size arguments unnamed (`ks0`, `ks1`: Inductor orders them
+    by the names dynamo hashed from their sources, the program's and the replay's differ)."""
+    return re.sub(r"\bks\d+\b", "ks", source)
 
 
 def kernels(code: str) -> dict[str, str]:
@@ -72,12 +79,15 @@ def main() -> None:
             with torch.no_grad():
                 runner.run()
         ran, again = kernels(compiled.get(region.compile_id, "")), kernels("".join(replayed))
-        differing = sorted(k for k in set(ran) | set(again) if ran.get(k) != again.get(k))
+        names = sorted(set(ran) | set(again))
+        differing = [k for k in names if unnamed(ran.get(k, "-")) != unnamed(again.get(k, "+"))]
+        renamed = [k for k in names if k not in differing and ran.get(k) != again.get(k)]
         same += not differing and bool(ran)
         print(json.dumps({
             "graph": region.chain.name, "compile_id": region.compile_id,
             "dynamic_inputs": sum(bool(i.dynamic) for i in region.chain.inputs),
             "program_kernels": len(ran), "replay_kernels": len(again), "differing": differing,
+            "size_arguments_renamed": renamed,
         }))  # fmt: skip
         if args.diff and differing:
             _write(args.diff, region.chain.name, differing, ran, again)
