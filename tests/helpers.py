@@ -5,6 +5,7 @@ import ...` would find whichever conftest pytest loaded last."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
@@ -161,3 +162,24 @@ def terminal_signals() -> None:
     a test of Ctrl-C would then see the command run to its end."""
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
+
+
+def inductor_kernels(code: str) -> dict[str, str]:
+    """Inductor's generated C++ kernels in one module's output code: name -> source."""
+    found = re.findall(r"^(cpp_fused_\w+) = async_compile\.cpp_pybinding\((.*?)'''\)", code,
+                       flags=re.M | re.S)  # fmt: skip
+    return dict(found)
+
+
+@contextlib.contextmanager
+def inductor_code(kept: list[str]) -> Iterator[None]:
+    """Inductor's output code of each compile inside appended to `kept`, its caches off (a
+    compile found in a cache writes none)."""
+    from unittest import mock
+
+    from torch._inductor import config
+    from torch._inductor.graph import GraphLowering
+
+    saved = mock.patch.object(GraphLowering, "save_output_code", kept.append)
+    with config.patch(force_disable_caches=True), saved:
+        yield

@@ -7,10 +7,9 @@ static sizes: 12 of 13 recompiled graphs 2-11x faster than the program)."""
 from __future__ import annotations
 
 from pathlib import Path
-from unittest import mock
 
 import pytest
-from helpers import import_or_skip
+from helpers import import_or_skip, inductor_code, inductor_kernels
 
 torch = import_or_skip("torch")
 
@@ -45,30 +44,17 @@ def _cached(
     return F.interpolate(h, scale_factor=(1.0, 2.0, 2.0)).view(h.shape[0], -1).sum(1)
 
 
-def _kernels(code: str) -> dict[str, str]:
-    """Inductor's generated C++ kernels in one module's output code: name -> source."""
-    import re
-
-    found = re.findall(r"^(cpp_fused_\w+) = async_compile\.cpp_pybinding\((.*?)'''\)", code,
-                       flags=re.M | re.S)  # fmt: skip
-    return dict(found)
-
-
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[CompiledShape], list[str]]:
     """The step called with 1, 2 and 3 new frames: graph 0 static, graph 1 dynamic (dynamo's
     recompile on the frame count), called at two frame counts; Inductor's output code of each
     compile."""
-    from torch._inductor import config
-    from torch._inductor.graph import GraphLowering
-
     torch._dynamo.reset()
     torch.manual_seed(0)
     net = CachedConv().eval()
     recorder = Recorder(roots={"net": net})
     program: list[str] = []
-    saved = mock.patch.object(GraphLowering, "save_output_code", program.append)
-    with config.patch(force_disable_caches=True), saved, recorder, torch.no_grad():
+    with inductor_code(program), recorder, torch.no_grad():
         net.fn = torch.compile(_cached)
         for frames in (1, 2, 3):
             net(torch.randn(1, 4, frames, 6, 6), torch.randn(1, 4, 2, 6, 6))
@@ -110,20 +96,16 @@ def test_a_dynamic_graph_replays_the_kernels_the_program_compiled(
     """The replay compiles each graph to the program's very kernels: symbolic sizes as kernel
     arguments where the program's graph had them (read as static sizes, the frame count is a
     constant in other kernels)."""
-    from torch._inductor import config
-    from torch._inductor.graph import GraphLowering
-
     from ncu_classify.replay.chain import chain_runner
 
     regions, program = recorded
-    assert len(program) == 2 and "ks0" in "".join(_kernels(program[1]).values())
+    assert len(program) == 2 and "ks0" in "".join(inductor_kernels(program[1]).values())
     replayed: list[str] = []
-    saved = mock.patch.object(GraphLowering, "save_output_code", replayed.append)
-    with config.patch(force_disable_caches=True), saved:
+    with inductor_code(replayed):
         outputs = [chain_runner(r.chain, "compile", "cpu").run() for r in regions]
     assert len(replayed) == 3
     for ran, again in zip([program[0], program[1], program[1]], replayed, strict=True):
-        assert _kernels(ran) and _kernels(again) == _kernels(ran)
+        assert inductor_kernels(ran) and inductor_kernels(again) == inductor_kernels(ran)
     assert [tuple(o[0].shape) for o in outputs] == [(1,), (1,), (1,)]
 
 
@@ -190,9 +172,7 @@ def test_equal_sizes_dynamo_made_one_symbol_are_one_in_the_replay() -> None:
     symbol, and the program's kernel reads one size for both. The chain says so (an assert
     that they are equal), and the replay's compile, with each dim marked dynamic (a symbol
     each), generates the program's kernel, not one reading two sizes."""
-    from torch._inductor import config
     from torch._inductor.compile_fx import compile_fx
-    from torch._inductor.graph import GraphLowering
 
     from ncu_classify.record.region_graph import layouts
     from ncu_classify.record.region_trace import traced_chain
@@ -211,19 +191,19 @@ def test_equal_sizes_dynamo_made_one_symbol_are_one_in_the_replay() -> None:
     image = torch.randn(2, 3, 8, 8).to(memory_format=torch.channels_last)
     program: list[str] = []
     replayed: list[str] = []
-    with config.patch(force_disable_caches=True):
-        with mock.patch.object(GraphLowering, "save_output_code", program.append):
-            torch.compile(pooled, backend=keeping, dynamic=True)(image)
-        ((graph, example_inputs),) = kept
-        chain = traced_chain(graph, layouts(example_inputs), "s:c", 1)
-        with mock.patch.object(GraphLowering, "save_output_code", replayed.append):
-            prepared = chain_runner(chain, "compile", "cpu")
-            (out,) = prepared.run()
+    with inductor_code(program):
+        torch.compile(pooled, backend=keeping, dynamic=True)(image)
+    ((graph, example_inputs),) = kept
+    chain = traced_chain(graph, layouts(example_inputs), "s:c", 1)
+    with inductor_code(replayed):
+        prepared = chain_runner(chain, "compile", "cpu")
+        (out,) = prepared.run()
     assert chain.inputs[0].dynamic == [0, 1, 2, 3]
     equal = [op for op in chain.ops if op.overload == "size.eq.default"]
     assert [op.value for op in equal] == [True]
     torch.testing.assert_close(out, pooled(prepared.inputs[0]))
-    assert _kernels(program[0]) and _kernels(replayed[0]) == _kernels(program[0])
+    assert inductor_kernels(program[0])
+    assert inductor_kernels(replayed[0]) == inductor_kernels(program[0])
     (eager,) = chain_runner(chain, "eager", "cpu").run()
     torch.testing.assert_close(eager, out)
 

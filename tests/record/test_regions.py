@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import import_or_skip
+from helpers import import_or_skip, inductor_code, inductor_kernels
 
 torch = import_or_skip("torch")
 
@@ -391,26 +391,12 @@ def _step(x: torch.Tensor, gamma: torch.Tensor, weight: torch.Tensor, bias: torc
     return F.conv3d(h, weight, bias), cache
 
 
-def _kernels(code: str) -> dict[str, str]:
-    """Inductor's generated C++ kernels in one module's output code: name -> source."""
-    import re
-
-    found = re.findall(r"^(cpp_fused_\w+) = async_compile\.cpp_pybinding\((.*?)'''\)", code,
-                       flags=re.M | re.S)  # fmt: skip
-    return dict(found)
-
-
 def test_a_lifted_float_replays_the_kernels_the_program_compiled(tmp_path: Path) -> None:
     """A step whose float scale changed between calls, so that dynamo lifted the float into a
     0-d host tensor the graph reads with `.item()`: the replay compiles the very kernels the
     program's Inductor generated (which read the float as an argument, as Inductor makes
     arithmetic on it tensor ops), not ones with the float as a constant (the H200's Wan
     decode, so replayed: other Triton kernels than the program's in 13 of 21 graphs)."""
-    from unittest import mock
-
-    from torch._inductor import config
-    from torch._inductor.graph import GraphLowering
-
     from ncu_classify.replay.chain import chain_runner
 
     torch._dynamo.reset()
@@ -418,24 +404,22 @@ def test_a_lifted_float_replays_the_kernels_the_program_compiled(tmp_path: Path)
     net = ScaledBlock().eval()
     recorder = Recorder(roots={"net": net})
     program: list[str] = []
-    saved = mock.patch.object(GraphLowering, "save_output_code", program.append)
-    with config.patch(force_disable_caches=True):
-        with saved, recorder, torch.no_grad():
-            net.fn = torch.compile(_step)
-            for scale in (8**0.5, 16**0.5):  # the second call: a graph reading a host float
-                net(torch.randn(1, 8, 2, 6, 6), scale)
-        path = tmp_path / "s.yaml"
-        path.write_text(shapes_yaml(validated_document(recorder, "test")))
-        regions = [s for s in load_shapes(path).stages["net"] if isinstance(s, CompiledShape)]
-        assert [r.graph for r in regions] == [0, 1] and len(program) == 2
-        lifted = [i for i in regions[1].chain.inputs if i.value is not None]
-        assert [(i.value, i.tensor.dtype, i.tensor.device) for i in lifted] == [
-            (16**0.5, "float64", "cpu")
-        ]
-        replayed: list[str] = []
-        with mock.patch.object(GraphLowering, "save_output_code", replayed.append):
-            for region in regions:
-                chain_runner(region.chain, "compile", "cpu").run()
+    with inductor_code(program), recorder, torch.no_grad():
+        net.fn = torch.compile(_step)
+        for scale in (8**0.5, 16**0.5):  # the second call: a graph reading a host float
+            net(torch.randn(1, 8, 2, 6, 6), scale)
+    path = tmp_path / "s.yaml"
+    path.write_text(shapes_yaml(validated_document(recorder, "test")))
+    regions = [s for s in load_shapes(path).stages["net"] if isinstance(s, CompiledShape)]
+    assert [r.graph for r in regions] == [0, 1] and len(program) == 2
+    lifted = [i for i in regions[1].chain.inputs if i.value is not None]
+    assert [(i.value, i.tensor.dtype, i.tensor.device) for i in lifted] == [
+        (16**0.5, "float64", "cpu")
+    ]
+    replayed: list[str] = []
+    with inductor_code(replayed):
+        for region in regions:
+            chain_runner(region.chain, "compile", "cpu").run()
     assert len(replayed) == 2
     for ran, again in zip(program, replayed, strict=True):
-        assert _kernels(ran) and _kernels(again) == _kernels(ran)
+        assert inductor_kernels(ran) and inductor_kernels(again) == inductor_kernels(ran)
