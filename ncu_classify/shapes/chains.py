@@ -73,9 +73,11 @@ class ChainOp(BaseModel):
     @classmethod
     def _size_function_known(cls, overload: str) -> str:
         """`size.<name>.default` names one of the size functions, nothing else."""
-        namespace, name, _ = overload.split(".")
+        namespace, name, variant = overload.split(".")
         if namespace == "size" and name not in SIZE_FUNCTIONS:
             raise ValueError(f"{overload}: no size function ({', '.join(sorted(SIZE_FUNCTIONS))})")
+        if namespace == "size" and variant != "default":
+            raise ValueError(f"{overload}: a size function is size.{name}.default")
         return overload
 
     @model_validator(mode="after")

@@ -114,6 +114,8 @@ def test_a_size_op_is_checked() -> None:
     link to a size op's number is its output 0, nothing beyond."""
     with pytest.raises(ValueError, match="no size function"):
         ChainOp(overload="size.system.default", value=1)
+    with pytest.raises(ValueError, match=r"is size\.mul\.default"):
+        ChainOp(overload="size.mul.Tensor", args=[2, 3], value=6)
     with pytest.raises(ValueError, match="has a value"):
         ChainOp(overload="size.mul.default", args=[2, 3])
     spec = {"shape": [2], "dtype": "float32", "strides": [1]}
