@@ -13,12 +13,12 @@ cd "$(dirname "$0")/.."
 # from it, nor of the scripts and notes kept beside it, nor of a commit whose message says
 # `Raw-data: unchanged`: one that rewrote reports without a counter changing, fixtures/README.md),
 # so that a rerun changes only what the code changed (clock.py reads it). The tries captures
-# (fixtures/tries_h200) and the compiled ones (fixtures/compiled_h200, compiled_wan_h200) feed
-# none of these outputs.
+# (fixtures/tries_h200) and the compiled ones (fixtures/compiled_h200, compiled_wan_h200,
+# compiled_wan_h100) feed none of these outputs.
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct --invert-grep \
   --grep='^Raw-data: unchanged$' -- fixtures ':!fixtures/*/cards.json' ':!fixtures/**/*.sh' \
   ':!fixtures/**/*.py' ':!fixtures/*.md' ':!fixtures/tries_h200' ':!fixtures/compiled_h200' \
-  ':!fixtures/compiled_wan_h200')}
+  ':!fixtures/compiled_wan_h200' ':!fixtures/compiled_wan_h100')}
 ncu-classify classify fixtures/smoke_h200 fixtures/user_set_full -o reports/smoke_h200_cards.json \
   --jobs 2 >/dev/null
 ncu-classify summary reports/smoke_h200_cards.json --csv -o reports/smoke_h200_summary.csv

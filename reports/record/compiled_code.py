@@ -5,13 +5,17 @@ capture does, on the device given) and its output code compared with the program
 that graph, kernel by kernel (Triton or C++ source, by name; the size arguments' names
 aside, `ks0`/`ks1`, which the program and the replay may order otherwise). Prints a JSON
 line per graph and a summary; `--diff DIR` writes each differing kernel's two sources
-there. Run from the repository root (on the GPU host with `--device cuda`):
+there. On a GPU each replay is also timed (torch.profiler's kernel durations, as record
+times the program, median of 3 calls after the compile) against the program's `real_us`.
+Run from the repository root (on the GPU host with `--device cuda`):
 
     python3 reports/record/compiled_code.py --device cpu -o /tmp/s.yaml -- \\
         python3 fixtures/models/record_wan.py --layers 1 --frames 9 --compile vae.decoder
 """
 
 import argparse
+import concurrent.futures.process
+import concurrent.futures.thread
 import json
 import os
 import re
@@ -20,7 +24,6 @@ import sys
 from pathlib import Path
 from unittest import mock
 
-os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")  # record's exit shuts a pool down
 os.environ.setdefault("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")  # every compile: its code
 
 import torch
@@ -68,6 +71,7 @@ def main() -> None:
         except SystemExit as exit:
             if exit.code:
                 raise
+    _reopened()
     shapes = load_shapes(Path(args.output))
     regions = [s for stage in shapes.stages.values() for s in stage if isinstance(s, CompiledShape)]
     same = 0
@@ -78,6 +82,7 @@ def main() -> None:
                                   compile_mode=replay_mode(region))  # fmt: skip
             with torch.no_grad():
                 runner.run()
+                timed = _timed(runner.run) if args.device == "cuda" else None
         ran, again = kernels(compiled.get(region.compile_id, "")), kernels("".join(replayed))
         names = sorted(set(ran) | set(again))
         differing = [k for k in names if unnamed(ran.get(k, "-")) != unnamed(again.get(k, "+"))]
@@ -87,11 +92,39 @@ def main() -> None:
             "graph": region.chain.name, "compile_id": region.compile_id,
             "dynamic_inputs": sum(bool(i.dynamic) for i in region.chain.inputs),
             "program_kernels": len(ran), "replay_kernels": len(again), "differing": differing,
-            "size_arguments_renamed": renamed,
+            "size_arguments_renamed": renamed, "program_us": region.real_us,
+            "program_launches": len(region.kernels), **(timed or {}),
         }))  # fmt: skip
         if args.diff and differing:
             _write(args.diff, region.chain.name, differing, ran, again)
     print(f"{same} of {len(regions)} compiled shapes replay the program's kernels, code for code")
+
+
+def _reopened() -> None:
+    """Executors usable again: record ran the program's exit (threads joined, atexit), which
+    marks every new executor's future refused; Inductor's compile pools start afresh."""
+    concurrent.futures.thread._shutdown = False  # type: ignore[attr-defined]
+    concurrent.futures.process._global_shutdown = False  # type: ignore[attr-defined]
+    from torch._inductor.async_compile import AsyncCompile, shutdown_compile_workers
+
+    shutdown_compile_workers()
+    AsyncCompile.pool.cache_clear()  # its thread pool, shut by the exit, is not in that reset
+
+
+def _timed(run: object) -> dict[str, float | int]:
+    """The replay's kernel time per call (us, median of 3) and its kernel launches per call,
+    from torch.profiler's CUDA kernel events, as record measures the program."""
+    from torch.profiler import ProfilerActivity, profile
+
+    times, launches = [], 0
+    for _ in range(3):
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            run()  # type: ignore[operator]
+            torch.cuda.synchronize()
+        events = [e for e in prof.events() if e.device_type.name == "CUDA"]
+        times.append(sum(e.device_time for e in events))
+        launches = len(events)
+    return {"replay_us": round(sorted(times)[1], 1), "replay_launches": launches}
 
 
 def _write(folder: Path, name: str, differing: list[str], ran: dict[str, str],

@@ -49,9 +49,11 @@ fi
 # the capture stops 90 s before $BUDGET: classify and the packing of GB-sized reports need it
 # (a command killed at its limit runs no trap: the first session's capture was lost so)
 left=$(( ${BUDGET:-540} - 90 - ($(date +%s) - START) ))
+if [ $left -lt 30 ]; then echo "$left s left: no capture in this command"; else
 step timeout $left env PYTHONPATH=$PYTHONPATH:/opt/nvidia/nsight-compute/2025.3.1/extras/python \
   python3 -m ncu_classify capture --shapes $W/shapes.yaml -o $W/cap --coverage ${COVERAGE:-99.5} \
   "${RESUME[@]}" > $W/capture.log 2>&1
+fi
 tail -2 $W/capture.log
 step timeout 30 env PYTHONPATH=$PYTHONPATH:/opt/nvidia/nsight-compute/2025.3.1/extras/python \
   python3 -m ncu_classify classify $W/cap -o $W/cards.json > $W/classify.log 2>&1

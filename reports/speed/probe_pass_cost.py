@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from ncu_classify.capture.drill import capture_metrics  # noqa: E402
+from ncu_classify.core.metrics import TENSOR_ACTIVE, TENSOR_ELAPSED  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe_replay_modes import C_PROGRAM  # noqa: E402  (the same one-warp program)
@@ -50,16 +51,43 @@ def subsets(full: list[str]) -> dict[str, list[str]]:
         "memory_breakdown_only": only("breakdown:gpu__compute"),
         "sass_only": only(*SASS),
         "tensor_ops_only": only(*TENSOR),
+        **proxies(),
     }
 
 
-def passes(report: Path) -> list[int]:
+def proxies() -> dict[str, list[str]]:
+    """Lists for a light tier (issue 41): the default rules' composite throughputs one at a
+    time, and single counters from which a verdict's figures could be approximated."""
+    raw = ["gpu__time_duration.sum", "dram__bytes.sum", "lts__t_bytes.sum", "l1tex__t_bytes.sum",
+           "sm__cycles_active.avg", "sm__cycles_elapsed.avg"]  # fmt: skip
+    pipes = [TENSOR_ELAPSED, "sm__issue_active.avg.pct_of_peak_sustained_elapsed",
+             "sm__warps_active.avg.pct_of_peak_sustained_active"]  # fmt: skip
+    return {
+        "dram_throughput_only": ["dram__throughput.avg.pct_of_peak_sustained_elapsed"],
+        "l2_throughput_only": ["lts__throughput.avg.pct_of_peak_sustained_elapsed"],
+        "tensor_pipe_only": [TENSOR_ELAPSED, TENSOR_ACTIVE],
+        "bytes_and_cycles": raw,
+        "bytes_cycles_pipes": raw + pipes,
+        "bytes_cycles_pipes_fma_lsu": raw + pipes + [
+            "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+            "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_elapsed",
+            "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed"],
+        "default_rules": ["gpu__time_duration.sum",
+                          "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                          "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+                          "lts__throughput.avg.pct_of_peak_sustained_elapsed", TENSOR_ELAPSED,
+                          "sm__warps_active.avg.pct_of_peak_sustained_active",
+                          "sm__cycles_active.avg", "sm__cycles_elapsed.avg"],
+    }  # fmt: skip
+
+
+def passes(report: Path) -> list[int | str]:
     """Distinct replay pass counts of a report's kernels."""
     import ncu_report  # type: ignore[import-not-found]
 
     ctx = ncu_report.load_report(str(report))
     rng = ctx.range_by_idx(0)
-    got = set()
+    got: set[int | str] = set()
     for i in range(rng.num_actions()):
         metric = rng.action_by_idx(i).metric_by_name("profiler__replayer_passes")
         got.add(int(metric.as_uint64()) if metric is not None else -1)
@@ -78,6 +106,7 @@ def timed(exe: Path, metrics: list[str], launches: int, stem: Path) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, required=True)
+    parser.add_argument("--only", nargs="*", help="these subsets alone (by name)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp())
     (work / "k.cu").write_text(C_PROGRAM)
@@ -85,8 +114,11 @@ def main() -> None:
     subprocess.run(["nvcc", "-arch=sm_90", "-o", str(exe), str(work / "k.cu")], check=True)
     rows = []
     for name, metrics in subsets(capture_metrics(None)).items():
+        if args.only and name not in args.only:
+            continue
         few, many = (timed(exe, metrics, n, work / f"{name}_{n}") for n in (10, 40))
-        got = passes(work / f"{name}_40.ncu-rep")
+        report = work / f"{name}_40.ncu-rep"
+        got = passes(report) if report.exists() else ["no report: ncu refused the list"]
         row = {"subset": name, "metrics": len(metrics), "passes": got}
         row["s_per_kernel"] = round((many - few) / 30, 4)
         row["wall_10_40"] = [round(few, 2), round(many, 2)]
