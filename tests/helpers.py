@@ -53,6 +53,19 @@ def copied_capture(
     return capture
 
 
+def unpacked_capture(source: Path, into: Path) -> Path:
+    """A copy of a committed capture folder whose manifest is kept compressed
+    (`manifest.json.xz`, too large plain), as `into / "cap"` with the manifest unpacked."""
+    import lzma
+
+    capture = into / "cap"
+    shutil.copytree(source, capture)
+    packed = capture / "manifest.json.xz"
+    (capture / "manifest.json").write_bytes(lzma.decompress(packed.read_bytes()))
+    packed.unlink()
+    return capture
+
+
 # Evidence of an unremarkable kernel: no rule but the fallback fires on it.
 QUIET_EVIDENCE = {
     "sm_pct": 10.0,

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import json
 import lzma
-import shutil
 from pathlib import Path
 
 import pytest
-from helpers import ROOT
+from helpers import ROOT, unpacked_capture
 
 from ncu_classify.shapes.chain_shape import CompiledShape
 from ncu_classify.shapes.file import ShapesFile
@@ -41,11 +40,7 @@ def cards(rules, tmp_path_factory):  # type: ignore[no-untyped-def]
     """The capture's cards, classified here (the manifest is committed compressed)."""
     from ncu_classify.verdicts.classify import classify
 
-    folder = tmp_path_factory.mktemp("wan") / "cap"
-    shutil.copytree(HERE / "cap", folder)
-    manifest = folder / "manifest.json.xz"
-    (folder / "manifest.json").write_bytes(lzma.decompress(manifest.read_bytes()))
-    manifest.unlink()
+    folder = unpacked_capture(HERE / "cap", tmp_path_factory.mktemp("wan"))
     return classify([folder], rules, jobs=1)
 
 

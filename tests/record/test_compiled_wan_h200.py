@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import json
 import lzma
-import shutil
 
 import pytest
-from helpers import ROOT
+from helpers import ROOT, unpacked_capture
 
 from ncu_classify.cards.fidelity import slow_or_fast
 from ncu_classify.shapes.chain_shape import CompiledShape
@@ -36,11 +35,7 @@ def cards(tmp_path_factory: pytest.TempPathFactory, rules):  # type: ignore[no-u
     """The capture classified here (its manifest committed compressed)."""
     from ncu_classify.verdicts.classify import classify
 
-    capture = tmp_path_factory.mktemp("wancap") / "cap"
-    shutil.copytree(HERE / "cap", capture)
-    manifest = capture / "manifest.json.xz"
-    (capture / "manifest.json").write_bytes(lzma.decompress(manifest.read_bytes()))
-    manifest.unlink()
+    capture = unpacked_capture(HERE / "cap", tmp_path_factory.mktemp("wancap"))
     return classify([capture], rules, jobs=1)
 
 
