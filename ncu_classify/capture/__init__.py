@@ -8,12 +8,13 @@ reports through read/.
 - shards: which shapes a shard captures (--shard K/N) and what a shape costs
 - order: capture by time: largest first, the time bands, the --coverage cut
 - repeats: the duration-only batches of --repeat N
+- light: the light tier of --light-after (which shapes, their batches of the light list)
 - ncu_cmd: the ncu command line of a batch
 - plan: the plan, made once: shapes kept, batches, command lines (--dry-run prints it)
 - host: the machine (nvidia-smi, ncu) and its refusals
 - jobs: Slurm jobs (the job script's shell, the parent of a process)
 - procs: process groups, signals and leftover targets
-- folder: the capture folder's lock and its OS errors
+- folder: the capture folder's lock, what it holds when planned, and its OS errors
 - slim: reports rewritten without their SASS and source (--drop-sources)
 - outcome: status lines and reports folded into the shape records
 - ncu: one ncu process per batch, started, watched and stopped

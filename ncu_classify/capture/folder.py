@@ -15,8 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..core.errors import OutputError, UsageError
+from ..read.names import is_report_name, report_stem
+from .manifest import MANIFEST_NAME
 
 LOCK_NAME = ".capture.lock"
+FolderMark = tuple[frozenset[str], tuple[int, int] | None]  # batch names taken, manifest stat
 
 
 @contextlib.contextmanager
@@ -49,3 +52,27 @@ def writing(out: Path) -> Iterator[None]:
     except OSError as exc:
         where = exc.filename or out
         raise OutputError(f"{where}: cannot write: {exc.strerror or exc}") from None
+
+
+def folder_mark(out: Path) -> FolderMark:
+    """What a plan depends on in `out`: the batch names its reports and logs take, and the
+    manifest's size and modification time (None without one)."""
+    try:
+        stat = (out / MANIFEST_NAME).stat()
+    except OSError:
+        return _names_in(out), None
+    return _names_in(out), (stat.st_size, stat.st_mtime_ns)
+
+
+def _names_in(out: Path) -> frozenset[str]:
+    """Batch names whose report or log is already in `out`: a new batch never writes over
+    one, also in a folder that holds no capture yet."""
+    if not out.is_dir():
+        return frozenset()
+    names = set()
+    for path in out.iterdir():
+        if is_report_name(path):
+            names.add(report_stem(path))
+        elif path.name.endswith(".ncu.log"):
+            names.add(path.name.removesuffix(".ncu.log"))
+    return frozenset(names)

@@ -38,7 +38,8 @@ def _report_name(name: str | None) -> str | None:
 
 
 EndedBy = Literal["finished", "interrupted", "timeout", "refused"]  # how an ncu process ended
-BatchKind = Literal["counters", "times"]  # the card metrics, or durations only (--repeat)
+BatchKind = Literal["counters", "times", "light"]  # card metrics, durations (--repeat), or
+# the light list (--light-after: core.metrics.LIGHT_METRICS)
 Status = Literal["pending", "ok", "failed"]
 ShardMethod = Literal["hash", "cost_v1"]  # how --shard chose the shapes (capture.shards)
 ReportName = Annotated[str | None, AfterValidator(_report_name)]
@@ -135,6 +136,9 @@ class ManifestShape(BaseModel):
     times_report: ReportName = None
     repeats: int | None = Field(
         default=None, description="launches measured: the counters one plus the timed repeats"
+    )
+    light: bool = Field(
+        default=False, description="captured with the light metric list (--light-after)"
     )
 
     def identity(self) -> dict[str, Any]:
@@ -283,6 +287,10 @@ class Manifest(BaseModel):
     below_target: list[BelowTarget] = Field(
         default_factory=list, description="the shapes left out below that target"
     )
+    light_after_pct: float | None = Field(
+        default=None, gt=0, lt=100, description="capture --light-after: shapes past this share"
+        " of each stage's time, up to the coverage target, taken with the light metric list",
+    )  # fmt: skip
 
 
 def write_manifest(folder: Path, manifest: Manifest) -> Path:
@@ -294,20 +302,27 @@ def write_manifest(folder: Path, manifest: Manifest) -> Path:
         for index, batch in enumerate(manifest.batches)
         if batch.dropped_source_bytes is None and batch.sources_kept is None
     }
-    # and the program's kernel names only where a recording named them
+    # and the program's kernel names only where a recording named them, `light` where true
     unnamed = {
-        index: {"real_kernel_names"}
-        for index, shape in enumerate(manifest.shapes)
-        if shape.real_kernel_names is None
+        index: unsaid for index, shape in enumerate(manifest.shapes) if (unsaid := _unsaid(shape))
     }
     exclude: dict[str, IncEx | bool] = {
         key: value for key, value in (("batches", unasked), ("shapes", unnamed)) if value
     }
     if manifest.coverage_target_pct is None and not manifest.below_target:
         exclude |= {"coverage_target_pct": True, "below_target": True}  # older releases read it
+    if manifest.light_after_pct is None:
+        exclude["light_after_pct"] = True
     text = manifest.model_dump_json(indent=2, exclude=exclude or None)
     write_text_atomic(path, text + "\n")
     return path
+
+
+def _unsaid(shape: ManifestShape) -> set[str]:
+    """A shape's fields left unwritten: the kernel names a recording did not give, `light` for
+    a shape captured with the full list (older releases read the manifest)."""
+    unsaid = {"real_kernel_names"} if shape.real_kernel_names is None else set()
+    return unsaid if shape.light else unsaid | {"light"}
 
 
 def read_manifest(path: Path) -> Manifest:

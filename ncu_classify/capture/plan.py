@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import Literal
 
 from ..core.errors import ShapesError, UsageError
-from ..read.names import is_report_name, report_stem
+from ..core.metrics import LIGHT_METRICS
 from ..replay.protocol import InputDraws
 from ..shapes.file import ShapeEntry, ShapesFile, read_shapes
 from .batch import Batch, gpu_batches, plan_batches
 from .drill import capture_metrics, drill_entries, resolve_drill
+from .folder import FolderMark, folder_mark
+from .light import light_batches, light_set
 from .manifest import (
     MANIFEST_NAME,
     DrillRequest,
@@ -62,6 +64,7 @@ class CaptureOptions:
     durations_only: bool = False  # every batch asks ncu for the duration alone (`try --program`)
     order: CaptureOrder = "time"  # largest program time first (a timed recording), or file order
     coverage_pct: float | None = None  # --coverage: each stage's largest shapes up to this share
+    light_after_pct: float | None = None  # --light-after: past this share, the light list
 
     @property
     def timed_repeats(self) -> bool:
@@ -83,9 +86,6 @@ def recorded_inputs(shapes_path: Path, entries: list[ShapeEntry]) -> list[ShapeE
             entry = entry.model_copy(update={"shape": shape})
         out.append(entry)
     return out
-
-
-FolderMark = tuple[frozenset[str], tuple[int, int] | None]  # batch names taken, manifest stat
 
 
 @dataclass
@@ -151,6 +151,8 @@ def batch_argv(batch: Batch, out: Path, options: CaptureOptions) -> list[str]:
         metrics=(
             [DURATION_METRIC]
             if batch.kind == "times" or options.durations_only
+            else list(LIGHT_METRICS)
+            if batch.kind == "light"
             else capture_metrics(options.drill)
         ),
         groups=[e.group for e in batch.entries],
@@ -176,10 +178,11 @@ def plan_capture(
         check_resumable(previous, shapes, sha256, options, out)
         if options.coverage_pct is None:  # --resume keeps the capture's target unless given
             options = replace(options, coverage_pct=previous.coverage_target_pct)
-    done = {
+    light = light_set(shapes, options.coverage_pct, options.light_after_pct)
+    done = {  # a light shape no longer in the light band is captured again, in full
         r.group: r
         for r in (previous.shapes if previous else [])
-        if r.status == "ok" and report_kept(out, r.report)
+        if r.status == "ok" and report_kept(out, r.report) and (not r.light or r.group in light)
     }
     entries, below = _by_time(shapes_path, shapes, entries, options, set(done))
     check_fits(shapes_path, entries, gpu_bytes or LARGEST_GPU_BYTES)
@@ -195,7 +198,8 @@ def plan_capture(
     # drill-down captures a few chosen shapes again, one process per stage as before
     by_time = options.order == "time" and options.per_stage and is_timed(shapes)
     bands = time_bands(entries) if by_time and options.drill is None else None
-    batches = _batches(todo, untimed, taken, options, bands)
+    full = [e for e in todo if e.group not in light]
+    batches = _batches(full, untimed, taken, options, bands, [e for e in todo if e.group in light])
     argv = {b.name: batch_argv(b, out, options) for b in batches}
     return Plan(
         shapes_path, shapes, sha256, out, options, entries, batches, argv, kept, previous, seen,
@@ -267,39 +271,19 @@ def _batches(
     taken: frozenset[str],
     options: CaptureOptions,
     bands: dict[str, int] | None = None,
+    light: list[ShapeEntry] | None = None,
 ) -> list[Batch]:
     """The batches of the shapes to capture (one per stage, cut at the time `bands` when
-    capturing by time, or one per GPU), each followed by its duration-only batch under
-    --repeat; `untimed` (--resume) are timed in one more."""
+    capturing by time, or one per GPU), then those of the `light` shapes (--light-after), each
+    followed by its duration-only batch under --repeat; `untimed` (--resume) are timed in one
+    more."""
     if not options.per_stage and len(options.gpus) > 1:
         batches = gpu_batches(entries, options.gpus, options.max_batch, taken)
     else:
         batches = plan_batches(entries, options.max_batch, taken, options.per_stage, bands)
+    taken |= frozenset(b.name for b in batches)
+    batches += light_batches(light or [], taken, options.max_batch, options.per_stage, options.gpus)
     return with_times(batches, untimed, taken) if options.timed_repeats else batches
-
-
-def folder_mark(out: Path) -> FolderMark:
-    """What a plan depends on in `out`: the batch names its reports and logs take, and the
-    manifest's size and modification time (None without one)."""
-    try:
-        stat = (out / MANIFEST_NAME).stat()
-    except OSError:
-        return _names_in(out), None
-    return _names_in(out), (stat.st_size, stat.st_mtime_ns)
-
-
-def _names_in(out: Path) -> frozenset[str]:
-    """Batch names whose report or log is already in `out`: a new batch never writes over
-    one, also in a folder that holds no capture yet."""
-    if not out.is_dir():
-        return frozenset()
-    names = set()
-    for path in out.iterdir():
-        if is_report_name(path):
-            names.add(report_stem(path))
-        elif path.name.endswith(".ncu.log"):
-            names.add(path.name.removesuffix(".ncu.log"))
-    return frozenset(names)
 
 
 def check_resumable(

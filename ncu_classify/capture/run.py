@@ -70,12 +70,13 @@ def _capture(plan: Plan, host: Host, progress: CaptureProgress | None) -> Manife
     """capture() once the host is known and the folder is this process's alone."""
     out, options = plan.out, plan.options
     records = {r.group: r for r in plan.kept}
-    # shapes to capture start afresh; shapes only to time again keep their record (--resume)
+    # shapes to capture start afresh (marked if with the light list); shapes only to time
+    # again keep their record (--resume)
     records.update(
         {
-            e.group: manifest_shape(e)
+            e.group: manifest_shape(e).model_copy(update={"light": b.kind == "light"})
             for b in plan.batches
-            if b.kind == "counters"
+            if b.kind != "times"
             for e in b.entries
         }
     )
@@ -89,6 +90,7 @@ def _capture(plan: Plan, host: Host, progress: CaptureProgress | None) -> Manife
     )
     manifest.shard = f"{options.shard[0]}/{options.shard[1]}"
     manifest.coverage_target_pct = options.coverage_pct
+    manifest.light_after_pct = options.light_after_pct
     manifest.below_target = [below_target(e) for e in plan.below]
     if plan.batches:  # (a --resume with nothing to capture keeps the host that captured)
         manifest.host = _with(
@@ -270,7 +272,7 @@ def _schedule(
     queues: dict[int | None, list[Batch]] = {g: [] for g in gpus}
     loads = dict.fromkeys(gpus, 0.0)
     follows = _times_of(batches)
-    firsts = [b for b in batches if b.kind == "counters" or b not in follows.values()]
+    firsts = [b for b in batches if b.kind != "times" or b not in follows.values()]
     for batch in firsts if keep_order else sorted(firsts, key=lambda b: -len(b.entries)):
         if batch.device in queues:
             gpu = batch.device
@@ -285,12 +287,12 @@ def _schedule(
 
 
 def _times_of(batches: list[Batch]) -> dict[str, Batch]:
-    """The times batch that follows each counters batch in the plan (it must run after it,
-    on the same GPU: it times the shapes the counters batch captured)."""
+    """The times batch that follows each counters (or light) batch in the plan (it must run
+    after it, on the same GPU: it times the shapes that batch captured)."""
     return {
         first.name: then
         for first, then in itertools.pairwise(batches)
-        if first.kind == "counters" and then.kind == "times"
+        if first.kind != "times" and then.kind == "times"
     }
 
 

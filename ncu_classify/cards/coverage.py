@@ -56,3 +56,9 @@ class StageCoverage(BaseModel):
     calls: int = Field(ge=0, description="the program's device-op calls in the stage")
     covered_calls: int = Field(ge=0)
     uncovered: list[UncoveredWork] = Field(description="what no card covers, largest first")
+    light_shapes: int = Field(
+        default=0, ge=0, description="of the covered shapes, those captured with the light list"
+    )
+    light_real_us: NonNegative | None = Field(
+        default=None, description="their program kernel time per run (None by calls or if none)"
+    )

@@ -27,11 +27,12 @@ from .machine import CaptureInfo, GpuInfo
 from .projected import KernelProjection, Projection
 from .repeats import KernelRepeats, Measurement
 
-SCHEMA_VERSION = "1.9"  # 1.2: tensor_pct over elapsed cycles; 1.3: captures, calls,
+SCHEMA_VERSION = "1.10"  # 1.2: tensor_pct over elapsed cycles; 1.3: captures, calls,
 # source; 1.4: coverage of a recorded program, real_us and real_kernels per card; 1.5:
 # drill_down per kernel, settled per card; 1.6: repeats per kernel, measurement per card;
 # 1.7: rules_yaml, and paths named the same from any working folder; 1.8: real_kernel_names;
-# 1.9: projection (ncu-classify project) per file and per kernel
+# 1.9: projection (ncu-classify project) per file and per kernel; 1.10: captured_light per
+# card, light_shapes / light_real_us per coverage stage (capture --light-after)
 SCOPE = (
     "Isolated replays under Nsight Compute kernel replay (each kernel serialised, caches flushed"
     " between passes, clocks left unlocked with --clock-control none); classifications are per"
@@ -176,6 +177,11 @@ class Card(BaseModel):
         description="capture --repeat N: time per repeat, clocks, and whether the verdict is"
         " stable over the measured spread",
     )
+    captured_light: bool | None = Field(
+        default=None,
+        description="captured with the light metric list (capture --light-after): sm_pct, l2_pct,"
+        " hot units and the roofline's FLOPs were not measured; written only where true",
+    )
     legacy_fields: LegacyFields = Field(default_factory=dict)
 
 
@@ -243,6 +249,7 @@ CLASSIFY_FIELDS = frozenset(Card.model_fields) - {
     "legacy_fields",
     "settled",
     "measurement",
+    "captured_light",
 }
 # written only for shapes whose recording timed them on a GPU
 RECORDED_ONLY = ("real_us", "real_kernels", "real_kernel_names", "real_calls")

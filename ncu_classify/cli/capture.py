@@ -16,6 +16,7 @@ from .app import EXIT_INTERRUPTED, app, errors, examples
 from .options import (
     capture_order,
     coverage_percent,
+    light_percent,
     parse_gpus,
     parse_shard,
     positive_float,
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
         "ncu-classify capture --shapes shapes.yaml -o drill/ --drill-down cards.json --one-process",
         "ncu-classify capture --shapes shapes.yaml -o raw5/ --one-process --repeat 5",
         "ncu-classify capture --shapes recorded.yaml -o raw/ --coverage 99.5",
+        "ncu-classify capture --shapes recorded.yaml -o raw/ --coverage 99.5 --light-after 95",
     ),
 )
 def capture_command(
@@ -136,8 +138,19 @@ def capture_command(
             callback=coverage_percent,
         ),
     ] = None,
+    light_after: Annotated[
+        float | None,
+        typer.Option(
+            metavar="PCT",
+            help="with --coverage: per stage, the shapes past PCT % of the stage's time (up to"
+            " the target) are captured with the light metric list, about one replay pass a"
+            " kernel; their cards leave sm_pct, l2_pct, hot units and FLOPs unmeasured",
+            callback=light_percent,
+        ),
+    ] = None,
 ) -> None:
     """Replay every shape under ncu into OUTPUT (reports + manifest.json)."""
+    from ..capture.light import check_light_after
     from ..capture.run import CaptureOptions, capture, plan_capture
     from .outputs import output_folder
 
@@ -149,6 +162,9 @@ def capture_command(
             raise UsageError(
                 "--coverage and --drill-down: a drill-down captures the shapes it names"
             )
+    if light_after is not None and (coverage is not None or not resume):
+        with errors():  # (on --resume the capture's own target may apply: checked at plan)
+            check_light_after(light_after, coverage)
     if repeat_counters and repeat < 2:
         with errors():
             raise UsageError("--repeat-counters needs --repeat N with N of 2 or more")
@@ -166,6 +182,7 @@ def capture_command(
         drop_sources=drop_sources,
         order="file" if order == "file" else "time",
         coverage_pct=coverage,
+        light_after_pct=light_after,
     )
     with errors():
         output = output_folder(output_given)

@@ -62,6 +62,13 @@ def coverage_percent(value: float | None) -> float | None:
     return value
 
 
+def light_percent(value: float | None) -> float | None:
+    """--light-after: a share of each stage's kernel time, more than 0 and less than 100."""
+    if value is not None and not 0 < value < 100:  # also refuses nan
+        raise typer.BadParameter(f"{value}: a percentage more than 0 and less than 100")
+    return value
+
+
 def capture_order(value: str) -> str:
     """--order: `time` (largest program time first) or `file`."""
     if value not in ("time", "file"):

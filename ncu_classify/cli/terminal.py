@@ -47,14 +47,19 @@ def warning_line(message: str) -> None:
 
 def print_plan(plan: Plan) -> None:
     for batch in plan.batches:
-        what = "shapes" if batch.kind == "counters" else "shapes, their repeats (durations)"
+        what = {"counters": "shapes", "light": "shapes, with the light metric list"}.get(
+            batch.kind, "shapes, their repeats (durations)"
+        )
         out.print(f"# batch {batch.name}: {len(batch.entries)} {what}")
         for entry in batch.entries:
             out.print(f"#   {printable(entry.group)}")
         out.print(printable(shlex.join(plan.argv[batch.name])))
-    total = sum(len(b.entries) for b in plan.batches if b.kind == "counters")
+    total = sum(len(b.entries) for b in plan.batches if b.kind != "times")
+    light = sum(len(b.entries) for b in plan.batches if b.kind == "light")
     timed = sum(len(b.entries) for b in plan.batches if b.kind == "times")
     line = f"# {counted(total, 'shape')} to capture, {len(plan.kept)} already captured"
+    if light:
+        line += f" ({light} with the light list: --light-after {plan.options.light_after_pct:g})"
     if timed:
         line += f"; {timed} shapes to measure {plan.repeat - 1} more times (--repeat {plan.repeat})"
     out.print(line)
@@ -174,6 +179,7 @@ def print_manifest(manifest: Manifest) -> None:
     for s in manifest.shapes:
         passes = sorted(set(s.replay_passes))
         line = f"{s.status:7} {s.group}  kernels={s.kernels} passes={passes}"
+        line += "  light" if s.light else ""
         out.print(printable(line + (f"  ({s.error})" if s.error else "")))
     for b in manifest.batches:
         where = "" if b.gpu is None else f" on GPU {b.gpu}"

@@ -245,6 +245,33 @@ def capture_metric_names() -> list[str]:
     return [spec.names[0] for spec in CATALOG] + list(BREAKDOWNS.values())
 
 
+# The light tier of `capture --light-after` (issue 41): counters that cost about one replay pass
+# together (measured alone, H100/H200, ncu 2025.3.1: the dram throughput, the two tensor-pipe
+# figures, and bytes + cycles + pipes, 0.03 s a kernel against 0.3-0.44 s for the full list),
+# plus launch statistics, which cost no pass. It lacks the card figures of the costly ones:
+# sm_pct (sm__throughput: 9 passes alone), l2_pct (lts__throughput: 5), the hot units (the
+# throughput breakdowns) and the roofline's FLOPs (the SASS and tensor-op counters), so a rule
+# that needs them stays unknown on a light kernel. Its own pass count is still to be measured
+# on a GPU: reports/speed/probe_pass_cost.py's `light` list is this one.
+LIGHT_METRICS: tuple[str, ...] = (
+    "gpu__time_duration.sum",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    TENSOR_ELAPSED,
+    TENSOR_ACTIVE,
+    "dram__bytes.sum",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "lts__t_bytes.sum",
+    "l1tex__t_bytes.sum",
+    "sm__cycles_active.avg",
+    "sm__cycles_elapsed.avg",
+    "sm__issue_active.avg.pct_of_peak_sustained_elapsed",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "sm__maximum_warps_per_active_cycle_pct",
+    *(spec.names[0] for spec in CATALOG if spec.names[0].startswith("launch__")),
+)
+
+
 def derive(values: dict[str, float | None]) -> dict[str, float | None]:
     """Derived metrics from card values; None where an input is missing or the divisor is 0."""
     out: dict[str, float | None] = {}

@@ -16,6 +16,7 @@ from ..cards.coverage import BELOW_TARGET_WHY, WITHOUT_MANIFEST, StageCoverage, 
 from ..cards.fidelity import FIDELITY_TOLERANCE, fidelity
 from ..cards.model import CardFile
 from ..core.ordering import stage_order
+from ..core.text import counted
 
 UNKNOWN = "these cards were not made from a recorded program (ncu-classify record)"
 NO_MANIFEST = (
@@ -166,9 +167,19 @@ def stage_line(stage: StageCoverage) -> str:
         time = f" ({millis(sum(w.real_us or 0 for w in rest))})" if timed else ""
         items.append(f"and {len(rest)} more{time}")
     return (
-        f"coverage {stage.stage}: {share} of {whole}; replayed {millis(stage.replayed_us)};"
+        f"coverage {stage.stage}: {share} of {whole}{light_clause(stage)};"
+        f" replayed {millis(stage.replayed_us)};"
         f" not covered: {', '.join(items) or 'nothing'}"
     )
+
+
+def light_clause(stage: StageCoverage) -> str:
+    """` (63 shapes, 13.9 ms, with the light list)`: of the covered shapes, those `capture
+    --light-after` took with the light metric list; empty where none was."""
+    if not stage.light_shapes:
+        return ""
+    time = f", {millis(stage.light_real_us)}" if stage.light_real_us is not None else ""
+    return f" ({counted(stage.light_shapes, 'shape')}{time}, with the light list)"
 
 
 def pinned(

@@ -17,7 +17,7 @@ from ..cards.rollup import KernelClassRow, SummaryRow
 from ..core.errors import UsageError
 from ..core.paths import short_names
 from ..core.text import counted, figure, md_code, md_text, printable
-from .coverage import BASIS_SHORT, millis
+from .coverage import BASIS_SHORT, light_clause, millis
 from .next_measured import measured_text
 from .next_text import next_markdown, stage_cells, stage_notes
 from .page_chart import DASHES, build_chart
@@ -110,6 +110,7 @@ def page_html(files: list[tuple[str, CardFile]], title: str, tries: Sequence[Tri
         "num": _num,
         "inference_us": _inference_us,
         "ms": _ms,
+        "light_clause": light_clause,
         "basis": BASIS_SHORT,
         "shown_cards": SHOWN_CARDS,
     }
@@ -208,6 +209,7 @@ def _coverage_markdown(view: PageView) -> list[str]:
     for f in known:
         for s in f.coverage.stages:
             share = "-" if s.coverage_pct is None else f"{s.coverage_pct:.1f} %"
+            share += light_clause(s)
             lines.append(
                 f"| {MARKER_NAMES[f.marker]} {md_code(f.label)} | {md_text(s.stage)} |"
                 f" {BASIS_SHORT[s.basis]} | {_ms(s.real_us)} | {share} | {_ms(s.replayed_us)} |"

@@ -71,7 +71,7 @@ def _shape_card(
             f" {shape.kernels}: report incomplete?"
         )
     report = shown_under(path, reads.named) if path is not None else shape.report
-    return build_card(
+    card = build_card(
         **shape.identity(),
         kernels=kernels,
         rules=rules,
@@ -79,6 +79,17 @@ def _shape_card(
         ncu_output=report,
         error=error,
     )
+    if not shape.light:
+        return card
+    return card.model_copy(update={"captured_light": True, "notes": [*card.notes, LIGHT_NOTE]})
+
+
+# A card of a shape `capture --light-after` took with the light list (core.metrics.LIGHT_METRICS):
+# the rules judge what it has, and what needs the rest stays unknown (unchecked, unresolved).
+LIGHT_NOTE = (
+    "captured with the light metric list: sm_pct, l2_pct, hot units and the roofline's FLOPs"
+    " were not measured"
+)
 
 
 def _foreign_cards(

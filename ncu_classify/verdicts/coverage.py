@@ -105,6 +105,8 @@ def stage_coverage(
     uncovered += [_not_given(u) for u in rest] if in_part else rest
     uncovered.sort(key=lambda u: (-(u.real_us or 0), -u.calls, u.name))
     part = covered_us if timed else covered_calls
+    light = [card for card in covered if card.captured_light]
+    light_us = sum((c.real_us or 0) * recorded_calls(c) for c in light) if timed and light else None
     pct = min(100.0, 100 * part / amount) if amount and part is not None else None
     return StageCoverage(
         stage=stage,
@@ -116,6 +118,8 @@ def stage_coverage(
         calls=whole.calls,
         covered_calls=covered_calls,
         uncovered=uncovered,
+        light_shapes=len(light),
+        light_real_us=round(light_us, 3) if light_us is not None else None,
     )
 
 

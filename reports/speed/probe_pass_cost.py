@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from ncu_classify.capture.drill import capture_metrics  # noqa: E402
-from ncu_classify.core.metrics import TENSOR_ACTIVE, TENSOR_ELAPSED  # noqa: E402
+from ncu_classify.core.metrics import LIGHT_METRICS, TENSOR_ACTIVE, TENSOR_ELAPSED  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe_replay_modes import C_PROGRAM  # noqa: E402  (the same one-warp program)
@@ -68,6 +68,7 @@ def proxies() -> dict[str, list[str]]:
         "tensor_pipe_only": [TENSOR_ELAPSED, TENSOR_ACTIVE],
         "bytes_and_cycles": raw,
         "bytes_cycles_pipes": raw + pipes,
+        "light": list(LIGHT_METRICS),  # capture --light-after's list (core.metrics)
         "bytes_cycles_pipes_fma_lsu": raw + pipes + [
             "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed",
             "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_elapsed",

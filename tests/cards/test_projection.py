@@ -156,7 +156,7 @@ def test_the_cli_writes_a_marked_projection_byte_identical_twice(
     assert run(["project", str(CARDS), "--to", "h100-sxm", "-o", str(second)]) == 0
     assert first.read_bytes() == second.read_bytes()  # no clock: generated_at is the source's
     doc = json.loads(first.read_text())
-    assert doc["schema_version"] == "1.9"
+    assert doc["schema_version"] == "1.10"
     assert (doc["projection"]["source"], doc["projection"]["target"]) == ("H200", "H100-SXM")
     assert doc["projection"]["target_gpu"]["dram_tbps"]["value"] == 3.35
     out = capsys.readouterr().out

@@ -22,7 +22,7 @@ def test_classify_writes_cards_and_prints_the_summary(tmp_path: Path) -> None:
     result = _run("classify", SMOKE, USER_FULL, "-o", out)
     assert result.exit_code == 0, result.output
     doc = json.loads(out.read_text())
-    assert doc["schema_version"] == "1.9" and doc["rules_id"] == "legacy-v1"
+    assert doc["schema_version"] == "1.10" and doc["rules_id"] == "legacy-v1"
     assert len(doc["cards"]) == 15
     assert doc["by_stage"]["dit"] == {
         "compute_bound": 1,

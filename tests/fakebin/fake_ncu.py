@@ -88,7 +88,7 @@ def main():
     entries = json.loads(Path(batch_file).read_text())["entries"]
     if groups != [e["group"] + "/" for e in entries]:
         fail(f"--nvtx-include {groups} does not name the batch's ranges with a trailing slash")
-    from ncu_classify.core.metrics import capture_metric_names
+    from ncu_classify.core.metrics import LIGHT_METRICS, capture_metric_names
     from ncu_classify.core.stalls import drill_metric_names
 
     base = capture_metric_names()  # a drill-down adds the warp-state counters
@@ -97,10 +97,11 @@ def main():
         base,
         base + [n for n in drill_metric_names() if n not in base],
         durations_only,
+        list(LIGHT_METRICS),  # a light batch (--light-after): still served a full report
     ):
         fail(
             "--metrics is not the catalog's list (nor it with the drill-down counters, nor"
-            " the duration alone)"
+            " the duration alone, nor the light list)"
         )
     mode = os.environ.get("FAKE_NCU_MODE", "ok")
     started = time.time()

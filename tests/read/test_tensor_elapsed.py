@@ -80,7 +80,7 @@ def test_old_cards_are_upgraded_on_load(tmp_path: Path, rules: LoadedRules) -> N
     path = tmp_path / "old.json"
     path.write_text(json.dumps(old))
     upgraded = load_card_file(path)
-    assert upgraded.schema_version == "1.9"
+    assert upgraded.schema_version == "1.10"
     for new, ref in zip(upgraded.cards, current["cards"], strict=True):
         for kernel, expected in zip(new.kernels, ref["kernels"], strict=True):
             for key in ("tensor_pct", "tensor_active_pct", "sm_cycles_elapsed"):

@@ -85,7 +85,7 @@ def test_reclassified_cards_validate_against_the_published_schema(
 ) -> None:
     for cards in (load_card_file(legacy_path), load_card_file(WORKLOAD), smoke_cards):
         redone = validate(card_file_text(reclassify(cards, rules)))
-        assert redone.schema_version == "1.9" and redone.rules_id == "legacy-v1"
+        assert redone.schema_version == "1.10" and redone.rules_id == "legacy-v1"
     assert validate(
         card_file_text(reclassify(load_card_file(legacy_path), rules))
     ).source_format == ("legacy")

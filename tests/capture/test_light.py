@@ -1,0 +1,285 @@
+"""`capture --coverage P --light-after L` (issue 41's light tier): which shapes of the Wan 14B
+recording go light, the light batches' command lines, the refusals, the manifest's fields, a
+capture by the stand-in ncu and its --resume, and the cards of light reports.
+
+The stand-in ncu serves committed full reports: a light batch gets a full report there (its
+command line asks for the light list, checked). The cards of light kernels are made from a real
+H200 capture read with every metric outside LIGHT_METRICS dropped at read time."""
+
+from __future__ import annotations
+
+import collections
+import json
+import lzma
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import ROOT
+
+from ncu_classify.capture.light import light_set
+from ncu_classify.capture.manifest import read_manifest, write_manifest
+from ncu_classify.capture.order import program_us, wanted_groups
+from ncu_classify.capture.plan import CaptureOptions, plan_capture
+from ncu_classify.cards.model import CardFile
+from ncu_classify.cli.entry import run
+from ncu_classify.core.errors import UsageError
+from ncu_classify.core.metrics import LIGHT_METRICS, PASSES_METRIC, capture_metric_names
+from ncu_classify.shapes.file import read_shapes
+from ncu_classify.verdicts.rules import LoadedRules
+
+WAN = ROOT / "reports" / "record" / "wan_14b_480x832_h200_shapes.yaml.xz"
+BLOCK = ROOT / "fixtures" / "compiled_h200"
+RANDN, CAST = "main:aten.randn.default", "main:aten._to_copy.default:1x128x8x240x360:bf16"
+
+
+@pytest.fixture(scope="module")
+def wan_shapes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Wan 14B recording, decompressed."""
+    path = tmp_path_factory.mktemp("wan") / "shapes.yaml"
+    path.write_bytes(lzma.decompress(WAN.read_bytes()))
+    return path
+
+
+@pytest.fixture
+def light_stand_in(stand_in: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stand-in ncu, importing this checkout's ncu_classify (it checks the light list)."""
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+
+
+def test_the_light_list_is_cheap_names_only() -> None:
+    """Every light name is in the full list (the probe's proxies: dram__bytes.sum, ...), with
+    every launch statistic (no pass) and neither sm__throughput nor lts__throughput."""
+    full = capture_metric_names()
+    assert set(LIGHT_METRICS) <= set(full) and len(set(LIGHT_METRICS)) == len(LIGHT_METRICS)
+    assert {n for n in full if n.startswith("launch__")} <= set(LIGHT_METRICS)
+    assert len(LIGHT_METRICS) == 22  # 14 counters, 8 launch statistics
+    assert not any(n.startswith(("sm__throughput", "lts__throughput")) for n in LIGHT_METRICS)
+
+
+def test_which_wan_shapes_go_light(wan_shapes: Path, tmp_path: Path) -> None:
+    """--coverage 99.5 --light-after 95 on the Wan 14B recording: of the 167 shapes captured,
+    72 go light (dit 7, 4.02 % of its time; vae 63, 4.42 %; output 2, 2.56 %), 104 of the
+    289 recorded kernels; the full batches come first, then one light batch per stage."""
+    shapes, _ = read_shapes(wan_shapes)
+    light = light_set(shapes, 99.5, 95)
+    assert light == wanted_groups(shapes, 99.5) - wanted_groups(shapes, 95)
+    per: dict[str, list[float]] = {}
+    for entry in shapes.entries():
+        if entry.group in light:
+            seen = per.setdefault(entry.stage, [0, 0.0, 0])
+            seen[0] += 1
+            seen[1] += program_us(entry) or 0
+            seen[2] += entry.shape.real_kernels or 0
+    assert {s: (n, round(t, 1)) for s, (n, t, _) in per.items()} == {
+        "dit": (7, 10458.6), "vae": (63, 13864.2), "output": (2, 4.9)
+    }  # fmt: skip
+    kernels = sum(e.shape.real_kernels or 0 for e in shapes.entries() if e.group in light)
+    taken = wanted_groups(shapes, 99.5)
+    assert (len(taken), len(light), kernels) == (167, 72, 104)
+    assert sum(e.shape.real_kernels or 0 for e in shapes.entries() if e.group in taken) == 289
+    assert (len(light_set(shapes, 99.5, 99)), len(light_set(shapes, 99.5, 90))) == (18, 101)
+    plan = plan_capture(
+        wan_shapes, tmp_path / "raw", CaptureOptions(coverage_pct=99.5, light_after_pct=95)
+    )
+    assert [(b.name, b.kind, len(b.entries)) for b in plan.batches] == [
+        ("vae-1", "counters", 4), ("dit", "counters", 22), ("output", "counters", 9),
+        ("vae-2", "counters", 36), ("vae-3", "counters", 24),
+        ("dit.light", "light", 7), ("vae.light", "light", 63), ("output.light", "light", 2),
+    ]  # fmt: skip
+    assert {e.group for b in plan.batches if b.kind == "light" for e in b.entries} == light
+
+
+def _metrics(argv: list[str]) -> list[str]:
+    return argv[argv.index("--metrics") + 1].split(",")
+
+
+def test_a_light_batch_asks_for_the_light_list(
+    wan_shapes: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A light batch's ncu argv names LIGHT_METRICS (a full one, the 56 names); --dry-run
+    prints the light batches and their command lines."""
+    options = CaptureOptions(coverage_pct=99.5, light_after_pct=95, ncu="ncu")
+    plan = plan_capture(wan_shapes, tmp_path / "raw", options)
+    assert _metrics(plan.argv["vae.light"]) == list(LIGHT_METRICS)
+    assert _metrics(plan.argv["dit"]) == capture_metric_names()
+    argv = ["capture", "--shapes", str(wan_shapes), "-o", str(tmp_path / "dry"), "--dry-run"]
+    assert run([*argv, "--coverage", "99.5", "--light-after", "95"]) == 0
+    out = capsys.readouterr().out
+    assert "# batch vae.light: 63 shapes, with the light metric list" in out
+    assert ",".join(LIGHT_METRICS) in out
+    assert "# 167 shapes to capture, 0 already captured (72 with the light list:" in out
+
+
+@pytest.mark.parametrize(
+    ("extra", "line"),
+    [
+        (["--light-after", "95"], "--light-after 95 needs --coverage"),
+        (["--coverage", "90", "--light-after", "95"], "less than the coverage target (90)"),
+        (["--coverage", "95", "--light-after", "95"], "less than the coverage target (95)"),
+        (["--coverage", "99", "--light-after", "100"], "more than 0 and less than 100"),
+    ],
+)
+def test_a_light_after_out_of_place_is_refused(
+    wan_shapes: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    extra: list[str],
+    line: str,
+) -> None:
+    """Without --coverage, at or above its target, or not a share below 100: exit 2, one line."""
+    argv = [
+        "capture",
+        "--shapes",
+        str(wan_shapes),
+        "-o",
+        str(tmp_path / "raw"),
+        "--dry-run",
+        *extra,
+    ]
+    assert run(argv) == 2
+    err = capsys.readouterr().err
+    assert line in err and "Traceback" not in err
+    with pytest.raises(UsageError, match="needs --coverage"):
+        light_set(read_shapes(wan_shapes)[0], None, 95)
+
+
+def test_the_manifest_round_trips_and_old_ones_read_unchanged(tmp_path: Path) -> None:
+    """`light` and `light_after_pct` are written only where they apply: the committed capture's
+    manifest reads with neither and is written back without them."""
+    old = read_manifest(BLOCK / "cap" / "manifest.json")
+    assert old.light_after_pct is None and not any(s.light for s in old.shapes)
+    write_manifest(tmp_path, old)
+    text = (tmp_path / "manifest.json").read_text()
+    assert '"light' not in text
+    lit = old.model_copy(deep=True)
+    lit.shapes[1].light, lit.coverage_target_pct, lit.light_after_pct = True, 100.0, 60.0
+    write_manifest(tmp_path, lit)
+    again = read_manifest(tmp_path / "manifest.json")
+    assert again == lit and [s.light for s in again.shapes] == [False, True, False]
+    assert (tmp_path / "manifest.json").read_text().count('"light": true') == 1
+
+
+def _manifest(raw: Path) -> dict[str, Any]:
+    return json.loads((raw / "manifest.json").read_text())  # type: ignore[no-any-return]
+
+
+def test_a_light_capture_and_its_resume(
+    light_stand_in: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The compiled block's recording at --coverage 100 --light-after 60: main's cast (68.2 %
+    of main's time) is captured in full, its draw (203.6 us) light in `main.light`, which asks
+    for the light list (the stand-in serves it the committed full report); its card says so,
+    and summary's coverage line counts it. --resume with the same value keeps it; --resume
+    without --light-after captures it again with the full list."""
+    raw, shapes = tmp_path / "raw", str(BLOCK / "shapes.yaml")
+    base = ["capture", "--shapes", shapes, "-o", str(raw)]
+    assert run([*base, "--coverage", "100", "--light-after", "60"]) == 0
+    manifest = _manifest(raw)
+    assert manifest["light_after_pct"] == 60.0
+    assert [(b["name"], b["kind"], b["groups"]) for b in manifest["batches"]] == [
+        ("block", "counters", ["block:compiled:block:g0:compiled"]),
+        ("main", "counters", [CAST]),
+        ("main.light", "light", [RANDN]),
+    ]
+    assert _metrics(manifest["batches"][2]["argv"]) == list(LIGHT_METRICS)
+    assert {s["group"]: s.get("light", False) for s in manifest["shapes"]} == {
+        "block:compiled:block:g0:compiled": False, RANDN: True, CAST: False,
+    }  # fmt: skip
+    assert run(["classify", str(raw), "-o", str(tmp_path / "cards.json")]) == 0
+    cards = {c["group"]: c for c in json.loads((tmp_path / "cards.json").read_text())["cards"]}
+    assert cards[RANDN]["captured_light"] is True and "captured_light" not in cards[CAST]
+    assert any(
+        "captured with the light metric list: sm_pct, l2_pct" in n for n in cards[RANDN]["notes"]
+    )
+    capsys.readouterr()
+    assert run(["summary", str(tmp_path / "cards.json")]) == 0
+    assert "(1 shape, 0.204 ms, with the light list); replayed" in capsys.readouterr().out
+    assert run([*base, "--resume", "--light-after", "60"]) == 0
+    assert len(_manifest(raw)["batches"]) == 3  # kept: nothing to capture
+    assert run([*base, "--resume"]) == 0
+    manifest = _manifest(raw)
+    assert "light_after_pct" not in manifest
+    assert [(b["name"], b["kind"], b["groups"]) for b in manifest["batches"][3:]] == [
+        ("main.r2", "counters", [RANDN])
+    ]
+    assert not any(s.get("light") for s in manifest["shapes"])
+    assert run(["classify", str(raw), "-o", str(tmp_path / "full.json")]) == 0
+    redone = {c["group"]: c for c in json.loads((tmp_path / "full.json").read_text())["cards"]}
+    assert "captured_light" not in redone[RANDN] and redone[RANDN]["ncu_output"].endswith(
+        "main.r2.ncu-rep"
+    )
+
+
+class _LightAction:
+    """An ncu_report action that answers only the light list's metrics (and the report's own
+    attributes: device, replay passes), as a report of a light batch would."""
+
+    KEEP = frozenset(LIGHT_METRICS) | {PASSES_METRIC}
+
+    def __init__(self, action: Any) -> None:
+        self._action = action
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._action, name)
+
+    def metric_by_name(self, name: str) -> Any:
+        if name in self.KEEP or name.startswith("device__attribute"):
+            return self._action.metric_by_name(name)
+        return None
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_light_cards_from_real_counters(
+    rules: LoadedRules, wan: CardFile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Wan 14B H200 capture (fixtures/record_h200_wan14b, 253 cards) read with only the
+    light list's counters, every shape marked light: the 64 DRAM-bound verdicts and the 19
+    compute-bound ones the tensor pipe decides stay; 3 compute-bound kernels that were DRAM
+    bound too become dram_bandwidth_bound (sm_pct unchecked: the rules try the next rule);
+    the L2-bound (59), tail (52: cycles_elapsed is not in the list), other compute-bound (27)
+    and latency (2) ones become unresolved with sm_pct / l2_pct unchecked. Nothing invented."""
+    pytest.importorskip("ncu_report")
+    import ncu_classify.read.kernels as kernels
+    from ncu_classify.verdicts.classify import LIGHT_NOTE, classify
+
+    read = kernels.read_kernel
+    monkeypatch.setattr(
+        kernels, "read_kernel", lambda action, *a, **k: read(_LightAction(action), *a, **k)
+    )
+    folder = tmp_path / "cap"
+    shutil.copytree(ROOT / "fixtures" / "record_h200_wan14b", folder)
+    manifest = read_manifest(folder / "manifest.json")
+    for shape in manifest.shapes:
+        shape.light = True
+    write_manifest(folder, manifest)
+    light = classify([folder], rules, jobs=1)
+    full = wan
+    assert [c.group for c in light.cards] == [c.group for c in full.cards]
+    flips = collections.Counter(
+        (f.primary, c.primary) for f, c in zip(full.cards, light.cards, strict=True)
+    )
+    unresolved = "unresolved_no_dominant_limiter"
+    assert dict(flips) == {
+        ("dram_bandwidth_bound", "dram_bandwidth_bound"): 64,
+        ("compute_bound", "compute_bound"): 19,
+        ("compute_bound", "dram_bandwidth_bound"): 3,
+        ("l2_bandwidth_bound", unresolved): 59,
+        ("partial_wave_tail", unresolved): 52,
+        ("compute_bound", unresolved): 27,
+        ("latency_or_occupancy_limited", unresolved): 2,
+        (unresolved, unresolved): 27,
+    }
+    assert all(c.captured_light and LIGHT_NOTE in c.notes for c in light.cards)
+    for card in light.cards:
+        if card.primary == unresolved:
+            assert card.status == "unresolved"
+            for kernel in card.kernels:
+                assert {"sm_pct"} <= set(kernel.unchecked_metrics) <= {
+                    "sm_pct", "l2_pct", "sm_active_over_elapsed"
+                }  # fmt: skip
+        assert "sm_pct" in card.missing_metrics and "l2_pct" in card.missing_metrics
+    assert collections.Counter(c.status for c in light.cards) == {
+        "unresolved": 167, "classified": 86
+    }  # fmt: skip
