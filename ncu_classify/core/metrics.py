@@ -265,6 +265,7 @@ LIGHT_METRICS: tuple[str, ...] = (
     "l1tex__t_bytes.sum",
     "sm__cycles_active.avg",
     "sm__cycles_elapsed.avg",
+    "gpc__cycles_elapsed.max",  # the tail rule's elapsed cycles (sm_active_over_elapsed)
     "sm__issue_active.avg.pct_of_peak_sustained_elapsed",
     "sm__warps_active.avg.pct_of_peak_sustained_active",
     "sm__maximum_warps_per_active_cycle_pct",
