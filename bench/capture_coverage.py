@@ -14,6 +14,9 @@ takes the whole capture's time as given (seconds) instead of measuring it, for t
 run; `--no-half` skips that run; `--budget S` stops the target's capture after S seconds (a
 device command has 10 minutes) and says how far it got (shapes by status, kernels captured).
 `--dry-run` writes the scaled file and prints the plans (shapes, below target).
+`--light-after L [L ...]` adds, after the target's capture, one capture at the same target per
+L with `--light-after L` (the tail with the light metric list), each with its share of the whole
+and how many of its light cards' verdicts stayed settled.
 """
 
 from __future__ import annotations
@@ -75,6 +78,18 @@ def coverage(raw: Path, work: Path, name: str) -> dict[str, float | None]:
     return {stage["stage"]: stage["coverage_pct"] for stage in found}
 
 
+def light_verdicts(work: Path, name: str) -> str:
+    """Of a classified capture's cards captured light, how many settled and how many are
+    unresolved (the light list lacks sm_pct and l2_pct)."""
+    try:
+        cards = json.loads((work / f"{name}.json").read_text())["cards"]
+    except (OSError, ValueError, KeyError):
+        return "no cards"
+    light = [c for c in cards if c.get("captured_light")]
+    unresolved = sum(c.get("status") == "unresolved" for c in light)
+    return f"{len(light)} light cards, {len(light) - unresolved} settled, {unresolved} unresolved"
+
+
 def progress(raw: Path) -> str:
     """How far a capture got: its shapes by status (`ok`, `pending`, ...), from its manifest,
     and the kernels of those captured (what ncu's time goes by)."""
@@ -99,6 +114,7 @@ def main() -> None:
     parser.add_argument("--skip-whole", type=float, default=None)
     parser.add_argument("--dry-run", action="store_true")
     parser.add_argument("--no-half", action="store_true", help="skip the SIGTERM run")
+    parser.add_argument("--light-after", type=float, nargs="*", default=[])
     parser.add_argument(
         "--budget", type=float, default=None,
         help="stop the target's capture by SIGTERM after this many seconds (it resumes with"
@@ -131,6 +147,16 @@ def main() -> None:
         f" {progress(args.work / 'target')}, coverage"
         f" {coverage(args.work / 'target', args.work, 'target')}"
     )
+    for light in args.light_after:
+        name = f"light{light:g}"
+        argv = [*base, "-o", str(args.work / name), "--coverage", str(args.coverage)]
+        light_s, code = timed([*argv, "--light-after", str(light)], args.work / f"{name}.log")
+        share = f" ({100 * light_s / whole_s:.1f} % of the whole)" if whole_s > 1 else ""
+        print(
+            f"--coverage {args.coverage} --light-after {light:g}: {light_s:.1f} s{share}, exit"
+            f" {code}, {progress(args.work / name)}, coverage"
+            f" {coverage(args.work / name, args.work, name)}, {light_verdicts(args.work, name)}"
+        )
     if args.no_half:
         return
     half = [*base, "-o", str(args.work / "half")]
