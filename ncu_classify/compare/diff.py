@@ -35,7 +35,7 @@ from .model import (
     SideFigures,
     StageRollup,
 )
-from .sides import below_target_pairs, counted_apart, gpu_warnings, shared_rules, side_header
+from .sides import counted_apart, gpu_warnings, marked_apart, shared_rules, side_header
 
 DELTA_METRICS = ("dur_us", *SHOWN_METRICS)
 
@@ -78,7 +78,7 @@ def diff_cards(
         _shape_diff(pair, compared_stage(pair, pairing.stages), rules, options.noise)
         for pair in pairs
     ]
-    shapes, said = below_target_pairs(baseline, candidate, shapes, pairs)
+    shapes, said = marked_apart(baseline, candidate, shapes, pairs)
     warnings += said
     staged, counted = counted_apart(shapes, pairs, kept)  # (below a target: one side only)
     counts: dict[str, int] = {}

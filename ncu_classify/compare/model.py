@@ -11,11 +11,12 @@ from ..cards.headroom import StageTotals
 from ..cards.machine import GpuInfo, Software
 from ..core.metrics import EVIDENCE_KEYS
 
-DIFF_VERSION = "1.4"  # 1.1: roll-up as summary computes it (x calls, untimed apart); 1.2:
+DIFF_VERSION = "1.5"  # 1.1: roll-up as summary computes it (x calls, untimed apart); 1.2:
 # judged_by and duration intervals per shape, speed `inconclusive` (cards measured with --repeat);
 # 1.3: headroom totals that add up (at_sol_us, cards_without_roof, ...), beat_baseline_sol; a
 # roll-up class without cards on a side that has the stage is 0 us there; 1.4: the change
-# `below_target` (a shape the other side's capture left below its coverage target)
+# `below_target` (a shape the other side's capture left below its coverage target); 1.5: the
+# change `captured_light` (a verdict that differs because one side was captured light)
 Change = Literal[
     "same",
     "flipped",
@@ -25,6 +26,7 @@ Change = Literal[
     "added",
     "removed",
     "below_target",
+    "captured_light",
     "repeat",
 ]
 Speed = Literal["faster", "slower", "within_noise", "inconclusive"]

@@ -236,22 +236,68 @@ def _shape_of_id(group: str) -> tuple[str, Mapping[str, object]] | None:
     return record.op, record.shape_parameters
 
 
+def marked_apart(
+    baseline: CardFile, candidate: CardFile, shapes: list[ShapeDiff], pairs: list[CardPair]
+) -> tuple[list[ShapeDiff], list[str]]:
+    """The shapes with those below one side's coverage target and those one side captured
+    light marked so (`below_target`, `captured_light`), and the warnings that say why."""
+    shapes, below = below_target_pairs(baseline, candidate, shapes, pairs)
+    shapes, light = light_pairs(shapes, pairs)
+    return shapes, below + light
+
+
+# the changes a verdict that differs between the sides reads as
+_VERDICT_CHANGES = ("flipped", "within_noise", "missing_metric", "unclassified")
+
+
+def light_pairs(
+    shapes: list[ShapeDiff], pairs: list[CardPair]
+) -> tuple[list[ShapeDiff], list[str]]:
+    """Shapes one side captured with the light metric list (`capture --light-after`) and the
+    other in full: a verdict that differs between them is `captured_light`, not a flip of the
+    program (the light side's rules left unknown what needs sm_pct, l2_pct, hot units or
+    FLOPs), and a warning says so per side. Both sides light compare like with like."""
+    marked, mixed, read = list(shapes), {"baseline": 0, "candidate": 0}, dict.fromkeys("bc", 0)
+    for number, (shape, pair) in enumerate(zip(shapes, pairs, strict=True)):
+        base, cand = pair.baseline, pair.candidate
+        if base is None or cand is None or bool(base.captured_light) == bool(cand.captured_light):
+            continue
+        side = "baseline" if base.captured_light else "candidate"
+        mixed[side] += 1
+        if shape.change in _VERDICT_CHANGES:
+            why = shape.why.split("; thresholds unknown")[0] if shape.why else None
+            why = f"{why}; the {side} was captured with the light metric list"
+            marked[number] = shape.model_copy(update={"change": "captured_light", "why": why})
+            read[side[0]] += 1
+    said = [
+        f"the {side} has {count} card{'s' if count > 1 else ''} captured with the light metric"
+        f" list (capture --light-after) against full ones: {read[side[0]]} verdicts that differ"
+        " read as captured_light, not as a change of the program (sm_pct, l2_pct, hot units and"
+        " FLOPs were not measured there; its headroom counts them at their measured time);"
+        " capture both sides with one --light-after to compare them"
+        for side, count in mixed.items()
+        if count
+    ]
+    return marked, said
+
+
 def counted_apart(
     shapes: list[ShapeDiff], pairs: list[CardPair], kept: list[list[Card]]
 ) -> tuple[list[tuple[str, CardPair]], list[list[Card]]]:
     """The pairs (with their compared stage) and each side's cards that the roll-up and the
     headroom per stage count: all but the shapes below one side's coverage target, whose time
-    is on the other side only (counted, a stage read as changed by what a capture skipped)."""
+    is on the other side only (counted, a stage read as changed by what a capture skipped),
+    and those whose verdict one side's light capture changed (`captured_light`)."""
     apart = {
         id(card)
         for shape, pair in zip(shapes, pairs, strict=True)
-        if shape.change == "below_target"
+        if shape.change in ("below_target", "captured_light")
         for card in (pair.baseline, pair.candidate)
         if card is not None
     }
     staged = [
         (shape.stage, pair)
         for shape, pair in zip(shapes, pairs, strict=True)
-        if shape.change != "below_target"
+        if shape.change not in ("below_target", "captured_light")
     ]
     return staged, [[card for card in side if id(card) not in apart] for side in kept]
