@@ -74,6 +74,7 @@ CLASS_RULES = {
     "latency_or_occupancy_limited": "latency",
     "unresolved_no_dominant_limiter": "latency",
 }
+LIGHT_RULES = ("dram", "waves")  # what a light kernel's counters carry (capture --light-after)
 M = TypeVar("M", Card, KernelCard)
 
 
@@ -125,8 +126,10 @@ def floor_factor(kernel: KernelCard, ratios: Ratios) -> tuple[float, str | None]
     return best
 
 
-def project_kernel(kernel: KernelCard, ratios: Ratios) -> KernelProjection:
-    """How one kernel's time projects onto the target (its factor), or why it does not."""
+def project_kernel(kernel: KernelCard, ratios: Ratios, light: bool = False) -> KernelProjection:
+    """How one kernel's time projects onto the target (its factor), or why it does not. A
+    kernel captured with the light list (`light`) projects only by the rules its counters
+    carry (DRAM bandwidth, waves): its other classes rest on counters it lacks."""
     source_us = kernel.metrics.get("dur_us")
     rule = kernel_rule(kernel)
 
@@ -137,6 +140,11 @@ def project_kernel(kernel: KernelCard, ratios: Ratios) -> KernelProjection:
         return unprojected("the kernel card has no measured time (dur_us)")
     if rule is None:
         return unprojected(f"class {kernel.classification!r} has no projection rule")
+    if light and rule not in LIGHT_RULES:
+        return unprojected(
+            f"captured with the light metric list: the {rule} rule of its class"
+            f" ({kernel.classification}) needs sm_pct, l2_pct or FLOPs, not measured"
+        )
     if rule == "compute" and kernel.roofline is None:
         return unprojected("a compute-bound kernel without a roofline (no FLOP counters)")
     factor, why = rule_factor(kernel, rule, ratios)
@@ -211,7 +219,7 @@ def project(
     for card in cards.cards:
         kernels = []
         for kernel in card.kernels:
-            done = project_kernel(kernel, ratios)
+            done = project_kernel(kernel, ratios, bool(card.captured_light))
             kernels.append(_projected_kernel(kernel, done, ratios))
             if done.rule is None:
                 why = done.why or ""

@@ -8,14 +8,12 @@ every metric outside LIGHT_METRICS dropped at read time, as tests/capture/test_l
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 from helpers import ROOT
+from helpers_light import light_cards_file
 
-from ncu_classify.capture.manifest import read_manifest, write_manifest
 from ncu_classify.cards.files import load_card_file, write_card_file
 from ncu_classify.cards.model import CardFile
 from ncu_classify.cli.entry import run
@@ -23,7 +21,6 @@ from ncu_classify.compare.diff import DiffOptions, diff_cards
 from ncu_classify.compare.gate import failures, parse_condition
 from ncu_classify.compare.model import DiffFile
 from ncu_classify.compare.sides import readable_rules
-from ncu_classify.core.metrics import LIGHT_METRICS, PASSES_METRIC
 from ncu_classify.core.noise import load_noise
 from ncu_classify.verdicts.rules import LoadedRules
 
@@ -33,46 +30,10 @@ AT = "2026-12-05T00:00:00+00:00"
 CHANGED = ("flipped", "within_noise", "missing_metric", "unclassified")
 
 
-class _LightAction:
-    """An ncu_report action that answers only the light list's metrics (and the report's own
-    attributes), as a report of a light batch would."""
-
-    KEEP = frozenset(LIGHT_METRICS) | {PASSES_METRIC}
-
-    def __init__(self, action: Any) -> None:
-        self._action = action
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._action, name)
-
-    def metric_by_name(self, name: str) -> Any:
-        if name in self.KEEP or name.startswith("device__attribute"):
-            return self._action.metric_by_name(name)
-        return None
-
-
 @pytest.fixture(scope="module")
 def light_wan(rules: LoadedRules, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The Wan 14B capture's cards, every shape read as a light batch's report would be."""
-    pytest.importorskip("ncu_report")
-    import ncu_classify.read.kernels as kernels
-    from ncu_classify.verdicts.classify import classify
-
-    folder = tmp_path_factory.mktemp("light") / "cap"
-    shutil.copytree(WAN, folder)
-    manifest = read_manifest(folder / "manifest.json")
-    for shape in manifest.shapes:
-        shape.light = True
-    write_manifest(folder, manifest)
-    read = kernels.read_kernel
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(
-            kernels, "read_kernel", lambda action, *a, **k: read(_LightAction(action), *a, **k)
-        )
-        cards = classify([folder], rules, jobs=1)
-    path = folder.parent / "light.json"
-    write_card_file(path, cards)
-    return path
+    return light_cards_file(WAN, rules, tmp_path_factory.mktemp("light"))
 
 
 @pytest.fixture(scope="module")
