@@ -6,9 +6,10 @@ ones. A light shape's card lacks the figures of the costly counters (sm_pct, l2_
 the roofline's FLOPs): the rules leave what needs them unresolved.
 
 The cut is `order.wanted_groups` at both percentages, over the whole shapes file: every shard
-cuts at the same place. On --resume a shape captured light stays so only while it is still in
-the light band of the options given now: without --light-after (or with one that now covers it)
-it is captured again with the full list."""
+cuts at the same place. --resume keeps the capture's --light-after unless given (a stopped
+capture finishes as it began); a shape captured light stays so only while it is still in the
+light band: with `--light-after 0` (no light tier) or one that now covers it, it is captured
+again with the full list."""
 
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ from .order import wanted_groups
 
 
 def check_light_after(light_after_pct: float | None, coverage_pct: float | None) -> None:
-    """UsageError unless --light-after comes with --coverage and lies below its target."""
-    if light_after_pct is None:
+    """UsageError unless --light-after comes with --coverage and lies below its target (0,
+    no light tier, goes with anything)."""
+    if not light_after_pct:
         return
     if coverage_pct is None:
         raise UsageError(
@@ -43,7 +45,7 @@ def light_set(
     beyond the largest shapes up to `light_after_pct` of the stage's time (untimed shapes are
     always captured with the full list); empty without --light-after."""
     check_light_after(light_after_pct, coverage_pct)
-    if light_after_pct is None or coverage_pct is None:
+    if not light_after_pct or coverage_pct is None:
         return frozenset()
     return frozenset(wanted_groups(shapes, coverage_pct) - wanted_groups(shapes, light_after_pct))
 

@@ -178,6 +178,9 @@ def plan_capture(
         check_resumable(previous, shapes, sha256, options, out)
         if options.coverage_pct is None:  # --resume keeps the capture's target unless given
             options = replace(options, coverage_pct=previous.coverage_target_pct)
+        if options.light_after_pct is None:  # and its light tier (0: none)
+            options = replace(options, light_after_pct=previous.light_after_pct)
+    options = replace(options, light_after_pct=options.light_after_pct or None)
     light = light_set(shapes, options.coverage_pct, options.light_after_pct)
     done = {  # a light shape no longer in the light band is captured again, in full
         r.group: r

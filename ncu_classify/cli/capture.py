@@ -144,7 +144,9 @@ def capture_command(
             metavar="PCT",
             help="with --coverage: per stage, the shapes past PCT % of the stage's time (up to"
             " the target) are captured with the light metric list, about one replay pass a"
-            " kernel; their cards leave sm_pct, l2_pct, hot units and FLOPs unmeasured",
+            " kernel; their cards leave sm_pct, l2_pct, hot units and FLOPs unmeasured"
+            " (--resume keeps the capture's value unless given; 0: none, the light shapes"
+            " captured again in full)",
             callback=light_percent,
         ),
     ] = None,

@@ -63,9 +63,10 @@ def coverage_percent(value: float | None) -> float | None:
 
 
 def light_percent(value: float | None) -> float | None:
-    """--light-after: a share of each stage's kernel time, more than 0 and less than 100."""
-    if value is not None and not 0 < value < 100:  # also refuses nan
-        raise typer.BadParameter(f"{value}: a percentage more than 0 and less than 100")
+    """--light-after: a share of each stage's kernel time, 0 (no light tier: on --resume, the
+    light shapes captured again in full) or more than 0 and less than 100."""
+    if value is not None and not 0 <= value < 100:  # also refuses nan
+        raise typer.BadParameter(f"{value}: 0, or a percentage more than 0 and less than 100")
     return value
 
 

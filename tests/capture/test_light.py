@@ -171,8 +171,9 @@ def test_a_light_capture_and_its_resume(
     """The compiled block's recording at --coverage 100 --light-after 60: main's cast (68.2 %
     of main's time) is captured in full, its draw (203.6 us) light in `main.light`, which asks
     for the light list (the stand-in serves it the committed full report); its card says so,
-    and summary's coverage line counts it. --resume with the same value keeps it; --resume
-    without --light-after captures it again with the full list."""
+    and summary's coverage line counts it. --resume, with the same value or none (the
+    capture's own is kept), keeps it; --resume --light-after 0 captures it again with the
+    full list."""
     raw, shapes = tmp_path / "raw", str(BLOCK / "shapes.yaml")
     base = ["capture", "--shapes", shapes, "-o", str(raw)]
     assert run([*base, "--coverage", "100", "--light-after", "60"]) == 0
@@ -198,7 +199,9 @@ def test_a_light_capture_and_its_resume(
     assert "(1 shape, 0.204 ms, with the light list); replayed" in capsys.readouterr().out
     assert run([*base, "--resume", "--light-after", "60"]) == 0
     assert len(_manifest(raw)["batches"]) == 3  # kept: nothing to capture
-    assert run([*base, "--resume"]) == 0
+    assert run([*base, "--resume"]) == 0  # the capture's own --light-after 60
+    assert len(_manifest(raw)["batches"]) == 3 and _manifest(raw)["light_after_pct"] == 60.0
+    assert run([*base, "--resume", "--light-after", "0"]) == 0
     manifest = _manifest(raw)
     assert "light_after_pct" not in manifest
     assert [(b["name"], b["kind"], b["groups"]) for b in manifest["batches"][3:]] == [
