@@ -12,6 +12,7 @@ import pytest
 
 from ncu_classify.capture.manifest import read_manifest, write_manifest
 from ncu_classify.cards.files import write_card_file
+from ncu_classify.cards.model import CardFile
 from ncu_classify.core.metrics import LIGHT_METRICS, PASSES_METRIC
 from ncu_classify.verdicts.rules import LoadedRules
 
@@ -34,8 +35,8 @@ class LightAction:
         return None
 
 
-def light_cards_file(capture: Path, rules: LoadedRules, work: Path) -> Path:
-    """The cards file of `capture` (a copy in `work`) with every shape captured light."""
+def light_cards(capture: Path, rules: LoadedRules, work: Path) -> CardFile:
+    """The cards of `capture` (a copy in `work / "cap"`) with every shape captured light."""
     pytest.importorskip("ncu_report")
     import ncu_classify.read.kernels as kernels
     from ncu_classify.verdicts.classify import classify
@@ -51,7 +52,11 @@ def light_cards_file(capture: Path, rules: LoadedRules, work: Path) -> Path:
         patch.setattr(
             kernels, "read_kernel", lambda action, *a, **k: read(LightAction(action), *a, **k)
         )
-        cards = classify([folder], rules, jobs=1)
+        return classify([folder], rules, jobs=1)
+
+
+def light_cards_file(capture: Path, rules: LoadedRules, work: Path) -> Path:
+    """`light_cards`, written as a cards file in `work`."""
     path = work / "light.json"
-    write_card_file(path, cards)
+    write_card_file(path, light_cards(capture, rules, work))
     return path

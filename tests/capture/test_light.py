@@ -11,12 +11,12 @@ from __future__ import annotations
 import collections
 import json
 import lzma
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers import ROOT
+from helpers_light import light_cards
 
 from ncu_classify.capture.light import light_set
 from ncu_classify.capture.manifest import read_manifest, write_manifest
@@ -25,7 +25,7 @@ from ncu_classify.capture.plan import CaptureOptions, plan_capture
 from ncu_classify.cards.model import CardFile
 from ncu_classify.cli.entry import run
 from ncu_classify.core.errors import UsageError
-from ncu_classify.core.metrics import LIGHT_METRICS, PASSES_METRIC, capture_metric_names
+from ncu_classify.core.metrics import LIGHT_METRICS, capture_metric_names
 from ncu_classify.shapes.file import read_shapes
 from ncu_classify.verdicts.rules import LoadedRules
 
@@ -215,28 +215,8 @@ def test_a_light_capture_and_its_resume(
     )
 
 
-class _LightAction:
-    """An ncu_report action that answers only the light list's metrics (and the report's own
-    attributes: device, replay passes), as a report of a light batch would."""
-
-    KEEP = frozenset(LIGHT_METRICS) | {PASSES_METRIC}
-
-    def __init__(self, action: Any) -> None:
-        self._action = action
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._action, name)
-
-    def metric_by_name(self, name: str) -> Any:
-        if name in self.KEEP or name.startswith("device__attribute"):
-            return self._action.metric_by_name(name)
-        return None
-
-
 @pytest.mark.filterwarnings("ignore")
-def test_light_cards_from_real_counters(
-    rules: LoadedRules, wan: CardFile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_light_cards_from_real_counters(rules: LoadedRules, wan: CardFile, tmp_path: Path) -> None:
     """The Wan 14B H200 capture (fixtures/record_h200_wan14b, 253 cards) read with only the
     light list's counters, every shape marked light: the 64 DRAM-bound verdicts and the 19
     compute-bound ones the tensor pipe decides stay; 3 compute-bound kernels that were DRAM
@@ -244,21 +224,9 @@ def test_light_cards_from_real_counters(
     the 52 partial-wave tails stay (the list has the elapsed cycles); 6 L2-bound kernels that
     were tails too read as tails, the other 53 L2-bound, 27 compute-bound and 2 latency ones
     become unresolved with sm_pct / l2_pct unchecked. Nothing invented."""
-    pytest.importorskip("ncu_report")
-    import ncu_classify.read.kernels as kernels
-    from ncu_classify.verdicts.classify import LIGHT_NOTE, classify
+    from ncu_classify.verdicts.classify import LIGHT_NOTE
 
-    read = kernels.read_kernel
-    monkeypatch.setattr(
-        kernels, "read_kernel", lambda action, *a, **k: read(_LightAction(action), *a, **k)
-    )
-    folder = tmp_path / "cap"
-    shutil.copytree(ROOT / "fixtures" / "record_h200_wan14b", folder)
-    manifest = read_manifest(folder / "manifest.json")
-    for shape in manifest.shapes:
-        shape.light = True
-    write_manifest(folder, manifest)
-    light = classify([folder], rules, jobs=1)
+    light = light_cards(ROOT / "fixtures" / "record_h200_wan14b", rules, tmp_path)
     full = wan
     assert [c.group for c in light.cards] == [c.group for c in full.cards]
     flips = collections.Counter(
