@@ -126,7 +126,9 @@ def main() -> None:
     if args.scale > 1:
         shapes = scaled(shapes, args.scale, args.work / f"scaled_x{args.scale}.yaml")
     if args.dry_run:
-        for extra in ([], ["--coverage", str(args.coverage)]):
+        target = ["--coverage", str(args.coverage)]
+        lights = [[*target, "--light-after", str(light)] for light in args.light_after]
+        for extra in ([], target, *lights):
             argv = [*CLI, "capture", "--shapes", str(shapes), "-o", str(args.work / "plan")]
             done = subprocess.run([*argv, "--dry-run", *extra], capture_output=True, text=True)
             told = [ln for ln in done.stdout.splitlines() if re.match(r"# (\d|--)", ln)]
