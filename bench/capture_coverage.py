@@ -30,6 +30,7 @@ import sys
 import time
 from copy import deepcopy
 from pathlib import Path
+from typing import Any
 
 from ruamel.yaml import YAML
 
@@ -87,7 +88,17 @@ def light_verdicts(work: Path, name: str) -> str:
         return "no cards"
     light = [c for c in cards if c.get("captured_light")]
     unresolved = sum(c.get("status") == "unresolved" for c in light)
-    return f"{len(light)} light cards, {len(light) - unresolved} settled, {unresolved} unresolved"
+    passed = sum(_passed_over(c) for c in light if c.get("status") != "unresolved")
+    return (
+        f"{len(light)} light cards, {len(light) - unresolved} with a class ({passed} of them past"
+        f" a rule the light list could not check), {unresolved} unresolved"
+    )
+
+
+def _passed_over(card: dict[str, Any]) -> bool:
+    """Whether a card's dominant kernel's verdict passed over an undecided rule."""
+    top = next((k for k in card.get("kernels", []) if k["kernel"] == card["dominant_kernel"]), {})
+    return bool((top.get("margin") or {}).get("rival_unchecked"))
 
 
 def progress(raw: Path) -> str:

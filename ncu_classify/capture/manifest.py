@@ -213,7 +213,7 @@ class DrillRequest(BaseModel):
     cards_file: str = Field(description="the cards file whose verdicts are drilled down")
     cards_sha256: str
     selected: dict[str, str] = Field(
-        description="group id -> why it is drilled (unresolved, borderline, class X)"
+        description="group id -> why it is drilled (unresolved, borderline, unchecked, class X)"
     )
     not_in_shapes: list[str] = Field(
         default_factory=list, description="chosen groups the shapes file does not hold"

@@ -82,3 +82,8 @@ class Margin(BaseModel):
     alternative_metric: str | None = None
     alternative_distance: float | None = None
     borderline: bool = Field(description="a distance within the rules file's borderline margin")
+    rival_unchecked: bool = Field(
+        default=False,
+        description="the alternative is an earlier rule that could not be decided (a metric it"
+        " needs was not measured, as in a light capture): it might have fired instead",
+    )

@@ -161,6 +161,7 @@ def _kernel_fields(kernel: KernelCard | None) -> Row:
         "kernel": kernel.kernel,
         "classification": kernel.classification,
         "borderline": margin.borderline if margin else None,
+        "rival_unchecked": margin.rival_unchecked if margin else None,
         "margin_metric": margin.metric if margin else None,
         "margin_distance": margin.distance if margin else None,
         "hot_sm_unit": hot["sm"].label if "sm" in hot else None,
@@ -257,6 +258,7 @@ def _columns() -> list[str]:
         "kernel",
         "classification",
         "borderline",
+        "rival_unchecked",
         "margin_metric",
         "margin_distance",
         "hot_sm_unit",
@@ -273,13 +275,13 @@ def _columns() -> list[str]:
 
 
 def _dtypes(columns: list[str]) -> dict[str, str | type]:
-    """Text columns as object, `borderline` as nullable boolean, `kernels` as int, the rest
-    float (NaN for missing)."""
+    """Text columns as object, `borderline` and `rival_unchecked` as nullable boolean, `kernels`
+    as int, the rest float (NaN for missing)."""
     out: dict[str, str | type] = {}
     for name in columns:
         if name in _TEXT:
             out[name] = object
-        elif name == "borderline":
+        elif name in ("borderline", "rival_unchecked"):
             out[name] = "boolean"
         elif name in ("kernels", "calls"):
             out[name] = "int64"

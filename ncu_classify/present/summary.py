@@ -3,16 +3,24 @@ stage by each kernel's own class (a card's transposes and bias add under their o
 under its dominant kernel's), per shape (one row per card, with why a failed or incomplete
 card has no class), the recorded program's coverage per stage with what no card covers, or
 each timed card's replay against the program's own time (fidelity). Every view for people ends
-with the stability of repeated verdicts (capture --repeat) and the coverage lines
-(`summary_notes`)."""
+with the stability of repeated verdicts (capture --repeat), what a light capture left unchecked
+and the coverage lines (`summary_notes`)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from typing import Literal, overload
 
-from ..cards.model import Card, CardFile
-from ..cards.rollup import KernelClassRow, SummaryRow, by_kernel_class, by_stage, card_class
+from ..cards.model import UNRESOLVED, Card, CardFile
+from ..cards.rollup import (
+    KernelClassRow,
+    SummaryRow,
+    by_kernel_class,
+    by_stage,
+    card_class,
+    dominant,
+)
 from ..core.text import figure
 from .coverage import (
     CoverageRow,
@@ -165,6 +173,33 @@ def stability_lines(cards: CardFile) -> list[str]:
     return lines
 
 
+def light_lines(cards: CardFile) -> list[str]:
+    """For cards captured with the light list (capture --light-after): how many have no class
+    and how many a class reached past a rule the list could not check, with their time, and
+    the drill-down that measures them in full (nothing for a capture without light cards)."""
+    light = [c for c in cards.cards if c.captured_light]
+    if not light:
+        return []
+    unresolved = [c for c in light if c.primary == UNRESOLVED or c.status == "unresolved"]
+    passed = [c for c in light if c not in unresolved and _past_unchecked(c)]
+    return [
+        f"captured light: {len(light)} cards without sm_pct and l2_pct;"
+        f" {len(unresolved)} unresolved ({_us(unresolved)} us per inference),"
+        f" {len(passed)} classed past a rule they could not check"
+        f" ({_us(passed)} us per inference);"
+        " `capture --drill-down` on this file measures them in full"
+    ]
+
+
+def _past_unchecked(card: Card) -> bool:
+    top = dominant(card.kernels)
+    return top is not None and top.margin is not None and top.margin.rival_unchecked
+
+
+def _us(cards: list[Card]) -> str:
+    return figure(math.fsum((c.summed_kernel_us or 0.0) * c.calls for c in cards))
+
+
 def rows_for_people(cards: CardFile, by: SummaryBy = "stage") -> Rows:
     """The rows a table for people shows: those of `summarize`, but for fidelity only the
     cards more than 10 % away from the program (the CSV lists every timed card)."""
@@ -179,7 +214,8 @@ def summary_notes(cards: CardFile, by: SummaryBy = "stage") -> list[str]:
     unknown)."""
     fidelity = [fidelity_line(cards)] if by == "fidelity" else []
     projected = [cards.projection.line()] if cards.projection is not None else []
-    return projected + fidelity + stability_lines(cards) + coverage_lines(cards)
+    light = light_lines(cards)
+    return projected + fidelity + stability_lines(cards) + light + coverage_lines(cards)
 
 
 def summary_cells(

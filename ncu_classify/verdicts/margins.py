@@ -10,7 +10,11 @@ group is as near to holding as its nearest member, a false `all` group as its fa
 member. Comparisons on missing metrics have no distance. Launch figures (waves, grid, the
 persistent flag: `EXACT_METRICS`) cannot move between runs: their distances are reported but
 never make a verdict borderline (a persistent GEMM at exactly 1.00 waves is 0 waves from
-`grid_under_one_wave`, a rule it can never meet).
+`grid_under_one_wave`, a rule it can never meet). An earlier rule that could not be decided (a
+metric it needs unmeasured: a light capture has no sm_pct) is the rival whatever the distances:
+it might have fired instead, so the verdict's alternative is that rule and the
+metric it lacked, with no distance: `rival_unchecked` (borderline stays the distances' word, as
+diff reads it as noise).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from ..cards.figures import Margin
 from ..core.metrics import BOUNDED_BY, EXACT_METRICS
 from ..core.stats import six_figures
 from ..core.trusted import trusted
-from .rules import OPERATORS, AllOf, AnyOf, Compare, RuleSet, from_bound
+from .rules import OPERATORS, AllOf, AnyOf, Compare, Rule, RuleSet, from_bound, holds
 
 # A distance as conditions carry it: (its score in borderline units, how far, which metric).
 Scored = tuple[float, float, str] | None
@@ -104,10 +108,13 @@ def verdict_margin(rules: RuleSet, fired: str, values: Mapping[str, float | None
     conditions = _plan(rules)
     rival: tuple[float, str, Scored] | None = None
     margin: Scored = None
+    undecided: Rule | None = None
     for index, (rule, condition) in enumerate(zip(rules.rules, conditions, strict=True)):
         if condition is None:  # `always`
             break
         holds, distance = condition(values)
+        if holds is None and undecided is None:
+            undecided = rule
         if rule.name == fired:
             margin = distance
             after = _next_firing(rules, conditions, index, values)
@@ -116,6 +123,8 @@ def verdict_margin(rules: RuleSet, fired: str, values: Mapping[str, float | None
             break
         if holds is False and distance:
             rival = _closer(rival, (distance[0], rule.name, distance))
+    if undecided is not None and margin is not None:  # a rule with a condition fired after it
+        return _undecided(undecided, margin, values)
     own = margin[0] if margin else None
     return trusted(  # every field given, each of its type
         Margin,
@@ -125,6 +134,26 @@ def verdict_margin(rules: RuleSet, fired: str, values: Mapping[str, float | None
         alternative_metric=rival[2][2] if rival and rival[2] else None,
         alternative_distance=six_figures(rival[2][1]) if rival and rival[2] else None,
         borderline=(own is not None and own < 1) or (rival is not None and rival[0] < 1),
+        rival_unchecked=False,
+    )
+
+
+def _undecided(
+    rule: Rule, margin: tuple[float, float, str], values: Mapping[str, float | None]
+) -> Margin:
+    """The margin of a verdict an earlier, undecided `rule` might have taken: that rule the
+    alternative, the first metric it lacked named, no distance to it, `rival_unchecked`."""
+    lacked: list[str] = []
+    holds(rule.when, values, lacked)  # type: ignore[arg-type]  # `always` is never undecided
+    return trusted(
+        Margin,
+        metric=margin[2],
+        distance=six_figures(margin[1]),
+        alternative=rule.name,
+        alternative_metric=lacked[0] if lacked else None,
+        alternative_distance=None,
+        borderline=margin[0] < 1,
+        rival_unchecked=True,
     )
 
 

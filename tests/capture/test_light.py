@@ -23,9 +23,12 @@ from ncu_classify.capture.manifest import read_manifest, write_manifest
 from ncu_classify.capture.order import program_us, wanted_groups
 from ncu_classify.capture.plan import CaptureOptions, plan_capture
 from ncu_classify.cards.model import CardFile
+from ncu_classify.cards.rollup import dominant
+from ncu_classify.cards.selection import drill_selection
 from ncu_classify.cli.entry import run
 from ncu_classify.core.errors import UsageError
 from ncu_classify.core.metrics import LIGHT_METRICS, capture_metric_names
+from ncu_classify.present.summary import light_lines
 from ncu_classify.shapes.file import read_shapes
 from ncu_classify.verdicts.rules import LoadedRules
 
@@ -255,4 +258,27 @@ def test_light_cards_from_real_counters(rules: LoadedRules, wan: CardFile, tmp_p
         assert "sm_pct" in card.missing_metrics and "l2_pct" in card.missing_metrics
     assert collections.Counter(c.status for c in light.cards) == {
         "unresolved": 109, "classified": 144
+    }  # fmt: skip
+    # a verdict reached past a rule the light list could not decide names that rule: the 67
+    # DRAM-bound verdicts and the 58 tails, each past compute_bound (sm_pct, the first rule
+    # left undecided); the 19 compute-bound ones the tensor pipe decided passed over nothing.
+    # A drill-down takes them all again (6 as borderline by their own distances, and 4 of the 19)
+    passed = collections.Counter(
+        (c.primary, top.margin.alternative, top.margin.alternative_metric)
+        for c in light.cards
+        if (top := dominant(c.kernels)) and top.margin and top.margin.rival_unchecked
+    )
+    assert dict(passed) == {
+        ("dram_bandwidth_bound", "compute_bound", "sm_pct"): 67,
+        ("partial_wave_tail", "compute_bound", "sm_pct"): 58,
+    }
+    [line] = light_lines(light)  # the summary says what the light list left unchecked
+    assert line.startswith(
+        "captured light: 253 cards without sm_pct and l2_pct; 109 unresolved (227,241.6 us per"
+        " inference), 125 classed past a rule they could not check (70,515.3 us per inference)"
+    )
+    assert light_lines(full) == []
+    drilled = drill_selection(light)
+    assert collections.Counter(drilled.values()) == {
+        "unresolved": 109, "unchecked": 119, "borderline": 10
     }  # fmt: skip
