@@ -40,6 +40,11 @@ class Move(BaseModel):
     calls: int
     primary: str | None = Field(description="the card's first verdict")
     settled: str | None = Field(description="the class a drill-down settled it on")
+    light_unchecked: str | None = Field(
+        default=None,
+        description="captured light (capture --light-after): what its verdict could not check;"
+        " None: captured with every metric",
+    )
     hot_unit: str | None = Field(description="the dominant kernel's busiest SM unit, % of peak")
     try_next: str = Field(
         description="what to try, from the card's own facts: the advice's sentences"
@@ -112,6 +117,19 @@ def per_inference(measured: float, recoverable: float | None) -> tuple[float | N
     return round(measured - recoverable, 3) + 0.0, recoverable
 
 
+def light_unchecked(card: Card) -> str | None:
+    """What a light card's verdict could not check: the earlier rule it passed over and the
+    metric that rule lacked, or the metrics an unresolved one lacked; None for a full card."""
+    if not card.captured_light:
+        return None
+    top = dominant(card.kernels)
+    margin = top.margin if top is not None else None
+    if margin is not None and margin.rival_unchecked:
+        return f"{margin.alternative} not checked: {margin.alternative_metric} not measured"
+    lacked = ", ".join(top.unchecked_metrics) if top is not None else ""
+    return f"{lacked or 'sm_pct, l2_pct'} not measured"
+
+
 def _move(card: Card, room: CardHeadroom) -> Move:
     top = dominant(card.kernels)
     measured = round(room.measured_us * card.calls, 3)
@@ -131,6 +149,7 @@ def _move(card: Card, room: CardHeadroom) -> Move:
         calls=card.calls,
         primary=card.primary,
         settled=card.settled.primary if card.settled else None,
+        light_unchecked=light_unchecked(card),
         hot_unit=f"{units[0].label} {units[0].pct:.1f} %" if units else None,
         try_next="; ".join(a.text for a in ideas),
         advice=ideas,
@@ -185,13 +204,14 @@ def next_moves(
     )
 
 
-def _rank_key(m: Move) -> tuple[float, float, str]:
-    """The measured saving where there is one, else the recoverable time at SOL."""
+def _rank_key(m: Move) -> tuple[float, float, float, str]:
+    """The measured saving where there is one, else the recoverable time at SOL; among equals
+    (none known: a light card has no roofline), the larger measured time first."""
     if m.measured is not None:
         first = m.measured.saving_us or 0.0
     else:
         first = m.recoverable_at_sol_us or 0.0
-    return -first, -(m.recoverable_at_kernel_roof_us or 0.0), m.group
+    return -first, -(m.recoverable_at_kernel_roof_us or 0.0), -m.measured_us, m.group
 
 
 _NOTHING = StageTotals(

@@ -122,6 +122,8 @@ def move_cells(m: Move) -> list[str]:
     klass = m.primary or "-"
     if m.settled:
         klass += f" (settled: {m.settled})"
+    if m.light_unchecked:
+        klass += f" (captured light: {m.light_unchecked})"
     return [
         str(m.rank),
         m.group,

@@ -28,6 +28,7 @@ from ncu_classify.cards.selection import drill_selection
 from ncu_classify.cli.entry import run
 from ncu_classify.core.errors import UsageError
 from ncu_classify.core.metrics import LIGHT_METRICS, capture_metric_names
+from ncu_classify.present.next_moves import next_moves
 from ncu_classify.present.summary import light_lines
 from ncu_classify.shapes.file import read_shapes
 from ncu_classify.verdicts.rules import LoadedRules
@@ -278,6 +279,14 @@ def test_light_cards_from_real_counters(rules: LoadedRules, wan: CardFile, tmp_p
         " inference), 125 classed past a rule they could not check (70,515.3 us per inference)"
     )
     assert light_lines(full) == []
+    # next says it per move, and ranks the unknowns by time
+    moves = next_moves(light, "light.json").moves
+    said = collections.Counter(m.light_unchecked for m in moves)
+    assert said["compute_bound not checked: sm_pct not measured"] == 125
+    assert all(m.light_unchecked for m in moves)
+    unknown = [m.measured_us for m in moves if m.recoverable_at_sol_us is None]
+    assert unknown == sorted(unknown, reverse=True) and len(unknown) > 100
+    assert all(m.light_unchecked is None for m in next_moves(full, "full.json").moves)
     drilled = drill_selection(light)
     assert collections.Counter(drilled.values()) == {
         "unresolved": 109, "unchecked": 119, "borderline": 10
