@@ -57,11 +57,13 @@ def _viewed(storage: torch.Tensor, layout: InputLayout, dims: tuple[int, ...]) -
 
 def _copied(values: torch.Tensor, layout: InputLayout, dims: tuple[int, ...]) -> torch.Tensor:
     """Recorded values (contiguous, the shape's dims) written into a view of the program's
-    layout over a fresh storage."""
-    storage = torch.zeros(layout.span(dims), dtype=values.dtype, device=values.device)
-    view = _viewed(storage, layout, dims)
-    view.copy_(values.reshape(view.shape))
-    return view
+    layout over a fresh storage: each element to the place the view reads it from, by index,
+    since a view whose elements share memory (an `expand`, stride 0) cannot be written."""
+    span = layout.span(dims)
+    storage = torch.zeros(span, dtype=values.dtype, device=values.device)
+    places = _viewed(torch.arange(span, device=values.device), layout, dims)
+    storage[places.reshape(-1)] = values.reshape(-1)  # a shared place: the program's one value
+    return _viewed(storage, layout, dims)
 
 
 def attention_mask(mask: AttentionMask, device: torch.device | str) -> torch.Tensor:
