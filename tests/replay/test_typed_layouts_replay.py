@@ -201,3 +201,18 @@ def test_recorded_inputs_are_copied_into_an_expanded_layout(tmp_path: Path, call
     _, (x, w) = placed(shape, RecordedInputs(tmp_path / "x.pt"))
     assert _layout(x) == ([3, 4, 5, 5], [0, 25, 5, 1], 0) and x.untyped_storage().nbytes() == 400
     assert torch.equal(x, values[0]) and torch.equal(w, values[1])
+
+
+def test_recorded_inputs_are_copied_into_overlapping_windows(tmp_path: Path, calls: Calls) -> None:
+    """A linear fed `unfold`'s windows (rows 2 apart, 4 long: each shares 2 with the next)."""
+    from ncu_classify.replay.inputs import RecordedInputs
+    from ncu_classify.replay.layouts import placed
+    from ncu_classify.shapes.ops import LinearShape
+
+    windows = torch.arange(10, dtype=torch.float32).unfold(0, 4, 2)  # [4, 4], strides (2, 1)
+    torch.save([windows.contiguous(), torch.ones(3, 4)], tmp_path / "x.pt")
+    shape = LinearShape.model_validate({"op": "linear", "M": 4, "N": 3, "K": 4, "dtype": "fp32",
+                                        "layout": {"x": {"strides": [2, 1]}}})  # fmt: skip
+    _, (x, _) = placed(shape, RecordedInputs(tmp_path / "x.pt"))
+    assert _layout(x) == ([4, 4], [2, 1], 0) and x.untyped_storage().nbytes() == 40
+    assert torch.equal(x, windows)
