@@ -57,31 +57,13 @@ def _viewed(storage: torch.Tensor, layout: InputLayout, dims: tuple[int, ...]) -
 
 def _copied(values: torch.Tensor, layout: InputLayout, dims: tuple[int, ...]) -> torch.Tensor:
     """Recorded values (contiguous, the shape's dims) written into a view of the program's
-    layout over a fresh storage. A view whose elements share memory cannot be written: a
-    broadcast dimension (stride 0, an `expand`) is written once, from its first values; other
-    overlaps (an `unfold`'s windows) element by element, by index."""
+    layout over a fresh storage. A broadcast dimension (stride 0, an `expand`), whose elements
+    share memory and cannot be written as a whole, is written once, from its first values."""
     storage = torch.zeros(layout.span(dims), dtype=values.dtype, device=values.device)
     view = _viewed(storage, layout, dims)
-    values = values.reshape(view.shape)
     once = tuple(slice(None) if s else slice(0, 1) for s in view.stride())
-    written, given = view[once], values[once]
-    if _overlaps(list(written.shape), list(written.stride())):
-        places = _viewed(torch.arange(storage.numel(), device=values.device), layout, dims)
-        storage[places.reshape(-1)] = values.reshape(-1)  # a shared place: its one value
-    else:
-        written.copy_(given)
+    view[once].copy_(values.reshape(view.shape)[once])
     return view
-
-
-def _overlaps(shape: list[int], strides: list[int]) -> bool:
-    """Whether two elements of a view share memory (dims taken by stride, each must step
-    past all the smaller ones reach)."""
-    reach = 0
-    for stride, size in sorted((s, n) for n, s in zip(shape, strides, strict=True) if n > 1):
-        if stride <= reach:
-            return True
-        reach += (size - 1) * stride
-    return False
 
 
 def attention_mask(mask: AttentionMask, device: torch.device | str) -> torch.Tensor:

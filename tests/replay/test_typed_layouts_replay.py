@@ -204,7 +204,8 @@ def test_recorded_inputs_are_copied_into_an_expanded_layout(tmp_path: Path, call
 
 
 def test_recorded_inputs_are_copied_into_overlapping_windows(tmp_path: Path, calls: Calls) -> None:
-    """A linear fed `unfold`'s windows (rows 2 apart, 4 long: each shares 2 with the next)."""
+    """A linear fed `unfold`'s windows (rows 2 apart, 4 long: each shares 2 with the next):
+    torch writes such a view (its overlap is no broadcast) with the values the program had."""
     from ncu_classify.replay.inputs import RecordedInputs
     from ncu_classify.replay.layouts import placed
     from ncu_classify.shapes.ops import LinearShape
