@@ -57,10 +57,12 @@ def _viewed(storage: torch.Tensor, layout: InputLayout, dims: tuple[int, ...]) -
 
 def _copied(values: torch.Tensor, layout: InputLayout, dims: tuple[int, ...]) -> torch.Tensor:
     """Recorded values (contiguous, the shape's dims) written into a view of the program's
-    layout over a fresh storage."""
+    layout over a fresh storage. A broadcast dimension (stride 0, an `expand`), whose elements
+    share memory and cannot be written as a whole, is written once, from its first values."""
     storage = torch.zeros(layout.span(dims), dtype=values.dtype, device=values.device)
     view = _viewed(storage, layout, dims)
-    view.copy_(values.reshape(view.shape))
+    once = tuple(slice(None) if s else slice(0, 1) for s in view.stride())
+    view[once].copy_(values.reshape(view.shape)[once])
     return view
 
 

@@ -46,7 +46,7 @@ class AttentionShape(TypedShape):
     dtype: Dtype = "bf16"
     mask: AttentionMask | None = None
     dropout_p: Annotated[float, Field(ge=0.0, lt=1.0)] | None = None
-    scale: float | None = None
+    scale: Annotated[float, Field(allow_inf_nan=False)] | None = None
     enable_gqa: bool | None = None
     INPUT_NAMES: ClassVar[tuple[str, ...]] = ("query", "key", "value")
 
@@ -59,6 +59,8 @@ class AttentionShape(TypedShape):
             given = self.mask.shape
             if any(g not in (1, f) for g, f in zip(reversed(given), reversed(full), strict=False)):
                 raise ValueError(f"mask {given} does not broadcast to {full}")
+            if self.mask.dtype not in ("bool", "fp32", self.dtype):  # SDPA refuses it
+                raise ValueError(f"an {self.mask.dtype} mask on {self.dtype} attention")
         return self
 
     def key(self) -> str:

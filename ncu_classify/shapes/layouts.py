@@ -48,13 +48,18 @@ class InputLayout(BaseModel):
         """Elements of storage the view reaches (offset included): what the replay draws."""
         return span_of(self.dims(plain), self.strides, self.offset)
 
-    def check(self, name: str, plain: tuple[int, ...]) -> None:
-        """A ValueError naming the input unless the layout fits the shape's dims."""
+    def check(self, name: str, plain: tuple[int, ...], flattened: bool = False) -> None:
+        """A ValueError naming the input unless the layout fits the shape's dims: the same
+        dims, or, for an input the op `flattened` (a linear's x and bias), dims of the same
+        elements and the same last dim (the replay's op gets the dims given)."""
         dims = self.dims(plain)
         if len(dims) != len(self.strides):
             raise ValueError(f"layout.{name}: {len(self.strides)} strides for dims {dims}")
-        if math.prod(dims) != math.prod(plain):
-            raise ValueError(f"layout.{name}: dims {dims} do not hold the {list(plain)} input")
+        same = dims == list(plain) or (
+            flattened and math.prod(dims) == math.prod(plain) and dims[-1:] == list(plain[-1:])
+        )
+        if not same:
+            raise ValueError(f"layout.{name}: dims {dims} are not the {list(plain)} input's")
 
 
 class AttentionMask(BaseModel):

@@ -116,6 +116,7 @@ class TypedShape(OpShape):
 
     layout: Layouts | None = None
     INPUT_NAMES: ClassVar[tuple[str, ...]] = ()  # in the order of `plain_inputs`
+    FLATTENED: ClassVar[tuple[str, ...]] = ()  # inputs whose leading dims the op flattens
 
     @model_validator(mode="after")
     def _layout_fits(self) -> TypedShape:
@@ -124,7 +125,7 @@ class TypedShape(OpShape):
         for name, given in (self.layout or {}).items():
             if name not in plain:
                 raise ValueError(f"layout.{name}: no such input (inputs: {', '.join(plain)})")
-            given.check(name, plain[name])
+            given.check(name, plain[name], name in self.FLATTENED)
         return self
 
     def plain_inputs(self) -> list[InputSpec]:
@@ -164,6 +165,7 @@ class LinearShape(TypedShape):
     bias: bool = False
     allow_tf32: bool = False
     INPUT_NAMES: ClassVar[tuple[str, ...]] = ("x", "weight", "bias")
+    FLATTENED: ClassVar[tuple[str, ...]] = ("x", "bias")  # (batch, tokens, K); a (1, N) bias
 
     def key(self) -> str:
         tags = [self.dtype] + (["tf32"] if self.dtype == "fp32" and self.allow_tf32 else [])

@@ -183,3 +183,37 @@ def test_an_old_shapes_file_replays_contiguous_and_unmasked(
         assert [tuple(a.shape) for a in args if a is not None] == dims
         assert all(set(a.stride()) == {0} for a in args if a is not None)  # as drawn
         assert kwargs == ({"is_causal": False} if name != "linear" else {})
+
+
+def test_recorded_inputs_are_copied_into_an_expanded_layout(tmp_path: Path, calls: Calls) -> None:
+    """A conv fed `x.expand(3, ...)` (batch stride 0) with `record --save-inputs`: the replay
+    writes the kept values where the view reads them (a stride-0 view cannot be written)."""
+    from ncu_classify.replay.inputs import RecordedInputs
+    from ncu_classify.replay.layouts import placed
+    from ncu_classify.shapes.ops import Conv2dShape
+
+    one = torch.arange(100, dtype=torch.float32).reshape(1, 4, 5, 5)
+    values = [one.expand(3, 4, 5, 5).contiguous(), torch.ones(6, 4, 3, 3)]
+    torch.save(values, tmp_path / "x.pt")
+    layout = {"input": {"strides": [0, 25, 5, 1]}}  # batch broadcast
+    shape = Conv2dShape.model_validate({"op": "conv2d", "input": [3, 4, 5, 5],
+                                        "weight": [6, 4, 3, 3], "layout": layout})  # fmt: skip
+    _, (x, w) = placed(shape, RecordedInputs(tmp_path / "x.pt"))
+    assert _layout(x) == ([3, 4, 5, 5], [0, 25, 5, 1], 0) and x.untyped_storage().nbytes() == 400
+    assert torch.equal(x, values[0]) and torch.equal(w, values[1])
+
+
+def test_recorded_inputs_are_copied_into_overlapping_windows(tmp_path: Path, calls: Calls) -> None:
+    """A linear fed `unfold`'s windows (rows 2 apart, 4 long: each shares 2 with the next):
+    torch writes such a view (its overlap is no broadcast) with the values the program had."""
+    from ncu_classify.replay.inputs import RecordedInputs
+    from ncu_classify.replay.layouts import placed
+    from ncu_classify.shapes.ops import LinearShape
+
+    windows = torch.arange(10, dtype=torch.float32).unfold(0, 4, 2)  # [4, 4], strides (2, 1)
+    torch.save([windows.contiguous(), torch.ones(3, 4)], tmp_path / "x.pt")
+    shape = LinearShape.model_validate({"op": "linear", "M": 4, "N": 3, "K": 4, "dtype": "fp32",
+                                        "layout": {"x": {"strides": [2, 1]}}})  # fmt: skip
+    _, (x, _) = placed(shape, RecordedInputs(tmp_path / "x.pt"))
+    assert _layout(x) == ([4, 4], [2, 1], 0) and x.untyped_storage().nbytes() == 40
+    assert torch.equal(x, windows)
