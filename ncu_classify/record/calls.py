@@ -246,8 +246,15 @@ def _mask(mask: torch.Tensor) -> CallShape:
     }
 
 
+ALIGNMENT = 16  # bytes: a vectorized kernel's widest load; a start off it picks another kernel
+
+
 def _plain(tensor: torch.Tensor, fmt: torch.memory_format) -> bool:
-    """Laid out as the shape implies: contiguous (a 1-D bias), or in the memory format."""
+    """Laid out as the shape implies: contiguous (a 1-D bias), or in the memory format, and
+    starting on a 16-byte boundary (a slice whose offset misaligns it, `x[1:]` of rows of 6
+    fp32, runs other kernels: its offset is kept; an aligned offset changes nothing)."""
+    if tensor.storage_offset() * tensor.element_size() % ALIGNMENT:
+        return False
     if tensor.dim() in (4, 5) and fmt is not torch.contiguous_format:
         return tensor.is_contiguous(memory_format=fmt)
     return tensor.is_contiguous()

@@ -136,3 +136,19 @@ def test_the_strided_conv_program_records_its_three_layouts(tmp_path: Path) -> N
     assert [e.group == plain for e in convs] == [False, False, True]
     assert all(e.group.startswith(f"{plain}:strided:h") for e in convs[:2])
     assert all(e.shape.calls == 1 and e.shape.bias for e in convs)
+
+
+def test_a_contiguous_slice_keeps_its_offset_only_where_it_misaligns_the_start() -> None:
+    """`x[1:]` of rows of 6 fp32 starts 24 bytes in (vectorized kernels need 16-byte starts):
+    its offset is kept; `x[2:]` starts 48 bytes in, aligned, and stays plain (its id as
+    before)."""
+    import torch
+
+    from ncu_classify.record.calls import _lay_out
+
+    x = torch.randn(5, 6)
+    for rows, kept in ((1, {"x": {"strides": [6, 1], "offset": 6}}), (2, {})):
+        shape: dict = {}
+        view = x[rows:]
+        _lay_out(shape, {"x": (view, tuple(view.shape))})
+        assert shape.get("layout", {}) == kept
