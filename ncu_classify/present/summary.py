@@ -187,7 +187,8 @@ def light_lines(cards: CardFile) -> list[str]:
         f" {len(unresolved)} unresolved ({_us(unresolved)} us per inference),"
         f" {len(passed)} classed past a rule they could not check"
         f" ({_us(passed)} us per inference);"
-        " `capture --drill-down` on this file measures them in full"
+        " `capture --resume --light-after 0` takes every light shape again in full,"
+        " `capture --drill-down` on this file only these, with warp stalls"
     ]
 
 
