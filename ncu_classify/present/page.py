@@ -22,7 +22,7 @@ from .next_measured import measured_text
 from .next_text import next_markdown, stage_cells, stage_notes
 from .page_chart import DASHES, build_chart
 from .page_view import SHOWN_CARDS, FileView, PageView, build_view
-from .summary import stability_lines
+from .summary import light_lines, stability_lines
 
 if TYPE_CHECKING:
     from ..tries.results import TryResults
@@ -264,13 +264,18 @@ def _fidelity_markdown(view: PageView) -> list[str]:
 
 
 def _stability_markdown(files: list[tuple[str, CardFile]]) -> list[str]:
-    """Per file measured with --repeat: how many verdicts are stable, and the unstable ones."""
+    """Per file measured with --repeat: how many verdicts are stable, and the unstable ones;
+    per file with light cards: what the light list left unchecked."""
     lines: list[str] = []
     for label, cards in files:
         found = stability_lines(cards)
         if found:
             lines += ["", f"### Verdicts over repeats: {md_code(label)}", ""]
             lines += [f"- {md_text(line)}" for line in found]
+        light = light_lines(cards)
+        if light:
+            lines += ["", f"### Captured light: {md_code(label)}", ""]
+            lines += [f"- {md_text(line)}" for line in light]
     return lines
 
 

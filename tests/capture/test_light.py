@@ -291,3 +291,22 @@ def test_light_cards_from_real_counters(rules: LoadedRules, wan: CardFile, tmp_p
     assert collections.Counter(drilled.values()) == {
         "unresolved": 109, "unchecked": 119, "borderline": 10
     }  # fmt: skip
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_reports_of_light_cards_say_what_was_not_checked(
+    rules: LoadedRules, tmp_path: Path
+) -> None:
+    """The HTML and Markdown reports of light cards (a margin whose rival has no distance)
+    render, and say per card and per file what the light list left unchecked."""
+    from helpers_light import light_cards_file
+
+    cards = light_cards_file(ROOT / "fixtures" / "record_h200_wan14b", rules, tmp_path)
+    assert run(["report", str(cards), "-o", str(tmp_path / "r.html")]) == 0
+    page = (tmp_path / "r.html").read_text()
+    assert page.count("captured light: sm_pct, l2_pct not measured") == 253
+    assert page.count("nearest: compute_bound (not checked: sm_pct not measured)") == 187
+    assert run(["report", str(cards), "-o", str(tmp_path / "r.md")]) == 0
+    markdown = (tmp_path / "r.md").read_text()
+    assert "### Captured light: `light.json`" in markdown
+    assert "125 classed past a rule they could not check" in markdown
