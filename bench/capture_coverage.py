@@ -116,6 +116,18 @@ def progress(raw: Path) -> str:
     return f"shapes {told}, {kernels} kernels captured"
 
 
+def _target(args: argparse.Namespace, base: list[str], whole_s: float) -> None:
+    """The capture at the coverage target, timed (SIGTERM'd after --budget, then resumed)."""
+    target = [*base, "-o", str(args.work / "target"), "--coverage", str(args.coverage)]
+    target_s, code = timed(target, args.work / "target.log", stop_after=args.budget)
+    share = f" ({100 * target_s / whole_s:.1f} % of the whole)" if whole_s > 1 else ""
+    print(
+        f"--coverage {args.coverage}: {target_s:.1f} s{share}, exit {code},"
+        f" {progress(args.work / 'target')}, coverage"
+        f" {coverage(args.work / 'target', args.work, 'target')}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shapes", type=Path, required=True)
@@ -126,6 +138,9 @@ def main() -> None:
     parser.add_argument("--dry-run", action="store_true")
     parser.add_argument("--no-half", action="store_true", help="skip the SIGTERM run")
     parser.add_argument("--light-after", type=float, nargs="*", default=[])
+    parser.add_argument(
+        "--skip-target", action="store_true", help="no capture at the target without a light tier"
+    )
     parser.add_argument(
         "--budget", type=float, default=None,
         help="stop the target's capture by SIGTERM after this many seconds (it resumes with"
@@ -152,14 +167,8 @@ def main() -> None:
         print(
             f"whole: {whole_s:.1f} s, coverage {coverage(args.work / 'whole', args.work, 'whole')}"
         )
-    target = [*base, "-o", str(args.work / "target"), "--coverage", str(args.coverage)]
-    target_s, code = timed(target, args.work / "target.log", stop_after=args.budget)
-    share = f" ({100 * target_s / whole_s:.1f} % of the whole)" if whole_s > 1 else ""
-    print(
-        f"--coverage {args.coverage}: {target_s:.1f} s{share}, exit {code},"
-        f" {progress(args.work / 'target')}, coverage"
-        f" {coverage(args.work / 'target', args.work, 'target')}"
-    )
+    if not args.skip_target:
+        _target(args, base, whole_s)
     for light in args.light_after:
         name = f"light{light:g}"
         argv = [*base, "-o", str(args.work / name), "--coverage", str(args.coverage)]
