@@ -97,7 +97,8 @@ def light_verdicts(work: Path, name: str) -> str:
 
 def _passed_over(card: dict[str, Any]) -> bool:
     """Whether a card's dominant kernel's verdict passed over an undecided rule."""
-    top = next((k for k in card.get("kernels", []) if k["kernel"] == card["dominant_kernel"]), {})
+    named = [k for k in card.get("kernels", []) if k["kernel"] == card.get("dominant_kernel")]
+    top = max(named, key=lambda k: k.get("metrics", {}).get("dur_us") or 0.0, default={})
     return bool((top.get("margin") or {}).get("rival_unchecked"))
 
 

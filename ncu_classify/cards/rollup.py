@@ -29,8 +29,10 @@ def dominant(kernels: list[KernelCard]) -> KernelCard | None:
 
 def named_dominant(card: Card) -> KernelCard | None:
     """The kernel the card names as its dominant one (`dominant_kernel`), None if it names none
-    or lists it not (a truncated legacy card)."""
-    return next((k for k in card.kernels if k.kernel == card.dominant_kernel), None)
+    or lists it not (a truncated legacy card). Of kernels sharing that name (a `cat` launches
+    one copy kernel per input), the longest, as `dominant` chose it."""
+    named = [k for k in card.kernels if k.kernel == card.dominant_kernel]
+    return dominant(named) or (named[0] if named else None)
 
 
 def median_ceilings(kernels: Iterable[KernelCard]) -> tuple[dict[str, float], dict[str, float]]:

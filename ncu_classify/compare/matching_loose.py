@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..cards.model import Card
+from ..cards.rollup import named_dominant
 from ..read.names import report_stem
 
 LooseBy = Literal["nvtx_range", "kernel", "shape"]
@@ -44,7 +45,7 @@ def loose_name(card: Card) -> str | None:
 
 def function_of(card: Card) -> str | None:
     """The function name of the card's dominant kernel (its name without template arguments)."""
-    top = next((k for k in card.kernels if k.kernel == card.dominant_kernel), None)
+    top = named_dominant(card)
     return (top.function_name if top else None) or card.dominant_kernel
 
 

@@ -19,8 +19,8 @@ def _cards(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def _top(card: dict[str, Any]) -> dict[str, Any]:
-    name = card.get("dominant_kernel")
-    return next((k for k in card.get("kernels", []) if k["kernel"] == name), {})
+    named = [k for k in card.get("kernels", []) if k["kernel"] == card.get("dominant_kernel")]
+    return max(named, key=lambda k: k.get("metrics", {}).get("dur_us") or 0.0, default={})
 
 
 def _passes(cards: list[dict[str, Any]]) -> collections.Counter[int | None]:
