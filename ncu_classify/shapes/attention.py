@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from .layouts import AttentionMask, layout_tags
 from .ops import DTYPE_BYTES, Dtype, InputSpec, PositiveInt, TypedShape
@@ -49,6 +49,13 @@ class AttentionShape(TypedShape):
     scale: Annotated[float, Field(allow_inf_nan=False)] | None = None
     enable_gqa: bool | None = None
     INPUT_NAMES: ClassVar[tuple[str, ...]] = ("query", "key", "value")
+
+    @field_validator("dropout_p", "enable_gqa")
+    @classmethod
+    def _default_is_absent(cls, value: float | bool | None) -> float | bool | None:
+        """Dropout 0 and enable_gqa false are SDPA's defaults: written out by hand they mean
+        what absent means, so they keep the id (and the replay) of the shape without them."""
+        return value or None
 
     @model_validator(mode="after")
     def _keys(self) -> AttentionShape:

@@ -72,3 +72,19 @@ def test_the_dims_a_linear_flattens_and_a_float32_mask_are_taken(tmp_path: Path)
         [attention] = load_shapes(_file(tmp_path, ATTENTION % ("bf16", MASK % dtype))).entries()
         assert isinstance(attention.shape, AttentionShape) and attention.shape.mask is not None
         assert attention.shape.mask.dtype == dtype
+
+
+@pytest.mark.parametrize(
+    "written", ["dropout_p: 0", "enable_gqa: false", "dropout_p: 0.0, enable_gqa: false"]
+)
+def test_sdpa_defaults_written_out_keep_the_plain_id(tmp_path: Path, written: str) -> None:
+    """Dropout 0 and enable_gqa false are what SDPA does without them: the shape's id and its
+    fields are the plain shape's; dropout 0.1 and enable_gqa true still tag it."""
+    [plain] = load_shapes(_file(tmp_path, ATTENTION % ("bf16", ""))).entries()
+    [given] = load_shapes(_file(tmp_path, ATTENTION % ("bf16", written))).entries()
+    assert given.shape.key() == plain.shape.key() == "sdpa:self_b2_h2_d4_q6_k6:bf16"
+    assert isinstance(given.shape, AttentionShape)
+    assert given.shape.dropout_p is None and given.shape.enable_gqa is None
+    for tagging in ("dropout_p: 0.1", "enable_gqa: true"):
+        [tagged] = load_shapes(_file(tmp_path, ATTENTION % ("bf16", tagging))).entries()
+        assert tagged.shape.key() != plain.shape.key()
