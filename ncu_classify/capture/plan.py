@@ -179,8 +179,17 @@ def plan_capture(
         if options.coverage_pct is None:  # --resume keeps the capture's target unless given
             options = replace(options, coverage_pct=previous.coverage_target_pct)
         if options.light_after_pct is None:  # and its light tier (0: none)
-            options = replace(options, light_after_pct=previous.light_after_pct)
+            own, target = previous.light_after_pct, options.coverage_pct
+            if own and target is not None and not own < target:
+                raise UsageError(
+                    f"{out}: the capture's own --light-after {own:g} (kept by --resume) is not"
+                    f" below --coverage {target:g}: give --light-after below it, or 0 for no"
+                    " light tier"
+                )
+            options = replace(options, light_after_pct=own)
     options = replace(options, light_after_pct=options.light_after_pct or None)
+    if options.coverage_pct is not None:  # before the light tier's cut, which needs it too
+        check_coverage(shapes_path, shapes, options.coverage_pct)
     light = light_set(shapes, options.coverage_pct, options.light_after_pct)
     done = {  # a light shape no longer in the light band is captured again, in full
         r.group: r
@@ -210,6 +219,18 @@ def plan_capture(
     )  # fmt: skip
 
 
+def check_coverage(shapes_path: Path, shapes: ShapesFile, coverage_pct: float) -> None:
+    """UsageError for a --coverage out of range, or for a shapes file without recorded times
+    (naming the file)."""
+    if not 0 < coverage_pct <= 100:  # (the CLI checks it too; the library here)
+        raise UsageError(f"--coverage {coverage_pct}: more than 0 and at most 100")
+    if not is_timed(shapes):
+        raise UsageError(
+            f"{shapes_path}: --coverage needs the recorded program's kernel time, and this"
+            " shapes file has none (record it on a GPU with ncu-classify record)"
+        )
+
+
 def _by_time(
     shapes_path: Path,
     shapes: ShapesFile,
@@ -222,13 +243,7 @@ def _by_time(
     target (a shape captured before stays, whatever the target now)."""
     below: list[ShapeEntry] = []
     if options.coverage_pct is not None:
-        if not 0 < options.coverage_pct <= 100:  # (the CLI checks it too; the library here)
-            raise UsageError(f"--coverage {options.coverage_pct}: more than 0 and at most 100")
-        if not is_timed(shapes):
-            raise UsageError(
-                f"{shapes_path}: --coverage needs the recorded program's kernel time, and this"
-                " shapes file has none (record it on a GPU with ncu-classify record)"
-            )
+        check_coverage(shapes_path, shapes, options.coverage_pct)
         wanted = wanted_groups(shapes, options.coverage_pct) | done
         below = [e for e in entries if e.group not in wanted]
         entries = [e for e in entries if e.group in wanted]

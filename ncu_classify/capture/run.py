@@ -33,6 +33,7 @@ from .manifest import (
     ManifestShape,
     below_target,
     manifest_shape,
+    report_kept,
     write_manifest,
 )
 from .ncu import BatchRun, Stop, run_ncu_batch
@@ -80,6 +81,21 @@ def _capture(plan: Plan, host: Host, progress: CaptureProgress | None) -> Manife
             for e in b.entries
         }
     )
+    # a shape captured light that is captured again in full (--resume --light-after 0, or one
+    # that now covers it) keeps its light record until its new capture ends: a capture stopped
+    # (SIGTERM, SIGKILL) before that shape was replayed loses nothing
+    earlier = {r.group: r for r in plan.previous.shapes} if plan.previous else {}
+    light_kept = {
+        e.group: earlier[e.group]
+        for b in plan.batches
+        if b.kind not in ("light", "times")
+        for e in b.entries
+        if e.group in earlier
+        and earlier[e.group].light
+        and earlier[e.group].status == "ok"
+        and report_kept(out, earlier[e.group].report)
+    }
+    records.update({group: rec.model_copy(deep=True) for group, rec in light_kept.items()})
     manifest = plan.previous or _new_manifest(plan)
     # the shapes file's order, whatever order they run in: --order time and --order file
     # give the same manifest, cards and summaries (a resumed older capture keeps its order)
@@ -107,7 +123,7 @@ def _capture(plan: Plan, host: Host, progress: CaptureProgress | None) -> Manife
             for entry in batch.entries:
                 records[entry.group].times_status = "pending"
     write_manifest(out, manifest)
-    run = _Run(out, plan, options, records, manifest, progress)
+    run = _Run(out, plan, options, records, manifest, progress, light_kept)
     try:
         run.all_queues()
     finally:
@@ -115,6 +131,12 @@ def _capture(plan: Plan, host: Host, progress: CaptureProgress | None) -> Manife
         count_kernels(out, records, reports)
         write_manifest(out, manifest)
     return manifest
+
+
+def _overwrite(record: ManifestShape, source: ManifestShape) -> None:
+    """`record` (the object the manifest lists) made a copy of `source`, in place."""
+    for name in type(record).model_fields:
+        setattr(record, name, getattr(source.model_copy(deep=True), name))
 
 
 def _new_manifest(plan: Plan) -> Manifest:
@@ -151,8 +173,16 @@ class _Run:
         records: dict[str, ManifestShape],
         manifest: Manifest,
         progress: CaptureProgress | None,
+        light_kept: dict[str, ManifestShape] | None = None,
     ) -> None:
         self.out, self.plan, self.options = out, plan, options
+        self.light_kept = light_kept or {}  # group -> its light record, kept until replaced
+        self.fresh = {  # ... by the record of its capture in full
+            e.group: manifest_shape(e)
+            for b in plan.batches
+            for e in b.entries
+            if e.group in self.light_kept
+        }
         self.records, self.manifest = records, manifest
         self.notify = progress or (lambda *_: None)
         self.lock = threading.Lock()
@@ -220,7 +250,14 @@ class _Run:
             ours = [b for b in batches if b.name in place]
             batches[len(batches) - len(ours) :] = sorted(ours, key=lambda b: place[b.name])
             env = outcome.tail.env.model_dump(exclude={"kind", "pid"}) if outcome.tail.env else {}
+            kept = {g: self.light_kept[g] for g in outcome.record.groups if g in self.light_kept}
+            if outcome.record.kind not in ("light", "times"):  # captured again in full
+                for group in kept:
+                    _overwrite(self.records[group], self.fresh[group])
             env = apply_status(self.records, outcome.record, outcome.tail.shapes, env)
+            for group, light in kept.items():  # not replayed again (stopped): still light
+                if self.records[group].status == "pending":
+                    _overwrite(self.records[group], light)
             self.manifest.host = _with(self.manifest.host, **env)
             write_manifest(self.out, self.manifest)
 

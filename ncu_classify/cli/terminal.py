@@ -167,6 +167,8 @@ def print_interrupted(output: Path) -> None:
         r.status == "ok" and r.times_status in ("pending", "failed") for r in manifest.shapes
     )
     repeats = f", {untimed} of them without their repeats yet" if untimed else ""
+    light = sum(r.status == "ok" and r.light for r in manifest.shapes)
+    repeats += f", {light} of them with the light list" if light else ""
     err.print(
         f"ncu-classify: kept {counts['ok']} captured shapes{repeats} ({counts['failed']} failed,"
         f" {counts['pending']} not started) in {printable(str(output))}; rerun with --resume"

@@ -310,3 +310,61 @@ def test_reports_of_light_cards_say_what_was_not_checked(
     markdown = (tmp_path / "r.md").read_text()
     assert "### Captured light: `light.json`" in markdown
     assert "125 classed past a rule they could not check" in markdown
+
+
+def test_a_stopped_full_recapture_keeps_the_light_capture(
+    light_stand_in: None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--resume --light-after 0 captures a light shape again in full; until that capture ends
+    the shape keeps its light record: an ncu that replays nothing (here ERR_NVGPUCTRPERM, as a
+    SIGTERM or SIGKILL before the shape is reached) leaves it `ok`, light, with its report,
+    not `pending` (its light card was lost: classify made it a shape not captured). A later
+    --resume --light-after 0 then captures it in full."""
+    raw, shapes = tmp_path / "raw", str(BLOCK / "shapes.yaml")
+    base = ["capture", "--shapes", shapes, "-o", str(raw)]
+    assert run([*base, "--coverage", "100", "--light-after", "60"]) == 0
+    light = {s["group"]: s for s in _manifest(raw)["shapes"]}[RANDN]
+    assert light["light"] and light["status"] == "ok" and light["report"] == "main.light.ncu-rep"
+    monkeypatch.setenv("FAKE_NCU_MODE", "perm")
+    assert run([*base, "--resume", "--light-after", "0"]) == 6
+    manifest = _manifest(raw)
+    assert manifest["batches"][-1]["ended_by"] == "refused"
+    assert {s["group"]: s for s in manifest["shapes"]}[RANDN] == light
+    assert run(["classify", str(raw), "-o", str(tmp_path / "cards.json")]) == 0
+    cards = {c["group"]: c for c in json.loads((tmp_path / "cards.json").read_text())["cards"]}
+    assert cards[RANDN]["captured_light"] is True and cards[RANDN]["kernels"]
+    monkeypatch.delenv("FAKE_NCU_MODE")
+    capsys.readouterr()
+    assert run([*base, "--resume", "--light-after", "0"]) == 0
+    full = {s["group"]: s for s in _manifest(raw)["shapes"]}[RANDN]
+    assert full["status"] == "ok" and "light" not in full and full["report"] == "main.r3.ncu-rep"
+
+
+def test_a_kept_light_after_at_a_lower_target_names_itself(
+    light_stand_in: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--resume --coverage below the capture's own --light-after: one line saying the value was
+    the capture's (the user gave none), exit 2."""
+    raw, shapes = tmp_path / "raw", str(BLOCK / "shapes.yaml")
+    base = ["capture", "--shapes", shapes, "-o", str(raw)]
+    assert run([*base, "--coverage", "100", "--light-after", "60"]) == 0
+    capsys.readouterr()
+    assert run([*base, "--resume", "--coverage", "50", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "the capture's own --light-after 60 (kept by --resume)" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_light_after_on_an_untimed_file_names_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--coverage with --light-after on a shapes file without recorded times: the same one line,
+    naming the file, as --coverage alone."""
+    shapes = ROOT / "fixtures" / "shapes" / "workload_480x832.yaml"
+    argv = ["capture", "--shapes", str(shapes), "-o", str(tmp_path / "raw"), "--dry-run"]
+    assert run([*argv, "--coverage", "90", "--light-after", "50"]) == 2
+    err = capsys.readouterr().err
+    assert f"{shapes}: --coverage needs the recorded program's kernel time" in err
