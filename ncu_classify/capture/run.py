@@ -255,9 +255,13 @@ class _Run:
                 for group in kept:
                     _overwrite(self.records[group], self.fresh[group])
             env = apply_status(self.records, outcome.record, outcome.tail.shapes, env)
-            for group, light in kept.items():  # not replayed again (stopped): still light
-                if self.records[group].status == "pending":
-                    _overwrite(self.records[group], light)
+            for group, light in kept.items():  # not captured again (stopped, failed): light
+                record = self.records[group]
+                if record.status in ("pending", "failed"):
+                    failure = record.error if record.status == "failed" else None
+                    _overwrite(record, light)
+                    if failure:
+                        record.error = f"its capture in full failed ({failure}): still light"
             self.manifest.host = _with(self.manifest.host, **env)
             write_manifest(self.out, self.manifest)
 

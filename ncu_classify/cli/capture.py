@@ -210,6 +210,8 @@ def capture_command(
     problems = [f"{len(failed)} of {len(manifest.shapes)} shapes failed"] if failed else []
     if untimed:
         problems.append(f"{len(untimed)} of {len(manifest.shapes)} shapes have no repeats")
+    if unfull := [s for s in manifest.shapes if s.status == "ok" and s.light and s.error]:
+        problems.append(f"{len(unfull)} light shapes failed their capture in full (still light)")
     if problems:
         with errors():
             raise CaptureError(f"{'; '.join(problems)}; see {output / 'manifest.json'}")

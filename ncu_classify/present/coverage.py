@@ -54,11 +54,13 @@ class CoverageRow:
     real_us: float | None = None  # the program's kernel time per run (the stage's, or the item's)
     covered_real_us: float | None = None
     replayed_us: float | None = None
+    light_shapes: int | None = None  # of the stage's covered shapes, those captured light
+    light_real_us: float | None = None  # their program kernel time per run
 
 
 # The figures of a stage's own row, as StageCoverage names them.
 STAGE_FIELDS = {"stage", "basis", "coverage_pct", "calls", "covered_calls", "real_us",
-                "covered_real_us", "replayed_us"}  # fmt: skip
+                "covered_real_us", "replayed_us", "light_shapes", "light_real_us"}  # fmt: skip
 
 
 @dataclass(frozen=True)

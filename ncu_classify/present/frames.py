@@ -97,13 +97,14 @@ def cards_frame(cards: CardFile, level: Level = "card") -> pd.DataFrame:
 
 def coverage_frame(cards: CardFile) -> pd.DataFrame:
     """The rows of `summary --by coverage` (a stage's own row has item `(stage)`), its columns
-    as in the CSV (`real_us_per_inference`...); calls as nullable integers, times and shares as
-    floats, NaN/NA where unknown."""
+    as in the CSV (`real_us_per_inference`...); calls and light shapes as nullable integers,
+    times and shares as floats, NaN/NA where unknown."""
     names = [f.name for f in dataclass_fields(CoverageRow)]
     rows = [[getattr(row, name) for name in names] for row in coverage_rows(cards)]
     columns = [PER["coverage"].get(name, name) for name in names]  # times per inference
     kinds = {"stage": object, "item": object, "why": object, "basis": object}
-    dtypes = {n: kinds.get(n, "Int64" if n.endswith("calls") else "float64") for n in columns}
+    counts = ("calls", "light_shapes")
+    dtypes = {n: kinds.get(n, "Int64" if n.endswith(counts) else "float64") for n in columns}
     frame: pd.DataFrame = pd.DataFrame(rows, columns=columns).astype(dtypes)
     return frame
 
@@ -149,6 +150,7 @@ def _card_fields(card: Card) -> Row:
         "fidelity_ratio": measured.ratio if measured else None,
         "settled": card.settled.primary if card.settled else None,
         "settled_by": card.settled.settled_by if card.settled else None,
+        "captured_light": bool(card.captured_light),
     }
 
 
@@ -232,6 +234,7 @@ CARD_COLUMNS = [
     "fidelity_ratio",  # summed_kernel_us_per_call / real_us_per_call
     "settled",  # the class a drill-down settled the card on
     "settled_by",
+    "captured_light",  # capture --light-after: no sm_pct, l2_pct, hot units or roofline FLOPs
 ]
 CARD_TEXT = CARD_COLUMNS[:7]  # stage .. gpu: the text columns of a card
 KERNEL_TEXT = ("kernel", "classification", "margin_metric", "hot_sm_unit", "hot_memory_unit")
@@ -275,14 +278,16 @@ def _columns() -> list[str]:
 
 
 def _dtypes(columns: list[str]) -> dict[str, str | type]:
-    """Text columns as object, `borderline` and `rival_unchecked` as nullable boolean, `kernels`
-    as int, the rest float (NaN for missing)."""
+    """Text columns as object, `borderline` and `rival_unchecked` as nullable boolean,
+    `captured_light` as boolean, `kernels` as int, the rest float (NaN for missing)."""
     out: dict[str, str | type] = {}
     for name in columns:
         if name in _TEXT:
             out[name] = object
         elif name in ("borderline", "rival_unchecked"):
             out[name] = "boolean"
+        elif name == "captured_light":
+            out[name] = bool
         elif name in ("kernels", "calls"):
             out[name] = "int64"
         else:

@@ -73,6 +73,7 @@ PER: dict[SummaryBy, dict[str, str]] = {
         "real_us": "real_us_per_inference",
         "covered_real_us": "covered_real_us_per_inference",
         "replayed_us": "replayed_us_per_inference",
+        "light_real_us": "light_real_us_per_inference",
     },
     "fidelity": {
         "real_us": "real_us_per_call",

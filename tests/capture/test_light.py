@@ -368,3 +368,29 @@ def test_light_after_on_an_untimed_file_names_the_file(
     assert run([*argv, "--coverage", "90", "--light-after", "50"]) == 2
     err = capsys.readouterr().err
     assert f"{shapes}: --coverage needs the recorded program's kernel time" in err
+
+
+def test_a_failed_full_recapture_keeps_the_light_capture(
+    light_stand_in: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A light shape whose capture in full crashes keeps its light record and card, its error
+    says what failed, and the capture exits 5 (a shape failed) until a later --resume
+    --light-after 0 captures it in full, which clears the error."""
+    raw, shapes = tmp_path / "raw", str(BLOCK / "shapes.yaml")
+    base = ["capture", "--shapes", shapes, "-o", str(raw)]
+    assert run([*base, "--coverage", "100", "--light-after", "60"]) == 0
+    light = {s["group"]: s for s in _manifest(raw)["shapes"]}[RANDN]
+    monkeypatch.setenv("FAKE_NCU_MODE", "crash_after_0")
+    assert run([*base, "--resume", "--light-after", "0"]) == 5
+    kept = {s["group"]: s for s in _manifest(raw)["shapes"]}[RANDN]
+    assert kept["error"].startswith(
+        "its capture in full failed (crashed or was killed during its replay (ncu exit code"
+    )
+    assert {**kept, "error": None} == light
+    assert run(["classify", str(raw), "-o", str(tmp_path / "cards.json")]) == 0
+    cards = {c["group"]: c for c in json.loads((tmp_path / "cards.json").read_text())["cards"]}
+    assert cards[RANDN]["captured_light"] is True and cards[RANDN]["kernels"]
+    monkeypatch.delenv("FAKE_NCU_MODE")
+    assert run([*base, "--resume", "--light-after", "0"]) == 0
+    full = {s["group"]: s for s in _manifest(raw)["shapes"]}[RANDN]
+    assert full["status"] == "ok" and "light" not in full and full["error"] is None

@@ -65,3 +65,17 @@ def test_of_two_kernels_of_one_name_the_longer_is_the_dominant(light80: CardFile
     assert top.margin is not None and top.margin.rival_unchecked
     row = cards_frame(light80).set_index("group").loc[TWO_COPIES]
     assert bool(row["rival_unchecked"]) is True
+
+
+def test_the_dataframes_say_which_cards_are_light(light80: CardFile) -> None:
+    """`captured_light` per card (129 of 167), and per coverage stage the light shapes and their
+    program time per inference, as the coverage line prints them."""
+    cards = cards_frame(light80)
+    assert cards["captured_light"].dtype == bool
+    assert int(cards["captured_light"].sum()) == 129
+    assert cards.loc[cards["captured_light"], "sm_pct"].isna().all()
+    assert cards.loc[~cards["captured_light"], "sm_pct"].notna().all()
+    stages = cards_frame(light80, "coverage").set_index("item").loc["(stage)"].set_index("stage")
+    assert stages["light_shapes"].to_dict() == {"dit": 19, "output": 5, "vae": 105}
+    light_ms = (stages["light_real_us_per_inference"] / 1000).round(3).to_dict()
+    assert light_ms == {"dit": 47.77, "output": 0.036, "vae": 59.937}

@@ -53,11 +53,12 @@ VIEWS = ("stage", "kernel", "shape", "coverage", "fidelity")
 def test_coverage_rows_of_the_wan_recording(wan: CardFile) -> None:
     assert summary_csv(summarize(wan, "coverage"), "coverage").splitlines() == [
         "stage,item,why,basis,coverage_pct,calls,covered_calls,real_us_per_inference,"
-        "covered_real_us_per_inference,replayed_us_per_inference",
-        "dit,(stage),,kernel_time,100.0,2433,2433,258807.187,258807.187,258146.976",
-        "output,(stage),,kernel_time,100.0,12,11,188.606,188.606,186.688",
-        f"output,{OUTSIDE},{OUTSIDE_WHY},kernel_time,,1,,0.0,,",
-        "vae,(stage),,kernel_time,100.0,1008,1008,310199.936,310199.936,306613.696",
+        "covered_real_us_per_inference,replayed_us_per_inference,light_shapes,"
+        "light_real_us_per_inference",
+        "dit,(stage),,kernel_time,100.0,2433,2433,258807.187,258807.187,258146.976,0,",
+        "output,(stage),,kernel_time,100.0,12,11,188.606,188.606,186.688,0,",
+        f"output,{OUTSIDE},{OUTSIDE_WHY},kernel_time,,1,,0.0,,,,",
+        "vae,(stage),,kernel_time,100.0,1008,1008,310199.936,310199.936,306613.696,0,",
     ]
     assert [(s.stage, s.real_us, s.replayed_us) for s in wan.coverage] == [
         ("dit", 258807.187, 258146.976),
@@ -96,7 +97,7 @@ def test_cards_without_coverage_say_it_is_unknown(smoke_cards: CardFile) -> None
     assert coverage_lines(smoke_cards) == [UNKNOWN]
     assert summary_csv(summarize(smoke_cards, "coverage"), "coverage").splitlines()[1:] == [
         ",(coverage unknown),these cards were not made from a recorded program"
-        " (ncu-classify record),,,,,,,"
+        " (ncu-classify record),,,,,,,,,"
     ]
     assert fidelity_line(smoke_cards).startswith("fidelity: unknown: no card carries")
     assert summarize(smoke_cards, "fidelity") == []

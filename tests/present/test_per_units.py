@@ -32,7 +32,8 @@ HEADERS = {
     "shape": "stage,group,primary,status,calls,kernel_us_per_call,kernel_us_per_inference,"
     "dominant_kernel,problem,stability",
     "coverage": "stage,item,why,basis,coverage_pct,calls,covered_calls,real_us_per_inference,"
-    "covered_real_us_per_inference,replayed_us_per_inference",
+    "covered_real_us_per_inference,replayed_us_per_inference,light_shapes,"
+    "light_real_us_per_inference",
     "fidelity": "group,stage,calls,real_us_per_call,replayed_us_per_call,ratio,"
     "difference_us_per_inference,note",
 }
@@ -110,6 +111,7 @@ def test_dataframes_name_what_their_times_are_per(wan: CardFile) -> None:
         "real_us_per_inference",
         "covered_real_us_per_inference",
         "replayed_us_per_inference",
+        "light_real_us_per_inference",
     ]
 
 
