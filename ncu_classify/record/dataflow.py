@@ -81,7 +81,7 @@ class Source:
     node: Node | str
     out: int = 0
     rebuilt: bool = False  # found by storage: `view` is rebuilt from the output by as_strided
-    ident: int = 0  # the tensor's id, for an origin by name (one input per tensor)
+    ident: int = 0  # the tensor's number, for an origin by name (one input per tensor)
     view: tuple[Any, ...] = ()  # when rebuilt: the view read (shape, strides, offset)
 
 
@@ -95,6 +95,10 @@ class Dataflow:
         self.where, self.modules = where, modules
         self.objects: dict[int, tuple[Any, int, Node | str, int]] = {}
         self.storages: dict[tuple[torch.device, int], tuple[StorageWeakRef, Node | str, int]] = {}
+        # a number per tensor object of an origin by name, kept while it lives: a tensor made
+        # after another was freed is another input, though Python gives it the freed one's id
+        self.idents: dict[int, tuple[Any, int]] = {}
+        self.numbered = 0  # the tensor objects numbered so far
         self.on_device = False  # a tensor off the CPU was seen: host ops are no device work
         self.stream: list[Node] = []
         self.frames: list[int] = []
@@ -113,21 +117,35 @@ class Dataflow:
 
     def _source(self, tensor: torch.Tensor) -> Source:
         if type(tensor) is torch.nn.Parameter:  # (also when model building made its data)
-            return Source(PARAMETER, ident=id(tensor))
+            return Source(PARAMETER, ident=self._ident(tensor))
         known = self.objects.get(id(tensor))
         if known is not None and known[0]() is tensor and known[1] == tensor._version:
             by_name = isinstance(known[2], str)  # (one input per tensor of an origin by name)
-            return Source(known[2], known[3], ident=id(tensor) if by_name else 0)
+            return Source(known[2], known[3], ident=self._ident(tensor) if by_name else 0)
         key = _storage_key(tensor)
         written = self.storages.get(key) if key is not None else None
         if written is not None and not _expired(written[0]):
             by_name = isinstance(written[1], str)
             view = (tuple(tensor.shape), tuple(tensor.stride()), tensor.storage_offset())
-            return Source(written[1], written[2], True, id(tensor) if by_name else 0, view)
+            ident = self._ident(tensor) if by_name else 0
+            return Source(written[1], written[2], True, ident, view)
         origin = self._origin(tensor)
         if origin == PARAMETER:  # (known by its object from now on: looked up once)
             self.objects[id(tensor)] = (weakref.ref(tensor), tensor._version, origin, 0)
-        return Source(origin, ident=id(tensor))
+        return Source(origin, ident=self._ident(tensor))
+
+    def _ident(self, tensor: torch.Tensor) -> int:
+        """The tensor object's number (from 1): the same while it lives, a new one for a new
+        object, also at the id of one freed (an id alone would make two temporaries, such as
+        the constants two `m[i] = 1` lift, one input or two as the allocator reuses memory)."""
+        known = self.idents.get(id(tensor))
+        if known is not None and known[0]() is tensor:
+            return int(known[1])
+        self.numbered += 1
+        self.idents[id(tensor)] = (weakref.ref(tensor), self.numbered)
+        if len(self.objects) + len(self.storages) + len(self.idents) > self.kept:
+            self._forget()
+        return self.numbered
 
     def _origin(self, tensor: torch.Tensor) -> str:
         if isinstance(tensor, torch.nn.Parameter):
@@ -153,7 +171,7 @@ class Dataflow:
             if storage.data_ptr():
                 key = (tensor.device, storage.data_ptr())
                 self.storages[key] = (_weak(storage), producer, out)
-        if len(self.objects) + len(self.storages) > self.kept:
+        if len(self.objects) + len(self.storages) + len(self.idents) > self.kept:
             self._forget()
 
     def _forget(self) -> None:
@@ -164,7 +182,11 @@ class Dataflow:
         for skey, written in list(self.storages.items()):
             if _expired(written[0]):
                 self.storages.pop(skey, None)
-        self.kept = 2 * (len(self.objects) + len(self.storages)) + FORGET_AFTER  # (amortized)
+        for ident, (ref, _) in list(self.idents.items()):
+            if ref() is None:
+                self.idents.pop(ident, None)
+        held = len(self.objects) + len(self.storages) + len(self.idents)
+        self.kept = 2 * held + FORGET_AFTER  # (amortized)
 
     def program_inputs(self, args: Any) -> None:
         """The tensors a top module is called with (`args`, and the keyword arguments its

@@ -504,3 +504,39 @@ def test_a_write_through_a_slice_compiles_as_the_program_wrote_it(tmp_path: Path
     assert [list(o.shape) for o in eager()] == [[3, 4], [3, 8]]
     torch.testing.assert_close(eager()[-1], expected, atol=0.0, rtol=0.0)
     torch.testing.assert_close(compiled()[-1], expected, atol=1e-6, rtol=1e-6)
+
+
+def test_two_temporaries_of_unknown_origin_are_two_inputs_however_memory_is_reused(
+    tmp_path: Path,
+) -> None:
+    """Each Python number a slice assignment writes is a constant torch lifts into a tensor the
+    recorder did not see made: two constants are two inputs of the chain, also when the
+    second takes the first one's memory (and id) once it is freed; as before, one tensor read
+    twice is one input. (Told apart by id, the chain had one input or two, and Allegro's
+    `mask[0, :1] = 1; mask[1, :9] = 1` recorded two different files, as the allocator went.)"""
+
+    class Filled(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h = self.a(x)
+            h[:, :1] = 1.0
+            h[:, 2:] = 2.0
+            return self.b(F.silu(h))
+
+    path = tmp_path / "s.yaml"
+    path.write_text(_record(Filled(), torch.randn(3, 4)))
+    (chain,) = load_shapes(path).chains["net"]
+    lifted = [op.args[0] for op in chain.ops if op.overload == "aten.lift_fresh.default"]
+    assert lifted == [{"input": 0}, {"input": 2}]  # (input 1: the linear's output)
+    assert [chain.inputs[k].origins for k in (0, 2)] == [["unknown"], ["unknown"]]
+
+    recorder = Recorder(roots={})
+    flow = recorder.flow
+    assert flow is not None
+    idents = [flow.sources((torch.ones(2),), {})[0].ident for _ in range(20)]  # freed in turn
+    assert len(set(idents)) == 20
+    kept = torch.ones(2)
+    assert flow.sources((kept, kept), {})[0].ident == flow.sources((kept,), {})[0].ident
