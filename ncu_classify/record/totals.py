@@ -130,6 +130,10 @@ def document_ops(
             name = AtenShape.model_validate({**shape, "calls": 1}, strict=False).readable()
         except ValueError:
             name = op.op
+        readable, number = name, 1  # `:2`, `:3` where another op of the stage reads alike
+        while any(u.stage == op.stage and u.name == name for u in uncovered):
+            number += 1
+            name = f"{readable}:{number}"
         uncovered.append(uncovered_item(op.stage, name, op.why_not, op.calls, time, times))
     return stages, uncovered
 

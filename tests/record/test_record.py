@@ -597,6 +597,30 @@ def test_ops_whose_work_depends_on_the_values_are_uncovered_with_the_reason(
 
 
 @pytest.mark.needs("torch")
+def test_uncovered_ops_that_read_alike_are_numbered(tmp_path: Path) -> None:
+    """Mochi's attention takes `nonzero` of each prompt's row of the text mask: two distinct
+    calls (the rows' offsets differ) whose readable ids are one. Their lines of uncovered
+    work are numbered as the stage's shapes are (`:2`), not listed twice under one name."""
+    script = tmp_path / "rows.py"
+    script.write_text(
+        "import torch\n"
+        "mask = torch.zeros(2, 16, dtype=torch.bool)\n"
+        "mask[0, :1] = True\n"
+        "mask[1, :9] = True\n"
+        "for idx in range(2):\n"
+        "    keep = torch.nonzero(mask[idx])\n"
+    )
+    out = tmp_path / "s.yaml"
+    assert run(["record", "-o", str(out), "--", "python", str(script)]) == 0
+    totals = load_shapes(out).recorded.totals  # type: ignore[union-attr]
+    assert totals is not None
+    assert [(u.name, u.calls) for u in totals.uncovered] == [
+        ("aten.nonzero.default:16:bool", 1),
+        ("aten.nonzero.default:16:bool:2", 1),
+    ]
+
+
+@pytest.mark.needs("torch")
 def test_an_op_that_takes_and_makes_no_tensor_is_no_device_work() -> None:
     """On the H200 the recording listed `torchvision._cuda_version` and two torchaudio probes
     (dispatched at import, returning ints): no device work, and not replayable."""
