@@ -49,6 +49,7 @@ TORCH_HOMES = {
     "replay.layouts",
     "record.recorder",
     "record.dataflow",
+    "record.identity",
     "record.calls",
     "record.naming",
     "record.function_mode",

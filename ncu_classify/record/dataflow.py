@@ -38,6 +38,7 @@ from .chains import (
     module_call_keywords,
 )
 from .device_ops import Seen, described, op_name, tensors_in, why_not_replayed
+from .identity import TensorNumbers, expired, storage_key, weak_storage
 
 # Torch calls that are heavy (a GEMM, a conv, attention) whatever the recorder types them as:
 # their device ops are not described one by one, only what they read and make (`open`).
@@ -95,10 +96,7 @@ class Dataflow:
         self.where, self.modules = where, modules
         self.objects: dict[int, tuple[Any, int, Node | str, int]] = {}
         self.storages: dict[tuple[torch.device, int], tuple[StorageWeakRef, Node | str, int]] = {}
-        # a number per tensor object of an origin by name, kept while it lives: a tensor made
-        # after another was freed is another input, though Python gives it the freed one's id
-        self.idents: dict[int, tuple[Any, int]] = {}
-        self.numbered = 0  # the tensor objects numbered so far
+        self.numbers = TensorNumbers()  # one input per tensor object of an origin by name
         self.on_device = False  # a tensor off the CPU was seen: host ops are no device work
         self.stream: list[Node] = []
         self.frames: list[int] = []
@@ -122,9 +120,9 @@ class Dataflow:
         if known is not None and known[0]() is tensor and known[1] == tensor._version:
             by_name = isinstance(known[2], str)  # (one input per tensor of an origin by name)
             return Source(known[2], known[3], ident=self._ident(tensor) if by_name else 0)
-        key = _storage_key(tensor)
+        key = storage_key(tensor)
         written = self.storages.get(key) if key is not None else None
-        if written is not None and not _expired(written[0]):
+        if written is not None and not expired(written[0]):
             by_name = isinstance(written[1], str)
             view = (tuple(tensor.shape), tuple(tensor.stride()), tensor.storage_offset())
             ident = self._ident(tensor) if by_name else 0
@@ -135,17 +133,11 @@ class Dataflow:
         return Source(origin, ident=self._ident(tensor))
 
     def _ident(self, tensor: torch.Tensor) -> int:
-        """The tensor object's number (from 1): the same while it lives, a new one for a new
-        object, also at the id of one freed (an id alone would make two temporaries, such as
-        the constants two `m[i] = 1` lift, one input or two as the allocator reuses memory)."""
-        known = self.idents.get(id(tensor))
-        if known is not None and known[0]() is tensor:
-            return int(known[1])
-        self.numbered += 1
-        self.idents[id(tensor)] = (weakref.ref(tensor), self.numbered)
-        if len(self.objects) + len(self.storages) + len(self.idents) > self.kept:
+        """The tensor object's number (record/numbering.py), not its id."""
+        number = self.numbers.of(tensor)
+        if len(self.objects) + len(self.storages) + len(self.numbers) > self.kept:
             self._forget()
-        return self.numbered
+        return number
 
     def _origin(self, tensor: torch.Tensor) -> str:
         if isinstance(tensor, torch.nn.Parameter):
@@ -170,8 +162,8 @@ class Dataflow:
                 return
             if storage.data_ptr():
                 key = (tensor.device, storage.data_ptr())
-                self.storages[key] = (_weak(storage), producer, out)
-        if len(self.objects) + len(self.storages) + len(self.idents) > self.kept:
+                self.storages[key] = (weak_storage(storage), producer, out)
+        if len(self.objects) + len(self.storages) + len(self.numbers) > self.kept:
             self._forget()
 
     def _forget(self) -> None:
@@ -180,12 +172,10 @@ class Dataflow:
             if entry[0]() is None:
                 self.objects.pop(key, None)
         for skey, written in list(self.storages.items()):
-            if _expired(written[0]):
+            if expired(written[0]):
                 self.storages.pop(skey, None)
-        for ident, (ref, _) in list(self.idents.items()):
-            if ref() is None:
-                self.idents.pop(ident, None)
-        held = len(self.objects) + len(self.storages) + len(self.idents)
+        self.numbers.forget_gone()
+        held = len(self.objects) + len(self.storages) + len(self.numbers)
         self.kept = 2 * held + FORGET_AFTER  # (amortized)
 
     def program_inputs(self, args: Any) -> None:
@@ -336,25 +326,6 @@ class Dataflow:
             node.sources = []
             if node.chain is not None:  # (named by its chain from now on)
                 node.args, node.kwargs, node.outputs = [], {}, []
-
-
-def _weak(storage: Any) -> StorageWeakRef:
-    """A weak reference to a storage (it does not keep the memory)."""
-    return StorageWeakRef(storage)  # type: ignore[no-untyped-call]
-
-
-def _expired(reference: StorageWeakRef) -> bool:
-    """Whether the storage is gone (its memory may now hold another tensor)."""
-    return bool(reference.expired())  # type: ignore[no-untyped-call]
-
-
-def _storage_key(tensor: torch.Tensor) -> tuple[torch.device, int] | None:
-    """(device, address) of a tensor's storage; None for one without memory (meta, empty)."""
-    try:
-        pointer = tensor.untyped_storage().data_ptr()
-    except (RuntimeError, NotImplementedError):
-        return None
-    return (tensor.device, pointer) if pointer else None
 
 
 def _inputs(args: tuple[Any, ...], kwargs: CallKwargs) -> list[torch.Tensor]:
