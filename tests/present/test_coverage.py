@@ -319,3 +319,11 @@ def test_the_shapes_below_a_target_are_named_in_every_coverage_line(
     names = [work.name for _, work in page.uncovered]
     assert len(names) == 21 and names[-1] == "(20 shapes below the coverage target)"
     assert page.more_uncovered == 6  # 5 failed shapes and the output's kernels outside any op
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_the_committed_tables_of_the_wan_recording_are_current(wan: CardFile, view: str) -> None:
+    """reports/record/wan14b_every_op_<view>.csv, as reports/regenerate.sh writes them, are what
+    summary gives now: a change of columns or figures that was not regenerated fails here."""
+    committed = ROOT / "reports" / "record" / f"wan14b_every_op_{view}.csv"
+    assert committed.read_text() == summary_csv(summarize(wan, view), view)
