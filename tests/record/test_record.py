@@ -12,7 +12,7 @@ import pytest
 from helpers import ROOT, unstamped
 
 from ncu_classify.cli.entry import run
-from ncu_classify.shapes.file import load_shapes
+from ncu_classify.shapes.file import ShapesFile, load_shapes
 
 SCRIPT = ROOT / "fixtures" / "models" / "record_wan.py"
 FAKEBIN = ROOT / "tests" / "fakebin"
@@ -527,18 +527,15 @@ def test_an_old_shapes_file_with_recorded_ops_still_loads(tmp_path: Path) -> Non
 def test_an_index_op_and_a_non_finite_scalar_survive_the_shapes_file(tmp_path: Path) -> None:
     """x[idx] records aten.index.Tensor with its int64 index; masked_fill(-inf) keeps the
     -inf (JSON and YAML have no such number); the file reads back with the same ops."""
-    script = tmp_path / "prog.py"
-    script.write_text(
+    loaded = _recorded_script(
+        tmp_path,
         "import torch\n"
         "x = torch.randn(8, 4)\n"
         "idx = torch.tensor([3, 1, 2])\n"
         "for _ in range(3):\n"
         "    y = x[idx].masked_fill(x[idx] > 0, float('-inf')).sum()\n"
-        "    z = torch.nn.functional.linear(x, torch.ones(4, 4))\n"
+        "    z = torch.nn.functional.linear(x, torch.ones(4, 4))\n",
     )
-    out = tmp_path / "s.yaml"
-    assert run(["record", "-o", str(out), "--", "python", str(script)]) == 0
-    loaded = load_shapes(out)
     ops = {s.overload: s for s in loaded.stages["main"] if s.op == "aten"}  # type: ignore[union-attr]
     index = ops["aten.index.Tensor"]
     assert index.calls == 6 and index.args[1][0]["tensor"]["dtype"] == "int64"
@@ -565,18 +562,15 @@ def test_ops_whose_work_depends_on_the_values_are_uncovered_with_the_reason(
     """A boolean-mask index and `nonzero` do work that depends on the values: a replay on
     drawn values would do other work, so they are no shapes but uncovered calls, saying why;
     an integer index of the same tensor stays a shape."""
-    script = tmp_path / "mask.py"
-    script.write_text(
+    loaded = _recorded_script(
+        tmp_path,
         "import torch\n"
         "x = torch.randn(8, 4)\n"
         "for _ in range(2):\n"
         "    y = x[x > 0]\n"
         "    n = torch.nonzero(x)\n"
-        "    z = x[torch.tensor([0, 2])]\n"
+        "    z = x[torch.tensor([0, 2])]\n",
     )
-    out = tmp_path / "s.yaml"
-    assert run(["record", "-o", str(out), "--", "python", str(script)]) == 0
-    loaded = load_shapes(out)
     names = [(s.name, s.calls) for s in loaded.stages["main"]]
     assert names == [
         ("aten.randn.default", 1),
@@ -601,18 +595,15 @@ def test_uncovered_ops_that_read_alike_are_numbered(tmp_path: Path) -> None:
     """Mochi's attention takes `nonzero` of each prompt's row of the text mask: two distinct
     calls (the rows' offsets differ) whose readable ids are one. Their lines of uncovered
     work are numbered as the stage's shapes are (`:2`), not listed twice under one name."""
-    script = tmp_path / "rows.py"
-    script.write_text(
+    totals = _recorded_script(
+        tmp_path,
         "import torch\n"
         "mask = torch.zeros(2, 16, dtype=torch.bool)\n"
         "mask[0, :1] = True\n"
         "mask[1, :9] = True\n"
         "for idx in range(2):\n"
-        "    keep = torch.nonzero(mask[idx])\n"
-    )
-    out = tmp_path / "s.yaml"
-    assert run(["record", "-o", str(out), "--", "python", str(script)]) == 0
-    totals = load_shapes(out).recorded.totals  # type: ignore[union-attr]
+        "    keep = torch.nonzero(mask[idx])\n",
+    ).recorded.totals  # type: ignore[union-attr]
     assert totals is not None
     assert [(u.name, u.calls) for u in totals.uncovered] == [
         ("aten.nonzero.default:16:bool", 1),
@@ -644,14 +635,11 @@ def test_distinct_ops_beyond_the_cap_are_counted_not_dropped(
     from ncu_classify.record import device_ops
 
     monkeypatch.setattr(device_ops, "MAX_DISTINCT", 3)
-    script = tmp_path / "grow.py"
-    script.write_text(
+    loaded = _recorded_script(
+        tmp_path,
         "import torch\nw = torch.ones(2, 2)\ntorch.nn.functional.linear(torch.ones(2, 2), w)\n"
-        "for n in range(1, 7):\n    torch.ones(n).neg()\n"
+        "for n in range(1, 7):\n    torch.ones(n).neg()\n",
     )
-    out = tmp_path / "s.yaml"
-    assert run(["record", "-o", str(out), "--", "python", str(script)]) == 0
-    loaded = load_shapes(out)
     # kept: ones([2, 2]) (2 calls), then ones([1]) and its neg; the 5 other sizes are not
     kept = [(s.name, s.args, s.calls) for s in loaded.stages["main"] if s.op == "aten"]  # type: ignore[union-attr]
     one = {"tensor": {"shape": [1], "dtype": "float32", "strides": [1], "offset": 0}}
@@ -670,3 +658,12 @@ def test_distinct_ops_beyond_the_cap_are_counted_not_dropped(
          "beyond the recording's cap", 5),
     ]  # fmt: skip
     assert totals.stages["main"].calls == 1 + 4 + 10  # the linear, the kept ops, the others
+
+
+def _recorded_script(tmp_path: Path, source: str) -> ShapesFile:
+    """The shapes file `record` writes for a program of that source (run as a user runs it)."""
+    script = tmp_path / "program.py"
+    script.write_text(source)
+    out = tmp_path / "s.yaml"
+    assert run(["record", "-o", str(out), "--", "python", str(script)]) == 0
+    return load_shapes(out)
