@@ -8,6 +8,7 @@ imports torch. The face is lazy, so that `program` (which runs the user's script
   naming      the name a top module goes by in the code that runs it (its stage)
   device_ops  every other device op, as an `aten` shape
   dataflow    which recorded call made each tensor (for the chains)
+  identity    how the dataflow knows a tensor again: its storage, a number per live object
   chains      the chains of device ops between two heavy ops, from the dataflow (no torch)
   chain_section  the chains as the shapes file's `chains:` section (no torch)
   regions     torch.compile'd modules and functions, recorded as they run (compiled shapes)
