@@ -95,6 +95,7 @@ def _capture(plan: Plan, host: Host, progress: CaptureProgress | None) -> Manife
         and earlier[e.group].status == "ok"
         and report_kept(out, earlier[e.group].report)
     }
+    fresh = {group: records[group] for group in light_kept}  # (pending: its capture in full)
     records.update({group: rec.model_copy(deep=True) for group, rec in light_kept.items()})
     manifest = plan.previous or _new_manifest(plan)
     # the shapes file's order, whatever order they run in: --order time and --order file
@@ -123,7 +124,7 @@ def _capture(plan: Plan, host: Host, progress: CaptureProgress | None) -> Manife
             for entry in batch.entries:
                 records[entry.group].times_status = "pending"
     write_manifest(out, manifest)
-    run = _Run(out, plan, options, records, manifest, progress, light_kept)
+    run = _Run(out, plan, options, records, manifest, progress, (light_kept, fresh))
     try:
         run.all_queues()
     finally:
@@ -135,8 +136,9 @@ def _capture(plan: Plan, host: Host, progress: CaptureProgress | None) -> Manife
 
 def _overwrite(record: ManifestShape, source: ManifestShape) -> None:
     """`record` (the object the manifest lists) made a copy of `source`, in place."""
+    copy = source.model_copy(deep=True)
     for name in type(record).model_fields:
-        setattr(record, name, getattr(source.model_copy(deep=True), name))
+        setattr(record, name, getattr(copy, name))
 
 
 def _new_manifest(plan: Plan) -> Manifest:
@@ -173,16 +175,11 @@ class _Run:
         records: dict[str, ManifestShape],
         manifest: Manifest,
         progress: CaptureProgress | None,
-        light_kept: dict[str, ManifestShape] | None = None,
+        light: tuple[dict[str, ManifestShape], dict[str, ManifestShape]] = ({}, {}),
     ) -> None:
         self.out, self.plan, self.options = out, plan, options
-        self.light_kept = light_kept or {}  # group -> its light record, kept until replaced
-        self.fresh = {  # ... by the record of its capture in full
-            e.group: manifest_shape(e)
-            for b in plan.batches
-            for e in b.entries
-            if e.group in self.light_kept
-        }
+        # group -> its light record, kept until replaced by the record of its capture in full
+        self.light_kept, self.fresh = light
         self.records, self.manifest = records, manifest
         self.notify = progress or (lambda *_: None)
         self.lock = threading.Lock()

@@ -181,8 +181,8 @@ def light_lines(cards: CardFile) -> list[str]:
     light = [c for c in cards.cards if c.captured_light]
     if not light:
         return []
-    unresolved = [c for c in light if c.primary == UNRESOLVED or c.status == "unresolved"]
-    passed = [c for c in light if c not in unresolved and _past_unchecked(c)]
+    unresolved = [c for c in light if _unresolved(c)]
+    passed = [c for c in light if not _unresolved(c) and _past_unchecked(c)]
     return [
         f"captured light: {len(light)} cards without sm_pct and l2_pct;"
         f" {len(unresolved)} unresolved ({_us(unresolved)} us per inference),"
@@ -191,6 +191,10 @@ def light_lines(cards: CardFile) -> list[str]:
         " `capture --resume --light-after 0` takes every light shape again in full,"
         " `capture --drill-down` on this file only these, with warp stalls"
     ]
+
+
+def _unresolved(card: Card) -> bool:
+    return card.primary == UNRESOLVED or card.status == "unresolved"
 
 
 def _past_unchecked(card: Card) -> bool:
