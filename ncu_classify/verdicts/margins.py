@@ -25,10 +25,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..cards.figures import Margin
-from ..core.metrics import BOUNDED_BY, EXACT_METRICS
+from ..core.metrics import EXACT_METRICS
 from ..core.stats import six_figures
 from ..core.trusted import trusted
-from .rules import OPERATORS, AllOf, AnyOf, Compare, Rule, RuleSet, from_bound, holds
+from .rules import OPERATORS, AllOf, AnyOf, Compare, Rule, RuleSet, bound_deciding, holds
 
 # A distance as conditions carry it: (its score in borderline units, how far, which metric).
 Scored = tuple[float, float, str] | None
@@ -73,20 +73,19 @@ def _compiled(cond: Compare | AnyOf | AllOf, score: Score) -> Node:
 
 def _leaf(cond: Compare, score: Score) -> Node:
     """A comparison: its distance in its metric's unit; a metric missing or NaN may be settled
-    by the metric that bounds it (then the distance is that metric's)."""
+    by a measured metric that bounds it (then the distance is that metric's)."""
     metric, threshold, compare = cond.metric, cond.value, OPERATORS[cond.op]
-    bound_metric = BOUNDED_BY.get(metric, "")
-    unit, bound_unit = score(metric), score(bound_metric)
+    unit = score(metric)
 
     def leaf(values: Mapping[str, float | None]) -> _Node:
         value = values.get(metric)
         if value is None or value != value:
-            settled = from_bound(cond, values)
-            bound = values.get(bound_metric)
-            if settled is None or bound is None:
+            found = bound_deciding(cond, values)
+            if found is None:
                 return _UNKNOWN
+            settled, bound_metric, bound = found
             size = abs(bound - threshold)
-            return settled, (bound_unit(size), size, bound_metric)
+            return settled, (score(bound_metric)(size), size, bound_metric)
         size = abs(value - threshold)
         return compare(value, threshold), (unit(size), size, metric)
 

@@ -31,7 +31,7 @@ from pydantic import (
 
 from ..core.cache import cached, keep
 from ..core.errors import RulesError
-from ..core.metrics import BOUNDED_BY, RULE_METRICS
+from ..core.metrics import AT_MOST, RULE_METRICS
 from ..core.textio import read_text
 from ..core.yamlio import validate_yaml
 
@@ -197,16 +197,35 @@ def holds(
 
 def from_bound(cond: Compare, values: Mapping[str, float | None]) -> bool | None:
     """The comparison decided for a metric that was not measured, from a measured metric that
-    bounds it from above (BOUNDED_BY: tensor_pct <= sm_pct): `< t` holds and `>= t` fails when
-    the bound is below t; None when the bound does not settle it."""
-    bound = values.get(BOUNDED_BY.get(cond.metric, ""))
-    if bound is None or math.isnan(bound):
+    bounds it (AT_MOST); None when no bound settles it."""
+    found = bound_deciding(cond, values)
+    return None if found is None else found[0]
+
+
+def bound_deciding(
+    cond: Compare, values: Mapping[str, float | None]
+) -> tuple[bool, str, float] | None:
+    """Whether the comparison holds, by the measured metric that settles it and its value: a
+    metric bounding it from above (sm_pct for tensor_pct) settles `< t` as held and `>= t` as
+    failed when below t; one bounding it from below (issue_pct for sm_pct) settles `>= t` as held
+    and `< t` as failed when at or above t. Of several, the farthest from t; None if none."""
+    compare, threshold, below = OPERATORS[cond.op], cond.value, cond.op in ("<", "<=")
+    found: list[tuple[bool, str, float]] = []
+    if cond.op in ("==", "!="):
         return None
-    if cond.op in ("<", "<=") and OPERATORS[cond.op](bound, cond.value):
-        return True
-    if cond.op in (">", ">=") and not OPERATORS[cond.op](bound, cond.value):
-        return False
-    return None
+    for smaller, larger in AT_MOST:
+        if cond.metric not in (smaller, larger):
+            continue
+        other = larger if cond.metric == smaller else smaller
+        bound = values.get(other)
+        if bound is None or math.isnan(bound):
+            continue
+        upper = other == larger  # the measured metric is at least the missing one
+        if upper is below and compare(bound, threshold):  # `< t` under t, `>= t` above it
+            found.append((True, other, bound))
+        elif upper is not below and not compare(bound, threshold):
+            found.append((False, other, bound))
+    return max(found, key=lambda f: abs(f[2] - threshold), default=None)
 
 
 def evaluate(rules: RuleSet, values: Mapping[str, float | None]) -> Verdict:

@@ -1,28 +1,45 @@
 """The cards of a real light capture: the Wan 14B recording captured on one H100 by
-`capture --coverage 99.5 --light-after 80` (reports/coverage/device_light.sh, 2026-12-05) and
-classified there. What the light tier measured, how the coverage lines count it, and what
-summary, next and the DataFrames say of it."""
+`capture --coverage 99.5 --light-after 80` and `--light-after 90`, and whole, in one device
+command (reports/coverage/device_light.sh, 2026-12-05), classified there and judged again
+here under the current rules. What the light tier measured, how the coverage lines count it,
+what summary and the DataFrames say of it, and its verdicts against the whole capture's."""
 
 from __future__ import annotations
 
 import collections
 import lzma
+from pathlib import Path
 
 import pytest
 from helpers import ROOT
 
+from ncu_classify.cards.figures import Margin
 from ncu_classify.cards.model import CardFile
 from ncu_classify.cards.rollup import named_dominant
 from ncu_classify.present.frames import cards_frame
 from ncu_classify.present.summary import light_lines
+from ncu_classify.verdicts.judge import reclassify
+from ncu_classify.verdicts.rules import LoadedRules
 
-LIGHT80 = ROOT / "reports" / "coverage" / "cards_wan14b_light80_h100.json.xz"
+CARDS = ROOT / "reports" / "coverage" / "cards_wan14b_{}_h100.json.xz"
 TWO_COPIES = "vae:aten.cat.default:1x384x1x120x208:fp32"  # two copy kernels of one name
 
 
+def _judged(name: str, rules: LoadedRules) -> CardFile:
+    """A committed cards file of the H100 run, judged under the current rules."""
+    packed = Path(str(CARDS).format(name)).read_bytes()
+    cards = CardFile.model_validate_json(lzma.decompress(packed))
+    return reclassify(cards, rules, at="2026-12-05T00:00:00Z")
+
+
 @pytest.fixture(scope="module")
-def light80() -> CardFile:
-    return CardFile.model_validate_json(lzma.open(LIGHT80).read())
+def light80(rules: LoadedRules) -> CardFile:
+    return _judged("light80", rules)
+
+
+@pytest.fixture(scope="module")
+def whole(rules: LoadedRules) -> CardFile:
+    return _judged("whole", rules)
 
 
 def test_the_light_list_took_one_pass_on_every_real_kernel(light80: CardFile) -> None:
@@ -47,8 +64,8 @@ def test_every_stage_is_covered_to_the_target(light80: CardFile) -> None:
 
 def test_summary_counts_the_light_cards_and_their_time(light80: CardFile) -> None:
     assert light_lines(light80)[0].startswith(
-        "captured light: 129 cards without sm_pct and l2_pct; 31 unresolved (27,176.3 us per"
-        " inference), 92 classed past a rule they could not check (89,354.6 us per inference);"
+        "captured light: 129 cards without sm_pct and l2_pct; 27 unresolved (15,349.9 us per"
+        " inference), 87 classed past a rule they could not check (82,810.0 us per inference);"
     )
 
 
@@ -61,7 +78,7 @@ def test_of_two_kernels_of_one_name_the_longer_is_the_dominant(light80: CardFile
     assert first.kernel == second.kernel == card.dominant_kernel
     top = named_dominant(card)
     assert top is second
-    assert top.metrics["dur_us"] == 60.704
+    assert top.metrics["dur_us"] == 60.736
     assert top.margin is not None and top.margin.rival_unchecked
     row = cards_frame(light80).set_index("group").loc[TWO_COPIES]
     assert bool(row["rival_unchecked"]) is True
@@ -79,3 +96,67 @@ def test_the_dataframes_say_which_cards_are_light(light80: CardFile) -> None:
     assert stages["light_shapes"].to_dict() == {"dit": 19, "output": 5, "vae": 105}
     light_ms = (stages["light_real_us_per_inference"] / 1000).round(3).to_dict()
     assert light_ms == {"dit": 47.77, "output": 0.036, "vae": 59.937}
+
+
+UNRESOLVED = "unresolved_no_dominant_limiter"
+
+
+@pytest.mark.parametrize(
+    ("light", "expected"),
+    [
+        (
+            "light80",
+            {
+                ("dram_bandwidth_bound", "dram_bandwidth_bound", True): 77,
+                ("compute_bound", "compute_bound", False): 15,
+                (UNRESOLVED, UNRESOLVED, False): 14,
+                ("l2_bandwidth_bound", UNRESOLVED, False): 11,
+                ("partial_wave_tail", "partial_wave_tail", True): 6,
+                ("l2_bandwidth_bound", "partial_wave_tail", True): 4,
+                ("latency_or_occupancy_limited", UNRESOLVED, False): 1,
+                ("partial_wave_tail", UNRESOLVED, False): 1,
+            },
+        ),
+        (
+            "light90",
+            {
+                ("dram_bandwidth_bound", "dram_bandwidth_bound", True): 59,
+                ("compute_bound", "compute_bound", False): 10,
+                (UNRESOLVED, UNRESOLVED, False): 11,
+                ("l2_bandwidth_bound", UNRESOLVED, False): 9,
+                ("partial_wave_tail", "partial_wave_tail", True): 6,
+                ("l2_bandwidth_bound", "partial_wave_tail", True): 4,
+                ("latency_or_occupancy_limited", UNRESOLVED, False): 1,
+                ("partial_wave_tail", UNRESOLVED, False): 1,
+            },
+        ),
+    ],
+)
+def test_light_verdicts_against_the_whole_capture(
+    light: str, expected: dict[tuple[str, str, bool], int], whole: CardFile, rules: LoadedRules
+) -> None:
+    """(whole class, light class, passed over an unchecked rule) per light card. Every
+    compute-bound card stays compute-bound without sm_pct, decided by the tensor pipe or by
+    instruction issue (sm_pct >= issue_pct); before that bound 5 of the 15 read DRAM-bound and 4
+    unresolved. The only wrong classes left, 4 L2-bound cards read as tails, say that they
+    passed over a rule they could not check. The full cards keep the whole capture's class but
+    for two borderline ones (another capture: an l2_pct and an sm_pct within 0.3 points of 60)."""
+    cards = _judged(light, rules)
+    classes = {card.group: card.primary for card in whole.cards}
+    none = Margin(metric=None, distance=None, alternative=None, borderline=False)
+    margins = {c.group: named_dominant(c).margin or none for c in cards.cards}
+    seen = collections.Counter(
+        (classes[c.group], c.primary, margins[c.group].rival_unchecked)
+        for c in cards.cards
+        if c.captured_light
+    )
+    assert seen == expected
+    full = [c for c in cards.cards if not c.captured_light]  # a flip is a borderline one
+    assert all(c.primary == classes[c.group] or margins[c.group].borderline for c in full)
+    assert sum(c.primary == classes[c.group] for c in full) >= len(full) - 2
+    decided = {
+        margins[c.group].metric
+        for c in cards.cards
+        if c.captured_light and c.primary == "compute_bound"
+    }
+    assert decided == {"issue_pct", "tensor_pct"}

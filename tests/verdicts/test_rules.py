@@ -78,6 +78,50 @@ def test_missing_metric_is_listed_and_never_a_zero(rules: LoadedRules) -> None:
     assert set(verdict.unchecked) == set(FULL)
 
 
+@pytest.mark.parametrize(
+    ("issue", "tensor", "expected", "unchecked"),
+    [
+        (61.0, 1.0, "compute_bound", []),  # sm_pct >= issue_pct >= 60: the rule holds
+        (1.0, 61.0, "compute_bound", []),  # the tensor pipe's own comparison holds
+        (59.0, 1.0, "dram_bandwidth_bound", ["sm_pct"]),  # 59 says nothing of sm_pct >= 60
+        (None, 1.0, "dram_bandwidth_bound", ["sm_pct"]),
+    ],
+)
+def test_sm_pct_unmeasured_is_bounded_below_by_its_sub_units(
+    rules: LoadedRules,
+    issue: float | None,
+    tensor: float,
+    expected: str,
+    unchecked: list[str],
+) -> None:
+    """A light kernel has no sm_pct, but sm__throughput is the maximum of its sub-units,
+    instruction issue and the tensor pipe among them: issue_pct >= 60 decides compute_bound
+    (the H100 light capture's gelu and VAE div/mul read it DRAM-bound before: issue 61-68 %,
+    sm_pct the same in the full capture); below 60 it decides nothing and the DRAM verdict
+    says it passed over sm_pct."""
+    values = {**FULL, "sm_pct": None, "issue_pct": issue, "tensor_pct": tensor, "dram_pct": 83.0}
+    verdict = evaluate(rules.rules, values)
+    assert (verdict.rule.name, verdict.unchecked) == (expected, unchecked)
+
+
+def test_a_lower_bound_fails_a_less_than_and_decides_nothing_below() -> None:
+    """`sm_pct < 40` fails when issue_pct is 45 (sm_pct >= 45), is unknown at issue_pct 35;
+    `tensor_pct >= 60` fails at sm_pct 50 (the upper bound); `==` is never decided by a bound."""
+    from ncu_classify.verdicts.rules import Compare, bound_deciding
+
+    below = Compare(metric="sm_pct", op="<", value=40.0)
+    assert bound_deciding(below, {"issue_pct": 45.0}) == (False, "issue_pct", 45.0)
+    assert bound_deciding(below, {"issue_pct": 35.0}) is None
+    assert bound_deciding(below, {"issue_pct": 45.0, "tensor_pct": 80.0}) == (
+        False, "tensor_pct", 80.0
+    )  # fmt: skip  # the bound farthest from the threshold
+    above = Compare(metric="tensor_pct", op=">=", value=60.0)
+    assert bound_deciding(above, {"sm_pct": 50.0}) == (False, "sm_pct", 50.0)
+    assert bound_deciding(above, {"sm_pct": 70.0}) is None
+    assert bound_deciding(Compare(metric="sm_pct", op="==", value=1.0), {"issue_pct": 1.0}) is None
+    assert bound_deciding(below, {"issue_pct": float("nan")}) is None
+
+
 def _write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "rules.yaml"
     path.write_text(text)
