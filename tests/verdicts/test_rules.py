@@ -119,6 +119,9 @@ def test_a_lower_bound_fails_a_less_than_and_decides_nothing_below() -> None:
     assert bound_deciding(above, {"sm_pct": 50.0}) == (False, "sm_pct", 50.0)
     assert bound_deciding(above, {"sm_pct": 70.0}) is None
     assert bound_deciding(Compare(metric="sm_pct", op="==", value=1.0), {"issue_pct": 1.0}) is None
+    compute = Compare(metric="sm_pct", op=">=", value=60.0)  # the FMA pipe is a sub-unit too
+    assert bound_deciding(compute, {"fma_pipe_pct": 65.0}) == (True, "fma_pipe_pct", 65.0)
+    assert bound_deciding(compute, {"l1_pipe_pct": 95.0}) is None  # not one: it can be above
     assert bound_deciding(below, {"issue_pct": float("nan")}) is None
 
 
