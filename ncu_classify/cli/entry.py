@@ -44,7 +44,8 @@ def run(argv: list[str]) -> int:
             out.print(exc.ctx.get_help())  # type: ignore[attr-defined]  # no command: the help
             return int(exc.exit_code)  # type: ignore[attr-defined]
         if _is_click_error(exc):
-            error_line(f"{exc.format_message()} (see --help)")  # type: ignore[attr-defined]
+            message = exc.format_message()  # type: ignore[attr-defined]
+            error_line(f"{_naming_the_value(message, exc, argv)} (see --help)")
             return int(exc.exit_code)  # type: ignore[attr-defined]
         if type(exc).__name__ == "Abort" or _wrapped_interrupt(exc):
             err.print("ncu-classify: interrupted")
@@ -65,6 +66,26 @@ def _wrapped_interrupt(exc: BaseException) -> bool:
     """A Ctrl-C or SIGTERM that landed in one of our pydantic serializers (`Facts._held`):
     pydantic turns it into a PydanticSerializationError that only names it."""
     return type(exc).__name__ == "PydanticSerializationError" and "KeyboardInterrupt" in str(exc)
+
+
+def _naming_the_value(message: str, exc: BaseException, argv: list[str]) -> str:
+    """A bad option value's message with the value given, where typer's number parsing left it
+    out (`--timeout abc`: "Input should be a valid number, ..."): the value after the option's
+    last use on the command line."""
+    opts = getattr(getattr(exc, "param", None), "opts", None) or []
+    if not message.startswith("Invalid value for") or not opts or "Input should be" not in message:
+        return message
+    given = None
+    for index, arg in enumerate(argv):
+        for opt in opts:
+            if arg == opt and index + 1 < len(argv):
+                given = argv[index + 1]
+            elif arg.startswith(f"{opt}="):
+                given = arg[len(opt) + 1 :]
+    if given is None:
+        return message
+    head, _, rest = message.partition(": ")
+    return f"{head}: {given[:80]!r}: {rest}"
 
 
 def _is_click_error(exc: BaseException) -> bool:

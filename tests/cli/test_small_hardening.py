@@ -246,3 +246,26 @@ def test_counts_of_one_are_singular_and_unknown_coverage_is_no_warning(tmp_path:
     assert ", 1 kernels" not in page
     assert re.search(r'<p class="note coverage-unknown"[^>]*>', page)
     assert 'class="warn coverage-unknown"' not in page
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["capture", "--shapes", "s.yaml", "-o", "o", "--timeout", "abc"], "'--timeout': 'abc':"),
+        (["capture", "--shapes", "s.yaml", "-o", "o", "--coverage=9x9"], "'--coverage': '9x9':"),
+        (["classify", "r", "-o", "c.json", "--jobs", "2", "--jobs", "1.5"], "'--jobs': '1.5':"),
+        (
+            ["capture", "--shapes", "s", "-o", "o", "--coverage", "\x1b[2J" * 40],
+            r"'--coverage': '\x1b[2J",
+        ),
+    ],
+)
+def test_a_number_that_does_not_parse_is_named(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """typer's number parsing says "Input should be a valid number" without the value: the
+    line names the value given (the option's last use, cut to 80 characters, escaped)."""
+    assert run(argv) == 2
+    line = _err(capsys)
+    assert f"Invalid value for {said}" in line and "Input should be a valid" in line
+    assert len(line.splitlines()) == 1 and "\x1b" not in line and len(line) < 500

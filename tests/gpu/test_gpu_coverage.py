@@ -6,11 +6,10 @@ from __future__ import annotations
 import collections
 import json
 import lzma
-import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import CLI, ROOT
+from helpers import ROOT, run_cli
 
 pytestmark = pytest.mark.gpu
 
@@ -25,11 +24,10 @@ def test_the_wan_recording_at_a_coverage_target_with_the_light_tier(tmp_path: Pa
     shapes = tmp_path / "wan.yaml"
     shapes.write_bytes(lzma.decompress(WAN.read_bytes()))
     raw = tmp_path / "raw"
-    argv = ["capture", "--shapes", str(shapes), "-o", str(raw), "--one-process"]
     target = ["--coverage", "99.5", "--light-after", "80"]
-    proc = subprocess.run([*CLI, *argv, *target], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "87 shapes below the target, 2.643 ms" in proc.stdout + proc.stderr
+    done = run_cli("capture", "--shapes", shapes, "-o", raw, "--one-process", *target, timeout=600)
+    assert done.rc == 0, done.stderr[-2000:]
+    assert "87 shapes below the target, 2.643 ms" in done.stdout + done.stderr
     manifest = json.loads((raw / "manifest.json").read_text())
     assert len(manifest["below_target"]) == 87 and manifest["light_after_pct"] == 80.0
     shapes_by_light = collections.Counter(
@@ -41,13 +39,8 @@ def test_the_wan_recording_at_a_coverage_target_with_the_light_tier(tmp_path: Pa
     )
     assert set(passes) == {(True, 1), (False, 12)}
     cards_path = tmp_path / "cards.json"
-    proc = subprocess.run(
-        [*CLI, "classify", str(raw), "-o", str(cards_path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    done = run_cli("classify", raw, "-o", cards_path, timeout=300)
+    assert done.rc == 0, done.stderr[-2000:]
     cards = json.loads(cards_path.read_text())
     assert {s["stage"]: s["coverage_pct"] for s in cards["coverage"]} == {
         "dit": 99.57, "output": 100.0, "vae": 99.52
