@@ -99,7 +99,7 @@ def test_the_dataframes_say_which_cards_are_light(light80: CardFile) -> None:
 
 
 UNRESOLVED = "unresolved_no_dominant_limiter"
-# (whole capture's class, light class, passed over an unchecked rule), in the order of COUNTS
+# (whole capture's class, light class, passed over an unchecked rule); COUNTS: cards per outcome
 OUTCOMES = (
     ("dram_bandwidth_bound", "dram_bandwidth_bound", True),
     ("compute_bound", "compute_bound", False),
